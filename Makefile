@@ -1,0 +1,36 @@
+# The two commands: `make demo` and `make test`. Both install what they need into .venv.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+export PYTHONHASHSEED ?= 0
+
+.PHONY: install install-dev demo test test-fast bench clean
+
+install: $(VENV)/.runtime-installed
+install-dev: $(VENV)/.dev-installed
+
+$(VENV)/.runtime-installed: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.runtime-installed
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+demo: install
+	$(PY) -m albert_tf.demo
+
+test: install-dev
+	$(PY) -m pytest -q tests
+
+test-fast: install-dev
+	$(PY) -m pytest -q -m "not slow" tests
+
+bench: install
+	$(PY) bench/model.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,125 @@
+"""Imports official TF1, TF-Hub v1 and Hugging Face ALBERT weights into this project's format.
+
+    python -m albert_tf.convert --source {tf1,tfhub,transformers} --input PATH \
+        --output_dir DIR [--albert_config_file FILE]
+
+Writes `DIR/albert_config.json`, a checkpoint (`DIR/ckpt-1`, with a `checkpoint` state file,
+so both `DIR` and `DIR/ckpt-1` work as `--init_checkpoint`) and `DIR/conversion_report.json`.
+Only the parts the source holds are written: an encoder-only source gives an encoder-only
+checkpoint, and a model restored from it reports its heads as missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from albert_tf.checkpoints import (CONFIG_NAME, CheckpointError, assign_official,
+                                   read_tf1_checkpoint, read_transformers, resolve_checkpoint,
+                                   save_checkpoint)
+from albert_tf.config import AlbertConfig
+from albert_tf.encoder import AlbertEncoder
+from albert_tf.models import AlbertPretrainer
+
+SOURCES = ("tf1", "tfhub", "transformers")
+
+
+def convert(source: str, input_path: str, output_dir: str,
+            albert_config_file: str | None = None) -> dict:
+    """Converts `input_path` and writes `output_dir`. Returns the report (also written as
+    `conversion_report.json`).
+
+    Raises:
+      FileNotFoundError: input or config missing.
+      ConfigError / CheckpointError: the weights do not fit the config, or the source is
+        not an ALBERT model.
+    """
+    if source not in SOURCES:
+        raise ValueError(f"--source={source!r} must be one of {SOURCES}")
+    unknown: list[str] = []
+    if source == "transformers":
+        config, weights, unknown = read_transformers(input_path)
+        if albert_config_file:
+            config = AlbertConfig.from_json_file(albert_config_file)
+    else:
+        if not albert_config_file:
+            raise ValueError(f"--albert_config_file is required for --source {source}: "
+                             f"a TF1 checkpoint holds no model config")
+        config = AlbertConfig.from_json_file(albert_config_file)
+        weights = read_tf1_checkpoint(resolve_checkpoint(input_path))
+
+    has_mlm = any(k.startswith("cls/predictions/") for k in weights)
+    has_sop = any(k.startswith("cls/seq_relationship/") for k in weights)
+    model = AlbertPretrainer(config) if (has_mlm or has_sop) else AlbertEncoder(config)
+    model.build()
+    result = assign_official(model, weights, source=input_path)
+    result.raise_for_errors(allow_missing=("mlm_head", "sop_head", "pooler"))
+
+    components = None
+    if isinstance(model, AlbertPretrainer):
+        components = ["encoder"] + [name for name, present in
+                                    (("mlm_head", has_mlm), ("sop_head", has_sop)) if present]
+    prefix = save_checkpoint(model, output_dir, config, components=components)
+    absent = [name for name, present in (("mlm_head", has_mlm), ("sop_head", has_sop))
+              if not present]
+    report = {
+        "source": source,
+        "input": os.path.abspath(input_path),
+        "checkpoint": prefix,
+        "config": os.path.join(output_dir, CONFIG_NAME),
+        "variables_assigned": len(result.assigned),
+        "heads_written": [h for h in ("mlm_head", "sop_head") if h not in absent],
+        "heads_absent_from_source": absent,
+        "pooler_from_source": "pooler" not in result.components_missing,
+        "unused_source_variables": result.unused,
+        "unrecognized_source_keys": unknown,
+    }
+    tmp = os.path.join(output_dir, "conversion_report.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=2)
+    os.replace(tmp, os.path.join(output_dir, "conversion_report.json"))
+    return report
+
+
+def _print_report(report: dict) -> None:
+    print(f"wrote {report['checkpoint']} ({report['variables_assigned']} variables) "
+          f"and {report['config']}")
+    if report["heads_absent_from_source"]:
+        print("heads not in the source (not written; a model loading this checkpoint "
+              f"reports them missing): {', '.join(report['heads_absent_from_source'])}")
+    if not report["pooler_from_source"]:
+        print("the source has no pooler: the checkpoint's pooler is randomly initialized")
+    for key in ("unused_source_variables", "unrecognized_source_keys"):
+        if report[key]:
+            print(f"{key.replace('_', ' ')} ({len(report[key])}): {', '.join(report[key][:10])}")
+
+
+def main(argv=None) -> int:
+    from absl import flags
+    fl = flags.FlagValues()
+    flags.DEFINE_enum("source", None, list(SOURCES), "Checkpoint kind.", flag_values=fl)
+    flags.DEFINE_string("input", None, "TF1 checkpoint (prefix or directory), TF-Hub v1 module "
+                        "directory, or Hugging Face model directory.", flag_values=fl)
+    flags.DEFINE_string("output_dir", None, "Where to write the converted checkpoint.",
+                        flag_values=fl)
+    flags.DEFINE_string("albert_config_file", None, "albert_config.json (required for tf1 "
+                        "and tfhub; for transformers it replaces config.json).", flag_values=fl)
+    for name in ("source", "input", "output_dir"):
+        flags.mark_flag_as_required(name, flag_values=fl)
+    try:
+        fl(sys.argv if argv is None else argv)
+    except flags.Error as e:
+        print(f"error: {e}\n{fl.main_module_help()}", file=sys.stderr)
+        return 2
+    try:
+        report = convert(fl.source, fl.input, fl.output_dir, fl.albert_config_file)
+    except (FileNotFoundError, ValueError, CheckpointError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    _print_report(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""The ALBERT encoder: factorized embeddings, shared Transformer blocks, pooler.
+
+Cross-layer sharing (paper Section 3.1, Table 4) is decided once, in `sharing_plan`, and
+realized as object reuse: the block list holds the same `TransformerBlock` (or the same
+sub-layer) object at every position that shares it.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import keras
+import tensorflow as tf
+
+from albert_tf.config import AlbertConfig
+from albert_tf.layers import (AlbertEmbeddings, AttentionSublayer, FeedForwardSublayer,
+                              TransformerBlock, dense)
+
+
+class BlockSlot(NamedTuple):
+    """Where one of the L × inner_group_num blocks takes its parameters from.
+
+    `attention` and `ffn` are keys ("group", g, k) for a parameter set shared by the
+    layers of group g, or ("layer", i, k) for one owned by layer i alone.
+    """
+    layer: int
+    inner: int
+    attention: tuple
+    ffn: tuple
+
+
+def sharing_plan(config: AlbertConfig) -> list[BlockSlot]:
+    """Official layer→group map (group int(i·G/L)) combined with the sharing mode."""
+    share_attention = config.sharing in ("all", "attention")
+    share_ffn = config.sharing in ("all", "ffn")
+    plan = []
+    for i in range(config.num_hidden_layers):
+        g = config.group_of_layer(i)
+        for k in range(config.inner_group_num):
+            shared, own = ("group", g, k), ("layer", i, k)
+            plan.append(BlockSlot(i, k, shared if share_attention else own,
+                                  shared if share_ffn else own))
+    return plan
+
+
+def _key_name(key: tuple) -> str:
+    kind, index, inner = key
+    return f"{kind}_{index}_inner_group_{inner}"
+
+
+def unpack_inputs(inputs):
+    """Accepts a dict (`input_ids`, optional `input_mask`, `segment_ids`), a list/tuple
+    in that order, or a bare `input_ids` tensor; returns three int32 [batch, seq] tensors."""
+    if isinstance(inputs, dict):
+        if "input_ids" not in inputs:
+            raise ValueError(f"encoder inputs need 'input_ids'; got keys {sorted(inputs)}")
+        ids, mask, segments = (inputs["input_ids"], inputs.get("input_mask"),
+                               inputs.get("segment_ids"))
+    elif isinstance(inputs, (list, tuple)):
+        ids, mask, segments = (list(inputs) + [None, None])[:3]
+    else:
+        ids, mask, segments = inputs, None, None
+    ids = tf.cast(ids, tf.int32)
+    mask = tf.ones_like(ids) if mask is None else tf.cast(mask, tf.int32)
+    segments = tf.zeros_like(ids) if segments is None else tf.cast(segments, tf.int32)
+    return ids, mask, segments
+
+
+class AlbertEncoder(keras.Model):
+    """ALBERT backbone (Lan et al. 2019): embeddings → E→H projection → blocks → pooler.
+
+    Args:
+      config: an `AlbertConfig`.
+
+    Call args:
+      inputs: dict with `input_ids` int32 [batch, seq], `input_mask` [batch, seq] (1 for
+        real tokens, 0 for padding; default all ones) and `segment_ids` [batch, seq]
+        (default zeros).
+      training: enables dropout.
+      output_hidden_states: also return every block's output.
+
+    Returns a dict:
+      sequence_output: float32 [batch, seq, H], the last block's output.
+      pooled_output: float32 [batch, H], tanh(dense(sequence_output[:, 0])).
+      with output_hidden_states: `embedding_output` [batch, seq, H] (the blocks' input)
+      and `encoder_outputs`, a list of L × inner_group_num tensors [batch, seq, H].
+    """
+
+    def __init__(self, config: AlbertConfig, **kwargs):
+        kwargs.setdefault("name", "albert_encoder")
+        super().__init__(**kwargs)
+        self.config = config
+        self.embeddings = AlbertEmbeddings(config, name="embeddings")
+        # The official code projects only when E != H (modeling.transformer_model).
+        self.embedding_hidden_mapping_in = (
+            dense(config, config.hidden_size, "embedding_hidden_mapping_in")
+            if config.embedding_size != config.hidden_size else None)
+
+        self.plan = sharing_plan(config)
+        attention, ffn, blocks = {}, {}, {}
+        for slot in self.plan:
+            if slot.attention not in attention:
+                attention[slot.attention] = AttentionSublayer(config, name="attention")
+            if slot.ffn not in ffn:
+                ffn[slot.ffn] = FeedForwardSublayer(config, name="ffn")
+            pair = (slot.attention, slot.ffn)
+            if pair not in blocks:
+                name = _key_name(slot.attention if slot.attention == slot.ffn
+                                 else ("layer", slot.layer, slot.inner))
+                blocks[pair] = TransformerBlock(attention[slot.attention], ffn[slot.ffn],
+                                                name=name)
+                # A named attribute (not a list entry) so that tf.train.Checkpoint tracks it.
+                setattr(self, name, blocks[pair])
+        # The same object appears at every position that shares it.
+        self.blocks = tuple(blocks[(s.attention, s.ffn)] for s in self.plan)
+        self.pooler = dense(config, config.hidden_size, "pooler", activation="tanh")
+
+    def build(self, input_shape=None):
+        c = self.config
+        self.embeddings.build()
+        if self.embedding_hidden_mapping_in is not None:
+            self.embedding_hidden_mapping_in.build((None, c.embedding_size))
+        for block in self.blocks:
+            if not block.built:
+                block.build((None, c.hidden_size))
+        self.pooler.build((None, c.hidden_size))
+
+    def call(self, inputs, training=False, output_hidden_states=False):
+        input_ids, input_mask, segment_ids = unpack_inputs(inputs)
+        batch_size, seq_length = tf.shape(input_ids)[0], tf.shape(input_ids)[1]
+        hidden_size = self.config.hidden_size
+
+        x = self.embeddings(input_ids, segment_ids, training=training)
+        x = tf.reshape(x, [-1, self.config.embedding_size])
+        if self.embedding_hidden_mapping_in is not None:
+            x = self.embedding_hidden_mapping_in(x)
+        attention_bias = (1.0 - tf.cast(input_mask, tf.float32))[:, None, None, :] * -10000.0
+
+        def unflatten(t):
+            return tf.reshape(tf.cast(t, tf.float32), [batch_size, seq_length, hidden_size])
+
+        hidden_states = [unflatten(x)] if output_hidden_states else None
+        for block in self.blocks:
+            x = block(x, attention_bias, batch_size, seq_length, training=training)
+            if output_hidden_states:
+                hidden_states.append(unflatten(x))
+
+        sequence_output = unflatten(x)
+        pooled_output = tf.cast(self.pooler(sequence_output[:, 0]), tf.float32)
+        outputs = {"sequence_output": sequence_output, "pooled_output": pooled_output}
+        if output_hidden_states:
+            outputs["embedding_output"] = hidden_states[0]
+            outputs["encoder_outputs"] = hidden_states[1:]
+        return outputs

@@ -152,3 +152,26 @@ class AlbertEncoder(keras.Model):
             outputs["embedding_output"] = hidden_states[0]
             outputs["encoder_outputs"] = hidden_states[1:]
         return outputs
+
+
+def count_parameters(config: AlbertConfig, heads: bool = False) -> int:
+    """Parameters of `AlbertEncoder(config)` (pooler included) without building it;
+    with `heads`, of `AlbertPretrainer(config)` (tied MLM head + SOP head).
+
+    Equals `model.count_params()` (tested); useful for tables of sizes that would take
+    gigabytes to build.
+    """
+    c = config
+    h, e, i = c.hidden_size, c.embedding_size, c.intermediate_size
+    total = (c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * e + 2 * e
+    if e != h:
+        total += e * h + h
+    plan = sharing_plan(c)
+    attention = 4 * (h * h + h) + 2 * h
+    ffn = (h * i + i) + (i * h + h) + 2 * h
+    total += attention * len({s.attention for s in plan}) + ffn * len({s.ffn for s in plan})
+    total += h * h + h  # pooler
+    if heads:
+        total += (h * e + e) + 2 * e + c.vocab_size  # MLM: dense, LayerNorm, output bias
+        total += 2 * h + 2  # SOP
+    return total

@@ -110,6 +110,9 @@ class AttentionSublayer(keras.layers.Layer):
 
     def __init__(self, config: AlbertConfig, **kwargs):
         super().__init__(**kwargs)
+        # Keras would cast float inputs to the compute dtype; the residual stream and the
+        # attention bias must stay float32 (the dense sub-layers cast for themselves).
+        self._convert_input_args = False
         self.config = config
         hidden = config.hidden_size
         self.query = dense(config, hidden, "query")
@@ -161,6 +164,7 @@ class FeedForwardSublayer(keras.layers.Layer):
 
     def __init__(self, config: AlbertConfig, **kwargs):
         super().__init__(**kwargs)
+        self._convert_input_args = False  # keep the float32 residual (see AttentionSublayer)
         self.config = config
         self.intermediate = dense(config, config.intermediate_size, "intermediate",
                                   activation=get_activation(config.hidden_act))
@@ -189,6 +193,7 @@ class TransformerBlock(keras.layers.Layer):
 
     def __init__(self, attention: AttentionSublayer, ffn: FeedForwardSublayer, **kwargs):
         super().__init__(**kwargs)
+        self._convert_input_args = False  # keep the float32 residual (see AttentionSublayer)
         self.attention = attention
         self.ffn = ffn
 

@@ -81,6 +81,8 @@ def save_checkpoint(model, directory: str, config: AlbertConfig | None = None,
     state file is updated only after the data is complete, so a crash never leaves a half
     checkpoint that `load_checkpoint(directory)` would pick.
     """
+    if not model.built:
+        model.build()
     os.makedirs(directory, exist_ok=True)
     config = config or _model_config(model)
     config.to_json_file(os.path.join(directory, CONFIG_NAME))

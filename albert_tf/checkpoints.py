@@ -177,8 +177,8 @@ def _load_own(model, prefix: str, keys: dict) -> LoadReport:
                 raise CheckpointError(f"{prefix} holds no encoder (no 'model/encoder/' keys)")
             missing.append(name)
             continue
-        status = tf.train.Checkpoint(model=tf.train.Checkpoint(**{name: layer})).read(prefix)
         try:
+            status = tf.train.Checkpoint(model=tf.train.Checkpoint(**{name: layer})).read(prefix)
             status.assert_existing_objects_matched()
         except (AssertionError, ValueError) as e:
             raise CheckpointError(f"{prefix} does not fit the model's {name}{config_hint}: "

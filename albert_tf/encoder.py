@@ -88,6 +88,9 @@ class AlbertEncoder(keras.Model):
 
     def __init__(self, config: AlbertConfig, **kwargs):
         kwargs.setdefault("name", "albert_encoder")
+        # Variable reads in `call` stay float32: shared weights are cast once per pass
+        # (layers.compute_weights); sub-layers still compute in the policy's dtype.
+        kwargs.setdefault("autocast", False)
         super().__init__(**kwargs)
         self.config = config
         self.embeddings = AlbertEmbeddings(config, name="embeddings")
@@ -139,9 +142,15 @@ class AlbertEncoder(keras.Model):
         def unflatten(t):
             return tf.reshape(tf.cast(t, tf.float32), [batch_size, seq_length, hidden_size])
 
+        # Each distinct sub-layer's weights, prepared once for all the layers sharing it.
+        weights = {}
+        for sub in {id(s): s for b in self.blocks for s in (b.attention, b.ffn)}.values():
+            weights[id(sub)] = sub.compute_weights(sub.compute_dtype)
+
         hidden_states = [unflatten(x)] if output_hidden_states else None
         for block in self.blocks:
-            x = block(x, attention_bias, batch_size, seq_length, training=training)
+            x = block(x, attention_bias, batch_size, seq_length, training=training,
+                      weights=(weights[id(block.attention)], weights[id(block.ffn)]))
             if output_hidden_states:
                 hidden_states.append(unflatten(x))
 

@@ -1,0 +1,188 @@
+"""Forward and train-step throughput of ALBERT on this machine, with peak memory.
+
+    python bench/model.py                      # every case, one subprocess each, then a table
+    python bench/model.py --config base --cases infer-float32-xla,train-bfloat16-xla
+    python bench/model.py --case train-float32-xla   # one case in this process (RESULT line)
+
+Setting (the same as ../shared/peers, so figures compare as ratios): random weights,
+batch 8 × 128, dropout 0, AdamW(1e-4), 20 masked positions per sequence; median of 5
+repetitions × 10 steps after 3 warm-up steps. "train" is one AlbertPretrainer step (MLM at
+the masked positions + SOP loss, gradients, AdamW update); "infer" is the encoder forward.
+Each case runs in its own process so that its peak RSS is its own.
+
+With --peers DIR (default $PEERS_HOME/results or ~/.cache/albert-peers/results), peer
+results written by ../shared/peers are read and ratios printed beside ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CASES = [f"{mode}-{dtype}-{xla}" for mode in ("infer", "train")
+         for dtype in ("float32", "bfloat16") for xla in ("xla", "noxla")]
+# Peer result files (../shared/peers names) that each of our cases is compared with.
+PEER_BASELINE = {"infer": "kh_infer_base_xla", "train": "kh_train_base_xla"}
+
+
+def make_batch(np, batch, seq, masked, vocab, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(5, vocab, size=(batch, seq)).astype(np.int32)
+    segments = np.zeros_like(ids)
+    segments[:, seq // 2:] = 1
+    positions = np.stack([np.sort(rng.choice(np.arange(1, seq - 1), masked, replace=False))
+                          for _ in range(batch)]).astype(np.int32)
+    labels = rng.integers(5, vocab, size=(batch, masked)).astype(np.int32)
+    ids_masked = ids.copy()
+    np.put_along_axis(ids_masked, positions, 4, axis=1)  # [MASK]
+    return dict(input_ids=ids_masked, input_mask=np.ones_like(ids), segment_ids=segments,
+                masked_lm_positions=positions, masked_lm_ids=labels,
+                masked_lm_weights=np.ones_like(labels, np.float32),
+                next_sentence_labels=rng.integers(0, 2, size=(batch,)).astype(np.int32))
+
+
+def run_case(case: str, args) -> dict:
+    mode, dtype, xla = case.split("-")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    sys.path.insert(0, ROOT)
+    import numpy as np
+    import tensorflow as tf
+    import keras
+    from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
+
+    keras.utils.set_random_seed(args.seed)
+    if dtype == "bfloat16":
+        keras.config.set_dtype_policy("mixed_bfloat16")
+    config = AlbertConfig.preset(args.config)  # v2: dropout 0
+    data = make_batch(np, args.batch, args.seq, args.masked, config.vocab_size, args.seed)
+    batch = {k: tf.constant(v) for k, v in data.items()}
+    jit = xla == "xla"
+
+    if mode == "infer":
+        model = AlbertEncoder(config)
+        model.build()
+        features = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        forward = tf.function(lambda x: model(x)["sequence_output"], jit_compile=jit)
+        step = lambda: forward(features).numpy()
+        losses = None
+    else:
+        model = AlbertPretrainer(config)
+        model.build()
+        optimizer = keras.optimizers.AdamW(learning_rate=1e-4)
+        optimizer.build(model.trainable_variables)
+        losses = []
+
+        @tf.function(jit_compile=jit)
+        def train_step(x):
+            with tf.GradientTape() as tape:
+                out = model(x, training=True)
+                mlm = keras.losses.sparse_categorical_crossentropy(
+                    x["masked_lm_ids"], out["mlm_logits"], from_logits=True)
+                weights = x["masked_lm_weights"]
+                mlm_loss = tf.reduce_sum(mlm * weights) / (tf.reduce_sum(weights) + 1e-5)
+                sop_loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+                    x["next_sentence_labels"], out["sop_logits"], from_logits=True))
+                loss = mlm_loss + sop_loss
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        step = lambda: losses.append(float(train_step(batch)))
+
+    t0 = time.perf_counter()
+    step()
+    first = time.perf_counter() - t0
+    for _ in range(args.warmup):
+        step()
+    times = []
+    for _ in range(args.reps):
+        t = time.perf_counter()
+        for _ in range(args.steps):
+            step()
+        times.append(time.perf_counter() - t)
+    rates = [args.batch * args.steps / t for t in times]
+    result = dict(case=case, mode=mode, dtype=dtype, xla=jit, config=args.config,
+                  batch=args.batch, seq=args.seq, first_call_s=round(first, 2),
+                  seq_per_s_median=round(statistics.median(rates), 3),
+                  seq_per_s_min=round(min(rates), 3), seq_per_s_max=round(max(rates), 3),
+                  step_ms_median=round(1000 * statistics.median(times) / args.steps, 1),
+                  peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+                  params=int(model.count_params()), tensorflow=tf.__version__,
+                  keras=keras.__version__, loadavg=os.getloadavg()[0])
+    if losses:
+        result["loss_first_last"] = [round(losses[0], 4), round(losses[-1], 4)]
+    return result
+
+
+def peer_results(directory: str) -> dict:
+    out = {}
+    if directory and os.path.isdir(directory):
+        for name in os.listdir(directory):
+            if name.endswith(".json"):
+                try:
+                    with open(os.path.join(directory, name)) as f:
+                        out[name[:-5]] = json.load(f)
+                except (OSError, json.JSONDecodeError):
+                    pass
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--case", help="run one case in this process and print its RESULT line")
+    p.add_argument("--cases", default=",".join(CASES), help="comma list of cases to run")
+    p.add_argument("--config", default="base")
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--masked", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--peers", default=os.path.join(
+        os.environ.get("PEERS_HOME", os.path.expanduser("~/.cache/albert-peers")), "results"))
+    p.add_argument("--json_out", help="also write all results to this JSON file")
+    args = p.parse_args()
+
+    if args.case:
+        print("RESULT " + json.dumps(run_case(args.case, args)), flush=True)
+        return
+
+    passthrough = [f"--{k}={getattr(args, k)}" for k in
+                   ("config", "batch", "seq", "masked", "warmup", "reps", "steps", "seed")]
+    results = []
+    for case in args.cases.split(","):
+        print(f"[{time.strftime('%H:%M:%S')}] {case} ...", file=sys.stderr, flush=True)
+        run = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", case]
+                             + passthrough, capture_output=True, text=True)
+        lines = [l for l in run.stdout.splitlines() if l.startswith("RESULT ")]
+        if run.returncode or not lines:
+            print(f"{case} failed:\n{run.stderr[-2000:]}", file=sys.stderr)
+            continue
+        results.append(json.loads(lines[-1][len("RESULT "):]))
+
+    peers = peer_results(args.peers)
+    print(f"\nALBERT-{args.config}, batch {args.batch} x {args.seq}, "
+          f"{os.cpu_count()} CPU cores, median of {args.reps} x {args.steps} steps\n")
+    print("| case | seq/s | step ms | first call s | peak RSS MiB | vs KerasHub fp32 XLA |")
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        peer = peers.get(PEER_BASELINE[r["mode"]], {}).get("seq_per_s_median")
+        ratio = f"{r['seq_per_s_median'] / peer:.2f}x (peer {peer})" if peer else "n/a"
+        print(f"| {r['case']} | {r['seq_per_s_median']:.2f} | {r['step_ms_median']} | "
+              f"{r['first_call_s']} | {r['peak_rss_mib']} | {ratio} |")
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump({"results": results, "peers": {k: peers[k] for k in PEER_BASELINE.values()
+                                                     if k in peers}}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

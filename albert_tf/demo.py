@@ -137,7 +137,7 @@ def main(argv=None) -> int:
     print(f"[MASK] was {sp.id_to_piece(original)!r}; top-5 of the untrained model: "
           f"{[sp.id_to_piece(int(i)) for i in top]}")
     print(f"SOP probabilities (in order, swapped): "
-          f"{np.round(keras.ops.softmax(out['sop_logits'])[0].numpy(), 3).tolist()}")
+          f"{[round(float(p), 3) for p in keras.ops.softmax(out['sop_logits'])[0].numpy()]}")
 
     print("\n== Checkpoint round trip ==")
     ckpt_dir = os.path.join(args.output_dir, "checkpoint")

@@ -195,7 +195,7 @@ class AttentionSublayer(keras.layers.Layer):
     def __init__(self, config: AlbertConfig, **kwargs):
         super().__init__(**kwargs)
         # Keras would cast float inputs to the compute dtype; the residual stream and the
-        # attention bias must stay float32 (the dense sub-layers cast for themselves).
+        # attention bias must stay float32 (apply_dense casts to the compute dtype).
         self._convert_input_args = False
         self.config = config
         hidden = config.hidden_size

@@ -40,9 +40,9 @@ def resolve_checkpoint(path: str) -> str:
     if os.path.isdir(path):
         latest = tf.train.latest_checkpoint(path)
         if latest is None:
-            for candidate in (os.path.join(path, "variables", "variables"),):  # TF-Hub module
-                if os.path.exists(candidate + ".index"):
-                    return candidate
+            hub_variables = os.path.join(path, "variables", "variables")  # TF-Hub v1 module
+            if os.path.exists(hub_variables + ".index"):
+                return hub_variables
             indexes = sorted(glob.glob(os.path.join(path, "*.index")))
             if len(indexes) == 1:
                 return indexes[0][: -len(".index")]

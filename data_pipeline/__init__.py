@@ -1,0 +1,1 @@
+"""Text to TFRecords: SentencePiece tokenization, pretraining instances, task readers."""

@@ -1,0 +1,220 @@
+"""SentencePiece tokenization with ALBERT's normalization: one owner, in Python and in-graph.
+
+The official code splits normalization between the caller (lowercasing) and the tokenizer
+(whitespace, quotes, accents), and its tokenizer ignores `do_lower_case` when a
+SentencePiece model is given; users got ids at serving time that differed from training.
+Here `AlbertTokenizer` owns all of it, and `AlbertTokenizer.graph_tokenizer()` reproduces
+it exactly inside a TensorFlow graph (tensorflow-text), for tf.data and SavedModels.
+
+Normalization (official `preprocess_text`): collapse runs of whitespace and strip, replace
+`` and '' by ", NFKD and drop combining characters (unless `keep_accents`), lowercase
+(when `do_lower_case`). Encoding: SentencePiece pieces, then the official quirk: a piece
+ending in "<digit>," is re-encoded without the comma and the comma stands alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import sys
+import unicodedata
+
+SPIECE_UNDERLINE = "\u2581"
+SPECIAL_PIECES = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
+
+
+def normalize_text(text: str, do_lower_case: bool = True, keep_accents: bool = False) -> str:
+    """ALBERT's text normalization (see module docstring). Python reference."""
+    text = " ".join(text.split())
+    text = text.replace("``", '"').replace("''", '"')
+    if not keep_accents:
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(c for c in text if not unicodedata.combining(c))
+    if do_lower_case:
+        text = text.lower()
+    return text
+
+
+def _char_class(predicate) -> str:
+    """An RE2 character class of every code point for which `predicate(chr(cp))` holds, as
+    ranges. Built from Python's own Unicode tables so that the in-graph normalization
+    matches `normalize_text` character for character."""
+    ranges, start, prev = [], None, None
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        if predicate(chr(cp)):
+            if start is None:
+                start = cp
+            elif cp != prev + 1:
+                ranges.append((start, prev))
+                start = cp
+            prev = cp
+    if start is not None:
+        ranges.append((start, prev))
+    parts = [f"\\x{{{a:x}}}" if a == b else f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in ranges]
+    return "[" + "".join(parts) + "]"
+
+
+@functools.lru_cache(maxsize=None)
+def _whitespace_class() -> str:
+    return _char_class(str.isspace)
+
+
+@functools.lru_cache(maxsize=None)
+def _combining_class() -> str:
+    return _char_class(unicodedata.combining)
+
+
+class AlbertTokenizer:
+    """A SentencePiece model plus ALBERT's normalization.
+
+    Args:
+      model_file: a SentencePiece `.model` with ALBERT's special pieces (`<pad>`, `<unk>`,
+        `[CLS]`, `[SEP]`, `[MASK]`; any ids, conventionally 0-4).
+      do_lower_case: lowercase after normalization (uncased models).
+      keep_accents: keep combining marks (the official default drops them).
+    """
+
+    def __init__(self, model_file: str, do_lower_case: bool = True, keep_accents: bool = False):
+        import sentencepiece as spm
+        if not os.path.isfile(model_file):
+            raise FileNotFoundError(f"SentencePiece model not found: {model_file}")
+        with open(model_file, "rb") as f:
+            self.model_proto = f.read()
+        self.model_file = model_file
+        self.do_lower_case = do_lower_case
+        self.keep_accents = keep_accents
+        self.sp = spm.SentencePieceProcessor(model_proto=self.model_proto)
+        missing = [p for p in SPECIAL_PIECES if self.sp.piece_to_id(p) == self.sp.unk_id()
+                   and p != "<unk>"]
+        if missing:
+            raise ValueError(f"{model_file}: not an ALBERT SentencePiece model, it lacks "
+                             f"the pieces {missing} (needed: {list(SPECIAL_PIECES)})")
+        from sentencepiece import sentencepiece_model_pb2
+        proto = sentencepiece_model_pb2.ModelProto()
+        proto.ParseFromString(self.model_proto)
+        # With split_by_whitespace (SentencePiece's default, and ALBERT's) no piece crosses
+        # a space, so encoding word by word equals encoding the whole text; it also keeps
+        # every Viterbi lattice short. Python sentencepiece 0.2 and the copy inside
+        # tensorflow-text break near-ties differently on lattices of ~1000 characters, so
+        # whole-text encoding of long paragraphs would not match in-graph.
+        self.split_words = proto.trainer_spec.split_by_whitespace
+        ids = {p: self.sp.piece_to_id(p) for p in SPECIAL_PIECES}
+        self.pad_id, self.unk_id = ids["<pad>"], ids["<unk>"]
+        self.cls_id, self.sep_id, self.mask_id = ids["[CLS]"], ids["[SEP]"], ids["[MASK]"]
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    @property
+    def checksum(self) -> str:
+        """sha256 of the model file: recorded with data so a mismatch can be detected."""
+        return hashlib.sha256(self.model_proto).hexdigest()
+
+    def normalize(self, text: str) -> str:
+        return normalize_text(text, self.do_lower_case, self.keep_accents)
+
+    def tokenize(self, text: str) -> list[str]:
+        """Normalized text → pieces, with the official "<digit>," split."""
+        text = self.normalize(text)
+        if self.split_words:
+            raw = [p for word in self.sp.encode_as_pieces(text.split(" ")) for p in word]
+        else:
+            raw = self.sp.encode_as_pieces(text)
+        pieces = []
+        for piece in raw:
+            if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+                sub = self.sp.encode_as_pieces(piece[:-1].replace(SPIECE_UNDERLINE, ""))
+                if piece[0] != SPIECE_UNDERLINE and sub and sub[0][0] == SPIECE_UNDERLINE:
+                    sub = sub[1:] if len(sub[0]) == 1 else [sub[0][1:]] + sub[1:]
+                pieces.extend(sub + [","])
+            else:
+                pieces.append(piece)
+        return pieces
+
+    def encode(self, text: str) -> list[int]:
+        return [self.sp.piece_to_id(p) for p in self.tokenize(text)]
+
+    def id_to_piece(self, token_id: int) -> str:
+        return self.sp.id_to_piece(token_id)
+
+    def graph_tokenizer(self) -> "GraphTokenizer":
+        return GraphTokenizer(self.model_proto, self.do_lower_case, self.keep_accents,
+                              self.split_words)
+
+
+class GraphTokenizer:
+    """`AlbertTokenizer.encode` as TensorFlow ops (tensorflow-text SentencePiece), for
+    tf.data pipelines and SavedModels that take raw strings.
+
+    Call: string tensor [batch] → int32 RaggedTensor [batch, (pieces)], equal to
+    `AlbertTokenizer.encode` on each string (tested on real corpora).
+    """
+
+    def __init__(self, model_proto: bytes, do_lower_case: bool = True,
+                 keep_accents: bool = False, split_words: bool = True):
+        import tensorflow_text as tf_text
+        self.split_words = split_words
+        self.do_lower_case = do_lower_case
+        self.keep_accents = keep_accents
+        self.sp = tf_text.SentencepieceTokenizer(model=model_proto, out_type="string")
+        self.whitespace = _whitespace_class() + "+"
+        self.combining = _combining_class()
+
+    def normalize(self, text):
+        import tensorflow as tf
+        import tensorflow_text as tf_text
+        text = tf.strings.regex_replace(text, self.whitespace, " ")
+        text = tf.strings.regex_replace(text, "^ | $", "")
+        text = tf.strings.regex_replace(text, "``|''", '"')
+        if not self.keep_accents:
+            text = tf_text.normalize_utf8(text, "NFKD")
+            text = tf.strings.regex_replace(text, self.combining, "")
+        if self.do_lower_case:
+            text = tf.strings.lower(text, encoding="utf-8")
+        return text
+
+    def tokenize(self, text):
+        """string [batch] → string RaggedTensor [batch, (pieces)]."""
+        import tensorflow as tf
+        text = self.normalize(text)
+        if self.split_words:  # see AlbertTokenizer.__init__
+            pieces = self.sp.tokenize(tf.strings.split(text, " ")).merge_dims(1, 2)
+        else:
+            pieces = self.sp.tokenize(text)                        # [B, (P)]
+        flat = pieces.flat_values                                  # [N]
+        split = (tf.strings.regex_full_match(flat, r"(?s).*\p{Nd},")
+                 & (tf.strings.length(flat, unit="UTF8_CHAR") > 1))
+        # Every piece re-encoded the official way; kept only where `split` holds.
+        length = tf.strings.length(flat, unit="UTF8_CHAR")
+        body = tf.strings.regex_replace(tf.strings.substr(
+            flat, tf.zeros_like(length), tf.maximum(length - 1, 0), unit="UTF8_CHAR"),
+            SPIECE_UNDERLINE, "")
+        sub = self.sp.tokenize(body)                               # [N, (K)]
+        # Where the original piece has no leading ▁ but the first sub-piece has one, drop
+        # that ▁ (and the sub-piece itself when it is a lone ▁), as the official code does.
+        starts = tf.strings.regex_full_match(flat, SPIECE_UNDERLINE + "(?s).*")
+        values = sub.flat_values
+        is_first = tf.equal(tf.ragged.range(sub.row_lengths()).flat_values, 0)
+        fix = (tf.gather(~starts, sub.value_rowids()) & is_first
+               & tf.strings.regex_full_match(values, SPIECE_UNDERLINE + "(?s).*"))
+        keep = ~(fix & tf.equal(values, SPIECE_UNDERLINE))
+        values = tf.where(fix, tf.strings.regex_replace(values, "^" + SPIECE_UNDERLINE, ""),
+                          values)
+        sub = tf.ragged.boolean_mask(sub.with_flat_values(values), sub.with_flat_values(keep))
+        comma = tf.fill(tf.shape(flat), ",")[:, None]
+        replaced = tf.concat([sub, tf.RaggedTensor.from_tensor(comma)], axis=1)   # [N, (K+1)]
+        original = tf.RaggedTensor.from_tensor(flat[:, None])                    # [N, 1]
+        rows = tf.concat([original, replaced], axis=1)           # [N, 1 + (K+1)]
+        position = tf.ragged.range(rows.row_lengths()).flat_values
+        row_split = tf.gather(split, rows.value_rowids())
+        keep_rows = tf.where(row_split, position > 0, position == 0)
+        rows = tf.ragged.boolean_mask(rows, rows.with_flat_values(keep_rows))
+        return pieces.with_flat_values(rows).merge_dims(1, 2)
+
+    def __call__(self, text):
+        import tensorflow as tf
+        return tf.cast(self.sp.string_to_id(self.tokenize(text)), tf.int32)

@@ -2,7 +2,8 @@
 
 Today (the model library): parameter counts of every preset and sharing mode, a
 SentencePiece vocabulary trained with ALBERT's recipe on the Python standard library's
-docstrings, a sentence pair tokenized as `[CLS] A [SEP] B [SEP]` with a `[MASK]`, a
+docstrings, a sentence pair tokenized by `AlbertTokenizer` (checked against the in-graph
+tokenizer) as `[CLS] A [SEP] B [SEP]` with a `[MASK]`, a
 forward pass of the pretraining model, and a checkpoint save → load round trip. Weights are
 random here (pretraining comes with run_pretraining.py), so predictions are not meaningful;
 shapes, counts and the round trip are.
@@ -46,9 +47,9 @@ def stdlib_docstrings() -> list[str]:
                               if inspect.isclass(obj) or inspect.isfunction(obj)]
         for obj in objects:
             doc = inspect.getdoc(obj)
-            if not doc or id(doc) in seen:
+            if not doc or doc in seen:
                 continue
-            seen.add(id(doc))
+            seen.add(doc)
             for para in doc.split("\n\n"):
                 text = " ".join(para.split())
                 if len(text) > 40:
@@ -59,9 +60,10 @@ def stdlib_docstrings() -> list[str]:
 def train_demo_vocabulary(paragraphs: list[str], prefix: str, vocab_size: int) -> str:
     """SentencePiece unigram model with ALBERT's ids: <pad>=0 <unk>=1 [CLS]=2 [SEP]=3 [MASK]=4."""
     import sentencepiece as spm
+    from data_pipeline.tokenization import normalize_text
     corpus = prefix + ".txt"
     with open(corpus, "w", encoding="utf-8") as f:
-        f.write("\n".join(p.lower() for p in paragraphs) + "\n")
+        f.write("\n".join(normalize_text(p) for p in paragraphs) + "\n")
     spm.SentencePieceTrainer.train(
         input=corpus, model_prefix=prefix, model_type="unigram", vocab_size=vocab_size,
         pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols="[CLS],[SEP],[MASK]",
@@ -104,29 +106,32 @@ def main(argv=None) -> int:
     paragraphs = stdlib_docstrings()
     model_file = train_demo_vocabulary(paragraphs, os.path.join(args.output_dir, "stdlib_spm"),
                                        vocab_size=2000)
-    import sentencepiece as spm
-    sp = spm.SentencePieceProcessor(model_file=model_file)
-    print(f"{len(paragraphs)} paragraphs, {sp.get_piece_size()} pieces -> {model_file}")
-    assert [sp.id_to_piece(i) for i in range(5)] == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
+    from data_pipeline.tokenization import AlbertTokenizer
+    tok = AlbertTokenizer(model_file, do_lower_case=True)
+    print(f"{len(paragraphs)} paragraphs, {tok.vocab_size} pieces -> {model_file}")
+    assert (tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id) == (0, 1, 2, 3, 4)
 
     text_a = "Return a new list containing all items from the iterable in ascending order."
     text_b = "A custom key function can be supplied to customize the sort order."
-    a, b = sp.encode(text_a.lower()), sp.encode(text_b.lower())
-    ids = [2] + a + [3] + b + [3]
+    a, b = tok.encode(text_a), tok.encode(text_b)
+    import tensorflow as tf
+    in_graph = tok.graph_tokenizer()(tf.constant([text_a, text_b])).to_list()
+    print(f"in-graph (tensorflow-text) ids equal the Python tokenizer's: {in_graph == [a, b]}")
+    ids = [tok.cls_id] + a + [tok.sep_id] + b + [tok.sep_id]
     segments = [0] * (len(a) + 2) + [1] * (len(b) + 1)
     masked_at = 1 + len(a) // 2  # a piece in the middle of sentence A
     original = ids[masked_at]
-    ids[masked_at] = 4
+    ids[masked_at] = tok.mask_id
     seq_len = 64
     pad = seq_len - len(ids)
     batch = {"input_ids": np.array([ids + [0] * pad], np.int32),
              "input_mask": np.array([[1] * len(ids) + [0] * pad], np.int32),
              "segment_ids": np.array([segments + [0] * pad], np.int32),
              "masked_lm_positions": np.array([[masked_at]], np.int32)}
-    print("pieces:", " ".join(sp.id_to_piece(i) for i in ids))
+    print("pieces:", " ".join(tok.id_to_piece(i) for i in ids))
 
     print("\n== Forward pass: a small ALBERT (E=128, H=256, 4 layers sharing one block) ==")
-    config = AlbertConfig(vocab_size=sp.get_piece_size(), embedding_size=128, hidden_size=256,
+    config = AlbertConfig(vocab_size=tok.vocab_size, embedding_size=128, hidden_size=256,
                           num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
                           max_position_embeddings=seq_len)
     model = AlbertPretrainer(config)
@@ -134,8 +139,8 @@ def main(argv=None) -> int:
     for key, value in out.items():
         print(f"{key:<16} {str(tuple(value.shape)):<16} {value.dtype.name}")
     top = np.argsort(-out["mlm_logits"].numpy()[0, 0])[:5]
-    print(f"[MASK] was {sp.id_to_piece(original)!r}; top-5 of the untrained model: "
-          f"{[sp.id_to_piece(int(i)) for i in top]}")
+    print(f"[MASK] was {tok.id_to_piece(original)!r}; top-5 of the untrained model: "
+          f"{[tok.id_to_piece(int(i)) for i in top]}")
     print(f"SOP probabilities (in order, swapped): "
           f"{[round(float(p), 3) for p in keras.ops.softmax(out['sop_logits'])[0].numpy()]}")
 

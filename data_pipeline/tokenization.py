@@ -186,17 +186,18 @@ class GraphTokenizer:
         else:
             pieces = self.sp.tokenize(text)                        # [B, (P)]
         flat = pieces.flat_values                                  # [N]
-        split = (tf.strings.regex_full_match(flat, r"(?s).*\p{Nd},")
-                 & (tf.strings.length(flat, unit="UTF8_CHAR") > 1))
-        # Every piece re-encoded the official way; kept only where `split` holds.
         length = tf.strings.length(flat, unit="UTF8_CHAR")
+        split = tf.strings.regex_full_match(flat, r"(?s).*\p{Nd},") & (length > 1)
+        # Only the M pieces ending in "<digit>," are re-encoded, without the comma and ▁.
+        target = tf.boolean_mask(flat, split)
+        target_length = tf.boolean_mask(length, split)
         body = tf.strings.regex_replace(tf.strings.substr(
-            flat, tf.zeros_like(length), tf.maximum(length - 1, 0), unit="UTF8_CHAR"),
+            target, tf.zeros_like(target_length), target_length - 1, unit="UTF8_CHAR"),
             SPIECE_UNDERLINE, "")
-        sub = self.sp.tokenize(body)                               # [N, (K)]
+        sub = self.sp.tokenize(body)                               # [M, (K)]
         # Where the original piece has no leading ▁ but the first sub-piece has one, drop
         # that ▁ (and the sub-piece itself when it is a lone ▁), as the official code does.
-        starts = tf.strings.regex_full_match(flat, SPIECE_UNDERLINE + "(?s).*")
+        starts = tf.strings.regex_full_match(target, SPIECE_UNDERLINE + "(?s).*")
         values = sub.flat_values
         is_first = tf.equal(tf.ragged.range(sub.row_lengths()).flat_values, 0)
         fix = (tf.gather(~starts, sub.value_rowids()) & is_first
@@ -205,14 +206,15 @@ class GraphTokenizer:
         values = tf.where(fix, tf.strings.regex_replace(values, "^" + SPIECE_UNDERLINE, ""),
                           values)
         sub = tf.ragged.boolean_mask(sub.with_flat_values(values), sub.with_flat_values(keep))
-        comma = tf.fill(tf.shape(flat), ",")[:, None]
-        replaced = tf.concat([sub, tf.RaggedTensor.from_tensor(comma)], axis=1)   # [N, (K+1)]
-        original = tf.RaggedTensor.from_tensor(flat[:, None])                    # [N, 1]
-        rows = tf.concat([original, replaced], axis=1)           # [N, 1 + (K+1)]
-        position = tf.ragged.range(rows.row_lengths()).flat_values
-        row_split = tf.gather(split, rows.value_rowids())
-        keep_rows = tf.where(row_split, position > 0, position == 0)
-        rows = tf.ragged.boolean_mask(rows, rows.with_flat_values(keep_rows))
+        comma = tf.RaggedTensor.from_tensor(tf.fill(tf.shape(target), ",")[:, None])
+        replaced = tf.concat([sub, comma], axis=1)                 # [M, (K+1)]
+        original = tf.RaggedTensor.from_tensor(flat[:, None])      # [N, 1]
+        # Row i of the result: piece i itself, or its replacement (rows N.. of `both`).
+        both = tf.concat([original, replaced], axis=0)             # [N+M, (.)]
+        index = tf.where(split, tf.shape(flat, out_type=tf.int64)[0]
+                         + tf.cumsum(tf.cast(split, tf.int64)) - 1,
+                         tf.range(tf.shape(flat, out_type=tf.int64)[0]))
+        rows = tf.gather(both, index)                              # [N, (.)]
         return pieces.with_flat_values(rows).merge_dims(1, 2)
 
     def __call__(self, text):

@@ -28,12 +28,24 @@ def normalize_text(text: str, do_lower_case: bool = True, keep_accents: bool = F
     """ALBERT's text normalization (see module docstring). Python reference."""
     text = " ".join(text.split())
     text = text.replace("``", '"').replace("''", '"')
-    if not keep_accents:
-        text = unicodedata.normalize("NFKD", text)
-        text = "".join(c for c in text if not unicodedata.combining(c))
+    if not keep_accents and not text.isascii():  # NFKD leaves ASCII unchanged
+        text = unicodedata.normalize("NFKD", text).translate(_DROP_COMBINING)
     if do_lower_case:
         text = text.lower()
     return text
+
+
+class _CombiningTable(dict):
+    """`str.translate` table deleting combining characters, filled on first sight of each
+    code point (C-speed lookups after that)."""
+
+    def __missing__(self, cp: int):
+        value = None if unicodedata.combining(chr(cp)) else cp
+        self[cp] = value
+        return value
+
+
+_DROP_COMBINING = _CombiningTable()
 
 
 def _char_class(predicate) -> str:
@@ -137,6 +149,72 @@ class AlbertTokenizer:
 
     def encode(self, text: str) -> list[int]:
         return [self.sp.piece_to_id(p) for p in self.tokenize(text)]
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        """`[encode(t) for t in texts]`, fast: for bulk data (pretraining, task data).
+
+        Words are encoded once and cached (text repeats words; SentencePiece's per-call
+        cost dominates otherwise); the "<digit>," quirk is looked up per id. Falls back to
+        `encode` when the model does not split by whitespace.
+        """
+        if not self.split_words:
+            return [self.encode(t) for t in texts]
+        cache = self._word_cache
+        if len(cache) > 2_000_000:  # bounded memory on endless corpora
+            cache.clear()
+        normalized = [self.normalize(t).split(" ") for t in texts]
+        new = list({w for words in normalized for w in words if w not in cache})
+        if new:
+            digit_comma = self._digit_comma_ids
+            for word, ids in zip(new, self.sp.encode(new)):
+                if digit_comma.intersection(ids):
+                    ids = self.encode(word)
+                cache[word] = ids
+        out = []
+        for words in normalized:
+            ids = []
+            for w in words:
+                ids += cache[w]
+            out.append(ids)
+        return out
+
+    @functools.cached_property
+    def _word_cache(self) -> dict:
+        return {}
+
+    @functools.cached_property
+    def _digit_comma_ids(self) -> frozenset:
+        pieces = (self.sp.id_to_piece(i) for i in range(self.vocab_size))
+        return frozenset(i for i, p in enumerate(pieces)
+                         if len(p) > 1 and p[-1] == "," and p[-2].isdigit())
+
+    def vocab_tables(self):
+        """Per-id numpy tables for masking, computed once per vocabulary.
+
+        Returns (word_start [V] bool, special [V] bool, ordinary [K] int32):
+          word_start: the piece begins a word for whole-word masking (official rule: it
+            starts with "▁" or "<", is a single punctuation character, or holds a character
+            that is not an ASCII letter, so digits and non-Latin scripts are words alone);
+          special: control and unknown pieces (`<pad>`, `<unk>`, `[CLS]`, `[SEP]`, `[MASK]`)
+            that are never masked;
+          ordinary: ids a random replacement may draw (not special, not unused).
+        """
+        import numpy as np
+        import string
+        letters = set(string.ascii_lowercase)
+        punctuation = set(string.punctuation)
+        v = self.vocab_size
+        word_start = np.zeros(v, bool)
+        special = np.zeros(v, bool)
+        unused = np.zeros(v, bool)
+        for i in range(v):
+            piece = self.sp.id_to_piece(i)
+            special[i] = self.sp.is_control(i) or self.sp.is_unknown(i)
+            unused[i] = self.sp.is_unused(i)
+            word_start[i] = (piece.startswith((SPIECE_UNDERLINE, "<")) or piece in punctuation
+                             or not all(c.lower() in letters for c in piece))
+        ordinary = np.flatnonzero(~special & ~unused).astype(np.int32)
+        return word_start, special, ordinary
 
     def id_to_piece(self, token_id: int) -> str:
         return self.sp.id_to_piece(token_id)

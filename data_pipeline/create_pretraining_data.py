@@ -1,0 +1,406 @@
+"""Raw text → ALBERT pretraining TFRecords (SOP pairs + n-gram masks) and meta_data.json.
+
+    python -m data_pipeline.create_pretraining_data --input_file 'corpus/*.txt' \\
+        --output_dir data/pretrain --spm_model_file 30k-clean.model \\
+        [--max_seq_length 512 --max_predictions_per_seq 20 --dupe_factor 40 ...] \\
+        [--num_workers 8] [--num_output_shards 64] [--num_tasks 4 --task_index 0]
+
+What it writes is a pure function of the input bytes and the settings (never of
+`--num_workers`, `--num_tasks` or timing):
+- The corpus is cut into blocks (`--block_size` bytes, at document starts; see
+  `documents.py`); block b goes to output shard b mod `--num_output_shards`.
+- Every block part has its own random generator, seeded by (random_seed, file index, block,
+  part); its instances for all `dupe_factor` passes are shuffled within the part and
+  appended to the shard in block order.
+- A worker process writes whole shards; task t of `--num_tasks` writes the shards
+  s ≡ t (mod num_tasks), so machines each take a disjoint slice and together write exactly
+  what one machine would.
+- Each shard is written to `NAME.tmp` and renamed when complete, then its statistics go to
+  `stats/NAME.json`. A re-run skips complete shards (an interrupted run resumes); settings
+  that differ from those of existing shards are refused. When every shard is complete,
+  `meta_data.json` sums the statistics (deterministic: no times, no worker counts).
+
+Memory is bounded by one block part × dupe_factor per worker, whatever the corpus size.
+Nothing here imports TensorFlow (see features.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import multiprocessing
+import os
+import sys
+import time
+
+import numpy as np
+
+from data_pipeline import documents as documents_lib
+from data_pipeline.features import AtomicRecordWriter, encode_examples, feature_lengths
+from data_pipeline.masking import NgramMasker
+from data_pipeline.pretraining_data import (SENTENCE_ORDERS, SHORT_SEQ_SCOPES, InstanceMaker,
+                                            InstanceOptions, InstanceStats)
+
+META_FILE = "meta_data.json"
+FORMAT_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """Every setting that determines the output (the official flags and ours)."""
+    input_file: str
+    output_dir: str
+    spm_model_file: str
+    do_lower_case: bool = True
+    keep_accents: bool = False
+    max_seq_length: int = 512
+    max_predictions_per_seq: int = 20
+    masked_lm_prob: float = 0.15
+    ngram: int = 3
+    favor_shorter_ngram: bool = True
+    do_whole_word_mask: bool = True
+    calibrate_ngrams: bool = True
+    short_seq_prob: float = 0.1
+    short_seq_scope: str = "document"
+    dupe_factor: int = 40
+    random_seed: int = 12345
+    sentence_order: str = "sop"
+    dynamic_masking: bool = False
+    input_format: str = "auto"
+    split_sentences: bool = False
+    block_size: int = 1 << 20
+    num_output_shards: int = 16
+
+    def __post_init__(self):
+        if self.num_output_shards < 1:
+            raise ValueError(f"num_output_shards={self.num_output_shards} must be >= 1")
+        if self.max_predictions_per_seq > self.max_seq_length:
+            raise ValueError(f"max_predictions_per_seq={self.max_predictions_per_seq} "
+                             f"exceeds max_seq_length={self.max_seq_length}")
+        self.instance_options()  # validates
+
+    def instance_options(self) -> InstanceOptions:
+        return InstanceOptions(max_seq_length=self.max_seq_length,
+                               short_seq_prob=self.short_seq_prob,
+                               dupe_factor=self.dupe_factor,
+                               sentence_order=self.sentence_order,
+                               short_seq_scope=self.short_seq_scope)
+
+    def shard_name(self, shard: int) -> str:
+        return f"pretrain-{shard:05d}-of-{self.num_output_shards:05d}.tfrecord"
+
+
+# --- one shard -------------------------------------------------------------------------------
+
+_WORKER = {}
+
+
+def _init_worker(config: DataConfig, queue) -> None:
+    from data_pipeline.tokenization import AlbertTokenizer
+    tokenizer = AlbertTokenizer(config.spm_model_file, config.do_lower_case,
+                                config.keep_accents)
+    masker = None
+    if not config.dynamic_masking:
+        _, _, ordinary = tokenizer.vocab_tables()
+        masker = NgramMasker(tokenizer.mask_id, ordinary, config.max_predictions_per_seq,
+                             config.masked_lm_prob, config.ngram, config.favor_shorter_ngram,
+                             config.do_whole_word_mask, config.calibrate_ngrams)
+    _WORKER.update(config=config, queue=queue,
+                   maker=InstanceMaker(tokenizer, config.instance_options(), masker))
+
+
+def _write_shard(job) -> dict:
+    """Writes one shard (all its blocks) and its stats file; returns the stats."""
+    shard, blocks, fingerprint = job
+    config: DataConfig = _WORKER["config"]
+    maker: InstanceMaker = _WORKER["maker"]
+    queue = _WORKER["queue"]
+    path = os.path.join(config.output_dir, config.shard_name(shard))
+    read_stats = documents_lib.ReadStats()
+    stats = InstanceStats()
+    writer = AtomicRecordWriter(path)
+    try:
+        for block in blocks:
+            for part, docs in documents_lib.read_block(block, config.block_size,
+                                                       config.split_sentences, read_stats):
+                rng = np.random.default_rng(
+                    [config.random_seed, block.file_index, block.block_index, part])
+                before = stats.instances
+                features = maker.make(docs, rng, stats)
+                if stats.instances > before:
+                    writer.write_all(encode_examples(features))
+                if queue is not None:
+                    queue.put((0, len(docs), stats.instances - before))
+            if queue is not None:
+                done = (block.end - block.start if not block.compressed
+                        else os.path.getsize(block.path))
+                queue.put((done, 0, 0))
+    except BaseException:
+        writer.abort()
+        raise
+    result = {"shard": config.shard_name(shard), "fingerprint": fingerprint,
+              "instances": writer.count, "read": dataclasses.asdict(read_stats),
+              "instances_detail": dataclasses.asdict(stats)}
+    stats_path = _stats_path(config, shard)
+    tmp = stats_path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1, sort_keys=True)
+    writer.commit()
+    os.replace(tmp, stats_path)
+    return result
+
+
+def _stats_path(config: DataConfig, shard: int) -> str:
+    return os.path.join(config.output_dir, "stats", config.shard_name(shard) + ".json")
+
+
+# --- the job ---------------------------------------------------------------------------------
+
+def _fingerprint(config: DataConfig, files: list[str], spm_sha256: str) -> str:
+    settings = dataclasses.asdict(config)
+    settings.pop("output_dir")
+    settings["input"] = [(os.path.abspath(f), os.path.getsize(f)) for f in files]
+    settings["spm_sha256"] = spm_sha256
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _check_output_dir(path: str) -> None:
+    try:
+        os.makedirs(os.path.join(path, "stats"), exist_ok=True)
+        probe = os.path.join(path, ".write-probe")
+        with open(probe, "w") as f:
+            f.write("ok")
+        os.remove(probe)
+    except OSError as e:
+        raise OSError(f"output_dir {path!r} is not writable: {e.strerror}") from None
+
+
+def _load_stats(config: DataConfig, shard: int, fingerprint: str) -> dict | None:
+    path = _stats_path(config, shard)
+    if not os.path.exists(path) or not os.path.exists(
+            os.path.join(config.output_dir, config.shard_name(shard))):
+        return None
+    with open(path) as f:
+        stats = json.load(f)
+    if stats.get("fingerprint") != fingerprint:
+        raise ValueError(
+            f"{config.output_dir} already holds {config.shard_name(shard)} made from other "
+            f"inputs or settings (fingerprint {stats.get('fingerprint')} != {fingerprint}); "
+            f"use a new --output_dir or delete it")
+    return stats
+
+
+def _summary(config: DataConfig, tokenizer, files: list[str], shard_stats: list[dict]) -> dict:
+    read = documents_lib.ReadStats()
+    made = InstanceStats()
+    for s in shard_stats:
+        read.add(documents_lib.ReadStats(**s["read"]))
+        made.add(InstanceStats(**s["instances_detail"]))
+    units = sum(made.ngrams)
+    labels = sum(made.labels)
+    masked = made.masked_tokens
+    settings = dataclasses.asdict(config)
+    for key in ("output_dir", "input_file"):
+        settings.pop(key)
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "instances": made.instances,
+        "max_seq_length": config.max_seq_length,
+        "max_predictions_per_seq": config.max_predictions_per_seq,
+        "dynamic_masking": config.dynamic_masking,
+        "sentence_order": config.sentence_order,
+        "features": feature_lengths(config.max_seq_length, config.max_predictions_per_seq,
+                                    config.dynamic_masking),
+        "shards": [{"file": s["shard"], "instances": s["instances"]} for s in shard_stats],
+        "spm_model_file": os.path.basename(config.spm_model_file),
+        "spm_sha256": tokenizer.checksum,
+        "vocab_size": tokenizer.vocab_size,
+        "settings": settings,
+        "input": {"files": files, **dataclasses.asdict(read)},
+        "documents": {
+            "documents": made.documents, "sentences": made.sentences,
+            "empty_sentences": made.empty_sentences,
+            "long_sentences_split": made.long_sentences_split},
+        "instance_creation": {
+            "target_draws": made.target_draws, "short_targets": made.short_targets,
+            "short_target_fraction": made.short_targets / max(made.target_draws, 1),
+            "short_target_instances": made.short_target_instances,
+            "single_sentence_chunks_split": made.single_sentence_chunks_split,
+            "single_sentence_chunks_dropped": made.single_sentence_chunks_dropped,
+            "nsp_random_segments": made.nsp_random_segments,
+            "truncated_tokens": made.truncated_tokens,
+            "tokens": made.instance_tokens},
+        "sentence_order_labels": {
+            "0": made.labels[0], "1": made.labels[1],
+            "fraction_1": made.labels[1] / max(labels, 1)},
+    }
+    if not config.dynamic_masking:
+        meta["masking"] = {
+            "masked_tokens": masked,
+            "masked_fraction": masked / max(made.instance_tokens, 1),
+            "ngram_units": {str(i + 1): c for i, c in enumerate(made.ngrams)},
+            "ngram_fraction": [c / max(units, 1) for c in made.ngrams],
+            "replacements": {"mask": made.replacements[0], "random": made.replacements[1],
+                             "unchanged": made.replacements[2]},
+            "replacement_fraction": [c / max(masked, 1) for c in made.replacements]}
+    return meta
+
+
+def _progress(start, total_bytes, done_bytes, docs, instances, shards_done, shards_total):
+    elapsed = time.time() - start
+    rate = instances / max(elapsed, 1e-9)
+    eta = (elapsed * (total_bytes - done_bytes) / done_bytes) if done_bytes else float("nan")
+    eta_text = "?" if eta != eta else time.strftime("%H:%M:%S", time.gmtime(eta))
+    print(f"[create_pretraining_data] {done_bytes / max(total_bytes, 1):6.1%} of input, "
+          f"{docs:,} documents, {instances:,} instances ({rate:,.0f}/s), "
+          f"shards {shards_done}/{shards_total}, ETA {eta_text}", flush=True)
+
+
+def create_pretraining_data(config: DataConfig, num_workers: int = 1, num_tasks: int = 1,
+                            task_index: int = 0, progress_every: float = 10.0) -> dict:
+    """Writes this task's shards (skipping complete ones) and, once every shard of every
+    task is complete, meta_data.json. Returns the meta data, or this task's summary."""
+    from data_pipeline.tokenization import AlbertTokenizer
+    if not 0 <= task_index < num_tasks:
+        raise ValueError(f"task_index={task_index} is not in [0, num_tasks={num_tasks})")
+    files = documents_lib.expand_input_files(config.input_file)
+    tokenizer = AlbertTokenizer(config.spm_model_file, config.do_lower_case,
+                                config.keep_accents)
+    _check_output_dir(config.output_dir)
+    fingerprint = _fingerprint(config, files, tokenizer.checksum)
+    blocks = documents_lib.plan_blocks(files, config.block_size, config.input_format)
+    n = config.num_output_shards
+    mine = [s for s in range(n) if s % num_tasks == task_index]
+    jobs = [(s, blocks[s::n], fingerprint) for s in mine
+            if _load_stats(config, s, fingerprint) is None]
+    total_bytes = sum(os.path.getsize(b.path) if b.compressed else b.end - b.start
+                      for s, bl, _ in jobs for b in bl)
+    print(f"[create_pretraining_data] {len(files)} files, {len(blocks)} blocks, "
+          f"{n} shards: {len(mine) - len(jobs)} of this task's {len(mine)} already complete, "
+          f"{len(jobs)} to write with {num_workers} worker(s)", flush=True)
+    start = time.time()
+    done = [0, 0, 0]
+
+    def drain(queue, block=False):
+        import queue as queue_lib
+        while True:
+            try:
+                item = queue.get(timeout=0.2) if block else queue.get_nowait()
+            except queue_lib.Empty:
+                return
+            for i in range(3):
+                done[i] += item[i]
+            block = False
+
+    last = start
+    results = []
+    if jobs and num_workers <= 1:
+        import queue as queue_lib
+        queue = queue_lib.SimpleQueue()
+        _init_worker(config, queue)
+        for job in jobs:
+            results.append(_write_shard(job))
+            drain(queue)
+            if time.time() - last >= progress_every:
+                last = time.time()
+                _progress(start, total_bytes, done[0], done[1], done[2], len(results),
+                          len(jobs))
+    elif jobs:
+        ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+        queue = ctx.Queue()
+        with ctx.Pool(min(num_workers, len(jobs)), _init_worker, (config, queue)) as pool:
+            pending = [pool.apply_async(_write_shard, (job,)) for job in jobs]
+            while not all(p.ready() for p in pending):
+                drain(queue, block=True)
+                if time.time() - last >= progress_every:
+                    last = time.time()
+                    _progress(start, total_bytes, done[0], done[1], done[2],
+                              sum(p.ready() for p in pending), len(jobs))
+            results = [p.get() for p in pending]  # re-raises a worker's error
+        drain(queue)
+    if jobs:
+        _progress(start, total_bytes, done[0], done[1], done[2], len(jobs), len(jobs))
+    all_stats = [_load_stats(config, s, fingerprint) for s in range(n)]
+    if any(s is None for s in all_stats):
+        missing = sum(s is None for s in all_stats)
+        summary = {"complete": False, "shards_missing": missing,
+                   "instances_written": sum(r["instances"] for r in results)}
+        print(f"[create_pretraining_data] task {task_index}/{num_tasks} done; {missing} "
+              f"shard(s) of other tasks still missing, so no {META_FILE} yet", flush=True)
+        return summary
+    meta = _summary(config, tokenizer, files, all_stats)
+    tmp = os.path.join(config.output_dir, META_FILE + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(meta, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, os.path.join(config.output_dir, META_FILE))
+    elapsed = time.time() - start
+    print(f"[create_pretraining_data] {meta['instances']:,} instances in {n} shards → "
+          f"{config.output_dir} ({elapsed:.1f}s this run)", flush=True)
+    return meta
+
+
+# --- command line ----------------------------------------------------------------------------
+
+def _define_flags():
+    from absl import flags
+    f = flags
+    f.DEFINE_string("input_file", None, "Input text: comma-separated globs (gzip ok).")
+    f.DEFINE_string("output_dir", None, "Where the TFRecord shards and meta_data.json go.")
+    f.DEFINE_string("spm_model_file", None, "SentencePiece model (ALBERT special pieces).")
+    f.DEFINE_bool("do_lower_case", True, "Lowercase the text (uncased models).")
+    f.DEFINE_bool("keep_accents", False, "Keep combining accents (official: strip).")
+    f.DEFINE_integer("max_seq_length", 512, "Maximum sequence length.")
+    f.DEFINE_integer("max_predictions_per_seq", 20, "Maximum masked LM predictions.")
+    f.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
+    f.DEFINE_integer("ngram", 3, "Maximum n-gram (in words) of a masked unit.")
+    f.DEFINE_bool("favor_shorter_ngram", True, "p(n) ∝ 1/n (else ∝ n).")
+    f.DEFINE_bool("do_whole_word_mask", True, "Mask whole words (n-grams of words).")
+    f.DEFINE_bool("calibrate_ngrams", True,
+                  "Make the realized n-gram mix match p(n) (see masking.py).")
+    f.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length.")
+    f.DEFINE_enum("short_seq_scope", "document", SHORT_SEQ_SCOPES,
+                  "Draw the target length once per document and pass (official) or per "
+                  "instance.")
+    f.DEFINE_integer("dupe_factor", 40, "Passes over the input, each with other masks/pairs.")
+    f.DEFINE_integer("random_seed", 12345, "Seed of every random draw.")
+    f.DEFINE_enum("sentence_order", "sop", SENTENCE_ORDERS,
+                  "sop (ALBERT), nsp (BERT) or none (MLM only).")
+    f.DEFINE_bool("dynamic_masking", False,
+                  "Write no masks (token_boundary only); the input pipeline masks each epoch.")
+    f.DEFINE_enum("input_format", "auto", documents_lib.FORMATS, "Input file format.")
+    f.DEFINE_bool("split_sentences", False,
+                  "Split each text line into sentences (one-paragraph-per-line corpora).")
+    f.DEFINE_integer("block_size", 1 << 20, "Bytes of input per block (memory bound).")
+    f.DEFINE_integer("num_output_shards", 16, "Number of TFRecord shards.")
+    f.DEFINE_integer("num_workers", os.cpu_count() or 1, "Worker processes.")
+    f.DEFINE_integer("num_tasks", 1, "Machines sharing the job.")
+    f.DEFINE_integer("task_index", 0, "This machine's index in [0, num_tasks).")
+    f.DEFINE_float("progress_every", 10.0, "Seconds between progress lines.")
+    for name in ("input_file", "output_dir", "spm_model_file"):
+        f.mark_flag_as_required(name)
+    return f.FLAGS
+
+
+def main(argv) -> int:
+    from absl import flags
+    flag_values = flags.FLAGS
+    if len(argv) > 1:
+        print(f"error: unexpected arguments {argv[1:]}", file=sys.stderr)
+        return 2
+    names = [f.name for f in dataclasses.fields(DataConfig)]
+    try:
+        config = DataConfig(**{name: getattr(flag_values, name) for name in names})
+        create_pretraining_data(config, flag_values.num_workers, flag_values.num_tasks,
+                                flag_values.task_index, flag_values.progress_every)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    from absl import app
+    _define_flags()
+    app.run(lambda argv: sys.exit(main(argv)))

@@ -1,0 +1,205 @@
+"""Pretraining TFRecord features, declared once: the writer and the reader both use this.
+
+Names are the official ones (ALGORITHMS.md), so records written here feed the official
+trainer and records written by the official tool feed ours:
+
+  input_ids, input_mask, segment_ids, token_boundary   int64 [max_seq_length]
+  masked_lm_positions, masked_lm_ids                   int64 [max_predictions_per_seq]
+  masked_lm_weights                                    float [max_predictions_per_seq]
+  next_sentence_labels                                 int64 [1]   (the SOP label)
+
+With dynamic masking the records carry no `masked_lm_*` features: the input pipeline draws
+the masks each epoch from `token_boundary`.
+
+Writing does not import TensorFlow (its import alone costs seconds per worker process, more
+than the whole job on small corpora): `tf.train.Example` is a small protobuf, encoded here
+with numpy for a whole block of instances at once, and TFRecord framing is
+length + masked CRC32C (google-crc32c). Tests check the bytes against TensorFlow's parser.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import numpy as np
+
+INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "token_boundary")
+MLM_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+LABEL_FEATURE = "next_sentence_labels"
+
+
+def feature_lengths(max_seq_length: int, max_predictions_per_seq: int,
+                    dynamic_masking: bool = False) -> dict[str, int]:
+    """Feature name → fixed length, in the (sorted) order written to every record."""
+    lengths = {name: max_seq_length for name in INT_FEATURES}
+    lengths[LABEL_FEATURE] = 1
+    if not dynamic_masking:
+        lengths.update({name: max_predictions_per_seq for name in MLM_FEATURES})
+    return dict(sorted(lengths.items()))
+
+
+def parse_spec(max_seq_length: int, max_predictions_per_seq: int,
+               dynamic_masking: bool = False, with_token_boundary: bool = True):
+    """`tf.io.parse_example` spec for records of `feature_lengths`. `with_token_boundary`
+    False reads records of the official tool before it had that feature."""
+    import tensorflow as tf
+    spec = {}
+    for name, length in feature_lengths(max_seq_length, max_predictions_per_seq,
+                                        dynamic_masking).items():
+        if name == "token_boundary" and not with_token_boundary:
+            continue
+        dtype = tf.float32 if name == "masked_lm_weights" else tf.int64
+        spec[name] = tf.io.FixedLenFeature([length], dtype)
+    return spec
+
+
+# --- protobuf encoding -------------------------------------------------------------------
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_SMALL_VARINTS = [_varint(n) for n in range(1 << 14)]
+
+
+def _len_prefix(n: int) -> bytes:
+    return _SMALL_VARINTS[n] if n < (1 << 14) else _varint(n)
+
+
+def _packed_varints(values: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """[R, L] non-negative ints → (bytes of every row's varints, row byte offsets [R+1])."""
+    values = np.asarray(values, np.uint64)
+    top = int(values.max()) if values.size else 0
+    if top >= (1 << 35):
+        raise ValueError(f"feature value {top} too large for this encoder (>= 2**35)")
+    width = max(1, (top.bit_length() + 6) // 7)              # bytes of the largest value
+    nbytes = np.ones(values.shape, np.int64)
+    for j in range(1, width):
+        nbytes += values >= (1 << (7 * j))
+    j = np.arange(width)
+    groups = ((values[..., None] >> (np.uint64(7) * j.astype(np.uint64)))
+              & np.uint64(0x7F)).astype(np.uint8)                # [R, L, width]
+    groups |= ((j < nbytes[..., None] - 1) * 0x80).astype(np.uint8)
+    stream = groups[j < nbytes[..., None]].tobytes()
+    offsets = np.zeros(values.shape[0] + 1, np.int64)
+    np.cumsum(nbytes.sum(axis=1), out=offsets[1:])
+    return stream, offsets
+
+
+def _row_payloads(values: np.ndarray) -> list[bytes]:
+    """Packed Int64List/FloatList payload of each row of [R, L] values."""
+    rows, length = values.shape
+    if values.dtype.kind == "f":
+        raw, step = values.astype("<f4").tobytes(), 4 * length
+    elif values.size and values.min() < 0:
+        raise ValueError("negative feature values cannot be written (int64 varints)")
+    elif values.size == 0 or values.max() < 0x80:        # one byte per value
+        raw, step = values.astype(np.uint8).tobytes(), length
+    else:
+        raw, offsets = _packed_varints(values)
+        offsets = offsets.tolist()
+        return [raw[offsets[r]:offsets[r + 1]] for r in range(rows)]
+    return [raw[r * step:(r + 1) * step] for r in range(rows)]
+
+
+def _entry_head(key: bytes, kind_tag: int, payload_length: int) -> bytes:
+    """Bytes before the payload of one map entry {key: Feature{kind: List{packed}}}."""
+    inner = 1 + len(_len_prefix(payload_length)) + payload_length
+    feature = 1 + len(_len_prefix(inner)) + inner
+    key_part = b"\x0a" + _len_prefix(len(key)) + key
+    entry = len(key_part) + 1 + len(_len_prefix(feature)) + feature
+    return (b"\x0a" + _len_prefix(entry) + key_part + b"\x12" + _len_prefix(feature)
+            + bytes((kind_tag,)) + _len_prefix(inner) + b"\x0a" + _len_prefix(payload_length))
+
+
+def encode_examples(features: dict[str, np.ndarray]) -> list[bytes]:
+    """Serialized `tf.train.Example`s for a batch: {name: [R, length] array} (ints for
+    Int64List, floats for FloatList) → R byte strings, equal to protobuf's deterministic
+    serialization. Features are written in sorted name order: equal inputs, equal bytes."""
+    columns = []
+    for name in sorted(features):
+        values = np.asarray(features[name])
+        kind_tag = 0x12 if values.dtype.kind == "f" else 0x1A
+        key = name.encode()
+        payloads = _row_payloads(values)
+        heads = {}
+        column = []
+        for p in payloads:
+            head = heads.get(len(p))
+            if head is None:
+                head = heads[len(p)] = _entry_head(key, kind_tag, len(p))
+            column.append(head + p)
+        columns.append(column)
+    bodies = [b"".join(parts) for parts in zip(*columns)]
+    return [b"\x0a" + _len_prefix(len(body)) + body for body in bodies]
+
+
+# --- TFRecord framing --------------------------------------------------------------------
+
+def _masked_crc(data: bytes) -> int:
+    import google_crc32c
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def frame_record(data: bytes) -> bytes:
+    """One TFRecord: uint64 length, masked CRC32C of the length, data, masked CRC32C."""
+    header = struct.pack("<Q", len(data))
+    return (header + struct.pack("<I", _masked_crc(header)) + data
+            + struct.pack("<I", _masked_crc(data)))
+
+
+class AtomicRecordWriter:
+    """Writes TFRecords to `path + '.tmp'` and renames to `path` on `commit()`: a reader
+    (or a resumed run) never sees a truncated shard. Without commit (an exception, a kill)
+    the temporary file is removed or left to be overwritten by the next run."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.tmp = path + ".tmp"
+        self.count = 0
+        self._f = open(self.tmp, "wb")
+
+    def write_all(self, records: list[bytes]) -> None:
+        self._f.write(b"".join(frame_record(r) for r in records))
+        self.count += len(records)
+
+    def commit(self) -> None:
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self._f.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        if not self._f.closed:
+            self._f.close()
+        if os.path.exists(self.tmp):
+            os.remove(self.tmp)
+
+
+def read_records(path: str):
+    """Yields the data of each TFRecord in `path`, checking both CRCs (pure Python; for
+    tests and tools that must not import TensorFlow)."""
+    with open(path, "rb") as f:
+        n = 0
+        while True:
+            header = f.read(12)
+            if not header:
+                return
+            if len(header) < 12:
+                raise ValueError(f"{path}: record {n} is truncated")
+            length, crc = struct.unpack("<QI", header)
+            if _masked_crc(header[:8]) != crc:
+                raise ValueError(f"{path}: record {n}: corrupt length")
+            data = f.read(length)
+            (dcrc,) = struct.unpack("<I", f.read(4))
+            if len(data) < length or _masked_crc(data) != dcrc:
+                raise ValueError(f"{path}: record {n}: corrupt or truncated data")
+            yield data
+            n += 1

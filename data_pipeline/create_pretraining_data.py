@@ -120,6 +120,8 @@ def _write_shard(job) -> dict:
     read_stats = documents_lib.ReadStats()
     stats = InstanceStats()
     writer = AtomicRecordWriter(path)
+    if maker.masker is not None:
+        maker.masker.reset()  # calibration state per shard: independent of worker layout
     try:
         for block in blocks:
             for part, docs in documents_lib.read_block(block, config.block_size,

@@ -22,7 +22,7 @@ Algorithm (the official one, ALGORITHMS.md, with its three defects fixed):
    c(n) counts the units of size n realized so far by this masker and T their total: a
    deficit controller (horizon H=200 units) that makes the realized mix match p(n) within
    a fraction of a point while the budget is filled exactly as before. The counts restart
-   with `reset()` (the writer resets per input part, so output does not depend on how parts
+   with `reset()` (the writer resets per output shard, so output does not depend on how parts
    are spread over processes).
 4. Every selected token: 80% `[MASK]`, 10% a random *ordinary* piece (never `<pad>`,
    `[CLS]`, …: an official defect), 10% unchanged. The label is the original id.
@@ -90,6 +90,20 @@ class NgramMasker:
         self.realized = [0] * ngram  # Python ints: updated per sequence in the inner loop
 
     HORIZON = 200
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer, **options) -> "NgramMasker":
+        """A masker for `tokenizer`'s vocabulary ([MASK] id, ordinary pieces)."""
+        _, _, ordinary = tokenizer.vocab_tables()
+        return cls(tokenizer.mask_id, ordinary, **options)
+
+    def mask_records(self, input_ids: np.ndarray, token_boundary: np.ndarray,
+                     input_mask: np.ndarray, special_ids, rng: np.random.Generator
+                     ) -> MaskResult:
+        """Masks records written with dynamic masking ([B, S] arrays): words from the
+        stored `token_boundary`, specials by id (`special_ids`: [CLS], [SEP])."""
+        special = np.isin(input_ids, np.asarray(special_ids)) & (input_mask > 0)
+        return self(input_ids, token_boundary > 0, special, input_mask > 0, rng)
 
     def reset(self) -> None:
         """Forget the realized counts of the calibration (start of an independent stream)."""

@@ -181,8 +181,6 @@ class InstanceMaker:
              stats: InstanceStats) -> dict[str, np.ndarray]:
         """Raw documents of one part → {feature: [instances, length]} arrays, shuffled."""
         docs = self.tokenize(documents, stats)
-        if self.masker is not None:
-            self.masker.reset()
         py = random.Random(int(rng.integers(1 << 62)))  # fast scalar draws, same seed tree
         pairs = []
         for _ in range(self.options.dupe_factor):

@@ -57,21 +57,6 @@ def stdlib_docstrings() -> list[str]:
     return paragraphs
 
 
-def train_demo_vocabulary(paragraphs: list[str], prefix: str, vocab_size: int) -> str:
-    """SentencePiece unigram model with ALBERT's ids: <pad>=0 <unk>=1 [CLS]=2 [SEP]=3 [MASK]=4."""
-    import sentencepiece as spm
-    from data_pipeline.tokenization import normalize_text
-    corpus = prefix + ".txt"
-    with open(corpus, "w", encoding="utf-8") as f:
-        f.write("\n".join(normalize_text(p) for p in paragraphs) + "\n")
-    spm.SentencePieceTrainer.train(
-        input=corpus, model_prefix=prefix, model_type="unigram", vocab_size=vocab_size,
-        pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols="[CLS],[SEP],[MASK]",
-        user_defined_symbols="(,),\",-,.,–,£,€", character_coverage=0.99995,
-        num_threads=1, minloglevel=2)
-    return prefix + ".model"
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="ALBERT demo (offline)")
     p.add_argument("--output_dir", default="out/demo")
@@ -104,8 +89,13 @@ def main(argv=None) -> int:
 
     print("\n== Vocabulary: SentencePiece on the Python standard library's docstrings ==")
     paragraphs = stdlib_docstrings()
-    model_file = train_demo_vocabulary(paragraphs, os.path.join(args.output_dir, "stdlib_spm"),
-                                       vocab_size=2000)
+    # ALBERT's recipe (data_pipeline.train_tokenizer) on the paragraphs, one a line.
+    from data_pipeline.train_tokenizer import train_sentencepiece
+    corpus = os.path.join(args.output_dir, "stdlib_spm.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write("\n".join(paragraphs) + "\n")
+    model_file = train_sentencepiece([corpus], os.path.join(args.output_dir, "stdlib_spm"),
+                                     vocab_size=2000, num_threads=1)["model_file"]
     from data_pipeline.tokenization import AlbertTokenizer
     tok = AlbertTokenizer(model_file, do_lower_case=True)
     print(f"{len(paragraphs)} paragraphs, {tok.vocab_size} pieces -> {model_file}")

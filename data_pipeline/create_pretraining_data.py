@@ -193,6 +193,30 @@ def _load_stats(config: DataConfig, shard: int, fingerprint: str) -> dict | None
     return stats
 
 
+def _check_existing(config: DataConfig, fingerprint: str) -> None:
+    """Refuses an output_dir holding shards of another job: complete shards made with other
+    inputs or settings (any shard count: `num_output_shards` is part of the fingerprint),
+    or shard files that are not this job's. Mixing them would feed a reader both."""
+    names = {config.shard_name(s) for s in range(config.num_output_shards)}
+    stats_dir = os.path.join(config.output_dir, "stats")
+    for entry in sorted(os.listdir(stats_dir)):
+        if not entry.endswith(".tfrecord.json"):
+            continue
+        with open(os.path.join(stats_dir, entry)) as f:
+            other = json.load(f).get("fingerprint")
+        if other != fingerprint:
+            raise ValueError(
+                f"{config.output_dir} already holds {entry[:-5]} made from other inputs or "
+                f"settings (fingerprint {other} != {fingerprint}); use a new --output_dir "
+                f"or delete it")
+    for entry in sorted(os.listdir(config.output_dir)):
+        if entry.endswith(".tfrecord") and entry not in names:
+            raise ValueError(
+                f"{config.output_dir} already holds {entry}, which is not a shard of this "
+                f"job ({config.num_output_shards} shards); use a new --output_dir or "
+                f"delete it")
+
+
 def _summary(config: DataConfig, tokenizer, files: list[str], shard_stats: list[dict]) -> dict:
     read = documents_lib.ReadStats()
     made = InstanceStats()
@@ -271,6 +295,7 @@ def create_pretraining_data(config: DataConfig, num_workers: int = 1, num_tasks:
                                 config.keep_accents)
     _check_output_dir(config.output_dir)
     fingerprint = _fingerprint(config, files, tokenizer.checksum)
+    _check_existing(config, fingerprint)
     blocks = documents_lib.plan_blocks(files, config.block_size, config.input_format)
     n = config.num_output_shards
     mine = [s for s in range(n) if s % num_tasks == task_index]
@@ -332,6 +357,11 @@ def create_pretraining_data(config: DataConfig, num_workers: int = 1, num_tasks:
               f"shard(s) of other tasks still missing, so no {META_FILE} yet", flush=True)
         return summary
     meta = _summary(config, tokenizer, files, all_stats)
+    if meta["instances"] == 0:  # an empty dataset must not look like a finished one
+        raise ValueError(
+            f"no instances were made: {len(files)} input file(s) "
+            f"({meta['input']['empty_files']} empty or blank) held "
+            f"{meta['documents']['documents']} document(s) with text; no {META_FILE} written")
     tmp = os.path.join(config.output_dir, META_FILE + ".tmp")
     with open(tmp, "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
@@ -380,6 +410,11 @@ def _define_flags():
     f.DEFINE_integer("num_tasks", 1, "Machines sharing the job.")
     f.DEFINE_integer("task_index", 0, "This machine's index in [0, num_tasks).")
     f.DEFINE_float("progress_every", 10.0, "Seconds between progress lines.")
+    # Official flags kept so existing command lines run unchanged.
+    f.DEFINE_string("vocab_file", None, "Official flag, accepted and unused: the SentencePiece "
+                    "model holds the vocabulary.")
+    f.DEFINE_bool("random_next_sentence", False,
+                  "Official flag: true means --sentence_order nsp.")
     for name in ("input_file", "output_dir", "spm_model_file"):
         f.mark_flag_as_required(name)
     return f.FLAGS
@@ -392,8 +427,11 @@ def main(argv) -> int:
         print(f"error: unexpected arguments {argv[1:]}", file=sys.stderr)
         return 2
     names = [f.name for f in dataclasses.fields(DataConfig)]
+    values = {name: getattr(flag_values, name) for name in names}
+    if flag_values.random_next_sentence:
+        values["sentence_order"] = "nsp"
     try:
-        config = DataConfig(**{name: getattr(flag_values, name) for name in names})
+        config = DataConfig(**values)
         create_pretraining_data(config, flag_values.num_workers, flag_values.num_tasks,
                                 flag_values.task_index, flag_values.progress_every)
     except (OSError, ValueError) as e:

@@ -24,9 +24,10 @@ processes), so models would not be reproducible. SentencePiece is still told
 never gets more sentences than that, so its sampler keeps them all, in order.
 
 Determinism: the same files, options (seed, num_threads, ...) and sentencepiece version
-give a byte-identical `.model`, on any machine and at any output path (the model records no
-path). `num_threads` changes the model (EM sums per thread: scores move by ~2e-5 and a few
-near-tied pieces swap), so it defaults to 16, the official value, not to the core count.
+give a byte-identical `.model`, in any process and at any output path (the model records no
+path; tested across processes, not across CPU types). `num_threads` changes the model (EM
+sums per thread: scores move by ~3e-5, and 2-3 near-tied pieces of 2000 swap), so it
+defaults to 16, the official value, rather than to the machine's core count.
 
 Output: PREFIX.model and PREFIX.vocab, each written to a temporary file in the same
 directory and moved into place with os.replace (the .vocab first, so a new .model always
@@ -145,7 +146,7 @@ def train_sentencepiece(input_files: str | Sequence[str], model_prefix: str, voc
         counts = {"empty": 0, "too_long": 0, "valid": 0}
         sentences = _normalized_sentences(files, input_format, split_sentences, block_size,
                                           do_lower_case, max_sentence_length, stats, counts,
-                                          total_bytes, say)
+                                          say)
         if input_sentence_size:
             sample, order = _reservoir_sample(sentences, input_sentence_size, seed)
             _check_not_empty(counts, stats, files)
@@ -238,12 +239,11 @@ def vocab_text(sp) -> str:
 
 
 def _normalized_sentences(files, input_format, split, block_size, do_lower_case,
-                          max_length, stats, counts, total_bytes, say) -> Iterator[bytes]:
+                          max_length, stats, counts, say) -> Iterator[bytes]:
     """Every sentence of the corpus, normalized, as UTF-8; empty and too-long ones are
     counted and skipped (SentencePiece would skip them silently)."""
     blocks = plan_blocks(files, block_size, input_format)
     last = time.time()
-    done_bytes = 0
     for block in blocks:
         for _, documents in read_block(block, block_size, split, stats):
             for document in documents:
@@ -256,12 +256,10 @@ def _normalized_sentences(files, input_format, split, block_size, do_lower_case,
                     else:
                         counts["valid"] += 1
                         yield data
-        done_bytes += (block.end - block.start) if block.end is not None else \
-            os.path.getsize(block.path)
-        if time.time() - last > PROGRESS_SECONDS:
-            last = time.time()
-            say(f"read {done_bytes / 1e6:,.1f} of {total_bytes / 1e6:,.1f} MB: "
-                f"{counts['valid']:,} sentences")
+            if time.time() - last > PROGRESS_SECONDS:
+                last = time.time()
+                say(f"read {stats.bytes / 1e6:,.1f} MB of text (file {block.file_index + 1} "
+                    f"of {len(files)}): {counts['valid']:,} sentences")
 
 
 def _reservoir_sample(items: Iterable[bytes], size: int, seed: int):

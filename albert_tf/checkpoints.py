@@ -180,6 +180,7 @@ def _load_own(model, prefix: str, keys: dict) -> LoadReport:
         try:
             status = tf.train.Checkpoint(model=tf.train.Checkpoint(**{name: layer})).read(prefix)
             status.assert_existing_objects_matched()
+            status.expect_partial()  # the other components are read separately, on purpose
         except (AssertionError, ValueError) as e:
             raise CheckpointError(f"{prefix} does not fit the model's {name}{config_hint}: "
                                   f"{_first_line(e)}") from None

@@ -1,10 +1,11 @@
 """`make demo`: the project end to end on text this machine already has, offline.
 
-Today (the model library): parameter counts of every preset and sharing mode, a
-SentencePiece vocabulary trained with ALBERT's recipe on the Python standard library's
-docstrings, a sentence pair tokenized by `AlbertTokenizer` (checked against the in-graph
-tokenizer) as `[CLS] A [SEP] B [SEP]` with a `[MASK]`, a
-forward pass of the pretraining model, and a checkpoint save → load round trip. Weights are
+Today: parameter counts of every preset and sharing mode; a SentencePiece vocabulary
+trained with ALBERT's recipe on the Python standard library's docstrings (a sentence
+tokenized by `AlbertTokenizer`, checked against the in-graph tokenizer); pretraining
+TFRecords made from the same docstrings (SOP pairs, n-gram masks, meta_data.json); a batch
+read back by the tf.data pipeline and fed to the pretraining model; and a checkpoint
+save → load round trip. Weights are
 random here (pretraining comes with run_pretraining.py), so predictions are not meaningful;
 shapes, counts and the round trip are.
 
@@ -17,6 +18,7 @@ import argparse
 import importlib
 import inspect
 import os
+import shutil
 import sys
 import time
 
@@ -35,9 +37,10 @@ STDLIB_MODULES = (
 )
 
 
-def stdlib_docstrings() -> list[str]:
-    """Paragraphs of the docstrings of STDLIB_MODULES, their classes and functions."""
-    paragraphs, seen = [], set()
+def stdlib_documents() -> list[list[str]]:
+    """Docstrings of STDLIB_MODULES, their classes and functions: one document each, as a
+    list of its paragraphs (whitespace collapsed, short ones dropped)."""
+    documents, seen = [], set()
     for name in STDLIB_MODULES:
         try:
             module = importlib.import_module(name)
@@ -50,11 +53,22 @@ def stdlib_docstrings() -> list[str]:
             if not doc or doc in seen:
                 continue
             seen.add(doc)
-            for para in doc.split("\n\n"):
-                text = " ".join(para.split())
-                if len(text) > 40:
-                    paragraphs.append(text)
-    return paragraphs
+            paragraphs = [" ".join(p.split()) for p in doc.split("\n\n")]
+            paragraphs = [p for p in paragraphs if len(p) > 40]
+            if paragraphs:
+                documents.append(paragraphs)
+    return documents
+
+
+def stdlib_docstrings() -> list[str]:
+    """Every paragraph of `stdlib_documents()`, in order."""
+    return [p for doc in stdlib_documents() for p in doc]
+
+
+def write_corpus(documents: list[list[str]], path: str) -> None:
+    """The official input format: a paragraph a line, a blank line between documents."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n\n".join("\n".join(doc) for doc in documents) + "\n")
 
 
 def main(argv=None) -> int:
@@ -88,39 +102,58 @@ def main(argv=None) -> int:
     del base
 
     print("\n== Vocabulary: SentencePiece on the Python standard library's docstrings ==")
-    paragraphs = stdlib_docstrings()
-    # ALBERT's recipe (data_pipeline.train_tokenizer) on the paragraphs, one a line.
+    documents = stdlib_documents()
+    corpus = os.path.join(args.output_dir, "stdlib_docstrings.txt")
+    write_corpus(documents, corpus)
+    # ALBERT's recipe (data_pipeline.train_tokenizer): <pad>=0 <unk>=1 [CLS]=2 [SEP]=3 [MASK]=4.
     from data_pipeline.train_tokenizer import train_sentencepiece
-    corpus = os.path.join(args.output_dir, "stdlib_spm.txt")
-    with open(corpus, "w", encoding="utf-8") as f:
-        f.write("\n".join(paragraphs) + "\n")
     model_file = train_sentencepiece([corpus], os.path.join(args.output_dir, "stdlib_spm"),
                                      vocab_size=2000, num_threads=1)["model_file"]
     from data_pipeline.tokenization import AlbertTokenizer
     tok = AlbertTokenizer(model_file, do_lower_case=True)
-    print(f"{len(paragraphs)} paragraphs, {tok.vocab_size} pieces -> {model_file}")
+    print(f"{len(documents)} docstrings, {sum(map(len, documents))} paragraphs, "
+          f"{tok.vocab_size} pieces -> {model_file}")
     assert (tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id) == (0, 1, 2, 3, 4)
-
     text_a = "Return a new list containing all items from the iterable in ascending order."
     text_b = "A custom key function can be supplied to customize the sort order."
     a, b = tok.encode(text_a), tok.encode(text_b)
     import tensorflow as tf
     in_graph = tok.graph_tokenizer()(tf.constant([text_a, text_b])).to_list()
+    print("pieces:", " ".join(tok.id_to_piece(i) for i in a))
     print(f"in-graph (tensorflow-text) ids equal the Python tokenizer's: {in_graph == [a, b]}")
-    ids = [tok.cls_id] + a + [tok.sep_id] + b + [tok.sep_id]
-    segments = [0] * (len(a) + 2) + [1] * (len(b) + 1)
-    masked_at = 1 + len(a) // 2  # a piece in the middle of sentence A
-    original = ids[masked_at]
-    ids[masked_at] = tok.mask_id
-    seq_len = 64
-    pad = seq_len - len(ids)
-    batch = {"input_ids": np.array([ids + [0] * pad], np.int32),
-             "input_mask": np.array([[1] * len(ids) + [0] * pad], np.int32),
-             "segment_ids": np.array([segments + [0] * pad], np.int32),
-             "masked_lm_positions": np.array([[masked_at]], np.int32)}
-    print("pieces:", " ".join(tok.id_to_piece(i) for i in ids))
 
-    print("\n== Forward pass: a small ALBERT (E=128, H=256, 4 layers sharing one block) ==")
+    print("\n== Pretraining data: SOP pairs + n-gram masks -> TFRecords ==")
+    from data_pipeline.create_pretraining_data import DataConfig, create_pretraining_data
+    seq_len, preds = 128, 20
+    data_dir = os.path.join(args.output_dir, "pretraining_data")
+    shutil.rmtree(data_dir, ignore_errors=True)  # a re-run would resume (skip) instead
+    meta = create_pretraining_data(
+        DataConfig(input_file=corpus, output_dir=data_dir, spm_model_file=model_file,
+                   max_seq_length=seq_len, max_predictions_per_seq=preds, dupe_factor=5,
+                   split_sentences=True, num_output_shards=4),
+        num_workers=os.cpu_count() or 1, progress_every=1e9)
+    masking = meta["masking"]
+    print(f"n-gram units 1/2/3: {', '.join(f'{x:.1%}' for x in masking['ngram_fraction'])} "
+          f"(paper: 54.5%, 27.3%, 18.2%); masked {masking['masked_fraction']:.1%} of tokens; "
+          f"[MASK]/random/kept {', '.join(f'{x:.0%}' for x in masking['replacement_fraction'])}; "
+          f"SOP swapped {meta['sentence_order_labels']['fraction_1']:.1%}; single-sentence "
+          f"chunks split {meta['instance_creation']['single_sentence_chunks_split']}, dropped "
+          f"{meta['instance_creation']['single_sentence_chunks_dropped']}")
+
+    from data_pipeline.input_pipeline import pretraining_dataset
+    batch = next(iter(pretraining_dataset(os.path.join(data_dir, "*.tfrecord"), 8, seq_len,
+                                          preds, seed=12345)))
+    batch = {k: v.numpy() for k, v in batch.items()}
+    n = int(batch["input_mask"][0].sum())
+    shown = [tok.id_to_piece(int(i)) for i in batch["input_ids"][0, :n]]
+    k = int(batch["masked_lm_weights"][0].sum())
+    for pos, label in zip(batch["masked_lm_positions"][0, :k], batch["masked_lm_ids"][0, :k]):
+        shown[pos] = f"{shown[pos]}<{tok.id_to_piece(int(label))}>"
+    print(f"an instance from the tf.data pipeline (SOP label "
+          f"{int(batch['next_sentence_labels'][0, 0])}; masked piece<original>):")
+    print("  " + " ".join(shown))
+
+    print("\n== Forward pass on that batch: a small ALBERT (E=128, H=256, 4 layers, one block) ==")
     config = AlbertConfig(vocab_size=tok.vocab_size, embedding_size=128, hidden_size=256,
                           num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
                           max_position_embeddings=seq_len)
@@ -128,10 +161,11 @@ def main(argv=None) -> int:
     out = model(batch)
     for key, value in out.items():
         print(f"{key:<16} {str(tuple(value.shape)):<16} {value.dtype.name}")
-    top = np.argsort(-out["mlm_logits"].numpy()[0, 0])[:5]
-    print(f"[MASK] was {tok.id_to_piece(original)!r}; top-5 of the untrained model: "
-          f"{[tok.id_to_piece(int(i)) for i in top]}")
-    print(f"SOP probabilities (in order, swapped): "
+    mlm = keras.ops.sparse_categorical_crossentropy(batch["masked_lm_ids"], out["mlm_logits"],
+                                                    from_logits=True).numpy()
+    mlm_loss = float((mlm * batch["masked_lm_weights"]).sum() / batch["masked_lm_weights"].sum())
+    print(f"untrained MLM loss {mlm_loss:.2f} (ln {tok.vocab_size} = "
+          f"{np.log(tok.vocab_size):.2f}); SOP probabilities of the first pair: "
           f"{[round(float(p), 3) for p in keras.ops.softmax(out['sop_logits'])[0].numpy()]}")
 
     print("\n== Checkpoint round trip ==")

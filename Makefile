@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONHASHSEED ?= 0
 
-.PHONY: install install-dev demo test test-fast bench clean
+.PHONY: install install-dev demo test test-fast bench bench-model bench-data clean
 
 install: $(VENV)/.runtime-installed
 install-dev: $(VENV)/.dev-installed
@@ -29,8 +29,13 @@ test: install-dev
 test-fast: install-dev
 	$(PY) -m pytest -q -m "not slow" tests
 
-bench: install
+bench: bench-model bench-data
+
+bench-model: install
 	$(PY) bench/model.py
+
+bench-data: install
+	$(PY) bench/pretraining_data.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -193,7 +193,9 @@ def _documents_from_lines(lines: list[str], fmt: str, split: bool, path: str,
     """Lines of a block → documents (lists of sentences). `first_line` is the 1-based line
     number of lines[0] in the file, or 0 when unknown (gzip parts count from their start)."""
     docs: list[list[str]] = []
-    stats.lines += len(lines)
+    # `lines` comes from bytes.split(b"\n"): a final "" after the last newline is no line
+    # (counting it would make `lines` depend on how the file is cut into blocks).
+    stats.lines += len(lines) - (1 if lines and lines[-1] == "" else 0)
     if fmt == "jsonl":
         for n, line in enumerate(lines):
             if not line.strip():

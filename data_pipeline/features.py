@@ -110,12 +110,14 @@ def _row_payloads(values: np.ndarray) -> list[bytes]:
 
 def _entry_head(key: bytes, kind_tag: int, payload_length: int) -> bytes:
     """Bytes before the payload of one map entry {key: Feature{kind: List{packed}}}."""
-    inner = 1 + len(_len_prefix(payload_length)) + payload_length
+    # protobuf omits an empty packed field (an empty list is 0 bytes): so do we.
+    packed = b"\x0a" + _len_prefix(payload_length) if payload_length else b""
+    inner = len(packed) + payload_length
     feature = 1 + len(_len_prefix(inner)) + inner
     key_part = b"\x0a" + _len_prefix(len(key)) + key
     entry = len(key_part) + 1 + len(_len_prefix(feature)) + feature
     return (b"\x0a" + _len_prefix(entry) + key_part + b"\x12" + _len_prefix(feature)
-            + bytes((kind_tag,)) + _len_prefix(inner) + b"\x0a" + _len_prefix(payload_length))
+            + bytes((kind_tag,)) + _len_prefix(inner) + packed)
 
 
 def encode_examples(features: dict[str, np.ndarray]) -> list[bytes]:

@@ -121,7 +121,10 @@ def _add_dynamic_masks(ds, masker, special_ids, seed, pipeline_id, batch, seq, p
     def apply(step, f):
         ids, positions, labels, weights = tf.numpy_function(
             mask, [step, f["input_ids"], f["token_boundary"], f["input_mask"]],
-            [tf.int32, tf.int32, tf.int32, tf.float32], stateful=False)
+            # stateful: tf.data must not parallelize or reorder this map (its
+            # "map_parallelization" rewrite does so for stateless functions), because the
+            # masker's n-gram calibration counts advance in batch order.
+            [tf.int32, tf.int32, tf.int32, tf.float32], stateful=True)
         out = dict(f)
         out.update(input_ids=tf.ensure_shape(ids, [batch, seq]),
                    masked_lm_positions=tf.ensure_shape(positions, [batch, preds]),
@@ -129,5 +132,4 @@ def _add_dynamic_masks(ds, masker, special_ids, seed, pipeline_id, batch, seq, p
                    masked_lm_weights=tf.ensure_shape(weights, [batch, preds]))
         return out
 
-    # Sequential map: the masker's n-gram calibration counts advance in batch order.
     return ds.enumerate().map(apply)

@@ -195,8 +195,9 @@ class AlbertTokenizer:
           word_start: the piece begins a word for whole-word masking (official rule: it
             starts with "▁" or "<", is a single punctuation character, or holds a character
             that is not an ASCII letter, so digits and non-Latin scripts are words alone);
-          special: control and unknown pieces (`<pad>`, `<unk>`, `[CLS]`, `[SEP]`, `[MASK]`)
-            that are never masked;
+          special: control and unknown pieces (`<pad>`, `<unk>`, `[CLS]`, `[SEP]`, `[MASK]`);
+            never random replacements (masking itself skips only [CLS]/[SEP] and padding,
+            as the official code);
           ordinary: ids a random replacement may draw (not special, not unused).
         """
         import numpy as np

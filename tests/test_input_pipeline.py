@@ -153,7 +153,8 @@ def test_dynamic_masks_are_new_each_epoch_reproducible_and_faithful(corpus_recor
     a = batches(7, 2 * epoch + 1)
     b = batches(7, 3)
     for x, y in zip(a, b):                                    # reproducible
-        assert all(np.array_equal(x[k], y[k]) for k in x)
+        assert all(np.array_equal(x[k], y[k]) for k in x), [
+            k for k in x if not np.array_equal(x[k], y[k])]
     masked = total = 0
     for batch in a:
         ids, pos, lab, w = (batch["input_ids"], batch["masked_lm_positions"],

@@ -1,0 +1,72 @@
+"""Flags shared by every runner, defined once (DESIGN.md convention 3).
+
+Runners call `define_trainer_flags(...)` with their own defaults, add their task's flags,
+and turn the parsed values into frozen configs with `trainer_config_from_flags` and
+`albert_config_from_flags`; library code never reads flags.
+"""
+
+from __future__ import annotations
+
+from absl import flags
+
+FLAGS = flags.FLAGS
+
+
+def define_trainer_flags(learning_rate: float, optimizer: str, num_train_steps: int,
+                         num_warmup_steps: int, steps_per_loop: int = 100,
+                         save_checkpoints_steps: int = 1000) -> None:
+    f = flags
+    f.DEFINE_string("output_dir", None, "Checkpoints, TensorBoard events, run_config.json.")
+    f.DEFINE_string("albert_config_file", None, "An albert_config.json (official keys).")
+    f.DEFINE_string("preset", None, "Instead of --albert_config_file: base, large, xlarge, "
+                    "xxlarge (v2: dropout 0), or base-v1 ... (dropout 0.1).")
+    f.DEFINE_string("init_checkpoint", None,
+                    "Start from these weights (ours, albert_tf.convert, official TF1/TF-Hub).")
+    f.DEFINE_float("learning_rate", learning_rate, "Peak learning rate.")
+    f.DEFINE_integer("num_train_steps", num_train_steps, "Optimizer steps.")
+    f.DEFINE_integer("num_warmup_steps", num_warmup_steps, "Linear warmup steps.")
+    f.DEFINE_enum("optimizer", optimizer, ["lamb", "adamw"], "Optimizer.")
+    f.DEFINE_float("poly_power", 1.0, "Power of the polynomial learning-rate decay.")
+    f.DEFINE_float("weight_decay_rate", 0.01, "Weight decay (not on LayerNorm and biases).")
+    f.DEFINE_float("clip_norm", 1.0, "Global gradient-norm clip.")
+    f.DEFINE_integer("grad_accum_steps", 1,
+                     "Micro-batches per update (train_batch_size is the update's batch).")
+    f.DEFINE_integer("steps_per_loop", steps_per_loop,
+                     "Steps per tf.function call (the official iterations_per_loop).")
+    f.DEFINE_integer("save_checkpoints_steps", save_checkpoints_steps, "Checkpoint period.")
+    f.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
+    f.DEFINE_integer("eval_every", 0, "Evaluate every N steps (0: at the end only).")
+    f.DEFINE_integer("max_eval_steps", 100, "Evaluation batches at most.")
+    f.DEFINE_enum("strategy", "default",
+                  ["default", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+                  "tf.distribute strategy.")
+    f.DEFINE_string("tpu", None, "TPU name or grpc:// address (--strategy tpu).")
+    f.DEFINE_integer("num_gpus", 0, "GPUs to use (mirrored/one_device; 0: all / CPU).")
+    f.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"],
+                  "Compute dtype (mixed precision; float16 adds loss scaling).")
+    f.DEFINE_bool("jit_compile", False, "XLA-compile the per-replica step.")
+    f.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and input order.")
+
+
+def trainer_config_from_flags(output_dir: str | None = None):
+    from albert_tf.training import TrainerConfig
+    return TrainerConfig(
+        output_dir=output_dir or FLAGS.output_dir, num_train_steps=FLAGS.num_train_steps,
+        learning_rate=FLAGS.learning_rate, num_warmup_steps=FLAGS.num_warmup_steps,
+        poly_power=FLAGS.poly_power, optimizer=FLAGS.optimizer,
+        weight_decay_rate=FLAGS.weight_decay_rate, clip_norm=FLAGS.clip_norm,
+        grad_accum_steps=FLAGS.grad_accum_steps, steps_per_loop=FLAGS.steps_per_loop,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        keep_checkpoint_max=FLAGS.keep_checkpoint_max, eval_every=FLAGS.eval_every,
+        max_eval_steps=FLAGS.max_eval_steps, jit_compile=FLAGS.jit_compile,
+        dtype=FLAGS.dtype, seed=FLAGS.seed)
+
+
+def albert_config_from_flags():
+    """--albert_config_file or --preset → AlbertConfig (exactly one must be given)."""
+    from albert_tf.config import AlbertConfig
+    if bool(FLAGS.albert_config_file) == bool(FLAGS.preset):
+        raise ValueError("give exactly one of --albert_config_file and --preset")
+    if FLAGS.albert_config_file:
+        return AlbertConfig.from_json_file(FLAGS.albert_config_file)
+    return AlbertConfig.preset(FLAGS.preset)

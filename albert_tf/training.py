@@ -1,0 +1,505 @@
+"""The one trainer: a custom loop for every task, under any `tf.distribute` strategy.
+
+Keras 3 `model.fit` is not the engine (with Keras 3.15 under MirroredStrategy,
+`steps_per_execution > 1` and `jit_compile=True` both fail); this loop is small and does
+what TPU pods and multi-GPU runs need:
+
+- Everything is built under `strategy.scope()`. Input comes from
+  `strategy.distribute_datasets_from_function`, so each input pipeline reads its own part
+  (`tf.distribute.InputContext`).
+- One `tf.function` call runs `steps_per_loop` optimizer steps (`tf.range` loop), each a
+  `strategy.run` of the per-replica step, which is XLA-compiled with `jit_compile`.
+- Losses are exact global means: a task declares its loss and metric terms as
+  (numerator, denominator) sums; denominators (e.g. the number of masked tokens) are summed
+  over all replicas *and* all `grad_accum_steps` micro-batches before the gradients are
+  taken, so accumulating k batches of b gives the update of one batch of k·b, and N replicas
+  give the update of one device with the global batch.
+- Gradients are all-reduced once, clipped by their global norm (official: 1.0), then
+  applied. (Keras' own `global_clipnorm` clips per replica before the all-reduce, which is
+  not the global norm; the optimizer's internal all-reduce is therefore switched off here.)
+- Mixed precision: `bfloat16` or `float16` Keras policies (losses, softmax and LayerNorm
+  stay float32 in the model); float16 adds dynamic loss scaling
+  (`keras.optimizers.LossScaleOptimizer`).
+- Fault tolerance: `tf.train.CheckpointManager` checkpoints hold model, optimizer (its
+  `iterations` is the global step) and the input iterator position; a restarted run resumes
+  where the last checkpoint was written and ends with the same weights as an uninterrupted
+  run. SIGTERM (preemption) writes a checkpoint at the end of the current loop, then exits.
+- Logs: TensorBoard scalars (`output_dir/train`, `output_dir/eval`), a console progress
+  line, and `metrics.jsonl`. Evaluation every `eval_every` steps; the best checkpoint by the
+  task's metric is kept in `output_dir/best`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import signal
+import time
+from typing import Callable
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainerConfig:
+    """How to train (flags map onto these fields one to one)."""
+    output_dir: str
+    num_train_steps: int
+    learning_rate: float
+    num_warmup_steps: int = 0
+    poly_power: float = 1.0
+    optimizer: str = "lamb"
+    weight_decay_rate: float = 0.01
+    clip_norm: float = 1.0
+    grad_accum_steps: int = 1
+    steps_per_loop: int = 100
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 5
+    eval_every: int = 0
+    max_eval_steps: int = 100
+    jit_compile: bool = False
+    dtype: str = "float32"
+    seed: int = 12345
+
+    def __post_init__(self):
+        if self.dtype not in ("float32", "bfloat16", "float16"):
+            raise ValueError(f"dtype={self.dtype!r} is not one of float32, bfloat16, float16")
+        for name in ("num_train_steps", "grad_accum_steps", "steps_per_loop",
+                     "save_checkpoints_steps", "keep_checkpoint_max"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
+
+
+def make_strategy(name: str = "default", tpu: str | None = None, num_gpus: int = 0):
+    """`default` (CPU or one GPU), `one_device`, `mirrored` (all local GPUs, or the CPU
+    devices when there is none), `multi_worker_mirrored` (TF_CONFIG), `tpu` (`tpu` names
+    the TPU or its grpc:// address; "" or "local" for a TPU VM)."""
+    import tensorflow as tf
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "one_device":
+        return tf.distribute.OneDeviceStrategy("/gpu:0" if num_gpus > 0 else "/cpu:0")
+    if name == "mirrored":
+        gpus = tf.config.list_logical_devices("GPU")
+        if num_gpus:
+            gpus = gpus[:num_gpus]
+        devices = [d.name for d in gpus] or [d.name for d in
+                                             tf.config.list_logical_devices("CPU")]
+        return tf.distribute.MirroredStrategy(devices)
+    if name == "multi_worker_mirrored":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"strategy {name!r} is not one of default, one_device, mirrored, "
+                     f"multi_worker_mirrored, tpu")
+
+
+def set_precision(dtype: str) -> None:
+    """Keras dtype policy for `dtype` (call before building the model)."""
+    import keras
+    keras.config.set_dtype_policy({"float32": "float32", "bfloat16": "mixed_bfloat16",
+                                   "float16": "mixed_float16"}[dtype])
+
+
+class Task:
+    """What the trainer needs to know about a task (pretraining, classification, ...).
+
+    losses, metrics: {name: denominator key}. The loss is Σ sum[name]/den[key] over
+      `losses`; metrics (and each loss) are reported as sum[name]/den[key].
+    build_model() → a built keras.Model.
+    denominators(batch) → {key: float32 scalar}: per-replica counts (e.g. masked tokens,
+      examples), summed over replicas and micro-batches by the trainer.
+    terms(batch, outputs) → {name: float32 scalar}: per-replica sums of every loss and metric.
+    best_metric: the metric whose maximum on the evaluation set selects the best
+      checkpoint (None: none kept).
+    """
+    losses: dict = {}
+    metrics: dict = {}
+    best_metric: str | None = None
+
+    def build_model(self):
+        raise NotImplementedError
+
+    def denominators(self, batch) -> dict:
+        raise NotImplementedError
+
+    def terms(self, batch, outputs) -> dict:
+        raise NotImplementedError
+
+
+class Preempted(Exception):
+    """Raised after a SIGTERM-triggered checkpoint; the runner exits with status 143."""
+
+
+class Trainer:
+    """Trains `task` with `config` under `strategy`.
+
+    Args:
+      task: a `Task`.
+      config: a `TrainerConfig`.
+      strategy: a `tf.distribute.Strategy` (see `make_strategy`).
+      train_dataset_fn: `input_context → tf.data.Dataset` of per-replica batches (repeated).
+      eval_dataset_fn: the same for evaluation (one pass), or None.
+      init_checkpoint: weights to start from when no checkpoint of this run exists
+        (`checkpoints.load_checkpoint`: ours, official TF1/TF-Hub, converted).
+      log: where progress lines go.
+    """
+
+    def __init__(self, task: Task, config: TrainerConfig, strategy, train_dataset_fn: Callable,
+                 eval_dataset_fn: Callable | None = None, init_checkpoint: str | None = None,
+                 log=print):
+        import tensorflow as tf
+        import keras
+        from albert_tf.optimization import WarmupPolynomialDecay, create_optimizer
+        self.task, self.config, self.strategy = task, config, strategy
+        self.log = log
+        self.eval_dataset_fn = eval_dataset_fn
+        os.makedirs(config.output_dir, exist_ok=True)
+        set_precision(config.dtype)
+        keras.utils.set_random_seed(config.seed)
+        with strategy.scope():
+            self.model = task.build_model()
+            schedule = WarmupPolynomialDecay(config.learning_rate, config.num_train_steps,
+                                             config.num_warmup_steps, config.poly_power)
+            inner = create_optimizer(config.optimizer, schedule, config.weight_decay_rate)
+            # The trainer all-reduces (and clips) gradients itself; see the module docstring.
+            inner._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
+            self.loss_scaling = config.dtype == "float16"
+            self.optimizer = (keras.optimizers.LossScaleOptimizer(inner)
+                              if self.loss_scaling else inner)
+            self.inner_optimizer = inner
+            self.schedule = schedule
+            self.variables = self.model.trainable_variables
+            self.optimizer.build(self.variables)
+            self.accumulators = []
+            if config.grad_accum_steps > 1:
+                self.accumulators = [
+                    tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False,
+                                synchronization=tf.VariableSynchronization.ON_READ,
+                                aggregation=tf.VariableAggregation.SUM)
+                    for v in self.variables]
+        self.train_dataset = strategy.distribute_datasets_from_function(train_dataset_fn)
+        self.train_iterator = iter(self.train_dataset)
+        self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
+                                              iterator=self.train_iterator)
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, os.path.join(config.output_dir, "checkpoints"),
+            max_to_keep=config.keep_checkpoint_max)
+        self.restored_from = None
+        if self.manager.latest_checkpoint:
+            self.checkpoint.restore(self.manager.latest_checkpoint).assert_consumed()
+            self.restored_from = self.manager.latest_checkpoint
+        elif init_checkpoint:
+            from albert_tf.checkpoints import load_checkpoint
+            self.log(f"init_checkpoint: {load_checkpoint(self.model, init_checkpoint)}")
+        self._train_loop = tf.function(self._loop)
+        self._eval_step = None
+        self._preempted = False
+
+    # --- the per-replica computation --------------------------------------------------------
+
+    @property
+    def step(self) -> int:
+        return int(self.inner_optimizer.iterations.numpy())
+
+    def _loss(self, batch, dens, training=True):
+        outputs = self.model(batch, training=training)
+        report = self.task.terms(batch, outputs)
+        loss = 0.0
+        for name, key in self.task.losses.items():
+            loss += report[name] / dens[key]
+        return loss, report
+
+    def _gradients(self, batch, dens):
+        import tensorflow as tf
+        with tf.GradientTape() as tape:
+            loss, report = self._loss(batch, dens)
+            scaled = self.optimizer.scale_loss(loss) if self.loss_scaling else loss
+        return tape.gradient(scaled, self.variables), report
+
+    def _apply(self, grads):
+        import tensorflow as tf
+        ctx = tf.distribute.get_replica_context()
+        grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        scale = self.optimizer.scale if self.loss_scaling else 1.0
+        # clip(g·s, c·s) = clip(g, c)·s: clipping scaled gradients is exact.
+        grads, norm = tf.clip_by_global_norm(grads, self.config.clip_norm * scale)
+        self.optimizer.apply_gradients(zip(grads, self.variables))
+        return norm / scale
+
+    def _replica_step(self, batch, dens):
+        grads, report = self._gradients(batch, dens)
+        report["grad_norm"] = self._apply(grads)
+        return report
+
+    def _replica_micro_step(self, batch, dens):
+        grads, report = self._gradients(batch, dens)
+        for acc, g in zip(self.accumulators, grads):
+            acc.assign_add(g)
+        return report
+
+    def _replica_apply_accumulated(self):
+        import tensorflow as tf
+        norm = self._apply([acc.read_value() for acc in self.accumulators])
+        for acc in self.accumulators:
+            acc.assign(tf.zeros_like(acc))
+        return {"grad_norm": norm}
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def _reduce(self, per_replica):
+        import tensorflow as tf
+        return {k: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+                for k, v in per_replica.items()}
+
+    def _loop(self, iterator, num_steps):
+        """`num_steps` optimizer steps; returns summed reports and denominators."""
+        import tensorflow as tf
+        k = self.config.grad_accum_steps
+        jit = self.config.jit_compile
+        step_fn = tf.function(self._replica_step, jit_compile=jit)
+        micro_fn = tf.function(self._replica_micro_step, jit_compile=jit)
+        totals = None
+        for _ in tf.range(num_steps):
+            batches = [next(iterator) for _ in range(k)]
+            dens_parts = [self._reduce(self.strategy.run(self.task.denominators, (b,)))
+                          for b in batches]
+            dens = {key: tf.add_n([d[key] for d in dens_parts]) for key in dens_parts[0]}
+            # Official: MLM denominator sum(weights) + 1e-5; never divide by zero.
+            safe = {key: tf.maximum(v, 1e-5) for key, v in dens.items()}
+            if k == 1:
+                report = self._reduce(self.strategy.run(step_fn, (batches[0], safe)))
+            else:
+                parts = [self._reduce(self.strategy.run(micro_fn, (b, safe))) for b in batches]
+                report = {key: tf.add_n([p[key] for p in parts]) for key in parts[0]}
+                report.update(self._reduce(self.strategy.run(
+                    self._replica_apply_accumulated, ())))
+            # grad_norm is identical on every replica: undo the sum.
+            report["grad_norm"] = report["grad_norm"] / self.strategy.num_replicas_in_sync
+            step_values = {**{f"sum/{n}": v for n, v in report.items()},
+                           **{f"den/{n}": v for n, v in dens.items()}, "count": 1.0}
+            step_values = {n: tf.cast(v, tf.float32) for n, v in step_values.items()}
+            totals = step_values if totals is None else {
+                n: totals[n] + step_values[n] for n in totals}
+        return totals
+
+    def _summarize(self, totals) -> dict:
+        """Loop totals → {name: value}: every term as sum/denominator, averaged grad norm."""
+        keys = {**self.task.losses, **self.task.metrics}
+        values = {name: float(totals[f"sum/{name}"]) / max(float(totals[f"den/{key}"]), 1e-5)
+                  for name, key in keys.items()}
+        values["loss"] = sum(values[n] for n in self.task.losses)
+        if "sum/grad_norm" in totals:
+            values["grad_norm"] = float(totals["sum/grad_norm"]) / float(totals["count"])
+        return values
+
+    def _on_sigterm(self, signum, frame):
+        self._preempted = True
+        self.log("SIGTERM: a checkpoint will be written at the end of this loop")
+
+    def train(self) -> dict:
+        """Runs to `num_train_steps` (resuming if a checkpoint exists); returns the last
+        training and evaluation figures."""
+        import tensorflow as tf
+        cfg = self.config
+        writer = tf.summary.create_file_writer(os.path.join(cfg.output_dir, "train"))
+        previous = signal.signal(signal.SIGTERM, self._on_sigterm) \
+            if _main_thread() else None
+        step = self.step
+        if self.restored_from:
+            self.log(f"resumed from {self.restored_from} at step {step}")
+        start_step, start = step, time.time()
+        last, evaluation = {}, {}
+        try:
+            while step < cfg.num_train_steps:
+                n = min(cfg.steps_per_loop, cfg.num_train_steps - step,
+                        _until_multiple(step, cfg.save_checkpoints_steps),
+                        _until_multiple(step, cfg.eval_every) if cfg.eval_every else 1 << 30)
+                loop_start = time.time()
+                totals = self._train_loop(self.train_iterator, tf.constant(n))
+                totals = {k: v.numpy() for k, v in totals.items()}
+                step = self.step
+                elapsed = time.time() - loop_start
+                last = self._summarize(totals)
+                last["learning_rate"] = float(self.schedule(step))
+                last["examples_per_second"] = float(totals["den/examples"]) / elapsed \
+                    if "den/examples" in totals else float("nan")
+                with writer.as_default(step=step):
+                    for name, value in last.items():
+                        tf.summary.scalar(name, value)
+                self._progress(step, last, start_step, start)
+                self._append_jsonl({"step": step, "split": "train", **last})
+                if step % cfg.save_checkpoints_steps == 0 or step >= cfg.num_train_steps \
+                        or self._preempted:
+                    self.manager.save(checkpoint_number=step)
+                if cfg.eval_every and self.eval_dataset_fn and (
+                        step % cfg.eval_every == 0 or step >= cfg.num_train_steps):
+                    evaluation = self.evaluate(step)
+                if self._preempted:
+                    raise Preempted(f"preempted at step {step}; checkpoint written")
+        finally:
+            writer.flush()
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+        if self.eval_dataset_fn and not evaluation:
+            evaluation = self.evaluate(step)
+        return {"step": step, "train": last, "eval": evaluation}
+
+    def evaluate(self, step: int | None = None) -> dict:
+        """One pass over the evaluation set (at most `max_eval_steps` batches)."""
+        import tensorflow as tf
+        step = self.step if step is None else step
+        if self._eval_step is None:
+            def replica_eval(batch):
+                dens = self.task.denominators(batch)
+                outputs = self.model(batch, training=False)
+                out = {f"sum/{n}": t for n, t in self.task.terms(batch, outputs).items()}
+                out.update({f"den/{k}": v for k, v in dens.items()})
+                return out
+
+            fn = tf.function(replica_eval, jit_compile=self.config.jit_compile)
+            self._eval_step = tf.function(
+                lambda batch: self._reduce(self.strategy.run(fn, (batch,))))
+        dataset = self.strategy.distribute_datasets_from_function(self.eval_dataset_fn)
+        totals = None
+        for i, batch in enumerate(dataset):
+            if i >= self.config.max_eval_steps:
+                break
+            values = {k: v.numpy() for k, v in self._eval_step(batch).items()}
+            totals = values if totals is None else {k: totals[k] + values[k] for k in totals}
+        if totals is None:
+            raise ValueError("the evaluation set gave no batch (fewer records than one "
+                             "batch? drop_remainder)")
+        result = self._summarize(totals)
+        writer = tf.summary.create_file_writer(os.path.join(self.config.output_dir, "eval"))
+        with writer.as_default(step=step):
+            for name, value in result.items():
+                tf.summary.scalar(name, value)
+        writer.flush()
+        self.log(f"eval step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items()))
+        self._append_jsonl({"step": step, "split": "eval", **result})
+        best = self.task.best_metric
+        if best and best in result:
+            self._keep_best(step, best, result[best], result)
+        return result
+
+    def _keep_best(self, step, name, value, result):
+        import tensorflow as tf
+        best_dir = os.path.join(self.config.output_dir, "best")
+        record = os.path.join(best_dir, "best.json")
+        previous = None
+        if os.path.exists(record):
+            with open(record) as f:
+                previous = json.load(f)
+        if previous is not None and previous["value"] >= value:
+            return
+        os.makedirs(best_dir, exist_ok=True)
+        ckpt = tf.train.Checkpoint(model=self.model)
+        manager = tf.train.CheckpointManager(ckpt, best_dir, max_to_keep=1)
+        path = manager.save(checkpoint_number=step)
+        tmp = record + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"metric": name, "value": value, "step": step, "checkpoint": path,
+                       "eval": result}, f, indent=1)
+        os.replace(tmp, record)
+        self.log(f"best {name} {value:.4f} at step {step} -> {path}")
+
+    def _progress(self, step, values, start_step, start):
+        done = step - start_step
+        rate = done / max(time.time() - start, 1e-9)
+        eta = (self.config.num_train_steps - step) / rate if rate > 0 else float("nan")
+        shown = ", ".join(f"{k} {values[k]:.4f}" for k in values
+                          if k not in ("learning_rate", "examples_per_second", "grad_norm"))
+        self.log(f"step {step}/{self.config.num_train_steps} | {shown} | grad_norm "
+                 f"{values.get('grad_norm', float('nan')):.3f} | lr "
+                 f"{values['learning_rate']:.3g} | {values['examples_per_second']:.1f} ex/s"
+                 f" | ETA {_hms(eta)}")
+
+    def _append_jsonl(self, row: dict) -> None:
+        with open(os.path.join(self.config.output_dir, "metrics.jsonl"), "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def _until_multiple(step: int, every: int) -> int:
+    return every - step % every if every > 0 else 1 << 30
+
+
+def _main_thread() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
+def _hms(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+# --- pretraining --------------------------------------------------------------------------------
+
+class PretrainingTask(Task):
+    """MLM (weighted by `masked_lm_weights`, mean over masked tokens) + SOP cross-entropy
+    (mean over examples). Metrics: MLM and SOP accuracy. `sop_weight` 0 trains MLM only
+    (data made with --sentence_order none)."""
+
+    best_metric = "mlm_accuracy"
+
+    def __init__(self, albert_config, max_seq_length: int, max_predictions_per_seq: int,
+                 sop_weight: float = 1.0):
+        self.albert_config = albert_config
+        self.max_seq_length = max_seq_length
+        self.max_predictions_per_seq = max_predictions_per_seq
+        self.sop_weight = sop_weight
+        self.losses = {"mlm_loss": "masked"}
+        if sop_weight:
+            self.losses["sop_loss"] = "examples"
+        self.metrics = {"mlm_accuracy": "masked", "sop_accuracy": "examples"}
+
+    def build_model(self):
+        from albert_tf.models import AlbertPretrainer
+        model = AlbertPretrainer(self.albert_config)
+        model.build()
+        return model
+
+    def denominators(self, batch):
+        import tensorflow as tf
+        return {"masked": tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
+                "examples": tf.cast(tf.shape(batch["input_ids"])[0], tf.float32)}
+
+    def terms(self, batch, outputs):
+        import tensorflow as tf
+        weights = tf.cast(batch["masked_lm_weights"], tf.float32)            # [B, P]
+        labels = batch["masked_lm_ids"]                                        # [B, P]
+        logits = tf.cast(outputs["mlm_logits"], tf.float32)                    # [B, P, V]
+        nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=labels.dtype), labels),
+                          tf.float32)
+        sop_labels = tf.reshape(batch["next_sentence_labels"], [-1])           # [B]
+        sop_logits = tf.cast(outputs["sop_logits"], tf.float32)                # [B, 2]
+        sop_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=sop_labels,
+                                                                 logits=sop_logits)
+        sop_correct = tf.cast(tf.equal(tf.argmax(sop_logits, -1, output_type=sop_labels.dtype),
+                                       sop_labels), tf.float32)
+        terms = {"mlm_loss": tf.reduce_sum(weights * nll),
+                 "mlm_accuracy": tf.reduce_sum(weights * correct),
+                 "sop_accuracy": tf.reduce_sum(sop_correct)}
+        if self.sop_weight:
+            terms["sop_loss"] = self.sop_weight * tf.reduce_sum(sop_nll)
+        return terms
+
+
+def write_json(path: str, obj) -> None:
+    """Atomic JSON write (the effective configuration of a run)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True, default=str)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+__all__ = ["TrainerConfig", "Trainer", "Task", "PretrainingTask", "make_strategy",
+           "set_precision", "Preempted", "write_json"]

@@ -190,7 +190,15 @@ class Trainer:
             max_to_keep=config.keep_checkpoint_max)
         self.restored_from = None
         if self.manager.latest_checkpoint:
-            self.checkpoint.restore(self.manager.latest_checkpoint).assert_consumed()
+            latest = self.manager.latest_checkpoint
+            try:
+                self.checkpoint.restore(latest).assert_consumed()
+            except (AssertionError, ValueError) as e:
+                # e.g. a run with another config in the same output_dir: name the checkpoint.
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                raise ValueError(f"cannot resume from {latest}: it does not fit this run's "
+                                 f"model and optimizer (written with another config? use a "
+                                 f"new output_dir): {first}") from None
             self.restored_from = self.manager.latest_checkpoint
         elif init_checkpoint:
             from albert_tf.checkpoints import load_checkpoint
@@ -218,13 +226,17 @@ class Trainer:
         with tf.GradientTape() as tape:
             loss, report = self._loss(batch, dens)
             scaled = self.optimizer.scale_loss(loss) if self.loss_scaling else loss
-        return tape.gradient(scaled, self.variables), report
+        # Dense gradients: the embedding gather gives IndexedSlices with repeated rows, whose
+        # global norm (and so clipping) would count each repeat separately.
+        grads = [tf.convert_to_tensor(g) for g in tape.gradient(scaled, self.variables)]
+        return grads, report
 
     def _apply(self, grads):
         import tensorflow as tf
         ctx = tf.distribute.get_replica_context()
         grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-        scale = self.optimizer.scale if self.loss_scaling else 1.0
+        scale = (tf.cast(self.optimizer.dynamic_scale, tf.float32) if self.loss_scaling
+                 else 1.0)
         # clip(g·s, c·s) = clip(g, c)·s: clipping scaled gradients is exact.
         grads, norm = tf.clip_by_global_norm(grads, self.config.clip_norm * scale)
         self.optimizer.apply_gradients(zip(grads, self.variables))

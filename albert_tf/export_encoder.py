@@ -1,0 +1,225 @@
+"""Exports the encoder of a trained model for fine-tuning: `DIR/ckpt-1` + `DIR/albert_config.json`.
+
+    python -m albert_tf.export_encoder --init_checkpoint RUN/checkpoints \
+        [--albert_config_file FILE] --output_dir DIR
+
+`--init_checkpoint` is a pretraining run's checkpoint directory or prefix (model + heads +
+optimizer + data position), or any checkpoint `load_checkpoint` accepts (`save_checkpoint`,
+`albert_tf.convert`, official TF1 / TF-Hub). A run's output directory works too (its
+`checkpoints/` is used). The config is `--albert_config_file`, else the first of
+`albert_config.json` and `run_config.json` ("albert_config") found in the checkpoint's
+directory, then in its parent (where a run writes run_config.json).
+
+The result holds the encoder only (embeddings, blocks, pooler: no heads, no optimizer state),
+a tenth of a run's checkpoint or less, and works as `--init_checkpoint` of every runner.
+It is written to a temporary directory, checked, then moved into place: an interrupted or
+failed export leaves no checkpoint behind.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import sys
+
+from albert_tf.checkpoints import (CONFIG_NAME, CheckpointError, load_checkpoint,
+                                   resolve_checkpoint, save_checkpoint)
+from albert_tf.config import AlbertConfig, ConfigError
+
+RUN_CONFIG_NAME = "run_config.json"
+
+
+def resolve_init_checkpoint(path: str) -> str:
+    """`resolve_checkpoint`, plus a run's output directory → its `checkpoints/` (the
+    trainer writes OUTPUT_DIR/checkpoints/ckpt-N)."""
+    path = os.fspath(path)
+    run_checkpoints = os.path.join(path, "checkpoints")
+    if (os.path.isdir(path) and not os.path.exists(os.path.join(path, "checkpoint"))
+            and not glob.glob(os.path.join(path, "*.index"))
+            and os.path.exists(os.path.join(run_checkpoints, "checkpoint"))):
+        path = run_checkpoints
+    return resolve_checkpoint(path)
+
+
+def checkpoint_config(init_checkpoint: str,
+                      albert_config: AlbertConfig | str | None = None) -> tuple[AlbertConfig, str]:
+    """The config of a checkpoint, and where it came from.
+
+    `albert_config` (a config or a path) wins; otherwise the first of `albert_config.json`,
+    `run_config.json`["albert_config"] in the checkpoint's directory, then in its parent.
+
+    Raises:
+      FileNotFoundError: no checkpoint at `init_checkpoint`, or `albert_config` names no file.
+      ConfigError: no config found (the paths searched are named), or an invalid one.
+    """
+    prefix = resolve_init_checkpoint(init_checkpoint)
+    if isinstance(albert_config, AlbertConfig):
+        return albert_config, "the given config"
+    if albert_config:
+        return AlbertConfig.from_json_file(albert_config), os.fspath(albert_config)
+    here = os.path.dirname(os.path.abspath(prefix))
+    searched = []
+    for directory in dict.fromkeys((here, os.path.dirname(here))):
+        config_path = os.path.join(directory, CONFIG_NAME)
+        searched.append(config_path)
+        if os.path.isfile(config_path):
+            return AlbertConfig.from_json_file(config_path), config_path
+        run_path = os.path.join(directory, RUN_CONFIG_NAME)
+        searched.append(run_path)
+        if os.path.isfile(run_path):
+            with open(run_path, encoding="utf-8") as f:
+                try:
+                    run = json.load(f)
+                except json.JSONDecodeError as e:
+                    raise ConfigError(f"{run_path}:{e.lineno}: invalid JSON: {e.msg}") from None
+            if isinstance(run, dict) and "albert_config" in run:
+                source = f"{run_path} (albert_config)"
+                return AlbertConfig.from_dict(run["albert_config"], source=source), source
+    raise ConfigError(f"no config for checkpoint {prefix}: none of {', '.join(searched)} "
+                      f"holds one; pass --albert_config_file")
+
+
+def _encoder_variables(prefix: str) -> dict[str, str]:
+    """Variables under root → model → encoder in an own checkpoint's object graph:
+    path relative to the encoder (first path breadth-first, as TF names them) → key.
+
+    Read from the object graph because a trainer checkpoint names most variables after
+    their path through the optimizer (`optimizer/_trainable_variables/N`).
+    """
+    import tensorflow as tf
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+    reader = tf.train.load_checkpoint(prefix)
+    if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
+        return {}
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+
+    def child(node, name):
+        return next((c.node_id for c in graph.nodes[node].children if c.local_name == name),
+                    None)
+
+    model = child(0, "model")
+    encoder = child(model, "encoder") if model is not None else None
+    if encoder is None:
+        return {}
+    out, seen, queue = {}, {encoder}, [(encoder, "")]
+    for node, path in queue:  # grows while iterating: breadth-first
+        for attribute in graph.nodes[node].attributes:
+            if attribute.name == "VARIABLE_VALUE":
+                out[path] = attribute.checkpoint_key
+        for c in graph.nodes[node].children:
+            if c.node_id not in seen:
+                seen.add(c.node_id)
+                queue.append((c.node_id, f"{path}/{c.local_name}" if path else c.local_name))
+    return out
+
+
+def _official_extras(prefix: str, encoder) -> list[str]:
+    """Encoder variables of an official TF1 checkpoint that the model has no place for
+    (e.g. group_1 when the config has one group); load_checkpoint ignores them."""
+    import tensorflow as tf
+    from albert_tf.checkpoints import _OPTIMIZER_SUFFIXES, _strip_module, official_name_map
+    known = official_name_map(encoder)
+    names = (_strip_module(n) for n, _ in tf.train.list_variables(prefix))
+    return sorted(n for n in names if n.startswith("bert/") and n not in known
+                  and not n.endswith(_OPTIMIZER_SUFFIXES))
+
+
+def export_encoder(init_checkpoint: str, output_dir: str,
+                   albert_config: AlbertConfig | str | None = None) -> str:
+    """Writes the encoder of `init_checkpoint` as `output_dir/ckpt-1` with
+    `output_dir/albert_config.json`. Returns the checkpoint prefix.
+
+    Args:
+      init_checkpoint: checkpoint directory or prefix (see the module docstring).
+      output_dir: a new directory, or one without a checkpoint.
+      albert_config: an `AlbertConfig` or the path of an albert_config.json; by default
+        found beside the checkpoint (`checkpoint_config`).
+
+    Raises:
+      FileNotFoundError: no checkpoint at `init_checkpoint`.
+      ConfigError: no config found, or an invalid one.
+      CheckpointError: the checkpoint does not fit the config, holds no encoder, or
+        `output_dir` already holds a checkpoint.
+    """
+    from albert_tf.encoder import AlbertEncoder
+    prefix = resolve_init_checkpoint(init_checkpoint)
+    config, config_source = checkpoint_config(prefix, albert_config)
+    output_dir = os.fspath(output_dir)
+    existing = [p for p in (os.path.join(output_dir, "checkpoint"),
+                            *glob.glob(os.path.join(output_dir, "ckpt-*.index")))
+                if os.path.exists(p)]
+    if existing:
+        raise CheckpointError(f"--output_dir {output_dir} already holds a checkpoint "
+                              f"({existing[0]}); choose a new directory")
+
+    encoder = AlbertEncoder(config)
+    try:
+        report = load_checkpoint(encoder, prefix)
+    except CheckpointError as e:
+        raise CheckpointError(f"{e} [config: {config_source}]") from None
+    if report.format == "tf1":
+        extras = _official_extras(prefix, encoder)
+    else:
+        extras = None  # compared after writing, object graph against object graph
+
+    tmp = f"{output_dir.rstrip(os.sep)}.tmp-export-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp_prefix = save_checkpoint(encoder, tmp, config)
+        if extras is None:
+            extras = sorted(set(_encoder_variables(prefix)) - set(_encoder_variables(tmp_prefix)))
+        if extras:
+            raise CheckpointError(
+                f"{prefix} holds {len(extras)} encoder variable(s) that config "
+                f"{config_source} has no place for (another depth or sharing?): "
+                + ", ".join(extras[:5]) + (" ..." if len(extras) > 5 else ""))
+        os.makedirs(output_dir, exist_ok=True)
+        # The state file last: until it is in place, no reader picks the new checkpoint.
+        names = sorted(os.listdir(tmp), key=lambda n: n == "checkpoint")
+        for name in names:
+            os.replace(os.path.join(tmp, name), os.path.join(output_dir, name))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return os.path.join(output_dir, os.path.basename(tmp_prefix))
+
+
+def main(argv=None) -> int:
+    from absl import flags
+    fl = flags.FlagValues()
+    flags.DEFINE_string("init_checkpoint", None, "A run's checkpoint directory or prefix (or "
+                        "its output directory), or any checkpoint load_checkpoint accepts.",
+                        flag_values=fl)
+    flags.DEFINE_string("albert_config_file", None, "albert_config.json; by default found "
+                        "beside the checkpoint (albert_config.json or run_config.json).",
+                        flag_values=fl)
+    flags.DEFINE_string("output_dir", None, "Where to write ckpt-1 and albert_config.json.",
+                        flag_values=fl)
+    for name in ("init_checkpoint", "output_dir"):
+        flags.mark_flag_as_required(name, flag_values=fl)
+    try:
+        fl(sys.argv if argv is None else argv)
+    except flags.Error as e:
+        print(f"error: {e}\n{fl.main_module_help()}", file=sys.stderr)
+        return 2
+    try:
+        source = resolve_init_checkpoint(fl.init_checkpoint)
+        _, config_source = checkpoint_config(source, fl.albert_config_file)
+        prefix = export_encoder(source, fl.output_dir, fl.albert_config_file)
+    except (FileNotFoundError, ValueError) as e:  # ConfigError, CheckpointError
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    import numpy as np
+    import tensorflow as tf
+    count = sum(int(np.prod(shape)) for name, shape in tf.train.list_variables(prefix)
+                if name.startswith("model/encoder/"))
+    print(f"wrote {prefix} (encoder only, {count:,} parameters) and "
+          f"{os.path.join(fl.output_dir, CONFIG_NAME)}")
+    print(f"  from {source}, config {config_source}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

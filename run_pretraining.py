@@ -95,7 +95,7 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)  # TF's INFO lines would drown the progress
     import tensorflow as tf
     from albert_tf.training import (PretrainingTask, Preempted, Trainer, make_strategy,
-                                    write_json)
+                                    task_output_dir, write_json)
     from data_pipeline.documents import expand_input_files
     from data_pipeline.input_pipeline import pretraining_dataset
 
@@ -144,8 +144,9 @@ def main(argv):
                 special_ids=(tokenizer.cls_id, tokenizer.sep_id) if masker else (2, 3))
         return fn
 
-    os.makedirs(trainer_config.output_dir, exist_ok=True)
-    write_json(os.path.join(trainer_config.output_dir, "run_config.json"), {
+    out_dir = task_output_dir(strategy, trainer_config.output_dir)  # non-chief: its own
+    os.makedirs(out_dir, exist_ok=True)
+    write_json(os.path.join(out_dir, "run_config.json"), {
         "runner": "run_pretraining", "flags": FLAGS.flag_values_dict(),
         "albert_config": albert_config.to_dict(),
         "trainer_config": dataclasses.asdict(trainer_config), "replicas": replicas,
@@ -172,7 +173,7 @@ def main(argv):
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    write_json(os.path.join(trainer_config.output_dir, "final_metrics.json"), result)
+    write_json(os.path.join(out_dir, "final_metrics.json"), result)
     print(json.dumps(result))
     return 0
 

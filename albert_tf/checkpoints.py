@@ -135,8 +135,9 @@ def load_checkpoint(model, path: str) -> LoadReport:
     if not model.built:
         model.build()
     keys = {name: shape for name, shape in tf.train.list_variables(prefix)}
-    if any(k.startswith("model/") for k in keys):
-        report = _load_own(model, prefix, keys)
+    own = _model_children(prefix)
+    if own is not None:
+        report = _load_own(model, prefix, own)
     elif any(_strip_module(k) == "bert/embeddings/word_embeddings" for k in keys):
         weights = read_tf1_checkpoint(prefix)
         result = assign_official(model, weights, source=prefix)
@@ -151,7 +152,28 @@ def load_checkpoint(model, path: str) -> LoadReport:
     return report
 
 
-def _load_own(model, prefix: str, keys: dict) -> LoadReport:
+def _model_children(prefix: str) -> set[str] | None:
+    """Names of the children of the root's `model` node in the checkpoint's object graph
+    (e.g. {"encoder", "mlm_head", "sop_head"}), or None when there is no such node.
+
+    Read from the object graph, not from the variable keys: a key is named after the first
+    path to its variable, and in a trainer checkpoint (model + optimizer + iterator) that
+    path goes through the optimizer (`optimizer/_trainable_variables/0/...`), so there are
+    no `model/encoder/...` keys although the model → encoder edges are there.
+    """
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+    reader = tf.train.load_checkpoint(prefix)
+    if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
+        return None
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    for child in graph.nodes[0].children:
+        if child.local_name == "model":
+            return {c.local_name for c in graph.nodes[child.node_id].children}
+    return None
+
+
+def _load_own(model, prefix: str, present: set[str]) -> LoadReport:
     config_hint = ""
     config_path = os.path.join(os.path.dirname(prefix), CONFIG_NAME)
     if os.path.isfile(config_path):
@@ -172,9 +194,9 @@ def _load_own(model, prefix: str, keys: dict) -> LoadReport:
         components.update({name: getattr(model, name) for name in _head_attributes(model)})
     restored, missing = [], []
     for name, layer in components.items():
-        if not any(k.startswith(f"model/{name}/") for k in keys):
+        if name not in present:
             if name == "encoder":
-                raise CheckpointError(f"{prefix} holds no encoder (no 'model/encoder/' keys)")
+                raise CheckpointError(f"{prefix} holds no encoder (no model/encoder object)")
             missing.append(name)
             continue
         try:

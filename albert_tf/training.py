@@ -24,6 +24,9 @@ what TPU pods and multi-GPU runs need:
   `iterations` is the global step) and the input iterator position; a restarted run resumes
   where the last checkpoint was written and ends with the same weights as an uninterrupted
   run. SIGTERM (preemption) writes a checkpoint at the end of the current loop, then exits.
+  Multi-device strategies' iterators cannot be checkpointed (tensorflow#56372): there a
+  restart skips the batches already consumed. Under a multi-worker strategy only the chief
+  writes to `output_dir`; the other workers write to `output_dir/workers/TYPE_ID`.
 - Logs: TensorBoard scalars (`output_dir/train`, `output_dir/eval`), a console progress
   line, and `metrics.jsonl`. Evaluation every `eval_every` steps; the best checkpoint by the
   task's metric is kept in `output_dir/best`.
@@ -154,6 +157,11 @@ class Trainer:
         import tensorflow as tf
         import keras
         from albert_tf.optimization import WarmupPolynomialDecay, create_optimizer
+        # Non-chief workers write (checkpoints too: saving may need every worker) to their
+        # own directory and resume from the chief's checkpoints, as TensorFlow prescribes.
+        restore_dir = os.path.join(config.output_dir, "checkpoints")
+        config = dataclasses.replace(config,
+                                     output_dir=task_output_dir(strategy, config.output_dir))
         self.task, self.config, self.strategy = task, config, strategy
         self.log = log
         self.eval_dataset_fn = eval_dataset_fn
@@ -183,14 +191,19 @@ class Trainer:
                     for v in self.variables]
         self.train_dataset = strategy.distribute_datasets_from_function(train_dataset_fn)
         self.train_iterator = iter(self.train_dataset)
+        # Multi-device strategies give a DistributedIterator, which TensorFlow cannot
+        # checkpoint (tensorflow#56372); their data position is restored by skipping the
+        # batches already consumed (exact; costs reading them once), see below.
+        iterator_saved = isinstance(self.train_iterator, tf.__internal__.tracking.Trackable)
+        parts = {"iterator": self.train_iterator} if iterator_saved else {}
         self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
-                                              iterator=self.train_iterator)
+                                              **parts)
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, os.path.join(config.output_dir, "checkpoints"),
             max_to_keep=config.keep_checkpoint_max)
         self.restored_from = None
-        if self.manager.latest_checkpoint:
-            latest = self.manager.latest_checkpoint
+        latest = tf.train.latest_checkpoint(restore_dir)
+        if latest:
             try:
                 self.checkpoint.restore(latest).assert_consumed()
             except (AssertionError, ValueError) as e:
@@ -199,7 +212,16 @@ class Trainer:
                 raise ValueError(f"cannot resume from {latest}: it does not fit this run's "
                                  f"model and optimizer (written with another config? use a "
                                  f"new output_dir): {first}") from None
-            self.restored_from = self.manager.latest_checkpoint
+            self.restored_from = latest
+            if not iterator_saved and self.step:
+                done, k = self.step, config.grad_accum_steps
+
+                def resumed_fn(ctx):  # each pipeline feeds replicas/pipelines replicas a step
+                    per_step = k * ctx.num_replicas_in_sync // ctx.num_input_pipelines
+                    return train_dataset_fn(ctx).skip(done * per_step)
+
+                self.train_dataset = strategy.distribute_datasets_from_function(resumed_fn)
+                self.train_iterator = iter(self.train_dataset)
         elif init_checkpoint:
             from albert_tf.checkpoints import load_checkpoint
             self.log(f"init_checkpoint: {load_checkpoint(self.model, init_checkpoint)}")
@@ -435,6 +457,20 @@ class Trainer:
             f.write(json.dumps(row) + "\n")
 
 
+def task_output_dir(strategy, output_dir: str) -> str:
+    """`output_dir` for the chief (and single-worker strategies); `output_dir/workers/TYPE_ID`
+    for the other workers of a multi-worker strategy, so that only the chief writes the run's
+    files."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return output_dir
+    task_type, task_id = resolver.task_type, resolver.task_id or 0
+    if task_type == "chief" or (task_type == "worker" and task_id == 0
+                                and "chief" not in resolver.cluster_spec().as_dict()):
+        return output_dir
+    return os.path.join(output_dir, "workers", f"{task_type}_{task_id}")
+
+
 def _until_multiple(step: int, every: int) -> int:
     return every - step % every if every > 0 else 1 << 30
 
@@ -514,4 +550,4 @@ def write_json(path: str, obj) -> None:
 
 
 __all__ = ["TrainerConfig", "Trainer", "Task", "PretrainingTask", "make_strategy",
-           "set_precision", "Preempted", "write_json"]
+           "set_precision", "Preempted", "write_json", "task_output_dir"]

@@ -1,0 +1,577 @@
+"""run_pretraining.py end to end, as a user runs it: subprocesses on small real TFRecords
+(WikiText-2 through create_pretraining_data and the ALBERT-recipe SentencePiece model) and a
+tiny model. Logs, TensorBoard events, metrics.jsonl, checkpoints and best/; resume after
+SIGKILL and SIGTERM ends with the weights of an uninterrupted run; mirrored (two logical
+CPUs) gives the default strategy's losses and weights; multi-worker mirrored on two local
+processes; bfloat16, gradient accumulation, --init_checkpoint; one-line errors naming the
+file for bad input.
+
+Every subprocess pays TensorFlow's start-up (~5-8 s), so runs are shared: one uninterrupted
+reference run (module fixture) is the basic-run check, the baseline of the resume tests, of
+the mirrored and the gradient-accumulation comparisons, and the checkpoint the bad-input and
+--init_checkpoint runs load; the bad-input runs start together. Subprocesses see no GPU
+(CUDA_VISIBLE_DEVICES=-1): these are CPU tests whose comparisons need one device kind.
+"""
+
+import glob
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, SHARED_DATA
+
+SEQ, PRED = 64, 10
+STEPS = 60              # reference run: optimizer steps
+BATCH = 8               # global batch
+CKPT_EVERY = 10
+LOOP = 5
+TIMEOUT = 240           # seconds for one subprocess, whatever happens
+
+TINY = {"vocab_size": 30000, "embedding_size": 32, "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "intermediate_size": 128, "max_position_embeddings": 64,
+        "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2",
+           CUDA_VISIBLE_DEVICES="-1", PYTHONUNBUFFERED="1")
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+def _need_data():
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data not available: {SHARED_DATA} is absent")
+    return SHARED_DATA
+
+
+class Run:
+    """A run_pretraining.py subprocess; stdout and stderr go to files (no pipe deadlocks
+    when several run at once)."""
+
+    def __init__(self, args, log_prefix, script="run_pretraining.py", env=None):
+        self.args = [str(a) for a in args]
+        self.out_path, self.err_path = f"{log_prefix}.out", f"{log_prefix}.err"
+        self._out, self._err = open(self.out_path, "w"), open(self.err_path, "w")
+        self.start = time.time()
+        self.proc = subprocess.Popen([sys.executable, str(script), *self.args], cwd=ROOT,
+                                     env=env or ENV, stdout=self._out, stderr=self._err)
+
+    def wait(self, timeout=TIMEOUT):
+        try:
+            self.proc.wait(timeout=max(1, timeout - (time.time() - self.start)))
+        finally:
+            self.kill()
+        return self
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._out.close()
+        self._err.close()
+
+    @property
+    def rc(self):
+        return self.proc.returncode
+
+    @property
+    def stdout(self):
+        with open(self.out_path) as f:
+            return f.read()
+
+    @property
+    def stderr(self):
+        with open(self.err_path) as f:
+            return f.read()
+
+    def report(self):
+        return (f"exit {self.rc}\n--- stdout ---\n{self.stdout[-3000:]}\n"
+                f"--- stderr ---\n{self.stderr[-5000:]}")
+
+
+def run(args, log_prefix, **kw) -> Run:
+    return Run(args, log_prefix, **kw).wait()
+
+
+def ok(r: Run) -> Run:
+    assert r.rc == 0, r.report()
+    return r
+
+
+def metrics(output_dir, split="train"):
+    with open(os.path.join(output_dir, "metrics.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
+    return [r for r in rows if r["split"] == split]
+
+
+def last_rows_by_step(rows):
+    """A resumed run re-writes the rows of the steps after its checkpoint: keep the last."""
+    return {r["step"]: r for r in rows}
+
+
+def checkpoint_steps(output_dir):
+    return sorted(int(re.search(r"ckpt-(\d+)\.index$", p).group(1))
+                  for p in glob.glob(os.path.join(output_dir, "checkpoints", "ckpt-*.index")))
+
+
+def latest_checkpoint(output_dir):
+    import tensorflow as tf
+    return tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints"))
+
+
+def checkpoint_values(prefix):
+    import tensorflow as tf
+    reader = tf.train.load_checkpoint(prefix)
+    # (the iterator state is a variant tensor, which has no numpy form)
+    return {k: reader.get_tensor(k) for k, dtype in reader.get_variable_to_dtype_map().items()
+            if k not in ("_CHECKPOINTABLE_OBJECT_GRAPH", "save_counter/.ATTRIBUTES/VARIABLE_VALUE")
+            and dtype != tf.variant}
+
+
+def assert_same_weights(prefix_a, prefix_b, rtol=1e-5, atol=1e-6):
+    """Every variable of two checkpoints (model, optimizer slots, step) within float
+    tolerance."""
+    a, b = checkpoint_values(prefix_a), checkpoint_values(prefix_b)
+    assert sorted(a) == sorted(b)
+    floats = 0
+    for key in sorted(a):
+        if a[key].dtype.kind == "f":
+            floats += 1
+            np.testing.assert_allclose(b[key], a[key], rtol=rtol, atol=atol, err_msg=key)
+        else:
+            assert np.array_equal(a[key], b[key]), key
+    assert floats > 90  # model variables and two Adam-style slots each: not a vacuous check
+
+
+def wait_for(predicate, proc: Run, what, timeout=TIMEOUT):
+    deadline = time.time() + timeout
+    while not predicate():
+        assert proc.proc.poll() is None, f"the run ended before {what}\n{proc.report()}"
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def error_line(r: Run) -> str:
+    """The one `error:` line on stderr of a failed run (exit 1)."""
+    assert r.rc == 1, r.report()
+    lines = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, r.report()
+    assert "Traceback" not in r.stderr, r.report()
+    return lines[0]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+# --- shared data and the reference run -----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """Train shards (4), an eval shard from other documents, records of another
+    max_seq_length, the tiny config, a config of another size and the run's flagfile."""
+    from data_pipeline.create_pretraining_data import DataConfig, create_pretraining_data
+    data = _need_data()
+    root = tmp_path_factory.mktemp("run_pretraining")
+    with open(data / "corpus" / "wikitext-2" / "valid.txt", encoding="utf-8") as f:
+        lines = f.readlines()
+    (root / "train.txt").write_text("".join(lines[:800]), encoding="utf-8")
+    (root / "eval.txt").write_text("".join(lines[800:1000]), encoding="utf-8")
+
+    def make(text, out, seq=SEQ, shards=4):
+        return create_pretraining_data(DataConfig(
+            input_file=str(root / text), output_dir=str(root / out),
+            spm_model_file=str(data / "spm" / "de-30k-clean.model"), max_seq_length=seq,
+            max_predictions_per_seq=PRED, dupe_factor=1, split_sentences=True,
+            num_output_shards=shards, block_size=1 << 15), progress_every=1e9)
+
+    meta = make("train.txt", "train")
+    assert meta["instances"] > 20 * BATCH
+    make("eval.txt", "eval", shards=1)
+    make("train.txt", "seq128", seq=128, shards=1)
+    (root / "albert_config.json").write_text(json.dumps(TINY))
+    (root / "other_config.json").write_text(json.dumps(dict(TINY, hidden_size=48)))
+    flags = {"input_file": f"{root}/train/*.tfrecord",
+             "eval_input_file": f"{root}/eval/*.tfrecord",
+             "albert_config_file": root / "albert_config.json",
+             "max_seq_length": SEQ, "max_predictions_per_seq": PRED,
+             "train_batch_size": BATCH, "eval_batch_size": BATCH, "max_eval_steps": 4,
+             "num_train_steps": STEPS, "num_warmup_steps": 5, "learning_rate": 3e-2,
+             "steps_per_loop": LOOP, "save_checkpoints_steps": CKPT_EVERY, "seed": 7}
+    (root / "run.flags").write_text("".join(f"--{k}={v}\n" for k, v in flags.items()))
+    return root
+
+
+def base_args(workdir, output_dir, *extra):
+    return ["--flagfile", workdir / "run.flags", "--output_dir", output_dir, *extra]
+
+
+@pytest.fixture(scope="module")
+def reference(workdir):
+    """The uninterrupted run (default strategy, float32) every other run is compared with."""
+    out = workdir / "reference"
+    r = ok(run(base_args(workdir, out), workdir / "reference"))
+    return out, r
+
+
+# --- 1. a basic run -------------------------------------------------------------------------------
+
+def test_basic_run_writes_config_logs_events_checkpoints_and_best(workdir, reference):
+    out, r = reference
+    # run_config.json: the flags (from --flagfile and the command line) and both configs
+    with open(out / "run_config.json") as f:
+        config = json.load(f)
+    assert config["flags"]["output_dir"] == str(out)
+    assert config["flags"]["input_file"] == f"{workdir}/train/*.tfrecord"   # from the flagfile
+    assert config["flags"]["num_train_steps"] == STEPS
+    assert config["albert_config"]["hidden_size"] == 64
+    assert config["albert_config"]["vocab_size"] == 30000
+    assert config["trainer_config"]["num_train_steps"] == STEPS
+    assert config["trainer_config"]["learning_rate"] == 3e-2
+    assert config["trainer_config"]["seed"] == 7
+    assert config["replicas"] == 1
+    assert len(config["input_files"]) == 4
+
+    # progress lines: step, loss, both accuracies, ETA, one per loop
+    progress = re.findall(r"^step (\d+)/(\d+) \| mlm_loss ([\d.]+), sop_loss ([\d.]+), "
+                          r"mlm_accuracy ([\d.]+), sop_accuracy ([\d.]+), loss ([\d.]+) \|.*"
+                          r"ex/s \| ETA \d+:\d\d:\d\d$", r.stdout, re.M)
+    assert [int(p[0]) for p in progress] == list(range(LOOP, STEPS + 1, LOOP)), r.stdout
+    assert all(int(p[1]) == STEPS for p in progress)
+    assert re.search(r"^eval step 60: .*mlm_accuracy", r.stdout, re.M)
+
+    # metrics.jsonl: one train row per loop, the loss the sum of its terms; one eval row
+    train = metrics(out)
+    assert [row["step"] for row in train] == list(range(LOOP, STEPS + 1, LOOP))
+    for row in train:
+        assert row["loss"] == pytest.approx(row["mlm_loss"] + row["sop_loss"])
+        assert 0 <= row["mlm_accuracy"] <= 1 and 0 <= row["sop_accuracy"] <= 1
+        assert np.isfinite(row["grad_norm"]) and row["examples_per_second"] > 0
+    assert train[0]["mlm_loss"] == pytest.approx(np.log(30000), rel=0.05)  # untrained
+    assert train[-1]["mlm_loss"] < train[0]["mlm_loss"] - 2.0                 # it learns
+    assert train[-1]["learning_rate"] == 0.0                                  # decayed to 0
+    (ev,) = metrics(out, "eval")
+    assert ev["step"] == STEPS and np.isfinite(ev["loss"])
+    with open(out / "final_metrics.json") as f:
+        final = json.load(f)
+    assert final["step"] == STEPS and final["eval"]["loss"] == pytest.approx(ev["loss"])
+
+    # TensorBoard scalars in train/ and eval/
+    tags = {}
+    for split in ("train", "eval"):
+        events = glob.glob(str(out / split / "events.out.tfevents.*"))
+        assert events, split
+        tags[split] = _scalar_tags(events)
+    assert {"loss", "mlm_loss", "sop_loss", "mlm_accuracy", "sop_accuracy", "learning_rate",
+            "examples_per_second", "grad_norm"} <= set(tags["train"])
+    assert sorted(tags["train"]["loss"]) == list(range(LOOP, STEPS + 1, LOOP))
+    assert {"loss", "mlm_accuracy", "sop_accuracy"} <= set(tags["eval"])
+    assert tags["eval"]["loss"] == [STEPS]
+
+    # checkpoints every CKPT_EVERY steps (the last 5 kept), and the best one
+    assert checkpoint_steps(out) == [20, 30, 40, 50, 60]
+    assert latest_checkpoint(out).endswith("ckpt-60")
+    with open(out / "best" / "best.json") as f:
+        best = json.load(f)
+    assert best["metric"] == "mlm_accuracy" and best["step"] == STEPS
+    assert best["value"] == pytest.approx(ev["mlm_accuracy"])
+    assert os.path.exists(best["checkpoint"] + ".index")
+
+
+def _scalar_tags(paths):
+    """{tag: [steps]} of the scalar summaries in TensorBoard event files."""
+    import tensorflow as tf
+    tags = {}
+    for path in paths:
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                tags.setdefault(value.tag, []).append(event.step)
+    return tags
+
+
+# --- 2 and 3. SIGKILL and SIGTERM: resume ends where the uninterrupted run ends ---------------------
+
+@pytest.mark.slow
+def test_sigkill_then_sigterm_resume_ends_with_the_uninterrupted_weights(workdir, reference):
+    """One run, interrupted twice, always restarted with the same command: SIGKILL after its
+    first checkpoint; SIGTERM during the first loop after the restart (exit 143, a
+    checkpoint at the step reached, off the checkpoint schedule); then to the end: every
+    variable (model, optimizer slots, step) equals the reference run's, and so does every
+    logged loss. The data position comes back with the checkpointed tf.data iterator."""
+    ref_out, _ = reference
+    out = workdir / "interrupted"
+    args = base_args(workdir, out)
+    state = out / "checkpoints" / "checkpoint"
+
+    # 1) SIGKILL as soon as the first checkpoint is complete (its state file written)
+    killed = Run(args, workdir / "killed")
+    try:
+        wait_for(state.exists, killed, "the first checkpoint")
+        killed.proc.send_signal(signal.SIGKILL)
+        killed.wait()
+    finally:
+        killed.kill()
+    assert killed.rc == -signal.SIGKILL, killed.report()
+    steps = checkpoint_steps(out)
+    assert steps and steps[-1] < STEPS, f"the run ended before it could be killed: {steps}"
+
+    # 2) restart; SIGTERM as soon as it says it resumed (its handler is installed by then),
+    #    i.e. during its first loop, which ends off the checkpoint schedule
+    restored = latest_checkpoint(out)
+    restored_step = int(restored.rsplit("-", 1)[1])
+    termed = Run(args, workdir / "termed")
+    try:
+        wait_for(lambda: "resumed from" in termed.stdout, termed, "the resumed training")
+        termed.proc.send_signal(signal.SIGTERM)
+        termed.wait()
+    finally:
+        termed.kill()
+    assert f"resumed from {restored} at step {restored_step}" in termed.stdout, \
+        termed.report()
+    assert termed.rc == 143, termed.report()
+    reached = restored_step + LOOP           # the loop running when SIGTERM came is finished
+    assert metrics(out)[-1]["step"] == reached, termed.report()
+    assert re.search(rf"preempted at step {reached}\b", termed.stderr), termed.report()
+    assert "SIGTERM" in termed.stdout
+    assert reached % CKPT_EVERY               # so this checkpoint is SIGTERM's own
+    assert latest_checkpoint(out).endswith(f"ckpt-{reached}")   # at the step reached
+
+    # 3) restart to the end
+    final = ok(run(args, workdir / "resumed"))
+    resumed_from = os.path.join(out, "checkpoints", f"ckpt-{reached}")
+    assert f"resumed from {resumed_from} at step {reached}" in final.stdout, final.report()
+    assert checkpoint_steps(out)[-1] == STEPS
+    assert_same_weights(latest_checkpoint(ref_out), latest_checkpoint(out))
+    # the losses logged after each resume are the reference run's
+    ref_rows, rows = last_rows_by_step(metrics(ref_out)), last_rows_by_step(metrics(out))
+    assert sorted(rows) == sorted(ref_rows)
+    for step, row in rows.items():
+        assert row["loss"] == pytest.approx(ref_rows[step]["loss"], rel=1e-5), step
+
+
+# --- 4. strategies -----------------------------------------------------------------------------
+
+MIRRORED_DRIVER = """\
+import sys
+sys.path.insert(0, {root!r})
+import tensorflow as tf
+# Logical devices must exist before TensorFlow initializes its runtime.
+cpus = tf.config.list_physical_devices("CPU")
+tf.config.set_logical_device_configuration(
+    cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+from absl import app
+import run_pretraining
+run_pretraining.define_flags()
+app.run(lambda argv: sys.exit(run_pretraining.main(argv)))
+"""
+
+
+@pytest.mark.slow
+def test_mirrored_on_two_cpus_matches_the_default_strategy_and_resumes(workdir, reference):
+    """Two replicas of batch 4 give the reference run (one device, batch 8): same losses and
+    weights. The run is SIGKILLed after its first checkpoint and restarted: TensorFlow cannot
+    checkpoint a multi-device iterator, so the trainer skips the consumed batches, and the
+    end is still the reference's."""
+    ref_out, _ = reference
+    driver = workdir / "mirrored_driver.py"
+    driver.write_text(MIRRORED_DRIVER.format(root=str(ROOT)))
+    out = workdir / "mirrored"
+    args = base_args(workdir, out, "--strategy", "mirrored")
+    killed = Run(args, workdir / "mirrored_killed", script=driver)
+    try:
+        wait_for((out / "checkpoints" / "checkpoint").exists, killed, "the first checkpoint")
+        killed.proc.send_signal(signal.SIGKILL)
+        killed.wait()
+    finally:
+        killed.kill()
+    assert killed.rc == -signal.SIGKILL, killed.report()
+    resumed_at = checkpoint_steps(out)[-1]
+    assert resumed_at < STEPS
+    r = ok(run(args, workdir / "mirrored", script=driver))
+    assert f"at step {resumed_at}" in r.stdout, r.report()
+    with open(out / "run_config.json") as f:
+        assert json.load(f)["replicas"] == 2
+    ref_rows, rows = metrics(ref_out), last_rows_by_step(metrics(out))
+    assert sorted(rows) == [row["step"] for row in ref_rows]
+    for ref in ref_rows:
+        row = rows[ref["step"]]
+        for name in ("loss", "mlm_loss", "sop_loss", "mlm_accuracy", "sop_accuracy"):
+            assert row[name] == pytest.approx(ref[name], rel=1e-4, abs=1e-6), (ref["step"],
+                                                                               name)
+    (ref_ev,), (ev,) = metrics(ref_out, "eval"), metrics(out, "eval")
+    assert ev["loss"] == pytest.approx(ref_ev["loss"], rel=1e-4)
+    assert_same_weights(latest_checkpoint(ref_out), latest_checkpoint(out), rtol=1e-4,
+                        atol=1e-5)
+
+
+@pytest.mark.slow
+def test_multi_worker_mirrored_two_local_workers(workdir):
+    """The same command on a chief and a worker (TF_CONFIG on localhost): the chief writes
+    the run's files into output_dir, the worker into output_dir/workers/worker_0."""
+    ports = [free_port(), free_port()]
+    cluster = {"chief": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"]}
+    out = workdir / "mwms"
+    args = base_args(workdir, out, "--strategy", "multi_worker_mirrored", "--num_train_steps",
+                     6, "--steps_per_loop", 2, "--save_checkpoints_steps", 4)
+    runs = []
+    try:
+        for kind in ("chief", "worker"):
+            env = dict(ENV, TF_CONFIG=json.dumps({"cluster": cluster,
+                                                  "task": {"type": kind, "index": 0}}))
+            runs.append(Run(args, workdir / f"mwms_{kind}", env=env))
+        for r in runs:
+            r.wait(timeout=180)
+    finally:
+        for r in runs:
+            r.kill()
+    for r in runs:
+        ok(r)
+    worker_dir = out / "workers" / "worker_0"
+    for d in (out, worker_dir):
+        with open(d / "run_config.json") as f:
+            assert json.load(f)["replicas"] == 2
+        assert checkpoint_steps(d) == [4, 6]
+        assert [row["step"] for row in metrics(d)] == [2, 4, 6]
+        assert [row["step"] for row in metrics(d, "eval")] == [6]
+    assert all(np.isfinite(row["loss"]) for row in metrics(out))
+    # both workers hold the same (all-reduced) model
+    assert_same_weights(latest_checkpoint(out), latest_checkpoint(worker_dir), rtol=0, atol=0)
+
+
+# --- 5. bad input: one line naming the file, exit 1 -----------------------------------------------
+
+BAD_INPUTS = ("no_match", "other_seq_length", "init_other_config", "resume_other_config",
+              "corrupt_record", "batch_not_divisible")
+
+
+@pytest.fixture(scope="module")
+def bad_runs(workdir, reference):
+    """All bad-input runs, started together (each is mostly TensorFlow start-up)."""
+    import shutil
+    ref_out, _ = reference
+    root = workdir / "bad"
+    root.mkdir()
+    short = ["--num_train_steps", 4, "--steps_per_loop", 2, "--save_checkpoints_steps", 2]
+    # a copy of the shards with 16 bytes flipped in the middle of one
+    corrupt_dir = root / "corrupt_data"
+    shutil.copytree(workdir / "train", corrupt_dir)
+    victim = corrupt_dir / "pretrain-00001-of-00004.tfrecord"
+    data = bytearray(victim.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 16] = bytes(b ^ 0xFF for b in data[middle:middle + 16])
+    victim.write_bytes(bytes(data))
+    # an output_dir holding the reference run's checkpoints (hidden_size 64)
+    shutil.copytree(ref_out / "checkpoints", root / "resume_other_config" / "checkpoints")
+    other = ["--albert_config_file", workdir / "other_config.json"]
+    cases = {
+        "no_match": ["--input_file", f"{workdir}/trian/*.tfrecord"],
+        "other_seq_length": ["--input_file", f"{workdir}/seq128/*.tfrecord"],
+        "init_other_config": other + ["--init_checkpoint", ref_out / "checkpoints"],
+        "resume_other_config": other,
+        "corrupt_record": ["--input_file", f"{corrupt_dir}/*.tfrecord", "--eval_input_file",
+                           ""],
+        "batch_not_divisible": ["--train_batch_size", 7, "--grad_accum_steps", 2],
+    }
+    started = {name: Run(base_args(workdir, root / name, *short, *extra), root / name)
+               for name, extra in cases.items()}
+    try:
+        for r in started.values():
+            r.wait()
+    finally:
+        for r in started.values():
+            r.kill()
+    return started, {"victim": victim, "ref_ckpt": latest_checkpoint(ref_out),
+                     "root": root}
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_bad_input_one_line_error_naming_the_file(workdir, bad_runs, case):
+    runs, info = bad_runs
+    line = error_line(runs[case])
+    if case == "no_match":
+        assert f"'{workdir}/trian/*.tfrecord' matches no file" in line
+    elif case == "other_seq_length":
+        assert f"{workdir}/seq128/pretrain-00000-of-00001.tfrecord" in line
+        assert "input_ids has length 128, but --max_seq_length=64" in line
+    elif case == "init_other_config":
+        assert info["ref_ckpt"] in line
+        assert "hidden" in line or "shape" in line
+    elif case == "resume_other_config":
+        assert os.path.join(info["root"], "resume_other_config", "checkpoints", "ckpt-60") \
+            in line
+        assert "another config" in line and "(64,)" in line and "(48,)" in line
+    elif case == "corrupt_record":
+        assert f"{info['victim']}: record" in line and "corrupt" in line
+    elif case == "batch_not_divisible":
+        assert "--train_batch_size=7 must be divisible by --grad_accum_steps=2" in line
+
+
+# --- 6. gradient accumulation, bfloat16; 7. --init_checkpoint ---------------------------------
+
+@pytest.mark.slow
+def test_grad_accum_two_half_batches_give_the_reference_run(workdir, reference):
+    """--grad_accum_steps 2: two micro-batches of 4 make each update of the global batch 8
+    (the same records, as tf.data batches them in order), so losses and weights are the
+    reference run's."""
+    ref_out, _ = reference
+    out = workdir / "accum"
+    ok(run(base_args(workdir, out, "--grad_accum_steps", 2, "--eval_input_file", ""),
+           workdir / "accum"))
+    ref_rows, rows = metrics(ref_out), metrics(out)
+    assert [row["step"] for row in rows] == [row["step"] for row in ref_rows]
+    for ref, row in zip(ref_rows, rows):
+        assert row["loss"] == pytest.approx(ref["loss"], rel=1e-4), row["step"]
+        assert row["mlm_accuracy"] == pytest.approx(ref["mlm_accuracy"], abs=1e-6)
+    assert_same_weights(latest_checkpoint(ref_out), latest_checkpoint(out), rtol=1e-4,
+                        atol=1e-5)
+
+
+@pytest.mark.slow
+def test_bfloat16_tracks_the_float32_run(workdir, reference):
+    """--dtype bfloat16 (mixed precision: bfloat16 matmuls, float32 variables, LayerNorm and
+    losses) trains like the reference float32 run: every logged loss within 1%, and not
+    identical (the policy is in effect)."""
+    ref_out, _ = reference
+    out = workdir / "bf16"
+    ok(run(base_args(workdir, out, "--dtype", "bfloat16", "--eval_input_file", ""),
+           workdir / "bf16"))
+    with open(out / "run_config.json") as f:
+        assert json.load(f)["trainer_config"]["dtype"] == "bfloat16"
+    ref_rows, rows = metrics(ref_out), metrics(out)
+    assert [row["step"] for row in rows] == [row["step"] for row in ref_rows]
+    for ref, row in zip(ref_rows, rows):
+        assert row["loss"] == pytest.approx(ref["loss"], rel=1e-2), row["step"]
+    assert any(row["loss"] != ref["loss"] for ref, row in zip(ref_rows, rows))
+    assert rows[-1]["mlm_loss"] < rows[0]["mlm_loss"] - 2.0
+
+
+def test_init_checkpoint_loads_a_previous_run(workdir, reference):
+    """--init_checkpoint DIR (the reference run's checkpoints: model, optimizer and iterator
+    together) restores every part of the pretrainer, says so in one line, and with learning
+    rate 0 the run keeps exactly those weights and evaluates to the reference's figures."""
+    ref_out, _ = reference
+    out = workdir / "init"
+    r = ok(run(base_args(workdir, out, "--init_checkpoint", ref_out / "checkpoints",
+                         "--learning_rate", 0, "--num_train_steps", 4, "--steps_per_loop", 2,
+                         "--save_checkpoints_steps", 4), workdir / "init"))
+    ref_ckpt = latest_checkpoint(ref_out)
+    assert re.search(rf"^init_checkpoint: restored encoder, mlm_head, sop_head from "
+                     rf"{re.escape(ref_ckpt)} ", r.stdout, re.M), r.report()
+    ref_values, values = checkpoint_values(ref_ckpt), checkpoint_values(latest_checkpoint(out))
+    weights = [k for k in ref_values if k.startswith(("model/", "optimizer/_trainable"))]
+    assert len(weights) > 30
+    for key in weights:
+        np.testing.assert_array_equal(values[key], ref_values[key], err_msg=key)
+    assert values["optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"] == 4  # a new run
+    (ref_ev,), (ev,) = metrics(ref_out, "eval"), metrics(out, "eval")
+    for name in ("loss", "mlm_accuracy", "sop_accuracy"):
+        assert ev[name] == pytest.approx(ref_ev[name], rel=1e-5), name

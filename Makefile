@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONHASHSEED ?= 0
 
-.PHONY: install install-dev demo test test-fast bench bench-model bench-data clean
+.PHONY: install install-dev demo test test-fast bench bench-model bench-data bench-train clean
 
 install: $(VENV)/.runtime-installed
 install-dev: $(VENV)/.dev-installed
@@ -29,13 +29,16 @@ test: install-dev
 test-fast: install-dev
 	$(PY) -m pytest -q -m "not slow" tests
 
-bench: bench-model bench-data
+bench: bench-model bench-data bench-train
 
 bench-model: install
 	$(PY) bench/model.py
 
 bench-data: install
 	$(PY) bench/pretraining_data.py
+
+bench-train: install
+	$(PY) bench/train.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

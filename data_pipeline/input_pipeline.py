@@ -132,4 +132,11 @@ def _add_dynamic_masks(ds, masker, special_ids, seed, pipeline_id, batch, seq, p
                    masked_lm_weights=tf.ensure_shape(weights, [batch, preds]))
         return out
 
-    return ds.enumerate().map(apply)
+    ds = ds.enumerate().map(apply)
+    # The masker is Python state that tf.data cannot checkpoint: an iterator checkpoint
+    # (the trainer's) keeps the position and the batch counter (so the same random draws
+    # follow), and the n-gram calibration counts restart after a resume.
+    options = tf.data.Options()
+    options.experimental_external_state_policy = (
+        tf.data.experimental.ExternalStatePolicy.IGNORE)
+    return ds.with_options(options)

@@ -192,3 +192,30 @@ def test_dynamic_masks_are_new_each_epoch_reproducible_and_faithful(corpus_recor
                 else:
                     different += 1
     assert different > 20 and same <= different // 10
+
+
+def test_dynamic_masking_iterator_checkpoints_and_resumes_in_place(corpus_records, tmp_path):
+    """The trainer checkpoints the input iterator; with dynamic masking (Python state in
+    the pipeline) it must still save, and resume at the same record."""
+    import tensorflow as tf
+    from data_pipeline.input_pipeline import pretraining_dataset
+    from data_pipeline.masking import NgramMasker
+    from data_pipeline.tokenization import AlbertTokenizer
+    tok = AlbertTokenizer(corpus_records["spm"])
+    pattern = os.path.join(corpus_records["dynamic"], "*.tfrecord")
+
+    def make():
+        return iter(pretraining_dataset(
+            pattern, 8, SEQ, PREDS, seed=3, keep_token_boundary=True,
+            dynamic_masker=NgramMasker.from_tokenizer(tok, max_predictions_per_seq=PREDS)))
+
+    it = make()
+    for _ in range(2):
+        next(it)
+    path = tf.train.Checkpoint(iterator=it).save(str(tmp_path / "ckpt"))
+    expected = next(it)
+    resumed = make()
+    tf.train.Checkpoint(iterator=resumed).restore(path).assert_consumed()
+    got = next(resumed)
+    np.testing.assert_array_equal(got["token_boundary"], expected["token_boundary"])
+    np.testing.assert_array_equal(got["segment_ids"], expected["segment_ids"])

@@ -78,7 +78,7 @@ def run_case(case: str, args) -> dict:
     out = os.path.join(args.tmp, case)
     steps = args.loops * args.steps_per_loop
     tc = TrainerConfig(output_dir=out, num_train_steps=10 ** 6, learning_rate=1e-4,
-                       optimizer="lamb", steps_per_loop=args.steps_per_loop,
+                       optimizer=args.optimizer, steps_per_loop=args.steps_per_loop,
                        save_checkpoints_steps=10 ** 6, jit_compile=xla == "xla", dtype=dtype)
     trainer = Trainer(PretrainingTask(config, args.seq, args.masked), tc,
                       tf.distribute.get_strategy(), fn, log=lambda *_: None)
@@ -115,6 +115,7 @@ def main():
     p.add_argument("--steps_per_loop", type=int, default=5)
     p.add_argument("--loops", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--optimizer", default="lamb", choices=["lamb", "adamw"])
     p.add_argument("--tmp", default="/tmp/albert-bench-train")
     p.add_argument("--peers", default=os.path.join(
         os.environ.get("PEERS_HOME", os.path.expanduser("~/.cache/albert-peers")), "results"))
@@ -125,7 +126,7 @@ def main():
         return
     passthrough = [f"--{k}={getattr(args, k)}" for k in
                    ("config", "batch", "seq", "masked", "steps_per_loop", "loops", "seed",
-                    "tmp")]
+                    "optimizer", "tmp")]
     results = []
     for case in args.cases.split(","):
         print(f"[{time.strftime('%H:%M:%S')}] {case} ...", file=sys.stderr, flush=True)
@@ -141,7 +142,8 @@ def main():
     if os.path.exists(path):
         with open(path) as f:
             peer = json.load(f).get("seq_per_s_median")
-    print(f"\nTrainer step, ALBERT-{args.config}, batch {args.batch} x {args.seq}, LAMB, "
+    print(f"\nTrainer step, ALBERT-{args.config}, batch {args.batch} x {args.seq}, "
+          f"{args.optimizer}, "
           f"{os.cpu_count()} cores; median of {args.loops} loops x {args.steps_per_loop} steps\n")
     print("| case | seq/s | GFLOP/s | matmul peak GFLOP/s | MFU | peak RSS MiB | "
           "vs KerasHub fp32 XLA |")

@@ -78,3 +78,30 @@ class SentenceOrderHead(keras.layers.Layer):
 
     def call(self, pooled_output):
         return tf.cast(self.dense(pooled_output), tf.float32)
+
+
+class ClassificationHead(keras.layers.Layer):
+    """Fine-tuning head (official run_classifier): dropout on `pooled_output`, then a dense
+    layer to `num_outputs` logits (1 for regression such as STS-B, or one score per choice
+    in multiple choice).
+
+    Official variables `output_weights` [num_outputs, H] (transposed) and `output_bias`.
+
+    Call args:
+      pooled_output: [batch, H].
+    Returns:
+      float32 [batch, num_outputs].
+    """
+
+    def __init__(self, config: AlbertConfig, num_outputs: int, dropout: float = 0.1, **kwargs):
+        super().__init__(**kwargs)
+        self.config = config
+        self.num_outputs = num_outputs
+        self.dropout = keras.layers.Dropout(dropout)
+        self.dense = dense(config, num_outputs, "dense")
+
+    def build(self, input_shape=None):
+        self.dense.build((None, self.config.hidden_size))
+
+    def call(self, pooled_output, training=False):
+        return tf.cast(self.dense(self.dropout(pooled_output, training=training)), tf.float32)

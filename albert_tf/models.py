@@ -12,7 +12,7 @@ import keras
 
 from albert_tf.config import AlbertConfig
 from albert_tf.encoder import AlbertEncoder
-from albert_tf.heads import MaskedLMHead, SentenceOrderHead
+from albert_tf.heads import ClassificationHead, MaskedLMHead, SentenceOrderHead
 
 
 class AlbertPretrainer(keras.Model):
@@ -57,3 +57,71 @@ class AlbertPretrainer(keras.Model):
                 self.encoder.embeddings.word_embeddings)
         outputs["sop_logits"] = self.sop_head(outputs["pooled_output"])
         return outputs
+
+
+class AlbertClassifier(keras.Model):
+    """Encoder + classification head: sentence (pair) classification and regression.
+
+    Args:
+      config: an `AlbertConfig`.
+      num_labels: classes, or 1 for regression (STS-B).
+      dropout: on the pooled output (official: 0.1).
+
+    Call: the encoder inputs (int32 [batch, seq]) → {"logits": float32 [batch, num_labels],
+    "pooled_output": [batch, H]}.
+    """
+
+    def __init__(self, config: AlbertConfig, num_labels: int, dropout: float = 0.1,
+                 encoder: AlbertEncoder | None = None, **kwargs):
+        kwargs.setdefault("name", "albert_classifier")
+        super().__init__(**kwargs)
+        self.config = config
+        self.num_labels = num_labels
+        self.encoder = encoder if encoder is not None else AlbertEncoder(config)
+        self.classifier_head = ClassificationHead(config, num_labels, dropout,
+                                                  name="classifier_head")
+
+    def build(self, input_shape=None):
+        if not self.encoder.built:
+            self.encoder.build()
+        self.classifier_head.build()
+
+    def call(self, inputs, training=False):
+        pooled = self.encoder(inputs, training=training)["pooled_output"]
+        return {"logits": self.classifier_head(pooled, training=training),
+                "pooled_output": pooled}
+
+
+class AlbertMultipleChoice(keras.Model):
+    """Encoder + one score per choice (RACE): every choice is encoded as its own sequence
+    `[CLS] passage [SEP] question + option [SEP]`, scored by a dense layer on its pooled
+    output, and the scores of a question's choices are compared with a softmax.
+
+    Call: int32 [batch, choices, seq] inputs → {"logits": float32 [batch, choices]}.
+    A padding choice (a question with fewer options: 21 of RACE dev's have 3) has an
+    all-zero input_mask and gets logit -1e9, so the softmax ignores it.
+    """
+
+    def __init__(self, config: AlbertConfig, dropout: float = 0.1,
+                 encoder: AlbertEncoder | None = None, **kwargs):
+        kwargs.setdefault("name", "albert_multiple_choice")
+        super().__init__(**kwargs)
+        self.config = config
+        self.encoder = encoder if encoder is not None else AlbertEncoder(config)
+        self.choice_head = ClassificationHead(config, 1, dropout, name="choice_head")
+
+    def build(self, input_shape=None):
+        if not self.encoder.built:
+            self.encoder.build()
+        self.choice_head.build()
+
+    def call(self, inputs, training=False):
+        import tensorflow as tf
+        ids = inputs["input_ids"]
+        shape = tf.shape(ids)                                   # [B, C, S]
+        flat = {k: tf.reshape(inputs[k], [-1, shape[2]])
+                for k in ("input_ids", "input_mask", "segment_ids")}
+        pooled = self.encoder(flat, training=training)["pooled_output"]   # [B*C, H]
+        scores = tf.reshape(self.choice_head(pooled, training=training), shape[:2])
+        present = tf.reduce_any(tf.cast(inputs["input_mask"], tf.bool), axis=-1)  # [B, C]
+        return {"logits": tf.where(present, scores, tf.fill(tf.shape(scores), -1e9))}

@@ -540,6 +540,50 @@ class PretrainingTask(Task):
         return terms
 
 
+class ClassificationTask(Task):
+    """Sentence (pair) classification — cross-entropy, accuracy — or regression (STS-B:
+    `num_labels=1`, mean squared error), or multiple choice (`num_choices`: inputs
+    [batch, choices, seq], softmax over the choices). Batches carry `label_ids` [batch]
+    (float32 for regression). Task-specific metrics (MCC, F1, correlations) are computed by
+    the runner on predictions (`data_pipeline.metrics`)."""
+
+    def __init__(self, albert_config, num_labels: int = 2, num_choices: int | None = None,
+                 dropout: float = 0.1):
+        self.albert_config = albert_config
+        self.num_labels = num_labels
+        self.num_choices = num_choices
+        self.dropout = dropout
+        self.regression = num_choices is None and num_labels == 1
+        self.losses = {"loss_sum": "examples"}
+        self.metrics = {} if self.regression else {"accuracy": "examples"}
+        self.best_metric = None if self.regression else "accuracy"
+
+    def build_model(self):
+        from albert_tf.models import AlbertClassifier, AlbertMultipleChoice
+        if self.num_choices:
+            model = AlbertMultipleChoice(self.albert_config, self.dropout)
+        else:
+            model = AlbertClassifier(self.albert_config, self.num_labels, self.dropout)
+        model.build()
+        return model
+
+    def denominators(self, batch):
+        import tensorflow as tf
+        return {"examples": tf.cast(tf.shape(batch["label_ids"])[0], tf.float32)}
+
+    def terms(self, batch, outputs):
+        import tensorflow as tf
+        logits = tf.cast(outputs["logits"], tf.float32)
+        if self.regression:
+            error = logits[:, 0] - tf.cast(batch["label_ids"], tf.float32)
+            return {"loss_sum": tf.reduce_sum(tf.square(error))}
+        labels = tf.cast(batch["label_ids"], tf.int32)
+        nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        correct = tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels)
+        return {"loss_sum": tf.reduce_sum(nll),
+                "accuracy": tf.reduce_sum(tf.cast(correct, tf.float32))}
+
+
 def write_json(path: str, obj) -> None:
     """Atomic JSON write (the effective configuration of a run)."""
     tmp = path + ".tmp"
@@ -549,5 +593,5 @@ def write_json(path: str, obj) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["TrainerConfig", "Trainer", "Task", "PretrainingTask", "make_strategy",
-           "set_precision", "Preempted", "write_json", "task_output_dir"]
+__all__ = ["TrainerConfig", "Trainer", "Task", "PretrainingTask", "ClassificationTask",
+           "make_strategy", "set_precision", "Preempted", "write_json", "task_output_dir"]

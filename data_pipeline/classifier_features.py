@@ -1,0 +1,166 @@
+"""Fine-tuning examples → model features, cached as TFRecords, and their tf.data reader.
+
+Sentence (pair): `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, segment 0 then 1; a pair
+longer than max_seq_length loses tokens from the end of its longer side, one at a time
+(official `_truncate_seq_pair`). Multiple choice (RACE): every option becomes
+`[CLS] passage [SEP] question+option [SEP]` (a "_" blank in the question is replaced by
+the option, as the official RACE code), padded to `num_choices` with all-zero rows.
+
+The cache: features are written once to `NAME.tfrecord` with `NAME.json` beside it holding
+a fingerprint of everything that determines them (the source file's sha256, the
+SentencePiece model's sha256, do_lower_case, max_seq_length, labels, num_choices). A later
+run with the same settings reuses the file; any difference rebuilds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import numpy as np
+
+from data_pipeline.features import AtomicRecordWriter, encode_examples
+
+
+def truncate_pair(a: list, b: list, max_tokens: int) -> None:
+    """Official `_truncate_seq_pair`: pop from the end of the longer list (B on ties)."""
+    while len(a) + len(b) > max_tokens:
+        (a if len(a) > len(b) else b).pop()
+
+
+def _pack(tokenizer, a, b, max_seq_length):
+    truncate_pair(a, b, max_seq_length - (3 if b else 2))
+    ids = [tokenizer.cls_id] + a + [tokenizer.sep_id]
+    segments = [0] * len(ids)
+    if b:
+        ids += b + [tokenizer.sep_id]
+        segments += [1] * (len(b) + 1)
+    pad = max_seq_length - len(ids)
+    return ids + [0] * pad, [1] * len(segments) + [0] * pad, segments + [0] * pad
+
+
+def convert_examples(examples, tokenizer, max_seq_length: int, labels: list[str] | None):
+    """Examples (`classifier_data.Example`) → {input_ids, input_mask, segment_ids [N, S],
+    label_ids [N] (int64 class index, or float32 score when `labels` is None)}."""
+    texts_a = tokenizer.encode_batch([e.text_a for e in examples])
+    texts_b = tokenizer.encode_batch([e.text_b or "" for e in examples])
+    index = {name: i for i, name in enumerate(labels)} if labels else None
+    ids, mask, seg, label_ids = [], [], [], []
+    for e, a, b in zip(examples, texts_a, texts_b):
+        x, m, s = _pack(tokenizer, list(a), list(b) if e.text_b else [], max_seq_length)
+        ids.append(x)
+        mask.append(m)
+        seg.append(s)
+        if e.label is None:
+            label_ids.append(0)
+        elif index is None:
+            label_ids.append(float(e.label))
+        else:
+            label_ids.append(index[str(e.label)])
+    return {"input_ids": np.array(ids, np.int64), "input_mask": np.array(mask, np.int64),
+            "segment_ids": np.array(seg, np.int64),
+            "label_ids": np.array(label_ids, np.float32 if index is None else np.int64)}
+
+
+def convert_multiple_choice(examples, tokenizer, max_seq_length: int, num_choices: int = 4):
+    """`MultipleChoiceExample`s → {input_ids, input_mask, segment_ids [N, C, S],
+    label_ids [N]}; questions with fewer options get all-zero rows."""
+    contexts = tokenizer.encode_batch([e.context for e in examples])
+    rows = {"input_ids": [], "input_mask": [], "segment_ids": []}
+    labels = []
+    for e, context in zip(examples, contexts):
+        if len(e.options) > num_choices:
+            raise ValueError(f"{e.guid}: {len(e.options)} options > num_choices={num_choices}")
+        qas = [e.question.replace("_", o) if "_" in e.question else f"{e.question} {o}"
+               for o in e.options]
+        per = {k: [] for k in rows}
+        for qa in tokenizer.encode_batch(qas):
+            x, m, s = _pack(tokenizer, list(context), list(qa), max_seq_length)
+            per["input_ids"].append(x)
+            per["input_mask"].append(m)
+            per["segment_ids"].append(s)
+        for k in rows:
+            per[k] += [[0] * max_seq_length] * (num_choices - len(e.options))
+            rows[k].append(per[k])
+        labels.append(e.label if e.label is not None else 0)
+    out = {k: np.array(v, np.int64) for k, v in rows.items()}
+    out["label_ids"] = np.array(labels, np.int64)
+    return out
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fingerprint(source_file: str, tokenizer, **settings) -> str:
+    payload = {"source_sha256": _sha256(source_file), "spm_sha256": tokenizer.checksum,
+               "do_lower_case": tokenizer.do_lower_case, **settings}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def cached_features(path: str, key: str, build) -> tuple[str, int, bool]:
+    """`path`.tfrecord for fingerprint `key`: reused when `path`.json holds the same key,
+    else rebuilt from `build()` (→ feature arrays) atomically. Returns (tfrecord path,
+    number of records, reused?)."""
+    record_path, meta_path = path + ".tfrecord", path + ".json"
+    if os.path.exists(record_path) and os.path.exists(meta_path):
+        with open(meta_path) as f:
+            meta = json.load(f)
+        if meta.get("fingerprint") == key:
+            return record_path, meta["count"], True
+    features = build()
+    count = len(features["label_ids"])
+    flat = {k: (v.reshape(count, -1) if v.ndim > 1 else v.reshape(count, 1))
+            for k, v in features.items()}
+    flat["example_index"] = np.arange(count, dtype=np.int64).reshape(count, 1)
+    os.makedirs(os.path.dirname(record_path) or ".", exist_ok=True)
+    writer = AtomicRecordWriter(record_path)
+    try:
+        writer.write_all(encode_examples(flat))
+    except BaseException:
+        writer.abort()
+        raise
+    writer.commit()
+    tmp = meta_path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"fingerprint": key, "count": count,
+                   "shapes": {k: list(v.shape[1:]) for k, v in features.items()}}, f)
+    os.replace(tmp, meta_path)
+    return record_path, count, False
+
+
+def classifier_dataset(record_path: str, batch_size: int, max_seq_length: int,
+                       regression: bool = False, num_choices: int | None = None,
+                       is_training: bool = False, seed: int | None = None,
+                       input_context=None, drop_remainder: bool = True):
+    """Batches of {input_ids, input_mask, segment_ids: int32 [B, S] (or [B, C, S]),
+    label_ids: int32 or float32 [B], example_index int32 [B]}."""
+    import tensorflow as tf
+    shape = [num_choices, max_seq_length] if num_choices else [max_seq_length]
+    size = int(np.prod(shape))
+    spec = {k: tf.io.FixedLenFeature([size], tf.int64)
+            for k in ("input_ids", "input_mask", "segment_ids")}
+    spec["label_ids"] = tf.io.FixedLenFeature([1], tf.float32 if regression else tf.int64)
+    spec["example_index"] = tf.io.FixedLenFeature([1], tf.int64)
+    ds = tf.data.TFRecordDataset(record_path)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if is_training:
+        ds = ds.shuffle(10_000, seed=seed, reshuffle_each_iteration=True).repeat()
+
+    def parse(records):
+        f = tf.io.parse_example(records, spec)
+        out = {k: tf.reshape(tf.cast(f[k], tf.int32), [-1] + shape)
+               for k in ("input_ids", "input_mask", "segment_ids")}
+        out["label_ids"] = (f["label_ids"][:, 0] if regression
+                            else tf.cast(f["label_ids"][:, 0], tf.int32))
+        out["example_index"] = tf.cast(f["example_index"][:, 0], tf.int32)
+        return out
+
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder or is_training)
+    return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

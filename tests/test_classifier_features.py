@@ -1,0 +1,105 @@
+"""Fine-tuning features: packing, official truncation, the TFRecord cache, the reader."""
+
+import os
+
+import numpy as np
+import pytest
+
+from data_pipeline.classifier_features import (cached_features, classifier_dataset,
+                                               convert_examples, convert_multiple_choice,
+                                               fingerprint, truncate_pair)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    from data_pipeline.tokenization import AlbertTokenizer
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "spm",
+                        "de-30k-clean.model")
+    if not os.path.exists(path):
+        pytest.skip(f"real data not available: {path} is absent")
+    return AlbertTokenizer(path)
+
+
+def test_truncate_pair_is_the_official_rule():
+    a, b = list(range(10)), list(range(4))
+    truncate_pair(a, b, 8)
+    assert (a, b) == (list(range(4)), list(range(4)))   # longer side loses its end first
+    a, b = [1, 2, 3], [4, 5, 6]
+    truncate_pair(a, b, 5)
+    assert (a, b) == ([1, 2, 3], [4, 5]) or (a, b) == ([1, 2], [4, 5, 6])
+    assert len(a) + len(b) == 5 and b == [4, 5]          # ties: B loses first
+
+
+def test_pairs_are_packed_as_cls_a_sep_b_sep(tok, shared_data):
+    from data_pipeline.classifier_data import label_names, read_task
+    examples = read_task(str(shared_data / "glue" / "MRPC"), "mrpc", "dev")
+    f = convert_examples(examples, tok, 64, label_names("mrpc"))
+    assert f["input_ids"].shape == (408, 64) and f["label_ids"].dtype == np.int64
+    for i in (0, 1, 200):
+        n = int(f["input_mask"][i].sum())
+        ids, seg = f["input_ids"][i, :n], f["segment_ids"][i, :n]
+        assert ids[0] == tok.cls_id and ids[-1] == tok.sep_id
+        first_sep = int(np.flatnonzero(ids == tok.sep_id)[0])
+        assert np.all(seg[:first_sep + 1] == 0) and np.all(seg[first_sep + 1:] == 1)
+        a = tok.encode(examples[i].text_a)
+        if n < 64:  # not truncated: A is exactly the tokenizer's ids
+            assert list(ids[1:first_sep]) == a
+        assert np.all(f["input_ids"][i, n:] == 0)
+    assert set(f["label_ids"]) == {0, 1}
+
+
+def test_cache_is_reused_and_rebuilt_when_settings_change(tok, shared_data, tmp_path):
+    from data_pipeline.classifier_data import read_task, task_file
+    data_dir = str(shared_data / "glue" / "STS-B")
+    examples = read_task(data_dir, "sts-b", "dev")
+    source = task_file(data_dir, "sts-b", "dev")
+    calls = []
+
+    def build(seq):
+        calls.append(seq)
+        return convert_examples(examples, tok, seq, None)
+
+    key = fingerprint(source, tok, max_seq_length=32, labels=None)
+    path, count, reused = cached_features(str(tmp_path / "dev"), key, lambda: build(32))
+    assert (count, reused) == (1500, False)
+    _, _, reused = cached_features(str(tmp_path / "dev"), key, lambda: build(32))
+    assert reused and calls == [32]
+    key64 = fingerprint(source, tok, max_seq_length=64, labels=None)
+    _, _, reused = cached_features(str(tmp_path / "dev"), key64, lambda: build(64))
+    assert not reused and calls == [32, 64]
+    batches = list(classifier_dataset(path, 100, 64, regression=True, drop_remainder=False))
+    labels = np.concatenate([b["label_ids"].numpy() for b in batches])
+    np.testing.assert_allclose(labels, [float(e.label) for e in examples], rtol=1e-6)
+    assert batches[0]["input_ids"].shape == (100, 64)
+    order = np.concatenate([b["example_index"].numpy() for b in batches])
+    assert list(order) == list(range(1500))
+
+
+def test_multiple_choice_pads_choices_and_fills_blanks(tok, shared_data, tmp_path):
+    from data_pipeline.classifier_data import read_race
+    examples = read_race(str(shared_data / "race" / "expmrc-race-dev.json"))
+    f = convert_multiple_choice(examples, tok, 512, num_choices=4)
+    assert f["input_ids"].shape == (len(examples), 4, 512)
+    short = [i for i, e in enumerate(examples) if len(e.options) < 4]
+    assert short, "RACE dev has questions with fewer than 4 options"
+    for i in short:
+        k = len(examples[i].options)
+        assert f["input_mask"][i, k:].sum() == 0 and f["input_mask"][i, :k].min(axis=1).max() == 1
+    # The second segment is question + option, or the question with its "_" blank filled.
+    checked = 0
+    for i, e in enumerate(examples):
+        n = int(f["input_mask"][i, 0].sum())
+        if n == 512:
+            continue  # truncated: the passage lost its end, the pair is not whole
+        seg = f["segment_ids"][i, 0, :n]
+        second = list(f["input_ids"][i, 0, :n][seg == 1][:-1])
+        qa = (e.question.replace("_", e.options[0]) if "_" in e.question
+              else f"{e.question} {e.options[0]}")
+        assert second == tok.encode(qa)
+        checked += 1
+    assert checked > 0
+    assert set(f["label_ids"]) <= {0, 1, 2, 3}
+    path, count, _ = cached_features(str(tmp_path / "race"), "k",
+                                     lambda: {k: v[:8] for k, v in f.items()})
+    batch = next(iter(classifier_dataset(path, 8, 512, num_choices=4)))
+    np.testing.assert_array_equal(batch["input_ids"].numpy(), f["input_ids"][:8])

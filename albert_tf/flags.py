@@ -48,11 +48,17 @@ def define_trainer_flags(learning_rate: float, optimizer: str, num_train_steps: 
     f.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and input order.")
 
 
-def trainer_config_from_flags(output_dir: str | None = None):
+def trainer_config_from_flags(output_dir: str | None = None, num_train_steps: int | None = None,
+                              num_warmup_steps: int | None = None):
+    """TrainerConfig from the flags; runners that derive the step counts (from epochs) pass
+    them in."""
     from albert_tf.training import TrainerConfig
     return TrainerConfig(
-        output_dir=output_dir or FLAGS.output_dir, num_train_steps=FLAGS.num_train_steps,
-        learning_rate=FLAGS.learning_rate, num_warmup_steps=FLAGS.num_warmup_steps,
+        output_dir=output_dir or FLAGS.output_dir,
+        num_train_steps=num_train_steps or FLAGS.num_train_steps,
+        learning_rate=FLAGS.learning_rate,
+        num_warmup_steps=FLAGS.num_warmup_steps if num_warmup_steps is None
+        else num_warmup_steps,
         poly_power=FLAGS.poly_power, optimizer=FLAGS.optimizer,
         weight_decay_rate=FLAGS.weight_decay_rate, clip_norm=FLAGS.clip_norm,
         grad_accum_steps=FLAGS.grad_accum_steps, steps_per_loop=FLAGS.steps_per_loop,

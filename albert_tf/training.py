@@ -149,11 +149,14 @@ class Trainer:
       init_checkpoint: weights to start from when no checkpoint of this run exists
         (`checkpoints.load_checkpoint`: ours, official TF1/TF-Hub, converted).
       log: where progress lines go.
+      evaluate_fn: `model → {metric: value}` replacing the built-in evaluation loop (task
+        metrics computed on predictions, e.g. MCC); the best checkpoint follows
+        `task.best_metric` in its result.
     """
 
     def __init__(self, task: Task, config: TrainerConfig, strategy, train_dataset_fn: Callable,
                  eval_dataset_fn: Callable | None = None, init_checkpoint: str | None = None,
-                 log=print):
+                 log=print, evaluate_fn: Callable | None = None):
         import tensorflow as tf
         import keras
         from albert_tf.optimization import WarmupPolynomialDecay, create_optimizer
@@ -165,6 +168,7 @@ class Trainer:
         self.task, self.config, self.strategy = task, config, strategy
         self.log = log
         self.eval_dataset_fn = eval_dataset_fn
+        self.evaluate_fn = evaluate_fn
         os.makedirs(config.output_dir, exist_ok=True)
         set_precision(config.dtype)
         keras.utils.set_random_seed(config.seed)
@@ -369,7 +373,7 @@ class Trainer:
                 if step % cfg.save_checkpoints_steps == 0 or step >= cfg.num_train_steps \
                         or self._preempted:
                     self.manager.save(checkpoint_number=step)
-                if cfg.eval_every and self.eval_dataset_fn and (
+                if cfg.eval_every and (self.eval_dataset_fn or self.evaluate_fn) and (
                         step % cfg.eval_every == 0 or step >= cfg.num_train_steps):
                     evaluation = self.evaluate(step)
                 if self._preempted:
@@ -378,7 +382,7 @@ class Trainer:
             writer.flush()
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
-        if self.eval_dataset_fn and not evaluation:
+        if (self.eval_dataset_fn or self.evaluate_fn) and not evaluation:
             evaluation = self.evaluate(step)
         return {"step": step, "train": last, "eval": evaluation}
 
@@ -386,6 +390,10 @@ class Trainer:
         """One pass over the evaluation set (at most `max_eval_steps` batches)."""
         import tensorflow as tf
         step = self.step if step is None else step
+        if self.evaluate_fn is not None:
+            result = dict(self.evaluate_fn(self.model))
+            self._record_eval(step, result)
+            return result
         if self._eval_step is None:
             def replica_eval(batch):
                 dens = self.task.denominators(batch)
@@ -408,6 +416,12 @@ class Trainer:
             raise ValueError("the evaluation set gave no batch (fewer records than one "
                              "batch? drop_remainder)")
         result = self._summarize(totals)
+        self._record_eval(step, result)
+        return result
+
+    def _record_eval(self, step: int, result: dict) -> None:
+        """TensorBoard, log line, metrics.jsonl and the best checkpoint for one evaluation."""
+        import tensorflow as tf
         writer = tf.summary.create_file_writer(os.path.join(self.config.output_dir, "eval"))
         with writer.as_default(step=step):
             for name, value in result.items():
@@ -418,7 +432,6 @@ class Trainer:
         best = self.task.best_metric
         if best and best in result:
             self._keep_best(step, best, result[best], result)
-        return result
 
     def _keep_best(self, step, name, value, result):
         import tensorflow as tf
@@ -554,7 +567,7 @@ class ClassificationTask(Task):
         self.num_choices = num_choices
         self.dropout = dropout
         self.regression = num_choices is None and num_labels == 1
-        self.losses = {"loss_sum": "examples"}
+        self.losses = {"task_loss": "examples"}
         self.metrics = {} if self.regression else {"accuracy": "examples"}
         self.best_metric = None if self.regression else "accuracy"
 
@@ -576,11 +589,11 @@ class ClassificationTask(Task):
         logits = tf.cast(outputs["logits"], tf.float32)
         if self.regression:
             error = logits[:, 0] - tf.cast(batch["label_ids"], tf.float32)
-            return {"loss_sum": tf.reduce_sum(tf.square(error))}
+            return {"task_loss": tf.reduce_sum(tf.square(error))}
         labels = tf.cast(batch["label_ids"], tf.int32)
         nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
         correct = tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels)
-        return {"loss_sum": tf.reduce_sum(nll),
+        return {"task_loss": tf.reduce_sum(nll),
                 "accuracy": tf.reduce_sum(tf.cast(correct, tf.float32))}
 
 

@@ -1,0 +1,72 @@
+"""run_classifier.py end to end on real GLUE files (tiny model, few steps: the plumbing,
+metrics, cache and outputs; accuracy itself needs a pretrained model)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = {"vocab_size": 30000, "embedding_size": 32, "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "intermediate_size": 128, "max_position_embeddings": 64,
+        "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+
+
+def _run(tmp_path, shared_data, task, folder, out, *extra):
+    config = tmp_path / "albert_config.json"
+    config.write_text(json.dumps(TINY))
+    cmd = [sys.executable, os.path.join(ROOT, "run_classifier.py"), f"--task_name={task}",
+           f"--data_dir={shared_data / 'glue' / folder}", f"--output_dir={out}",
+           f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+           f"--albert_config_file={config}", "--max_seq_length=64", "--train_batch_size=32",
+           "--train_step=20", "--steps_per_loop=10", "--eval_batch_size=128",
+           "--learning_rate=1e-3", *extra]
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="-1", TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env=env)
+
+
+@pytest.mark.slow
+def test_mrpc_train_eval_predict_and_cache(tmp_path, shared_data):
+    out = tmp_path / "mrpc"
+    run = _run(tmp_path, shared_data, "mrpc", "MRPC", out, "--do_train", "--do_eval",
+               "--do_predict")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "converted" in run.stdout
+    results = json.loads((out / "eval_results.json").read_text())
+    assert set(results["final"]) >= {"f1", "accuracy", "acc_and_f1"}
+    assert 0.0 <= results["final"]["accuracy"] <= 1.0
+    assert results["best"]["metric"] == "acc_and_f1"
+    rows = (out / "MRPC.tsv").read_text().splitlines()
+    assert rows[0] == "index\tprediction" and len(rows) == 1 + 1725
+    assert {r.split("\t")[1] for r in rows[1:]} <= {"0", "1"}
+    probs = [json.loads(l) for l in (out / "mrpc_test_predictions.jsonl").read_text()
+             .splitlines()]
+    assert len(probs) == 1725
+    assert abs(sum(probs[0]["probabilities"].values()) - 1) < 1e-4
+    # Second run: features come from the cache.
+    again = _run(tmp_path, shared_data, "mrpc", "MRPC", out, "--do_eval")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "converted" not in again.stdout and "cached" in again.stdout
+
+
+@pytest.mark.slow
+def test_stsb_regression_reports_correlations(tmp_path, shared_data):
+    out = tmp_path / "stsb"
+    run = _run(tmp_path, shared_data, "sts-b", "STS-B", out, "--do_train", "--do_eval")
+    assert run.returncode == 0, run.stderr[-2000:]
+    final = json.loads((out / "eval_results.json").read_text())["final"]
+    assert set(final) >= {"pearson", "spearman", "corr"}
+    assert -1.0 <= final["pearson"] <= 1.0
+
+
+def test_wrong_files_are_clear_errors(tmp_path, shared_data):
+    # RTE's files read as QNLI: the header names the file and what was expected.
+    run = _run(tmp_path, shared_data, "qnli", "RTE", tmp_path / "qnli", "--do_eval")
+    assert run.returncode == 1
+    assert "is not the qnli dev header" in run.stderr and "RTE/dev.tsv" in run.stderr
+    missing = _run(tmp_path, shared_data, "mrpc", "NO-SUCH-TASK", tmp_path / "m", "--do_eval")
+    assert missing.returncode == 1
+    assert "mrpc dev file not found" in missing.stderr

@@ -51,21 +51,70 @@ def define_flags():
     flags.DEFINE_integer("warmup_step", 0, "Warmup steps (official flag; overrides the "
                          "proportion).")
     flags.DEFINE_float("classifier_dropout", 0.1, "Dropout on the pooled output.")
-    flags.mark_flags_as_required(["task_name", "data_dir", "output_dir", "spm_model_file"])
+    # The user's own data and multiple choice.
+    flags.DEFINE_string("train_file", None, "csv/tsv/jsonl/race tasks: the training file "
+                        "(default DATA_DIR/train.EXT).")
+    flags.DEFINE_string("dev_file", None, "... the dev file (default DATA_DIR/dev.EXT).")
+    flags.DEFINE_string("test_file", None, "... the test file (default DATA_DIR/test.EXT).")
+    flags.DEFINE_string("text_a_column", "text_a", "csv/tsv/jsonl: first text column.")
+    flags.DEFINE_string("text_b_column", None, "csv/tsv/jsonl: second text column, if any.")
+    flags.DEFINE_string("label_column", "label", "csv/tsv/jsonl: label column.")
+    flags.DEFINE_bool("regression", False, "csv/tsv/jsonl: the label is a number (MSE).")
+    flags.DEFINE_integer("num_choices", 4, "race/multiple_choice_jsonl: choices per question.")
+    flags.mark_flags_as_required(["task_name", "output_dir", "spm_model_file"])
+
+
+FILE_TASKS = {"csv": "csv", "tsv": "tsv", "jsonl": "jsonl", "race": "json",
+              "multiple_choice_jsonl": "jsonl"}
+CHOICE_TASKS = ("race", "multiple_choice_jsonl")
+
+
+def _source(task, split):
+    """The file holding `split` of `task`."""
+    from data_pipeline import classifier_data
+    if task not in FILE_TASKS:
+        if not FLAGS.data_dir:
+            raise ValueError(f"--data_dir is needed for task {task}")
+        return classifier_data.task_file(FLAGS.data_dir, task, split)
+    given = getattr(FLAGS, f"{split.split('_')[0]}_file")
+    if given:
+        return given
+    if not FLAGS.data_dir:
+        raise ValueError(f"give --{split}_file or --data_dir for task {task}")
+    return os.path.join(FLAGS.data_dir, f"{split}.{FILE_TASKS[task]}")
+
+
+def _read(task, split, path):
+    from data_pipeline import classifier_data as cd
+    if task == "race":
+        return cd.read_race(path)
+    if task == "multiple_choice_jsonl":
+        return cd.read_multiple_choice_jsonl(path)
+    if task in ("csv", "tsv"):
+        return cd.read_delimited(path, FLAGS.text_a_column, FLAGS.text_b_column,
+                                 FLAGS.label_column, "," if task == "csv" else "\t",
+                                 FLAGS.regression)
+    if task == "jsonl":
+        return cd.read_jsonl(path, FLAGS.text_a_column, FLAGS.text_b_column,
+                             FLAGS.label_column, FLAGS.regression)
+    return cd.read_task(FLAGS.data_dir, task, split)
 
 
 def _features(tokenizer, task, split, cache_dir, labels):
-    from data_pipeline import classifier_data
-    from data_pipeline.classifier_features import cached_features, convert_examples, fingerprint
-    source = classifier_data.task_file(FLAGS.data_dir, task, split)
+    from data_pipeline.classifier_features import (cached_features, convert_examples,
+                                                   convert_multiple_choice, fingerprint)
+    source = _source(task, split)
     if not os.path.exists(source):
         raise FileNotFoundError(f"{task} {split} file not found: {source}")
-    key = fingerprint(source, tokenizer, task=task, split=split,
-                      max_seq_length=FLAGS.max_seq_length, labels=labels)
-    examples = []
+    choices = FLAGS.num_choices if task in CHOICE_TASKS else None
+    key = fingerprint(source, tokenizer, task=task, split=split, labels=labels,
+                      max_seq_length=FLAGS.max_seq_length, num_choices=choices,
+                      columns=[FLAGS.text_a_column, FLAGS.text_b_column, FLAGS.label_column])
 
     def build():
-        examples.extend(classifier_data.read_task(FLAGS.data_dir, task, split))
+        examples = _read(task, split, source)
+        if choices:
+            return convert_multiple_choice(examples, tokenizer, FLAGS.max_seq_length, choices)
         return convert_examples(examples, tokenizer, FLAGS.max_seq_length, labels)
 
     path, count, reused = cached_features(os.path.join(cache_dir, f"{task}-{split}"), key,
@@ -75,15 +124,34 @@ def _features(tokenizer, task, split, cache_dir, labels):
     return path, count
 
 
-def predict(model, record_path, regression):
-    """Logits for every record of `record_path`, in file order: [N, num_labels]."""
+def _labels(task, regression):
+    """Label names: the task's, or discovered from the user's train (else dev) file."""
+    from data_pipeline import classifier_data
+    if regression or task in CHOICE_TASKS:
+        return None
+    if task not in FILE_TASKS:
+        return classifier_data.label_names(task)
+    for split in ("train", "dev"):
+        path = _source(task, split)
+        if os.path.exists(path):
+            return classifier_data.discover_labels(_read(task, split, path))
+    raise FileNotFoundError(f"no train or dev file to discover the labels of {task} from")
+
+
+def predict(model, record_path, regression, choices=None):
+    """Logits for every record of `record_path`, in file order: [N, labels or choices]."""
     import numpy as np
     import tensorflow as tf
     from data_pipeline.classifier_features import classifier_dataset
-    forward = tf.function(lambda b: model(b, training=False)["logits"])
+    forward = getattr(model, "_albert_predict", None)
+    if forward is None:  # one traced function per model, also for the last short batch
+        forward = tf.function(lambda b: model(b, training=False)["logits"],
+                              reduce_retracing=True)
+        model._albert_predict = forward
     logits, order = [], []
     for batch in classifier_dataset(record_path, FLAGS.eval_batch_size, FLAGS.max_seq_length,
-                                    regression=regression, drop_remainder=False):
+                                    regression=regression, num_choices=choices,
+                                    drop_remainder=False):
         logits.append(forward({k: batch[k] for k in ("input_ids", "input_mask",
                                                      "segment_ids")}).numpy())
         order.append(batch["example_index"].numpy())
@@ -93,7 +161,7 @@ def predict(model, record_path, regression):
     return out
 
 
-def evaluate_splits(model, task, dev, regression):
+def evaluate_splits(model, task, dev, regression, choices=None):
     """{metric: value} over every dev split (mnli: matched and mismatched, prefixed)."""
     import numpy as np
     from data_pipeline import metrics
@@ -101,12 +169,14 @@ def evaluate_splits(model, task, dev, regression):
     import tensorflow as tf
     result = {}
     for split, path in dev.items():
-        logits = predict(model, path, regression)
+        logits = predict(model, path, regression, choices)
         labels = np.array([tf.train.Example.FromString(r).features.feature["label_ids"]
                            .__getattribute__("float_list" if regression else "int64_list")
                            .value[0] for r in read_records(path)])
         predictions = logits[:, 0] if regression else logits.argmax(-1)
-        values = metrics.task_metrics(task, predictions, labels)
+        values = metrics.task_metrics(task if task not in FILE_TASKS else
+                                      ("sts-b" if regression else "accuracy"),
+                                      predictions, labels)
         prefix = "" if len(dev) == 1 else f"{split}/"
         result.update({prefix + k: v for k, v in values.items()})
     if len(dev) > 1:  # mnli: rank by the matched set
@@ -117,18 +187,20 @@ def evaluate_splits(model, task, dev, regression):
     return result
 
 
-def write_predictions(model, task, test_path, labels, regression, out_dir):
+def write_predictions(model, task, test_path, labels, regression, out_dir, choices=None):
     import numpy as np
-    from data_pipeline import classifier_data
-    examples = classifier_data.read_task(FLAGS.data_dir, task, "test")
-    logits = predict(model, test_path, regression)
+    examples = _read(task, "test", _source(task, "test"))
+    logits = predict(model, test_path, regression, choices)
+    if choices:
+        labels = [chr(ord("A") + i) for i in range(choices)]
     name = {"mnli": "MNLI-m", "sts-b": "STS-B", "sst-2": "SST-2"}.get(task, task.upper())
     tsv = os.path.join(out_dir, f"{name}.tsv")
     jsonl = os.path.join(out_dir, f"{task}_test_predictions.jsonl")
     with open(tsv + ".tmp", "w") as f, open(jsonl + ".tmp", "w") as g:
         f.write("index\tprediction\n")
         for e, row in zip(examples, logits):
-            index = e.guid.split("-", 1)[1]
+            split_prefix = e.guid.split("-", 1)
+            index = split_prefix[1] if split_prefix[0] in ("train", "dev", "test") else e.guid
             if regression:
                 value = float(row[0])
                 f.write(f"{index}\t{min(max(value, 0.0), 5.0):.3f}\n")
@@ -159,13 +231,16 @@ def main(argv):
         if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
             raise ValueError("nothing to do: give --do_train, --do_eval and/or --do_predict")
         albert_config = shared_flags.albert_config_from_flags()
-        regression = classifier_data.is_regression(task)
-        labels = None if regression else classifier_data.label_names(task)
+        regression = (FLAGS.regression if task in FILE_TASKS
+                      else classifier_data.is_regression(task))
+        choices = FLAGS.num_choices if task in CHOICE_TASKS else None
+        labels = _labels(task, regression)
         tokenizer = AlbertTokenizer(FLAGS.spm_model_file, FLAGS.do_lower_case)
         cache_dir = os.path.join(FLAGS.output_dir, "cache")
         train_path, train_count = (_features(tokenizer, task, "train", cache_dir, labels)
                                    if FLAGS.do_train else (None, 0))
-        dev_splits = [s for s in classifier_data.splits(task) if s.startswith("dev")]
+        dev_splits = ([s for s in classifier_data.splits(task) if s.startswith("dev")]
+                      if task not in FILE_TASKS else ["dev"])
         dev = {s: _features(tokenizer, task, s, cache_dir, labels)[0] for s in dev_splits} \
             if (FLAGS.do_eval or FLAGS.do_train) else {}
         test_path = _features(tokenizer, task, "test", cache_dir, labels)[0] \
@@ -192,21 +267,23 @@ def main(argv):
         "trainer_config": dataclasses.asdict(trainer_config), "labels": labels,
         "train_examples": train_count})
 
-    task_obj = ClassificationTask(albert_config, num_labels=1 if regression else len(labels),
-                                  dropout=FLAGS.classifier_dropout)
-    task_obj.best_metric = metrics.primary_metric(task)
+    task_obj = ClassificationTask(albert_config,
+                                  num_labels=1 if regression else len(labels or [0, 1]),
+                                  num_choices=choices, dropout=FLAGS.classifier_dropout)
+    task_obj.best_metric = ("corr" if regression else "accuracy") if task in FILE_TASKS \
+        else metrics.primary_metric(task)
 
     def train_fn(ctx):
         return classifier_dataset(train_path or next(iter(dev.values())),
                                   ctx.get_per_replica_batch_size(micro), FLAGS.max_seq_length,
-                                  regression=regression, is_training=True, seed=FLAGS.seed,
-                                  input_context=ctx)
+                                  regression=regression, num_choices=choices,
+                                  is_training=True, seed=FLAGS.seed, input_context=ctx)
 
     try:
         trainer = Trainer(task_obj, trainer_config, strategy, train_fn,
                           init_checkpoint=FLAGS.init_checkpoint,
                           evaluate_fn=(lambda model: evaluate_splits(model, task, dev,
-                                                                     regression))
+                                                                     regression, choices))
                           if dev else None)
         result = {}
         if FLAGS.do_train:
@@ -225,7 +302,7 @@ def main(argv):
             result["eval"] = final
         if FLAGS.do_predict:
             write_predictions(trainer.model, task, test_path, labels, regression,
-                              FLAGS.output_dir)
+                              FLAGS.output_dir, choices)
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -70,3 +70,65 @@ def test_wrong_files_are_clear_errors(tmp_path, shared_data):
     missing = _run(tmp_path, shared_data, "mrpc", "NO-SUCH-TASK", tmp_path / "m", "--do_eval")
     assert missing.returncode == 1
     assert "mrpc dev file not found" in missing.stderr
+
+
+@pytest.mark.slow
+def test_users_csv_with_quotes_and_discovered_labels(tmp_path, shared_data):
+    import csv
+    data = tmp_path / "data"
+    data.mkdir()
+    for split, n in (("train", 120), ("dev", 40), ("test", 20)):
+        with open(data / f"{split}.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["sentence", "label"])
+            for i in range(n):
+                good = i % 2 == 0
+                w.writerow([("a wonderful, \"lovely\" day" if good else "an awful mess")
+                            + f" {i}", "pos" if good else "neg"])
+    config = tmp_path / "albert_config.json"
+    config.write_text(json.dumps(TINY))
+    out = tmp_path / "out"
+    cmd = [sys.executable, os.path.join(ROOT, "run_classifier.py"), "--task_name=csv",
+           f"--data_dir={data}", "--text_a_column=sentence", "--label_column=label",
+           f"--output_dir={out}", f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+           f"--albert_config_file={config}", "--max_seq_length=32", "--train_batch_size=16",
+           "--train_step=40", "--steps_per_loop=20", "--learning_rate=3e-3", "--do_train",
+           "--do_eval", "--do_predict"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
+                         env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    config_written = json.loads((out / "run_config.json").read_text())
+    assert config_written["labels"] == ["neg", "pos"]
+    assert json.loads((out / "eval_results.json").read_text())["final"]["accuracy"] > 0.9
+    rows = (out / "CSV.tsv").read_text().splitlines()[1:]
+    assert len(rows) == 20 and {r.split("\t")[1] for r in rows} <= {"neg", "pos"}
+
+
+@pytest.mark.slow
+def test_race_multiple_choice(tmp_path, shared_data):
+    race = shared_data / "race" / "expmrc-race-dev.json"
+    config = tmp_path / "albert_config.json"
+    config.write_text(json.dumps(dict(TINY, max_position_embeddings=128)))
+    out = tmp_path / "race"
+    cmd = [sys.executable, os.path.join(ROOT, "run_classifier.py"), "--task_name=race",
+           f"--train_file={race}", f"--dev_file={race}", f"--test_file={race}",
+           f"--output_dir={out}", f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+           f"--albert_config_file={config}", "--max_seq_length=128", "--train_batch_size=8",
+           "--train_step=10", "--steps_per_loop=10", "--eval_batch_size=32",
+           "--learning_rate=1e-3", "--do_train", "--do_eval", "--do_predict"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
+                         env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    final = json.loads((out / "eval_results.json").read_text())["final"]
+    assert 0.0 <= final["accuracy"] <= 1.0
+    preds = [json.loads(l) for l in (out / "race_test_predictions.jsonl").read_text()
+             .splitlines()]
+    assert len(preds) == 561
+    from data_pipeline.classifier_data import read_race
+    for p, e in zip(preds, read_race(str(race))):
+        assert p["guid"] == e.guid
+        probs = p["probabilities"]
+        assert abs(sum(probs.values()) - 1) < 1e-4
+        # Padding choices (questions with fewer than 4 options) get no probability.
+        for letter in "ABCD"[len(e.options):]:
+            assert probs[letter] < 1e-6

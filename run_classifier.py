@@ -61,6 +61,8 @@ def define_flags():
     flags.DEFINE_string("label_column", "label", "csv/tsv/jsonl: label column.")
     flags.DEFINE_bool("regression", False, "csv/tsv/jsonl: the label is a number (MSE).")
     flags.DEFINE_integer("num_choices", 4, "race/multiple_choice_jsonl: choices per question.")
+    flags.DEFINE_integer("num_runs", 1, "Fine-tune with seeds seed, seed+1, ...; "
+                         "eval_results.json reports median, min, max and std.")
     flags.mark_flags_as_required(["task_name", "output_dir", "spm_model_file"])
 
 
@@ -221,9 +223,7 @@ def main(argv):
     del argv
     from absl import logging
     logging.set_verbosity(logging.WARNING)
-    from albert_tf.training import ClassificationTask, Trainer, make_strategy, write_json
-    from data_pipeline import classifier_data, metrics
-    from data_pipeline.classifier_features import classifier_dataset
+    from data_pipeline import classifier_data
     from data_pipeline.tokenization import AlbertTokenizer
 
     task = FLAGS.task_name.lower()
@@ -252,21 +252,59 @@ def main(argv):
     steps = FLAGS.train_step or FLAGS.num_train_steps or max(
         1, int(train_count * FLAGS.num_train_epochs / FLAGS.train_batch_size))
     warmup = FLAGS.warmup_step or FLAGS.num_warmup_steps or int(steps * FLAGS.warmup_proportion)
-    try:
-        trainer_config = shared_flags.trainer_config_from_flags(num_train_steps=steps,
-                                                                num_warmup_steps=warmup)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    runs = max(1, FLAGS.num_runs)
+    results = []
+    for run in range(runs):
+        seed = FLAGS.seed + run
+        out_dir = FLAGS.output_dir if runs == 1 else os.path.join(FLAGS.output_dir,
+                                                                   f"run_{run}")
+        try:
+            trainer_config = dataclasses.replace(
+                shared_flags.trainer_config_from_flags(output_dir=out_dir,
+                                                       num_train_steps=steps,
+                                                       num_warmup_steps=warmup), seed=seed)
+            result = _run_once(task, albert_config, trainer_config, labels, regression,
+                               choices, train_path, train_count, dev, test_path, out_dir)
+        except (ValueError, OSError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        results.append(result)
+    if runs > 1 and FLAGS.do_eval:
+        from albert_tf.training import write_json
+        summary = _spread([r["eval"] for r in results])
+        write_json(os.path.join(FLAGS.output_dir, "eval_results.json"),
+                   {"task": task, "runs": runs, "seeds": [FLAGS.seed + i for i in range(runs)],
+                    "summary": summary, "per_run": [r["eval"] for r in results]})
+        print("over %d seeds: " % runs + ", ".join(
+            f"{k} median {v['median']:.4f} (min {v['min']:.4f}, max {v['max']:.4f})"
+            for k, v in summary.items()), flush=True)
+    print(json.dumps(results[-1] if runs == 1 else results, default=str))
+    return 0
+
+
+def _spread(evals: list[dict]) -> dict:
+    """Median, min, max and standard deviation of every metric over runs (users cannot
+    reproduce single-run numbers: report the spread)."""
+    import numpy as np
+    return {k: {"median": float(np.median([e[k] for e in evals])),
+                "min": float(np.min([e[k] for e in evals])),
+                "max": float(np.max([e[k] for e in evals])),
+                "std": float(np.std([e[k] for e in evals]))} for k in evals[0]}
+
+
+def _run_once(task, albert_config, trainer_config, labels, regression, choices, train_path,
+              train_count, dev, test_path, out_dir) -> dict:
+    from albert_tf.training import ClassificationTask, Trainer, make_strategy, write_json
+    from data_pipeline import metrics
+    from data_pipeline.classifier_features import classifier_dataset
     strategy = make_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_gpus)
     micro = FLAGS.train_batch_size // trainer_config.grad_accum_steps
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
-    write_json(os.path.join(FLAGS.output_dir, "run_config.json"), {
+    os.makedirs(out_dir, exist_ok=True)
+    write_json(os.path.join(out_dir, "run_config.json"), {
         "runner": "run_classifier", "flags": FLAGS.flag_values_dict(),
         "albert_config": albert_config.to_dict(),
         "trainer_config": dataclasses.asdict(trainer_config), "labels": labels,
         "train_examples": train_count})
-
     task_obj = ClassificationTask(albert_config,
                                   num_labels=1 if regression else len(labels or [0, 1]),
                                   num_choices=choices, dropout=FLAGS.classifier_dropout)
@@ -277,37 +315,33 @@ def main(argv):
         return classifier_dataset(train_path or next(iter(dev.values())),
                                   ctx.get_per_replica_batch_size(micro), FLAGS.max_seq_length,
                                   regression=regression, num_choices=choices,
-                                  is_training=True, seed=FLAGS.seed, input_context=ctx)
+                                  is_training=True, seed=trainer_config.seed,
+                                  input_context=ctx)
 
-    try:
-        trainer = Trainer(task_obj, trainer_config, strategy, train_fn,
-                          init_checkpoint=FLAGS.init_checkpoint,
-                          evaluate_fn=(lambda model: evaluate_splits(model, task, dev,
-                                                                     regression, choices))
-                          if dev else None)
-        result = {}
-        if FLAGS.do_train:
-            result = trainer.train()
-        if FLAGS.do_eval:
-            final = trainer.evaluate()
-            best_path = os.path.join(FLAGS.output_dir, "best", "best.json")
-            best = None
-            if os.path.exists(best_path):
-                with open(best_path) as f:
-                    best = json.load(f)
-            write_json(os.path.join(FLAGS.output_dir, "eval_results.json"),
-                       {"task": task, "step": trainer.step, "final": final,
-                        "best": best and {k: best[k] for k in ("metric", "value", "step",
-                                                               "eval")}})
-            result["eval"] = final
-        if FLAGS.do_predict:
-            write_predictions(trainer.model, task, test_path, labels, regression,
-                              FLAGS.output_dir, choices)
-    except (ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(json.dumps(result, default=str))
-    return 0
+    trainer = Trainer(task_obj, trainer_config, strategy, train_fn,
+                      init_checkpoint=FLAGS.init_checkpoint,
+                      evaluate_fn=(lambda model: evaluate_splits(model, task, dev,
+                                                                 regression, choices))
+                      if dev else None)
+    result = {}
+    if FLAGS.do_train:
+        result = trainer.train()
+    if FLAGS.do_eval:
+        final = trainer.evaluate()
+        best_path = os.path.join(out_dir, "best", "best.json")
+        best = None
+        if os.path.exists(best_path):
+            with open(best_path) as f:
+                best = json.load(f)
+        write_json(os.path.join(out_dir, "eval_results.json"),
+                   {"task": task, "seed": trainer_config.seed, "step": trainer.step,
+                    "final": final,
+                    "best": best and {k: best[k] for k in ("metric", "value", "step", "eval")}})
+        result["eval"] = final
+    if FLAGS.do_predict:
+        write_predictions(trainer.model, task, test_path, labels, regression, out_dir,
+                          choices)
+    return result
 
 
 if __name__ == "__main__":

@@ -132,3 +132,25 @@ def test_race_multiple_choice(tmp_path, shared_data):
         # Padding choices (questions with fewer than 4 options) get no probability.
         for letter in "ABCD"[len(e.options):]:
             assert probs[letter] < 1e-6
+
+
+@pytest.mark.slow
+def test_num_runs_reports_median_and_spread_over_seeds(tmp_path, shared_data):
+    out = tmp_path / "rte"
+    run = _run(tmp_path, shared_data, "rte", "RTE", out, "--do_train", "--do_eval",
+               "--num_runs=2", "--train_step=10", "--seed=7")
+    assert run.returncode == 0, run.stderr[-2000:]
+    results = json.loads((out / "eval_results.json").read_text())
+    assert results["runs"] == 2 and results["seeds"] == [7, 8]
+    acc = results["summary"]["accuracy"]
+    assert acc["min"] <= acc["median"] <= acc["max"]
+    per_run = [json.loads((out / f"run_{i}" / "eval_results.json").read_text())
+               for i in range(2)]
+    assert [r["seed"] for r in per_run] == [7, 8]
+    import tensorflow as tf
+    a = tf.train.load_checkpoint(str(out / "run_0" / "checkpoints"))
+    b = tf.train.load_checkpoint(str(out / "run_1" / "checkpoints"))
+    import numpy as np
+    keys = [n for n in a.get_variable_to_shape_map() if n.endswith(".ATTRIBUTES/VARIABLE_VALUE")
+            and "save_counter" not in n and "iter" not in n]
+    assert any(not np.array_equal(a.get_tensor(k), b.get_tensor(k)) for k in keys)

@@ -113,16 +113,21 @@ def _features(tokenizer, task, split, cache_dir, labels):
                       max_seq_length=FLAGS.max_seq_length, num_choices=choices,
                       columns=[FLAGS.text_a_column, FLAGS.text_b_column, FLAGS.label_column])
 
+    info = {"truncated": 0}
+
     def build():
         examples = _read(task, split, source)
         if choices:
-            return convert_multiple_choice(examples, tokenizer, FLAGS.max_seq_length, choices)
-        return convert_examples(examples, tokenizer, FLAGS.max_seq_length, labels)
+            return convert_multiple_choice(examples, tokenizer, FLAGS.max_seq_length, choices,
+                                           info)
+        return convert_examples(examples, tokenizer, FLAGS.max_seq_length, labels, info)
 
     path, count, reused = cached_features(os.path.join(cache_dir, f"{task}-{split}"), key,
-                                          build)
-    print(f"{task} {split}: {count:,} examples "
-          f"({'cached' if reused else 'converted'}: {path})", flush=True)
+                                          build, info)
+    print(f"{task} {split}: {count:,} examples, {info.get('truncated', 0):,} "
+          f"{'sequences' if choices else 'examples'} truncated to max_seq_length="
+          f"{FLAGS.max_seq_length} ({'cached' if reused else 'converted'}: {path})",
+          flush=True)
     return path, count
 
 

@@ -29,8 +29,11 @@ def truncate_pair(a: list, b: list, max_tokens: int) -> None:
         (a if len(a) > len(b) else b).pop()
 
 
-def _pack(tokenizer, a, b, max_seq_length):
-    truncate_pair(a, b, max_seq_length - (3 if b else 2))
+def _pack(tokenizer, a, b, max_seq_length, stats=None):
+    limit = max_seq_length - (3 if b else 2)
+    if stats is not None and len(a) + len(b) > limit:
+        stats["truncated"] = stats.get("truncated", 0) + 1
+    truncate_pair(a, b, limit)
     ids = [tokenizer.cls_id] + a + [tokenizer.sep_id]
     segments = [0] * len(ids)
     if b:
@@ -40,15 +43,18 @@ def _pack(tokenizer, a, b, max_seq_length):
     return ids + [0] * pad, [1] * len(segments) + [0] * pad, segments + [0] * pad
 
 
-def convert_examples(examples, tokenizer, max_seq_length: int, labels: list[str] | None):
+def convert_examples(examples, tokenizer, max_seq_length: int, labels: list[str] | None,
+                     stats: dict | None = None):
     """Examples (`classifier_data.Example`) → {input_ids, input_mask, segment_ids [N, S],
-    label_ids [N] (int64 class index, or float32 score when `labels` is None)}."""
+    label_ids [N] (int64 class index, or float32 score when `labels` is None)}.
+    `stats["truncated"]` counts the examples that did not fit max_seq_length."""
     texts_a = tokenizer.encode_batch([e.text_a for e in examples])
     texts_b = tokenizer.encode_batch([e.text_b or "" for e in examples])
     index = {name: i for i, name in enumerate(labels)} if labels else None
     ids, mask, seg, label_ids = [], [], [], []
     for e, a, b in zip(examples, texts_a, texts_b):
-        x, m, s = _pack(tokenizer, list(a), list(b) if e.text_b else [], max_seq_length)
+        x, m, s = _pack(tokenizer, list(a), list(b) if e.text_b else [], max_seq_length,
+                        stats)
         ids.append(x)
         mask.append(m)
         seg.append(s)
@@ -63,9 +69,11 @@ def convert_examples(examples, tokenizer, max_seq_length: int, labels: list[str]
             "label_ids": np.array(label_ids, np.float32 if index is None else np.int64)}
 
 
-def convert_multiple_choice(examples, tokenizer, max_seq_length: int, num_choices: int = 4):
+def convert_multiple_choice(examples, tokenizer, max_seq_length: int, num_choices: int = 4,
+                            stats: dict | None = None):
     """`MultipleChoiceExample`s → {input_ids, input_mask, segment_ids [N, C, S],
-    label_ids [N]}; questions with fewer options get all-zero rows."""
+    label_ids [N]}; questions with fewer options get all-zero rows. `stats["truncated"]`
+    counts the (question, option) sequences that did not fit."""
     contexts = tokenizer.encode_batch([e.context for e in examples])
     rows = {"input_ids": [], "input_mask": [], "segment_ids": []}
     labels = []
@@ -76,7 +84,7 @@ def convert_multiple_choice(examples, tokenizer, max_seq_length: int, num_choice
                for o in e.options]
         per = {k: [] for k in rows}
         for qa in tokenizer.encode_batch(qas):
-            x, m, s = _pack(tokenizer, list(context), list(qa), max_seq_length)
+            x, m, s = _pack(tokenizer, list(context), list(qa), max_seq_length, stats)
             per["input_ids"].append(x)
             per["input_mask"].append(m)
             per["segment_ids"].append(s)
@@ -103,15 +111,19 @@ def fingerprint(source_file: str, tokenizer, **settings) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def cached_features(path: str, key: str, build) -> tuple[str, int, bool]:
+def cached_features(path: str, key: str, build, info: dict | None = None
+                    ) -> tuple[str, int, bool]:
     """`path`.tfrecord for fingerprint `key`: reused when `path`.json holds the same key,
-    else rebuilt from `build()` (→ feature arrays) atomically. Returns (tfrecord path,
-    number of records, reused?)."""
+    else rebuilt from `build()` (→ feature arrays) atomically. `info` (filled by `build`,
+    e.g. truncation counts) is stored in `path`.json and, on reuse, read back into `info`.
+    Returns (tfrecord path, number of records, reused?)."""
     record_path, meta_path = path + ".tfrecord", path + ".json"
     if os.path.exists(record_path) and os.path.exists(meta_path):
         with open(meta_path) as f:
             meta = json.load(f)
         if meta.get("fingerprint") == key:
+            if info is not None:
+                info.update(meta.get("info", {}))
             return record_path, meta["count"], True
     features = build()
     count = len(features["label_ids"])
@@ -128,7 +140,7 @@ def cached_features(path: str, key: str, build) -> tuple[str, int, bool]:
     writer.commit()
     tmp = meta_path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump({"fingerprint": key, "count": count,
+        json.dump({"fingerprint": key, "count": count, "info": info or {},
                    "shapes": {k: list(v.shape[1:]) for k, v in features.items()}}, f)
     os.replace(tmp, meta_path)
     return record_path, count, False

@@ -33,8 +33,11 @@ def test_truncate_pair_is_the_official_rule():
 def test_pairs_are_packed_as_cls_a_sep_b_sep(tok, shared_data):
     from data_pipeline.classifier_data import label_names, read_task
     examples = read_task(str(shared_data / "glue" / "MRPC"), "mrpc", "dev")
-    f = convert_examples(examples, tok, 64, label_names("mrpc"))
+    stats = {}
+    f = convert_examples(examples, tok, 64, label_names("mrpc"), stats)
     assert f["input_ids"].shape == (408, 64) and f["label_ids"].dtype == np.int64
+    full = [len(tok.encode(e.text_a)) + len(tok.encode(e.text_b)) + 3 for e in examples]
+    assert stats["truncated"] == sum(n > 64 for n in full) > 0
     for i in (0, 1, 200):
         n = int(f["input_mask"][i].sum())
         ids, seg = f["input_ids"][i, :n], f["segment_ids"][i, :n]
@@ -60,10 +63,12 @@ def test_cache_is_reused_and_rebuilt_when_settings_change(tok, shared_data, tmp_
         return convert_examples(examples, tok, seq, None)
 
     key = fingerprint(source, tok, max_seq_length=32, labels=None)
-    path, count, reused = cached_features(str(tmp_path / "dev"), key, lambda: build(32))
+    path, count, reused = cached_features(str(tmp_path / "dev"), key, lambda: build(32),
+                                          {"truncated": 7})
     assert (count, reused) == (1500, False)
-    _, _, reused = cached_features(str(tmp_path / "dev"), key, lambda: build(32))
-    assert reused and calls == [32]
+    info = {}
+    _, _, reused = cached_features(str(tmp_path / "dev"), key, lambda: build(32), info)
+    assert reused and calls == [32] and info == {"truncated": 7}
     key64 = fingerprint(source, tok, max_seq_length=64, labels=None)
     _, _, reused = cached_features(str(tmp_path / "dev"), key64, lambda: build(64))
     assert not reused and calls == [32, 64]

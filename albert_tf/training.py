@@ -34,6 +34,7 @@ what TPU pods and multi-GPU runs need:
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import json
 import math
@@ -107,7 +108,7 @@ def set_precision(dtype: str) -> None:
                                    "float16": "mixed_float16"}[dtype])
 
 
-class Task:
+class Task(abc.ABC):
     """What the trainer needs to know about a task (pretraining, classification, ...).
 
     losses, metrics: {name: denominator key}. The loss is Σ sum[name]/den[key] over
@@ -123,14 +124,17 @@ class Task:
     metrics: dict = {}
     best_metric: str | None = None
 
+    @abc.abstractmethod
     def build_model(self):
-        raise NotImplementedError
+        """A built keras.Model."""
 
+    @abc.abstractmethod
     def denominators(self, batch) -> dict:
-        raise NotImplementedError
+        """{key: float32 scalar} per-replica counts."""
 
+    @abc.abstractmethod
     def terms(self, batch, outputs) -> dict:
-        raise NotImplementedError
+        """{name: float32 scalar} per-replica sums."""
 
 
 class Preempted(Exception):

@@ -16,7 +16,6 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import time
 
@@ -100,16 +99,9 @@ def main():
     passthrough = [f"--{k}={getattr(args, k)}" for k in
                    ("config", "seq", "train_batch", "eval_batch", "eval_batches",
                     "steps_per_loop", "loops", "tmp")]
-    results = []
-    for case in args.cases.split(","):
-        print(f"[{time.strftime('%H:%M:%S')}] {case} ...", file=sys.stderr, flush=True)
-        run = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", case]
-                             + passthrough, capture_output=True, text=True)
-        lines = [l for l in run.stdout.splitlines() if l.startswith("RESULT ")]
-        if run.returncode or not lines:
-            print(f"{case} failed:\n{run.stderr[-2000:]}", file=sys.stderr)
-            continue
-        results.append(json.loads(lines[-1][len("RESULT "):]))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cases import run_cases
+    results = run_cases(os.path.abspath(__file__), args.cases.split(","), passthrough)
     print(f"\nSST-2 sentences, ALBERT-{args.config}, max_seq_length {args.seq}, "
           f"{os.cpu_count()} cores (train batch {args.train_batch}, eval batch "
           f"{args.eval_batch})\n")

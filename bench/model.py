@@ -21,7 +21,6 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import time
 
@@ -157,16 +156,9 @@ def main():
 
     passthrough = [f"--{k}={getattr(args, k)}" for k in
                    ("config", "batch", "seq", "masked", "warmup", "reps", "steps", "seed")]
-    results = []
-    for case in args.cases.split(","):
-        print(f"[{time.strftime('%H:%M:%S')}] {case} ...", file=sys.stderr, flush=True)
-        run = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", case]
-                             + passthrough, capture_output=True, text=True)
-        lines = [l for l in run.stdout.splitlines() if l.startswith("RESULT ")]
-        if run.returncode or not lines:
-            print(f"{case} failed:\n{run.stderr[-2000:]}", file=sys.stderr)
-            continue
-        results.append(json.loads(lines[-1][len("RESULT "):]))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cases import run_cases
+    results = run_cases(os.path.abspath(__file__), args.cases.split(","), passthrough)
 
     peers = peer_results(args.peers)
     print(f"\nALBERT-{args.config}, batch {args.batch} x {args.seq}, "

@@ -598,6 +598,7 @@ def _one_line_error(out, *needles):
     for needle in needles:
         assert needle in err, err
     assert "Traceback" not in out.stderr + out.stdout
+    return err
 
 
 def test_cli_empty_or_blank_input_is_a_clear_error(tmp_path):
@@ -661,14 +662,17 @@ def test_cli_missing_spm_model(tmp_path):
     cfg = config(f"{tmp_path}/a.txt", tmp_path / "out")
     missing = str(tmp_path / "nope" / "30k-clean.model")
     cfg = dataclasses.replace(cfg, spm_model_file=missing)
-    _one_line_error(run_cli(cli_args(cfg, num_workers=1)), missing, "not found")
+    err = _one_line_error(run_cli(cli_args(cfg, num_workers=1)), missing, "not found")
+    assert err.startswith("error: SentencePiece model not found")
 
 
 def test_cli_unwritable_output_dir(tmp_path):
     (tmp_path / "a.txt").write_text("Some text.\nMore text.\n")
     under_file = tmp_path / "a.txt" / "sub"  # a path below a regular file: even root fails
     cfg = config(f"{tmp_path}/a.txt", under_file)
-    _one_line_error(run_cli(cli_args(cfg, num_workers=1)), str(under_file), "not writable")
+    err = _one_line_error(run_cli(cli_args(cfg, num_workers=1)), str(under_file),
+                          "not writable")
+    assert not os.path.exists(under_file) and "output_dir" in err
     if os.geteuid() != 0:  # root writes into read-only directories regardless
         ro = tmp_path / "readonly"
         ro.mkdir()

@@ -154,3 +154,27 @@ def test_num_runs_reports_median_and_spread_over_seeds(tmp_path, shared_data):
     keys = [n for n in a.get_variable_to_shape_map() if n.endswith(".ATTRIBUTES/VARIABLE_VALUE")
             and "save_counter" not in n and "iter" not in n]
     assert any(not np.array_equal(a.get_tensor(k), b.get_tensor(k)) for k in keys)
+
+
+@pytest.mark.slow
+def test_chnsenticorp_chinese_end_to_end(tmp_path, shared_data):
+    """Chinese sentiment end to end; the vocabulary is the German ALBERT model's, so most
+    characters are <unk> — this checks the plumbing and the labels, not accuracy."""
+    out = tmp_path / "chn"
+    config = tmp_path / "albert_config.json"
+    config.write_text(json.dumps(TINY))
+    cmd = [sys.executable, os.path.join(ROOT, "run_classifier.py"), "--task_name=chnsenticorp",
+           f"--data_dir={shared_data / 'chinese' / 'ChnSentiCorp'}", f"--output_dir={out}",
+           f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+           f"--albert_config_file={config}", "--max_seq_length=64", "--train_batch_size=32",
+           "--train_step=10", "--steps_per_loop=10", "--eval_batch_size=200",
+           "--learning_rate=1e-3", "--do_train", "--do_eval", "--do_predict"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
+                         env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "chnsenticorp train: 9,600 examples" in run.stdout
+    final = json.loads((out / "eval_results.json").read_text())["final"]
+    assert 0.0 <= final["accuracy"] <= 1.0
+    rows = (out / "CHNSENTICORP.tsv").read_text().splitlines()
+    assert len(rows) == 1 + 1200 and {r.split("\t")[1] for r in rows[1:]} <= {
+        "negative", "positive"}

@@ -249,12 +249,8 @@ def main(argv=None) -> int:
     flags.DEFINE_integer("batch_size", 8, "Records per batch.", flag_values=fl, lower_bound=1)
     flags.DEFINE_integer("max_seq_length", None, "Length of the records' input_ids (default: "
                          "read from the first record).", flag_values=fl, lower_bound=1)
-    for name in ("init_checkpoint", "input_file", "output_dir"):
-        flags.mark_flag_as_required(name, flag_values=fl)
-    try:
-        fl(sys.argv if argv is None else argv)
-    except flags.Error as e:
-        print(f"error: {e}\n{fl.main_module_help()}", file=sys.stderr)
+    from albert_tf.flags import parse_tool_flags
+    if not parse_tool_flags(fl, argv, ("init_checkpoint", "input_file", "output_dir")):
         return 2
     try:
         out = analyze([fl.init_checkpoint, *fl.compare_checkpoint], fl.input_file,

@@ -105,12 +105,8 @@ def main(argv=None) -> int:
                         flag_values=fl)
     flags.DEFINE_string("albert_config_file", None, "albert_config.json (required for tf1 "
                         "and tfhub; for transformers it replaces config.json).", flag_values=fl)
-    for name in ("source", "input", "output_dir"):
-        flags.mark_flag_as_required(name, flag_values=fl)
-    try:
-        fl(sys.argv if argv is None else argv)
-    except flags.Error as e:
-        print(f"error: {e}\n{fl.main_module_help()}", file=sys.stderr)
+    from albert_tf.flags import parse_tool_flags
+    if not parse_tool_flags(fl, argv, ("source", "input", "output_dir")):
         return 2
     try:
         report = convert(fl.source, fl.input, fl.output_dir, fl.albert_config_file)

@@ -197,12 +197,8 @@ def main(argv=None) -> int:
                         flag_values=fl)
     flags.DEFINE_string("output_dir", None, "Where to write ckpt-1 and albert_config.json.",
                         flag_values=fl)
-    for name in ("init_checkpoint", "output_dir"):
-        flags.mark_flag_as_required(name, flag_values=fl)
-    try:
-        fl(sys.argv if argv is None else argv)
-    except flags.Error as e:
-        print(f"error: {e}\n{fl.main_module_help()}", file=sys.stderr)
+    from albert_tf.flags import parse_tool_flags
+    if not parse_tool_flags(fl, argv, ("init_checkpoint", "output_dir")):
         return 2
     try:
         source = resolve_init_checkpoint(fl.init_checkpoint)

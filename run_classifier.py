@@ -14,6 +14,8 @@ computes the task's GLUE metrics (data_pipeline.metrics) on the dev set every
 (MCC for CoLA, Pearson/Spearman mean for STS-B, F1/accuracy mean for MRPC and QQP,
 accuracy otherwise); final figures go to eval_results.json. `--do_predict` writes the GLUE
 submission file (`index<TAB>prediction`) and a JSONL with probabilities for the test set.
+`--export_dir` writes the fine-tuned model directory (weights, config, SentencePiece model,
+labels) that the serving export turns into a SavedModel.
 """
 
 from __future__ import annotations
@@ -63,6 +65,10 @@ def define_flags():
     flags.DEFINE_integer("num_choices", 4, "race/multiple_choice_jsonl: choices per question.")
     flags.DEFINE_integer("num_runs", 1, "Fine-tune with seeds seed, seed+1, ...; "
                          "eval_results.json reports median, min, max and std.")
+    flags.DEFINE_string("export_dir", None, "Write the fine-tuned model here when done: "
+                        "weights, albert_config.json, the SentencePiece model and task.json "
+                        "(labels, max_seq_length, casing) - what the serving export reads "
+                        "(albert_tf.finetuned). With --num_runs, one directory per run.")
     flags.mark_flags_as_required(["task_name", "output_dir", "spm_model_file"])
 
 
@@ -235,6 +241,9 @@ def main(argv):
     try:
         if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
             raise ValueError("nothing to do: give --do_train, --do_eval and/or --do_predict")
+        if FLAGS.export_dir and os.path.isdir(FLAGS.export_dir) and os.listdir(
+                FLAGS.export_dir):  # fail now, not after training
+            raise ValueError(f"--export_dir {FLAGS.export_dir} exists and is not empty")
         albert_config = shared_flags.albert_config_from_flags()
         regression = (FLAGS.regression if task in FILE_TASKS
                       else classifier_data.is_regression(task))
@@ -309,7 +318,7 @@ def _run_once(task, albert_config, trainer_config, labels, regression, choices, 
         "runner": "run_classifier", "flags": FLAGS.flag_values_dict(),
         "albert_config": albert_config.to_dict(),
         "trainer_config": dataclasses.asdict(trainer_config), "labels": labels,
-        "train_examples": train_count})
+        "train_examples": train_count, "replicas": strategy.num_replicas_in_sync})
     task_obj = ClassificationTask(albert_config,
                                   num_labels=1 if regression else len(labels or [0, 1]),
                                   num_choices=choices, dropout=FLAGS.classifier_dropout)
@@ -346,6 +355,17 @@ def _run_once(task, albert_config, trainer_config, labels, regression, choices, 
     if FLAGS.do_predict:
         write_predictions(trainer.model, task, test_path, labels, regression, out_dir,
                           choices)
+    if FLAGS.export_dir:
+        from albert_tf.finetuned import save_finetuned
+        export_dir = (FLAGS.export_dir if out_dir == FLAGS.output_dir else
+                      os.path.join(FLAGS.export_dir, os.path.basename(out_dir)))
+        save_finetuned(trainer.model, export_dir, {
+            "kind": "multiple_choice" if choices else "classifier", "task_name": task,
+            "labels": labels, "regression": bool(regression), "num_choices": choices,
+            "max_seq_length": FLAGS.max_seq_length, "do_lower_case": FLAGS.do_lower_case,
+            "step": trainer.step}, FLAGS.spm_model_file)
+        print(f"fine-tuned model: {export_dir}", flush=True)
+        result["export_dir"] = export_dir
     return result
 
 

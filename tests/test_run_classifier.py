@@ -178,3 +178,140 @@ def test_chnsenticorp_chinese_end_to_end(tmp_path, shared_data):
     rows = (out / "CHNSENTICORP.tsv").read_text().splitlines()
     assert len(rows) == 1 + 1200 and {r.split("\t")[1] for r in rows[1:]} <= {
         "negative", "positive"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task,folder,metric,names", [
+    ("sst-2", "SST-2", "accuracy", {"0", "1"}),
+    ("cola", "CoLA", "mcc", {"0", "1"}),
+    ("rte", "RTE", "accuracy", {"entailment", "not_entailment"})])
+def test_glue_tasks_end_to_end(tmp_path, shared_data, task, folder, metric, names):
+    """SST-2, CoLA and RTE (with MRPC and STS-B above: the five tasks of the issue) train,
+    evaluate with the task's metric, keep the best checkpoint by it and write the GLUE
+    submission file with the label names GLUE expects."""
+    out = tmp_path / task
+    run = _run(tmp_path, shared_data, task, folder, out, "--do_train", "--do_eval",
+               "--do_predict", "--eval_every=10")
+    assert run.returncode == 0, run.stderr[-2000:]
+    results = json.loads((out / "eval_results.json").read_text())
+    assert results["best"]["metric"] == metric
+    assert -1.0 <= results["final"][metric] <= 1.0
+    evals = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()
+             if json.loads(l)["split"] == "eval"]
+    assert results["best"]["value"] == max(e[metric] for e in evals)
+    name = "SST-2" if task == "sst-2" else task.upper()
+    rows = (out / f"{name}.tsv").read_text().splitlines()
+    assert rows[0] == "index\tprediction"
+    assert [r.split("\t")[0] for r in rows[1:4]] == ["0", "1", "2"]
+    assert {r.split("\t")[1] for r in rows[1:]} <= names
+
+
+@pytest.mark.slow
+def test_export_dir_holds_the_fine_tuned_model(tmp_path, shared_data):
+    """--export_dir writes weights + config + vocabulary + task.json; the model rebuilt from
+    it gives the runner's own test-set probabilities. An existing export is never
+    overwritten: the run stops before training."""
+    import numpy as np
+    from albert_tf.finetuned import load_finetuned
+    from data_pipeline.classifier_features import classifier_dataset
+    out, export = tmp_path / "sst2", tmp_path / "export"
+    run = _run(tmp_path, shared_data, "sst-2", "SST-2", out, "--do_train", "--do_predict",
+               f"--export_dir={export}", "--classifier_dropout=0.2")
+    assert run.returncode == 0, run.stderr[-2000:]
+    model, task = load_finetuned(str(export))
+    assert task["labels"] == ["0", "1"] and task["max_seq_length"] == 64
+    assert task["do_lower_case"] is True and task["kind"] == "classifier"
+    assert (export / "spm.model").read_bytes() == (
+        shared_data / "spm" / "de-30k-clean.model").read_bytes()
+    expected = [json.loads(l)["probabilities"] for l in
+                (out / "sst-2_test_predictions.jsonl").read_text().splitlines()]
+    (records,) = (out / "cache").glob("sst-2-test*.tfrecord")
+    batch = next(iter(classifier_dataset(str(records), 256, 64, drop_remainder=False)))
+    logits = model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")},
+                   training=False)["logits"].numpy()
+    probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    order = batch["example_index"].numpy()
+    want = np.array([[expected[i]["0"], expected[i]["1"]] for i in order])
+    np.testing.assert_allclose(probs, want, atol=2e-6)
+    again = _run(tmp_path, shared_data, "sst-2", "SST-2", tmp_path / "again", "--do_train",
+                 f"--export_dir={export}")
+    assert again.returncode == 1
+    assert f"--export_dir {export} exists and is not empty" in again.stderr
+    assert not (tmp_path / "again" / "checkpoints").exists()
+
+
+@pytest.mark.slow
+def test_fine_tunes_from_a_converted_transformers_checkpoint(tmp_path, shared_data):
+    """The parity test's kind of Hugging Face model, converted by albert_tf.convert, is a
+    valid --init_checkpoint: the encoder is restored (the classifier head is new) and
+    fine-tuning lowers the loss."""
+    from albert_tf.convert import convert
+    from references import hf_pretraining_model
+    hf_pretraining_model(tmp_path / "hf", vocab_size=30000, max_position_embeddings=64,
+                         hidden_act="gelu_new")
+    convert("transformers", str(tmp_path / "hf"), str(tmp_path / "converted"))
+    out = tmp_path / "rte"
+    config = tmp_path / "converted" / "albert_config.json"
+    cmd = [sys.executable, os.path.join(ROOT, "run_classifier.py"), "--task_name=rte",
+           f"--data_dir={shared_data / 'glue' / 'RTE'}", f"--output_dir={out}",
+           f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+           f"--albert_config_file={config}", f"--init_checkpoint={tmp_path / 'converted'}",
+           "--max_seq_length=64", "--train_batch_size=32", "--train_step=30",
+           "--steps_per_loop=10", "--eval_batch_size=128", "--learning_rate=1e-3",
+           "--do_train", "--do_eval"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
+                         env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "init_checkpoint: restored encoder" in run.stdout, run.stdout[-2000:]
+    train = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()
+             if json.loads(l)["split"] == "train"]
+    assert len(train) == 3 and train[-1]["loss"] < train[0]["loss"]
+
+
+MIRRORED_DRIVER = """\
+import sys
+sys.path.insert(0, {root!r})
+import tensorflow as tf
+cpus = tf.config.list_physical_devices("CPU")
+tf.config.set_logical_device_configuration(
+    cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+from absl import app
+import run_classifier
+run_classifier.define_flags()
+app.run(lambda argv: sys.exit(run_classifier.main(argv)))
+"""
+
+
+@pytest.mark.slow
+def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, shared_data):
+    """Two replicas of batch 16 against one device with batch 32: the same training losses
+    and dev metrics (no dropout, so the runs are the same computation)."""
+    driver = tmp_path / "driver.py"
+    driver.write_text(MIRRORED_DRIVER.format(root=ROOT))
+    results = {}
+    for strategy in ("default", "mirrored"):
+        out = tmp_path / strategy
+        config = tmp_path / "albert_config.json"
+        config.write_text(json.dumps(TINY))
+        cmd = [sys.executable, str(driver), "--task_name=mrpc",
+               f"--data_dir={shared_data / 'glue' / 'MRPC'}", f"--output_dir={out}",
+               f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+               f"--albert_config_file={config}", "--max_seq_length=64",
+               "--train_batch_size=32", "--train_step=20", "--steps_per_loop=10",
+               "--eval_batch_size=128", "--learning_rate=1e-3", "--classifier_dropout=0",
+               f"--strategy={strategy}", "--do_train", "--do_eval"]
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
+                             env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+        assert run.returncode == 0, run.stderr[-2000:]
+        replicas = json.loads((out / "run_config.json").read_text())["replicas"]
+        assert replicas == (2 if strategy == "mirrored" else 1)
+        rows = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
+        results[strategy] = (rows, json.loads((out / "eval_results.json").read_text())["final"])
+    (ref_rows, ref_final), (rows, final) = results["default"], results["mirrored"]
+    assert [r["step"] for r in rows] == [r["step"] for r in ref_rows]
+    for ref, row in zip(ref_rows, rows):
+        for name in ("loss", "accuracy", "f1"):
+            if name in ref:
+                assert row[name] == pytest.approx(ref[name], rel=1e-4, abs=1e-5), (ref, name)
+    for name, value in ref_final.items():
+        assert final[name] == pytest.approx(value, rel=1e-4, abs=1e-5), name

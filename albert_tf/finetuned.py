@@ -1,0 +1,83 @@
+"""A fine-tuned model directory: everything needed to rebuild a task model and feed it text.
+
+A runner's `--export_dir` writes one, and the serving export (`albert_tf.export`) reads it,
+so a deployed model can never pair the weights with another vocabulary, casing, label order
+or sequence length than the ones it was trained with:
+
+    DIR/albert_config.json   the encoder's hyper-parameters
+    DIR/ckpt-N.*, checkpoint the task model (encoder + head), `albert_tf.save_checkpoint`
+    DIR/spm.model            the SentencePiece model the task data was tokenized with
+    DIR/task.json            {"kind", "task_name", "labels", "regression", "num_choices",
+                              "max_seq_length", "do_lower_case", ...}
+
+The directory is written under a temporary name and renamed when complete: a crash never
+leaves a half-written one, and an existing directory is never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+TASK_FILE = "task.json"
+SPM_FILE = "spm.model"
+KINDS = ("classifier", "multiple_choice")
+
+
+def save_finetuned(model, directory: str, task: dict, spm_model_file: str) -> str:
+    """Writes `model` (AlbertClassifier or AlbertMultipleChoice) and `task` (see the module
+    docstring; `kind` is required) as a fine-tuned model directory. Returns `directory`.
+
+    Raises FileExistsError when `directory` exists and is not empty.
+    """
+    from albert_tf.checkpoints import save_checkpoint
+    if task.get("kind") not in KINDS:
+        raise ValueError(f"task kind {task.get('kind')!r} is not one of {', '.join(KINDS)}")
+    if os.path.isdir(directory) and os.listdir(directory):
+        raise FileExistsError(f"export directory {directory} exists and is not empty; "
+                              f"give a new one")
+    if not os.path.exists(spm_model_file):
+        raise FileNotFoundError(f"SentencePiece model not found: {spm_model_file}")
+    tmp = directory.rstrip("/") + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    save_checkpoint(model, tmp)
+    shutil.copyfile(spm_model_file, os.path.join(tmp, SPM_FILE))
+    with open(os.path.join(tmp, TASK_FILE), "w") as f:
+        json.dump(dict(task, spm_model=SPM_FILE), f, indent=1, sort_keys=True)
+    if os.path.isdir(directory):
+        os.rmdir(directory)  # empty (checked above)
+    os.replace(tmp, directory)
+    return directory
+
+
+def read_task(directory: str) -> dict:
+    """task.json of a fine-tuned model directory, with `spm_model` made a full path."""
+    path = os.path.join(directory, TASK_FILE)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} not found: {directory} is not a fine-tuned model "
+                                f"directory (a runner's --export_dir writes one)")
+    with open(path) as f:
+        task = json.load(f)
+    task["spm_model"] = os.path.join(directory, task.get("spm_model", SPM_FILE))
+    return task
+
+
+def load_finetuned(directory: str):
+    """(model, task): the task model rebuilt from a fine-tuned model directory, weights
+    restored (a missing head is an error, not a random head), and its task.json."""
+    from albert_tf.checkpoints import CheckpointError, load_checkpoint
+    from albert_tf.config import AlbertConfig
+    from albert_tf.models import AlbertClassifier, AlbertMultipleChoice
+    task = read_task(directory)
+    config = AlbertConfig.from_json_file(os.path.join(directory, "albert_config.json"))
+    if task["kind"] == "multiple_choice":
+        model = AlbertMultipleChoice(config, dropout=0.0)
+    else:
+        model = AlbertClassifier(config, 1 if task.get("regression") else len(task["labels"]),
+                                 dropout=0.0)
+    model.build()
+    report = load_checkpoint(model, directory)
+    if report.missing:
+        raise CheckpointError(f"{directory}: the checkpoint lacks {', '.join(report.missing)}")
+    return model, task

@@ -63,6 +63,9 @@ def define_flags():
     flags.DEFINE_string("label_column", "label", "csv/tsv/jsonl: label column.")
     flags.DEFINE_bool("regression", False, "csv/tsv/jsonl: the label is a number (MSE).")
     flags.DEFINE_integer("num_choices", 4, "race/multiple_choice_jsonl: choices per question.")
+    flags.DEFINE_integer("max_train_examples", 0, "Fine-tune on this many training examples "
+                         "at most, drawn at random with --seed (0: all): learning curves, "
+                         "low-resource comparisons.")
     flags.DEFINE_integer("num_runs", 1, "Fine-tune with seeds seed, seed+1, ...; "
                          "eval_results.json reports median, min, max and std.")
     flags.DEFINE_string("export_dir", None, "Write the fine-tuned model here when done: "
@@ -115,14 +118,22 @@ def _features(tokenizer, task, split, cache_dir, labels):
     if not os.path.exists(source):
         raise FileNotFoundError(f"{task} {split} file not found: {source}")
     choices = FLAGS.num_choices if task in CHOICE_TASKS else None
+    subset = FLAGS.max_train_examples if split == "train" else 0
     key = fingerprint(source, tokenizer, task=task, split=split, labels=labels,
                       max_seq_length=FLAGS.max_seq_length, num_choices=choices,
-                      columns=[FLAGS.text_a_column, FLAGS.text_b_column, FLAGS.label_column])
+                      columns=[FLAGS.text_a_column, FLAGS.text_b_column, FLAGS.label_column],
+                      **({"subset": subset, "subset_seed": FLAGS.seed} if subset else {}))
 
     info = {"truncated": 0}
 
     def build():
         examples = _read(task, split, source)
+        if subset and subset < len(examples):
+            import numpy as np
+            info["subset_of"] = len(examples)
+            keep = np.random.default_rng(FLAGS.seed).choice(len(examples), subset,
+                                                            replace=False)
+            examples = [examples[i] for i in sorted(keep)]
         if choices:
             return convert_multiple_choice(examples, tokenizer, FLAGS.max_seq_length, choices,
                                            info)
@@ -130,7 +141,8 @@ def _features(tokenizer, task, split, cache_dir, labels):
 
     path, count, reused = cached_features(os.path.join(cache_dir, f"{task}-{split}"), key,
                                           build, info)
-    print(f"{task} {split}: {count:,} examples, {info.get('truncated', 0):,} "
+    of = f" (drawn from {info['subset_of']:,})" if info.get("subset_of") else ""
+    print(f"{task} {split}: {count:,} examples{of}, {info.get('truncated', 0):,} "
           f"{'sequences' if choices else 'examples'} truncated to max_seq_length="
           f"{FLAGS.max_seq_length} ({'cached' if reused else 'converted'}: {path})",
           flush=True)

@@ -125,3 +125,38 @@ class AlbertMultipleChoice(keras.Model):
         scores = tf.reshape(self.choice_head(pooled, training=training), shape[:2])
         present = tf.reduce_any(tf.cast(inputs["input_mask"], tf.bool), axis=-1)  # [B, C]
         return {"logits": tf.where(present, scores, tf.fill(tf.shape(scores), -1e9))}
+
+
+class AlbertQuestionAnswering(keras.Model):
+    """Encoder + span head (SQuAD v1.1 and v2.0): one dense layer H → 2 on every token
+    gives start and end logits (the official v1.1 head; Hugging Face's `qa_outputs`).
+
+    For v2.0 the same head scores "no answer" BERT-style: the [CLS] position's start + end
+    logit is the null score, compared with the best span's score (see
+    data_pipeline.squad_postprocess). Padding positions get -1e4 so no loss or prediction
+    lands there.
+
+    Call: the encoder inputs (int32 [batch, seq]) → {"start_logits", "end_logits":
+    float32 [batch, seq]}.
+    """
+
+    def __init__(self, config: AlbertConfig, encoder: AlbertEncoder | None = None, **kwargs):
+        kwargs.setdefault("name", "albert_question_answering")
+        super().__init__(**kwargs)
+        self.config = config
+        self.encoder = encoder if encoder is not None else AlbertEncoder(config)
+        self.span_head = keras.layers.Dense(
+            2, kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=config.initializer_range), dtype="float32", name="span_head")
+
+    def build(self, input_shape=None):
+        if not self.encoder.built:
+            self.encoder.build()
+        self.span_head.build((None, None, self.config.hidden_size))
+
+    def call(self, inputs, training=False):
+        import tensorflow as tf
+        sequence = self.encoder(inputs, training=training)["sequence_output"]
+        logits = self.span_head(tf.cast(sequence, tf.float32))            # [B, S, 2]
+        pad = (1.0 - tf.cast(inputs["input_mask"], tf.float32)) * -1e4
+        return {"start_logits": logits[..., 0] + pad, "end_logits": logits[..., 1] + pad}

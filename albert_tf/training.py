@@ -257,8 +257,10 @@ class Trainer:
             loss, report = self._loss(batch, dens)
             scaled = self.optimizer.scale_loss(loss) if self.loss_scaling else loss
         # Dense gradients: the embedding gather gives IndexedSlices with repeated rows, whose
-        # global norm (and so clipping) would count each repeat separately.
-        grads = [tf.convert_to_tensor(g) for g in tape.gradient(scaled, self.variables)]
+        # global norm (and so clipping) would count each repeat separately. A variable the
+        # task does not use (the pooler under a span head) gets a zero gradient.
+        grads = [tf.convert_to_tensor(g) if g is not None else tf.zeros_like(v)
+                 for g, v in zip(tape.gradient(scaled, self.variables), self.variables)]
         return grads, report
 
     def _apply(self, grads):
@@ -601,6 +603,43 @@ class ClassificationTask(Task):
                 "accuracy": tf.reduce_sum(tf.cast(correct, tf.float32))}
 
 
+class SquadTask(Task):
+    """Extractive question answering (SQuAD): cross-entropy of the start and of the end
+    position over the sequence, averaged (the official loss); batches carry
+    `start_positions`, `end_positions` int32 [batch] (0, the [CLS] position, when the
+    window holds no answer). `span_accuracy`: both positions right. EM/F1 are computed by
+    the runner on predictions (data_pipeline.squad_eval)."""
+
+    losses = {"span_loss": "examples"}
+    metrics = {"span_accuracy": "examples"}
+    best_metric = "f1"
+
+    def __init__(self, albert_config):
+        self.albert_config = albert_config
+
+    def build_model(self):
+        from albert_tf.models import AlbertQuestionAnswering
+        model = AlbertQuestionAnswering(self.albert_config)
+        model.build()
+        return model
+
+    def denominators(self, batch):
+        import tensorflow as tf
+        return {"examples": tf.cast(tf.shape(batch["start_positions"])[0], tf.float32)}
+
+    def terms(self, batch, outputs):
+        import tensorflow as tf
+        nll, correct = 0.0, 1.0
+        for side in ("start", "end"):
+            logits = tf.cast(outputs[f"{side}_logits"], tf.float32)
+            labels = tf.cast(batch[f"{side}_positions"], tf.int32)
+            nll += tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                                  logits=logits)
+            correct *= tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels),
+                               tf.float32)
+        return {"span_loss": 0.5 * tf.reduce_sum(nll), "span_accuracy": tf.reduce_sum(correct)}
+
+
 def write_json(path: str, obj) -> None:
     """Atomic JSON write (the effective configuration of a run)."""
     tmp = path + ".tmp"
@@ -611,4 +650,5 @@ def write_json(path: str, obj) -> None:
 
 
 __all__ = ["TrainerConfig", "Trainer", "Task", "PretrainingTask", "ClassificationTask",
+           "SquadTask",
            "make_strategy", "set_precision", "Preempted", "write_json", "task_output_dir"]

@@ -42,7 +42,8 @@ def finetune(task: str, init: str | None, out: str, pretrained_dir: str, seed: i
            f"--train_step={int(steps * args.step_scale)}", "--warmup_proportion=0.1",
            f"--learning_rate={args.learning_rate}", "--optimizer=adamw",
            "--steps_per_loop=50", "--save_checkpoints_steps=100000", f"--seed={seed}",
-           f"--dtype={args.dtype}", "--do_train", "--do_eval"]
+           f"--dtype={args.dtype}", f"--max_train_examples={args.max_train_examples}",
+           "--do_train", "--do_eval"]
     if init:
         cmd.append(f"--init_checkpoint={init}")
     start = time.time()
@@ -66,6 +67,8 @@ def main() -> int:
     p.add_argument("--step_scale", type=float, default=1.0,
                    help="multiply every task's training steps")
     p.add_argument("--pretrain_steps", type=int, default=3000)
+    p.add_argument("--max_train_examples", type=int, default=0,
+                   help="fine-tune on this many training examples (0: all)")
     p.add_argument("--dtype", default="float32")
     args = p.parse_args()
     os.makedirs(args.output_dir, exist_ok=True)

@@ -126,7 +126,7 @@ def cached_features(path: str, key: str, build, info: dict | None = None
                 info.update(meta.get("info", {}))
             return record_path, meta["count"], True
     features = build()
-    count = len(features["label_ids"])
+    count = len(next(iter(features.values())))
     flat = {k: (v.reshape(count, -1) if v.ndim > 1 else v.reshape(count, 1))
             for k, v in features.items()}
     flat["example_index"] = np.arange(count, dtype=np.int64).reshape(count, 1)

@@ -1,0 +1,379 @@
+"""SQuAD v1.1 / v2.0 (and CMRC-style Chinese) data: JSON → examples → windowed features.
+
+Answers are located at the character level, through the same normalization the model sees
+(ALBERT's: whitespace collapsed, ``/'' → ", accents stripped, lowercased), so that every
+token knows which characters of the *original* context it covers:
+
+  1. The context is split into words at whitespace (no SentencePiece piece crosses a
+     space — `AlbertTokenizer`). Each word is normalized character by character, keeping
+     for every normalized character the original character it came from.
+  2. Each normalized word is encoded by SentencePiece with byte offsets (`return_type=
+     "proto"`), and ALBERT's "<digit>," split is applied with offsets too; the ids equal
+     `AlbertTokenizer.encode` (tested on all of SQuAD dev).
+  3. Token i covers original characters [token_start[i], token_end[i]). An answer span
+     [s, e) maps to the first token ending after s and the last token starting before e;
+     a predicted token span maps back to context[token_start[a]:token_end[b]].
+
+An answer whose boundary falls inside a piece comes back with the rest of that piece
+("1990" from the piece "▁1990s"): such answers are counted (`boundary_inside_piece`), as
+are answers whose offset does not match their text (`misplaced_offset`, found again
+nearby when possible) and answers that cannot be located at all (`unalignable`: skipped
+for training, never silently wrong).
+
+Features (BERT/ALBERT layout): `[CLS] question [SEP] context window [SEP]`, windows of
+`max_seq_length - len(question) - 3` context tokens every `doc_stride` tokens; the
+question is cut to `max_query_length` tokens. Labels: start/end token positions of the
+answer when the whole answer is inside the window, else 0 (the [CLS] position: "no
+answer here"). For prediction each feature carries the character offsets of its context
+tokens and whether the window is the one where the token has the most context.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import re
+import unicodedata
+
+import numpy as np
+
+from data_pipeline.tokenization import SPIECE_UNDERLINE
+
+_WORD = re.compile(r"\S+")
+
+
+@dataclasses.dataclass
+class SquadExample:
+    """One question. `answers`: [{"text", "answer_start"}] (all gold answers; the first is
+    trained on); `is_impossible`: a v2.0 unanswerable question."""
+    qas_id: str
+    question: str
+    context: str
+    answers: list
+    is_impossible: bool = False
+    title: str = ""
+
+
+def read_squad(path: str) -> list[SquadExample]:
+    """Every question of a SQuAD-format JSON file (v1.1, v2.0, CMRC 2018), in file order."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 ({e.reason} at byte {e.start})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise ValueError(f"{path}: not a SQuAD file (expected {{\"data\": [articles]}})")
+    examples = []
+    for a, article in enumerate(data["data"]):
+        for p, paragraph in enumerate(article.get("paragraphs", [])):
+            where = f"{path}: data[{a}].paragraphs[{p}]"
+            if "context" not in paragraph or "qas" not in paragraph:
+                raise ValueError(f"{where} lacks 'context' or 'qas'")
+            context = paragraph["context"]
+            for q, qa in enumerate(paragraph["qas"]):
+                if "id" not in qa or "question" not in qa:
+                    raise ValueError(f"{where}.qas[{q}] lacks 'id' or 'question'")
+                answers = [{"text": x["text"], "answer_start": int(x["answer_start"])}
+                           for x in qa.get("answers", [])]
+                impossible = bool(qa.get("is_impossible", False))
+                examples.append(SquadExample(str(qa["id"]), qa["question"], context,
+                                             answers, impossible or not answers,
+                                             article.get("title", "")))
+    if not examples:
+        raise ValueError(f"{path}: no questions")
+    return examples
+
+
+def is_v2(path: str) -> bool:
+    """Whether a SQuAD file has unanswerable questions (v2.0 format)."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    return "2.0" in str(data.get("version", "")) or any(
+        "is_impossible" in qa for art in data["data"] for par in art["paragraphs"]
+        for qa in par["qas"])
+
+
+# --- tokens with character offsets --------------------------------------------------------
+
+class OffsetTokenizer:
+    """`AlbertTokenizer` ids plus, for each token, the original characters it covers."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self._words: dict[str, tuple] = {}
+
+    def _normalize_word(self, word: str) -> tuple[str, list[int], list[int]]:
+        """(normalized word, owner start [n], owner end [n]): normalized character j comes
+        from original characters [start[j], end[j]) of `word`."""
+        tok = self.tokenizer
+        chars, starts, ends = [], [], []
+        i = 0
+        while i < len(word):
+            if word[i:i + 2] in ("``", "''"):
+                out, width = '"', 2
+            else:
+                c = word[i]
+                out, width = c, 1
+                if not tok.keep_accents and not c.isascii():
+                    out = "".join(x for x in unicodedata.normalize("NFKD", c)
+                                  if not unicodedata.combining(x))
+                if tok.do_lower_case:
+                    out = out.lower()
+            for x in out:
+                chars.append(x)
+                starts.append(i)
+                ends.append(i + width)
+            i += width
+        normalized = tok.normalize(word)
+        if len(normalized) != len(chars):  # context-dependent case mapping: whole word
+            starts, ends = [0] * len(normalized), [len(word)] * len(normalized)
+        return normalized, starts, ends
+
+    def _encode_words(self, words: list[str]) -> None:
+        """Fills the cache: word → (ids, start offsets, end offsets) within the word."""
+        sp = self.tokenizer.sp
+        normalized = [self._normalize_word(w) for w in words]
+        parts, owners = [], []
+        for n, (text, _, _) in enumerate(normalized):
+            for m in _WORD.finditer(text):  # NFKD can turn a character into spaces
+                parts.append(m.group())
+                owners.append((n, m.start()))
+        protos = sp.encode(parts, return_type="proto") if parts else []
+        results = [([], [], []) for _ in words]
+        for part, (n, base), proto in zip(parts, owners, protos):
+            text, starts, ends = normalized[n]
+            char_of_byte = _char_index_of_bytes(part)
+            ids, tok_start, tok_end = results[n]
+            for piece in proto.pieces:
+                b = char_of_byte[piece.begin] + base
+                e = char_of_byte[piece.end] + base
+                for pid, (pb, pe) in self._split_digit_comma(piece.piece, piece.id, b, e):
+                    ids.append(pid)
+                    if pe > pb:
+                        tok_start.append(starts[pb])
+                        tok_end.append(ends[pe - 1])
+                    else:  # a bare "▁": no character of its own
+                        at = starts[pb] if pb < len(starts) else len(words[n])
+                        tok_start.append(at)
+                        tok_end.append(at)
+        for w, r in zip(words, results):
+            self._words[w] = r
+
+    def _split_digit_comma(self, piece: str, pid: int, b: int, e: int):
+        """ALBERT's "<digit>," rule (`AlbertTokenizer.tokenize`) with character spans."""
+        if not (len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()):
+            return [(pid, (b, e))]
+        sp = self.tokenizer.sp
+        sub = sp.encode_as_pieces(piece[:-1].replace(SPIECE_UNDERLINE, ""))
+        if piece[0] != SPIECE_UNDERLINE and sub and sub[0][0] == SPIECE_UNDERLINE:
+            sub = sub[1:] if len(sub[0]) == 1 else [sub[0][1:]] + sub[1:]
+        out, at = [], b
+        for s in sub:
+            width = len(s.replace(SPIECE_UNDERLINE, ""))
+            out.append((sp.piece_to_id(s), (at, min(at + width, e - 1))))
+            at = min(at + width, e - 1)
+        out.append((sp.piece_to_id(","), (e - 1, e)))
+        return out
+
+    def encode(self, text: str) -> tuple[list[int], list[int], list[int]]:
+        """(ids, token start chars, token end chars) of `text` (offsets into `text`)."""
+        matches = list(_WORD.finditer(text))
+        new = list({m.group() for m in matches if m.group() not in self._words})
+        if new:
+            if len(self._words) > 1_000_000:
+                self._words.clear()
+            self._encode_words(new)
+        ids, starts, ends = [], [], []
+        for m in matches:
+            w_ids, w_starts, w_ends = self._words[m.group()]
+            ids += w_ids
+            starts += [m.start() + s for s in w_starts]
+            ends += [m.start() + s for s in w_ends]
+        return ids, starts, ends
+
+
+def _char_index_of_bytes(text: str) -> list[int]:
+    """For every UTF-8 byte offset 0..len(bytes) of `text`, the character index there."""
+    out = []
+    for i, c in enumerate(text):
+        out.extend([i] * len(c.encode("utf-8")))
+    out.append(len(text))
+    return out
+
+
+# --- answers ------------------------------------------------------------------------------
+
+def locate_answer(context: str, answer: dict, stats: collections.Counter
+                  ) -> tuple[int, int] | None:
+    """The answer's character span [s, e) in `context`: at its `answer_start` when the text
+    is there, else the nearest occurrence of the text (counted `misplaced_offset`), else
+    None (counted `unalignable`)."""
+    text, start = answer["text"], answer["answer_start"]
+    if context[start:start + len(text)] == text and text.strip():
+        return start, start + len(text)
+    hits = [m.start() for m in re.finditer(re.escape(text), context)] if text.strip() else []
+    if hits:
+        stats["misplaced_offset"] += 1
+        best = min(hits, key=lambda h: abs(h - start))
+        return best, best + len(text)
+    stats["unalignable"] += 1
+    return None
+
+
+def token_span(starts: list[int], ends: list[int], span: tuple[int, int]
+               ) -> tuple[int, int] | None:
+    """First token ending after span start, last token starting before span end."""
+    s, e = span
+    first = next((i for i, end in enumerate(ends) if end > s), None)
+    last = next((i for i in range(len(starts) - 1, -1, -1) if starts[i] < e), None)
+    if first is None or last is None or last < first:
+        return None
+    return first, last
+
+
+# --- features -----------------------------------------------------------------------------
+
+FEATURE_KEYS = ("input_ids", "input_mask", "segment_ids", "start_positions",
+                "end_positions", "is_impossible", "qa_index", "context_mask", "max_context",
+                "token_start_char", "token_end_char")
+
+
+def doc_spans(num_tokens: int, max_tokens: int, doc_stride: int) -> list[tuple[int, int]]:
+    """(start, length) windows over `num_tokens` context tokens, as BERT/ALBERT."""
+    spans, start = [], 0
+    while True:
+        length = min(num_tokens - start, max_tokens)
+        spans.append((start, length))
+        if start + length >= num_tokens:
+            return spans
+        start += min(length, doc_stride)
+
+
+def _is_max_context(spans, span_index: int, position: int) -> bool:
+    """Whether window `span_index` gives token `position` the most context (min of left and
+    right context, + 0.01 × window length), as the official code."""
+    best, best_index = None, None
+    for i, (start, length) in enumerate(spans):
+        end = start + length - 1
+        if position < start or position > end:
+            continue
+        score = min(position - start, end - position) + 0.01 * length
+        if best is None or score > best:
+            best, best_index = score, i
+    return best_index == span_index
+
+
+def convert_squad_examples(examples: list[SquadExample], tokenizer, max_seq_length: int = 384,
+                           doc_stride: int = 128, max_query_length: int = 64,
+                           is_training: bool = False, stats: dict | None = None
+                           ) -> dict[str, np.ndarray]:
+    """Features of `examples` as {key: array [F, ...]} (keys: FEATURE_KEYS; per-token
+    arrays [F, max_seq_length] int64, the rest [F]). `qa_index` is the example's index.
+
+    Training drops only examples whose answer cannot be located (counted in `stats`);
+    `stats` also counts answers whose boundary falls inside a piece, questions cut to
+    `max_query_length`, examples spread over several windows and features.
+    """
+    if max_seq_length < max_query_length + 3 + 1:
+        raise ValueError(f"max_seq_length {max_seq_length} leaves no room for context "
+                         f"after max_query_length {max_query_length}")
+    counts = collections.Counter()
+    offsets = OffsetTokenizer(tokenizer)
+    rows = {k: [] for k in FEATURE_KEYS}
+    contexts: dict[str, tuple] = {}
+    for index, ex in enumerate(examples):
+        query = tokenizer.encode(ex.question)
+        if len(query) > max_query_length:
+            counts["questions_truncated"] += 1
+            query = query[:max_query_length]
+        cached = contexts.get(ex.context)
+        if cached is None:
+            cached = contexts[ex.context] = offsets.encode(ex.context)
+            if len(contexts) > 4:  # consecutive questions share a context
+                contexts.pop(next(iter(contexts)))
+        ids, starts, ends = cached
+        answer_tokens = None
+        if is_training and not ex.is_impossible:
+            span = locate_answer(ex.context, ex.answers[0], counts)
+            answer_tokens = span and token_span(starts, ends, span)
+            if answer_tokens is None:
+                if span is not None:
+                    counts["unalignable"] += 1
+                continue
+            if (ex.context[starts[answer_tokens[0]]:ends[answer_tokens[1]]]
+                    != ex.context[span[0]:span[1]]):
+                counts["boundary_inside_piece"] += 1
+        max_tokens = max_seq_length - len(query) - 3
+        spans = doc_spans(len(ids), max_tokens, doc_stride)
+        if len(spans) > 1:
+            counts["examples_with_several_windows"] += 1
+        for s, (start, length) in enumerate(spans):
+            n_query = len(query) + 2
+            input_ids = [tokenizer.cls_id] + query + [tokenizer.sep_id] + \
+                ids[start:start + length] + [tokenizer.sep_id]
+            pad = max_seq_length - len(input_ids)
+            context_mask = [0] * n_query + [1] * length + [0] * (pad + 1)
+            max_ctx = [0] * n_query + [int(_is_max_context(spans, s, start + j))
+                                       for j in range(length)] + [0] * (pad + 1)
+            tok_s = [0] * n_query + starts[start:start + length] + [0] * (pad + 1)
+            tok_e = [0] * n_query + ends[start:start + length] + [0] * (pad + 1)
+            start_pos = end_pos = 0
+            if answer_tokens is not None:
+                a, b = answer_tokens
+                if a >= start and b < start + length:
+                    start_pos, end_pos = a - start + n_query, b - start + n_query
+            rows["input_ids"].append(input_ids + [0] * pad)
+            rows["input_mask"].append([1] * len(input_ids) + [0] * pad)
+            rows["segment_ids"].append([0] * n_query + [1] * (length + 1) + [0] * pad)
+            rows["context_mask"].append(context_mask)
+            rows["max_context"].append(max_ctx)
+            rows["token_start_char"].append(tok_s)
+            rows["token_end_char"].append(tok_e)
+            rows["start_positions"].append(start_pos)
+            rows["end_positions"].append(end_pos)
+            rows["is_impossible"].append(int(ex.is_impossible or start_pos == 0))
+            rows["qa_index"].append(index)
+    counts["features"] = len(rows["qa_index"])
+    counts["examples"] = len(examples)
+    if stats is not None:
+        stats.update(counts)
+    shape = (len(rows["qa_index"]), max_seq_length)
+    return {k: np.asarray(v, np.int64).reshape(shape if isinstance(v[0], list) else (-1,))
+            if v else np.zeros((0,) + ((max_seq_length,) if k not in (
+                "start_positions", "end_positions", "is_impossible", "qa_index") else ()),
+                np.int64)
+            for k, v in rows.items()}
+
+
+def squad_dataset(record_path: str, batch_size: int, max_seq_length: int,
+                  is_training: bool = False, seed: int | None = None, input_context=None,
+                  drop_remainder: bool = True, keys=None):
+    """Batches of {input_ids, input_mask, segment_ids: int32 [B, S], start_positions,
+    end_positions, is_impossible: int32 [B], feature_index int32 [B]} (plus the prediction
+    keys context_mask, max_context, token_start_char, token_end_char [B, S] when asked in
+    `keys`)."""
+    import tensorflow as tf
+    per_token = ("input_ids", "input_mask", "segment_ids", "context_mask", "max_context",
+                 "token_start_char", "token_end_char")
+    wanted = keys or ("input_ids", "input_mask", "segment_ids", "start_positions",
+                      "end_positions", "is_impossible", "example_index")
+    spec = {k: tf.io.FixedLenFeature([max_seq_length if k in per_token else 1], tf.int64)
+            for k in wanted}
+    ds = tf.data.TFRecordDataset(record_path)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if is_training:
+        ds = ds.shuffle(10_000, seed=seed, reshuffle_each_iteration=True).repeat()
+
+    def parse(records):
+        f = tf.io.parse_example(records, spec)
+        out = {k: tf.cast(v if k in per_token else v[:, 0], tf.int32) for k, v in f.items()}
+        if "example_index" in out:
+            out["feature_index"] = out.pop("example_index")
+        return out
+
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder or is_training)
+    return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

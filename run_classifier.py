@@ -14,8 +14,7 @@ computes the task's GLUE metrics (data_pipeline.metrics) on the dev set every
 (MCC for CoLA, Pearson/Spearman mean for STS-B, F1/accuracy mean for MRPC and QQP,
 accuracy otherwise); final figures go to eval_results.json. `--do_predict` writes the GLUE
 submission file (`index<TAB>prediction`) and a JSONL with probabilities for the test set.
-`--export_dir` writes the fine-tuned model directory (weights, config, SentencePiece model,
-labels) that the serving export turns into a SavedModel.
+`--export_dir` writes a SavedModel that takes raw text (albert_tf.export), versioned.
 """
 
 from __future__ import annotations
@@ -68,10 +67,10 @@ def define_flags():
                          "low-resource comparisons.")
     flags.DEFINE_integer("num_runs", 1, "Fine-tune with seeds seed, seed+1, ...; "
                          "eval_results.json reports median, min, max and std.")
-    flags.DEFINE_string("export_dir", None, "Write the fine-tuned model here when done: "
-                        "weights, albert_config.json, the SentencePiece model and task.json "
-                        "(labels, max_seq_length, casing) - what the serving export reads "
-                        "(albert_tf.finetuned). With --num_runs, one directory per run.")
+    flags.DEFINE_string("export_dir", None, "When done, export a SavedModel that takes raw "
+                        "text as EXPORT_DIR/N (next version; albert_tf.export), with the "
+                        "fine-tuned checkpoint, vocabulary and task.json in "
+                        "N/assets.extra/finetuned. With --num_runs, one per run.")
     flags.mark_flags_as_required(["task_name", "output_dir", "spm_model_file"])
 
 
@@ -253,9 +252,6 @@ def main(argv):
     try:
         if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
             raise ValueError("nothing to do: give --do_train, --do_eval and/or --do_predict")
-        if FLAGS.export_dir and os.path.isdir(FLAGS.export_dir) and os.listdir(
-                FLAGS.export_dir):  # fail now, not after training
-            raise ValueError(f"--export_dir {FLAGS.export_dir} exists and is not empty")
         albert_config = shared_flags.albert_config_from_flags()
         regression = (FLAGS.regression if task in FILE_TASKS
                       else classifier_data.is_regression(task))
@@ -306,6 +302,15 @@ def main(argv):
             for k, v in summary.items()), flush=True)
     print(json.dumps(results[-1] if runs == 1 else results, default=str))
     return 0
+
+
+def _is_pair(record_path: str, sample: int = 1000) -> bool:
+    """Whether the task's sequences have a second segment (sentence pairs)."""
+    import itertools
+    import tensorflow as tf
+    from data_pipeline.features import read_records
+    return any(1 in tf.train.Example.FromString(r).features.feature["segment_ids"]
+               .int64_list.value for r in itertools.islice(read_records(record_path), sample))
 
 
 def _spread(evals: list[dict]) -> dict:
@@ -368,16 +373,18 @@ def _run_once(task, albert_config, trainer_config, labels, regression, choices, 
         write_predictions(trainer.model, task, test_path, labels, regression, out_dir,
                           choices)
     if FLAGS.export_dir:
-        from albert_tf.finetuned import save_finetuned
+        from albert_tf.export import export_trained
         export_dir = (FLAGS.export_dir if out_dir == FLAGS.output_dir else
                       os.path.join(FLAGS.export_dir, os.path.basename(out_dir)))
-        save_finetuned(trainer.model, export_dir, {
+        version = export_trained(trainer.model, export_dir, {
             "kind": "multiple_choice" if choices else "classifier", "task_name": task,
+            "text_pair": bool(choices) or _is_pair(train_path or next(iter(dev.values()))),
             "labels": labels, "regression": bool(regression), "num_choices": choices,
             "max_seq_length": FLAGS.max_seq_length, "do_lower_case": FLAGS.do_lower_case,
             "step": trainer.step}, FLAGS.spm_model_file)
-        print(f"fine-tuned model: {export_dir}", flush=True)
-        result["export_dir"] = export_dir
+        print(f"SavedModel: {version} (fine-tuned checkpoint in "
+              f"{os.path.join(version, 'assets.extra', 'finetuned')})", flush=True)
+        result["export_dir"] = version
     return result
 
 

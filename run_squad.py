@@ -59,6 +59,9 @@ def define_flags():
     flags.DEFINE_string("tune_threshold_on", None,
                         "v2.0: a separate SQuAD v2.0 file; the threshold maximizing F1 on "
                         "it is reported and applied to --predict_file as well.")
+    flags.DEFINE_string("export_dir", None, "When done, export a SavedModel that answers "
+                        "questions from raw text as EXPORT_DIR/N (albert_tf.export; v2.0 "
+                        "with the tuned threshold when --tune_threshold_on is given).")
     flags.mark_flags_as_required(["output_dir", "spm_model_file"])
 
 
@@ -191,8 +194,9 @@ def main(argv):
                       evaluate_fn=evaluate_fn if predict_set and FLAGS.do_eval else None)
     if FLAGS.do_train:
         trainer.train()
+    threshold = FLAGS.null_score_diff_threshold
     if predict_set is None:
-        return 0
+        return _export(trainer, tokenizer, threshold)
     examples, record_path, _ = predict_set
     result, (predictions, nbest, null_odds, dataset) = score(
         trainer.model, examples, record_path, FLAGS.predict_file, v2,
@@ -203,7 +207,7 @@ def main(argv):
         _write(FLAGS.output_dir, "null_odds.json", null_odds)
     print(f"predictions: {os.path.join(FLAGS.output_dir, 'predictions.json')}", flush=True)
     if not FLAGS.do_eval:
-        return 0
+        return _export(trainer, tokenizer, threshold)
     report = {"predict_file": FLAGS.predict_file, "version": "2.0" if v2 else "1.1",
               "step": trainer.step}
     if not v2:
@@ -220,7 +224,7 @@ def main(argv):
                                                     FLAGS.null_score_diff_threshold)
             best = squad_eval.best_threshold(
                 t_data, predictions_at_threshold(t_nbest, t_odds, float("inf")), t_odds)
-            threshold = best["best_f1_thresh"]
+            threshold = best["best_f1_thresh"]  # (the export uses it)
             tuned = squad_eval.evaluate(
                 dataset, predictions_at_threshold(nbest, null_odds, threshold),
                 version="2.0")
@@ -234,6 +238,21 @@ def main(argv):
         report["oracle_threshold_on_this_set"] = oracle
     _write(FLAGS.output_dir, "eval_results.json", report)
     print(json.dumps(report), flush=True)
+    return _export(trainer, tokenizer, threshold)
+
+
+def _export(trainer, tokenizer, threshold) -> int:
+    if not FLAGS.export_dir:
+        return 0
+    from albert_tf.export import export_trained
+    version = export_trained(trainer.model, FLAGS.export_dir, {
+        "kind": "squad", "version_2_with_negative": FLAGS.version_2_with_negative,
+        "max_seq_length": FLAGS.max_seq_length, "doc_stride": FLAGS.doc_stride,
+        "max_query_length": FLAGS.max_query_length, "do_lower_case": FLAGS.do_lower_case,
+        "max_answer_length": FLAGS.max_answer_length, "n_best_size": FLAGS.n_best_size,
+        "null_score_diff_threshold": threshold, "step": trainer.step},
+        FLAGS.spm_model_file)
+    print(f"SavedModel: {version}", flush=True)
     return 0
 
 

@@ -22,11 +22,12 @@ import shutil
 
 TASK_FILE = "task.json"
 SPM_FILE = "spm.model"
-KINDS = ("classifier", "multiple_choice")
+KINDS = ("classifier", "multiple_choice", "squad")
 
 
 def save_finetuned(model, directory: str, task: dict, spm_model_file: str) -> str:
-    """Writes `model` (AlbertClassifier or AlbertMultipleChoice) and `task` (see the module
+    """Writes `model` (AlbertClassifier, AlbertMultipleChoice, AlbertQuestionAnswering) and
+    `task` (see the module
     docstring; `kind` is required) as a fine-tuned model directory. Returns `directory`.
 
     Raises FileExistsError when `directory` exists and is not empty.
@@ -68,10 +69,13 @@ def load_finetuned(directory: str):
     restored (a missing head is an error, not a random head), and its task.json."""
     from albert_tf.checkpoints import CheckpointError, load_checkpoint
     from albert_tf.config import AlbertConfig
-    from albert_tf.models import AlbertClassifier, AlbertMultipleChoice
+    from albert_tf.models import (AlbertClassifier, AlbertMultipleChoice,
+                                  AlbertQuestionAnswering)
     task = read_task(directory)
     config = AlbertConfig.from_json_file(os.path.join(directory, "albert_config.json"))
-    if task["kind"] == "multiple_choice":
+    if task["kind"] == "squad":
+        model = AlbertQuestionAnswering(config)
+    elif task["kind"] == "multiple_choice":
         model = AlbertMultipleChoice(config, dropout=0.0)
     else:
         model = AlbertClassifier(config, 1 if task.get("regression") else len(task["labels"]),

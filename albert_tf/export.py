@@ -25,7 +25,9 @@ Signatures (batch dimension first; strings are UTF-8, invalid bytes become U+FFF
                    input_mask [B, S]; encode(input_ids, input_mask, segment_ids [B, S]).
   squad            serving_default(question [B], context [B]) → answer [B] string,
                    score [B], start/end [B] int32 (character offsets in the context;
-                   -1 for no answer), and no_answer_probability [B] for v2.0 models.
+                   -1 for no answer), and no_answer_probability, null_odds [B] for v2.0.
+  all but squad    tokenize(text_a [B], text_b [B]) → input_ids, input_mask, segment_ids
+                   [B, S]: the packed ids, to check a client's own tokenization.
 Empty strings give [CLS] [SEP] (a defined prediction); text longer than max_seq_length is
 truncated as in training; a SQuAD context longer than one window is windowed in the
 graph with the doc stride (as many windows as the batch's longest context needs).
@@ -127,6 +129,18 @@ class _Serving(tf.Module):
     def _ids(self, text):
         return self.tokenizer(valid_utf8(text))
 
+    def tokenize(self, text_a, text_b):
+        """The model's inputs for (text_a, text_b) as training packs them ("" text_b: a
+        single sentence): what a client can compare with its own tokenizer."""
+        ids = pack(self._ids(text_a), self._ids(text_b), self.max_seq_length, self.cls_id,
+                   self.sep_id)
+        return dict(zip(("input_ids", "input_mask", "segment_ids"), ids))
+
+    def _tokenize_signature(self):
+        return tf.function(self.tokenize, input_signature=[
+            tf.TensorSpec([None], tf.string, "text_a"),
+            tf.TensorSpec([None], tf.string, "text_b")]).get_concrete_function()
+
     def _forward(self, input_ids, input_mask, segment_ids):
         return self.model({"input_ids": input_ids, "input_mask": input_mask,
                            "segment_ids": segment_ids}, training=False)
@@ -157,7 +171,8 @@ class ClassifierServing(_Serving):
         else:
             fn = tf.function(lambda text_a: self.classify(text_a, tf.zeros_like(text_a)),
                              input_signature=[tf.TensorSpec([None], tf.string, "text_a")])
-        return {"serving_default": fn.get_concrete_function()}
+        return {"serving_default": fn.get_concrete_function(),
+                "tokenize": self._tokenize_signature()}
 
 
 class MultipleChoiceServing(_Serving):
@@ -166,12 +181,15 @@ class MultipleChoiceServing(_Serving):
         batch, choices = tf.shape(options)[0], tf.shape(options)[1]
         present = tf.strings.length(options) > 0
         # The training text: the question with "_" filled by the option, else appended.
-        blank = tf.strings.regex_full_match(question, "(?s).*_.*")
         q = tf.repeat(question, choices)
         o = tf.reshape(options, [-1])
-        filled = tf.where(tf.repeat(blank, choices),
-                          tf.strings.regex_replace(q, "_", tf.strings.regex_replace(
-                              o, r"\\", r"\\\\")),
+        parts = tf.strings.split(q, "_")                                   # [B*C, (P)]
+        last = tf.equal(tf.ragged.range(parts.row_lengths()).flat_values,
+                        tf.gather(parts.row_lengths() - 1, parts.value_rowids()))
+        pieces = tf.where(last, parts.flat_values, tf.strings.join(
+            [parts.flat_values, tf.gather(o, parts.value_rowids())]))
+        filled = tf.where(tf.strings.regex_full_match(q, "(?s).*_.*"),
+                          tf.strings.reduce_join(parts.with_flat_values(pieces), axis=1),
                           tf.strings.join([q, o], " "))
         ids = pack(self._ids(tf.repeat(passage, choices)), self._ids(filled),
                    self.max_seq_length, self.cls_id, self.sep_id)
@@ -187,7 +205,8 @@ class MultipleChoiceServing(_Serving):
             tf.TensorSpec([None], tf.string, "passage"),
             tf.TensorSpec([None], tf.string, "question"),
             tf.TensorSpec([None, None], tf.string, "options")])
-        return {"serving_default": fn.get_concrete_function()}
+        return {"serving_default": fn.get_concrete_function(),
+                "tokenize": self._tokenize_signature()}
 
 
 class EncoderServing(_Serving):
@@ -212,7 +231,8 @@ class EncoderServing(_Serving):
         encode = tf.function(self.encode, input_signature=ids)
         embed_fn = embed.get_concrete_function()
         return {"serving_default": embed_fn, "embed": embed_fn,
-                "encode": encode.get_concrete_function()}
+                "encode": encode.get_concrete_function(),
+                "tokenize": self._tokenize_signature()}
 
 
 # --- building and writing -----------------------------------------------------------------

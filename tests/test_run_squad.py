@@ -1,0 +1,137 @@
+"""run_squad.py end to end on slices of the real SQuAD dev sets (tiny model, few steps):
+features, training, predictions, official scoring, v2.0 thresholds kept honest, and the
+exported SavedModel answering exactly as the runner."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from test_export import client
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = {"vocab_size": 30000, "embedding_size": 32, "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "intermediate_size": 128, "max_position_embeddings": 128,
+        "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+
+
+def _slices(shared_data, tmp_path, version, **ranges):
+    """SQuAD files holding articles [a, b) of the dev set, one per name."""
+    with open(shared_data / "squad" / f"dev-{version}.json") as f:
+        data = json.load(f)
+    paths = {}
+    for name, (a, b) in ranges.items():
+        path = tmp_path / f"{name}-{version}.json"
+        path.write_text(json.dumps({"version": data["version"], "data": data["data"][a:b]}))
+        paths[name] = path
+    return paths
+
+
+def _run(tmp_path, shared_data, out, *extra):
+    config = tmp_path / "albert_config.json"
+    config.write_text(json.dumps(TINY))
+    cmd = [sys.executable, os.path.join(ROOT, "run_squad.py"), f"--output_dir={out}",
+           f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+           f"--albert_config_file={config}", "--max_seq_length=128", "--doc_stride=64",
+           "--max_query_length=32", "--train_batch_size=16", "--predict_batch_size=64",
+           "--learning_rate=1e-3", "--steps_per_loop=10", *extra]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT,
+                         env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run
+
+
+def _questions(path):
+    with open(path) as f:
+        data = json.load(f)
+    return [(qa["id"], qa["question"], p["context"]) for a in data["data"]
+            for p in a["paragraphs"] for qa in p["qas"]]
+
+
+@pytest.mark.slow
+def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
+    from data_pipeline import squad_eval
+    files = _slices(shared_data, tmp_path, "v1.1", train=(0, 2), dev=(40, 41))
+    out, export = tmp_path / "v1", tmp_path / "serving"
+    run = _run(tmp_path, shared_data, out, f"--train_file={files['train']}",
+               f"--predict_file={files['dev']}", "--train_step=20", "--do_train",
+               "--do_predict", "--do_eval", f"--export_dir={export}")
+    assert "converted" in run.stdout and "features" in run.stdout
+    predictions = json.loads((out / "predictions.json").read_text())
+    nbest = json.loads((out / "nbest_predictions.json").read_text())
+    questions = _questions(files["dev"])
+    assert set(predictions) == {q for q, _, _ in questions} == set(nbest)
+    assert not (out / "null_odds.json").exists()
+    for qid, candidates in nbest.items():
+        assert candidates[0]["text"] == predictions[qid]
+        assert abs(sum(c["probability"] for c in candidates) - 1) < 1e-4
+    report = json.loads((out / "eval_results.json").read_text())
+    with open(files["dev"]) as f:
+        assert report["scores"] == squad_eval.evaluate(json.load(f), predictions)
+    # The SavedModel, in a fresh process, answers every question exactly as the runner.
+    served = client(tmp_path, export / "1", {"question": [q for _, q, _ in questions],
+                                             "context": [c for _, _, c in questions]})
+    for (qid, _, context), answer, s, e in zip(questions, served["answer"], served["start"],
+                                               served["end"]):
+        assert answer.decode() == predictions[qid], qid
+        assert context[s:e] == predictions[qid]
+
+
+@pytest.mark.slow
+def test_squad_v2_thresholds_are_tuned_on_held_out_data(tmp_path, shared_data):
+    from data_pipeline import squad_eval
+    from data_pipeline.squad_postprocess import predictions_at_threshold
+    files = _slices(shared_data, tmp_path, "v2.0", train=(0, 2), dev=(30, 31),
+                    tune=(31, 32))
+    out, export = tmp_path / "v2", tmp_path / "serving"
+    _run(tmp_path, shared_data, out, f"--train_file={files['train']}",
+         f"--predict_file={files['dev']}", f"--tune_threshold_on={files['tune']}",
+         "--version_2_with_negative", "--train_step=20", "--do_train", "--do_predict",
+         "--do_eval", f"--export_dir={export}")
+    report = json.loads((out / "eval_results.json").read_text())
+    nbest = json.loads((out / "nbest_predictions.json").read_text())
+    null_odds = json.loads((out / "null_odds.json").read_text())
+    with open(files["dev"]) as f:
+        dev = json.load(f)
+    with open(files["tune"]) as f:
+        tune = json.load(f)
+    at = report["at_threshold"]
+    assert at["threshold"] == 0.0 and {"HasAns_f1", "NoAns_f1", "exact", "f1"} <= set(at)
+    tuned = report["tuned_threshold"]
+    assert tuned["tuned_on"] == str(files["tune"])
+    # The tuned threshold is a property of the tuning file alone ...
+    assert report["oracle_threshold_on_this_set"]["best_f1"] >= tuned["f1"] - 1e-9
+    # ... and applying it to the dev predictions gives the reported scores.
+    applied = predictions_at_threshold(nbest, null_odds, tuned["threshold"])
+    assert squad_eval.evaluate(dev, applied)["f1"] == pytest.approx(tuned["f1"])
+    assert set(null_odds) == {q for q, _, _ in _questions(files["dev"])}
+    del tune
+    # The exported v2 model uses the tuned threshold and says no answer where the runner
+    # would: same answers, and a no-answer probability for each.
+    questions = _questions(files["dev"])
+    served = client(tmp_path, export / "1", {"question": [q for _, q, _ in questions],
+                                             "context": [c for _, _, c in questions]})
+    for (qid, _, _), answer, p in zip(questions, served["answer"],
+                                      served["no_answer_probability"]):
+        assert answer.decode() == applied[qid], qid
+        assert 0.0 <= p <= 1.0
+
+
+def test_bad_command_lines_are_clear_errors(tmp_path, shared_data):
+    config = tmp_path / "albert_config.json"
+    config.write_text(json.dumps(TINY))
+    base = [sys.executable, os.path.join(ROOT, "run_squad.py"), f"--output_dir={tmp_path}",
+            f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+            f"--albert_config_file={config}"]
+    for extra, message in (
+            (["--do_train"], "--do_train needs --train_file"),
+            (["--do_predict", f"--predict_file={tmp_path / 'nowhere.json'}"],
+             "SQuAD file not found"),
+            (["--do_predict", f"--predict_file={shared_data / 'squad' / 'dev-v1.1.json'}",
+              f"--tune_threshold_on={shared_data / 'squad' / 'dev-v2.0.json'}"],
+             "--tune_threshold_on is for SQuAD v2.0")):
+        run = subprocess.run(base + extra, capture_output=True, text=True, timeout=300,
+                             cwd=ROOT)
+        assert run.returncode == 1 and message in run.stderr, run.stderr[-1000:]

@@ -7,8 +7,9 @@ the same docstrings (SOP pairs, n-gram masks, meta_data.json); a batch read back
 tf.data pipeline and fed to the pretraining model; a few minutes of pretraining a tiny
 model (held-out MLM and SOP accuracy before and after); fine-tuning it with
 run_classifier.py on a 4-way task built from the same data (which module does a docstring
-paragraph document?), against the same model from scratch; and a checkpoint save → load
-round trip.
+paragraph document?), against the same model from scratch; the fine-tuned classifier
+exported as a SavedModel that takes raw text, queried from a separate process; and a
+checkpoint save → load round trip.
 
     python -m albert_tf.demo [--output_dir out/demo]
 """
@@ -81,12 +82,13 @@ TOPICS = ("argparse", "asyncio", "statistics", "typing")
 
 
 def finetune_topics(module_documents, out: str, spm_model_file: str, config_file: str,
-                    checkpoint: str, steps: int) -> dict | None:
+                    checkpoint: str, steps: int, export_dir: str | None = None) -> dict | None:
     """A 4-way classification task from the embedded data, fine-tuned by run_classifier.py
     (the real runner, its `jsonl` task) from the demo's pretrained checkpoint and, with the
     same schedule, from scratch. Paragraphs of TOPICS' docstrings are labelled with their
     module; dev is the paragraphs of the held-out docstrings (every 10th, as for
-    pretraining). Returns {start: dev accuracy}, or None when a run failed."""
+    pretraining). The pretrained run is exported as a SavedModel to `export_dir`.
+    Returns {start: dev accuracy}, or None when a run failed."""
     import json
     import subprocess
     data_dir = os.path.join(out, "topics")
@@ -112,6 +114,8 @@ def finetune_topics(module_documents, out: str, spm_model_file: str, config_file
                f"--train_step={steps}", "--learning_rate=1e-3", "--warmup_proportion=0.1",
                "--steps_per_loop=50", "--eval_batch_size=64", "--seed=12345", "--do_train",
                "--do_eval"] + ([f"--init_checkpoint={init}"] if init else [])
+        if init and export_dir:
+            cmd.append(f"--export_dir={export_dir}")
         run = subprocess.run(cmd, capture_output=True, text=True,
                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         if run.returncode:
@@ -123,6 +127,37 @@ def finetune_topics(module_documents, out: str, spm_model_file: str, config_file
         print(f"  {start:<13} dev accuracy {results[start]:.1%} after {steps} steps "
               f"({run_dir})")
     return results
+
+
+SERVING_CLIENT = """
+import sys, json
+import tensorflow as tf
+import tensorflow_text  # noqa: F401 (SentencePiece kernels)
+model = tf.saved_model.load(sys.argv[1])
+texts = json.loads(sys.argv[2])
+out = model.signatures["serving_default"](text_a=tf.constant(texts))
+for text, label, probs in zip(texts, out["label"].numpy(), out["probabilities"].numpy()):
+    print(f"  {label.decode():<11} p={probs.max():.2f}  {text[:70]}")
+"""
+
+
+def query_saved_model(export_dir: str, texts: list[str]) -> bool:
+    """Loads the newest SavedModel version in a separate process that imports only
+    tensorflow and tensorflow_text, and prints its answers for `texts`."""
+    import json
+    import subprocess
+    versions = sorted((int(v) for v in os.listdir(export_dir) if v.isdigit()))
+    path = os.path.join(export_dir, str(versions[-1]))
+    print(f"{path}: signature serving_default(text_a: string) -> label, probabilities; "
+          f"a separate process answers:")
+    run = subprocess.run([sys.executable, "-c", SERVING_CLIENT, path, json.dumps(texts)],
+                         capture_output=True, text=True,
+                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    if run.returncode:
+        print(f"error: the serving client failed:\n{run.stderr[-2000:]}", file=sys.stderr)
+        return False
+    print(run.stdout, end="")
+    return True
 
 
 def main(argv=None) -> int:
@@ -270,10 +305,20 @@ def main(argv=None) -> int:
 
     print("\n== Fine-tuning (run_classifier.py): which module does a docstring paragraph "
           "document? ==")
+    export_dir = os.path.join(args.output_dir, "serving")
+    shutil.rmtree(export_dir, ignore_errors=True)
     results = finetune_topics(module_documents, args.output_dir, model_file,
                               os.path.join(run_dir, "albert_config.json"),
-                              os.path.join(run_dir, "checkpoints"), args.finetune_steps)
+                              os.path.join(run_dir, "checkpoints"), args.finetune_steps,
+                              export_dir)
     if results is None:
+        return 1
+
+    print("\n== Serving: the fine-tuned classifier as a SavedModel that takes raw text ==")
+    if not query_saved_model(export_dir, [p for m, d in module_documents[9::10] if m in TOPICS
+                                          for p in d][:3]
+                             + ["Wait until the coroutine finishes or the timeout expires.",
+                                "Return the sample variance of the data."]):
         return 1
 
     print("\n== Checkpoint round trip ==")

@@ -32,25 +32,18 @@ FLAGS = flags.FLAGS
 
 
 def define_flags():
-    shared_flags.define_trainer_flags(learning_rate=3e-5, optimizer="adamw",
-                                      num_train_steps=0, num_warmup_steps=0,
-                                      steps_per_loop=100, save_checkpoints_steps=1000)
+    shared_flags.define_finetuning_flags(
+        learning_rate=3e-5, max_seq_length=512, num_train_epochs=3.0,
+        export_help="When done, export a SavedModel that takes raw text as EXPORT_DIR/N "
+        "(next version; albert_tf.export), with the fine-tuned checkpoint, vocabulary and "
+        "task.json in N/assets.extra/finetuned. With --num_runs, one per run.")
     flags.DEFINE_string("task_name", None, "cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, "
                         "wnli, chnsenticorp, afqmc.")
     flags.DEFINE_string("data_dir", None, "The task's directory (its train/dev/test files).")
-    flags.DEFINE_string("spm_model_file", None, "SentencePiece model of the pretrained model.")
-    flags.DEFINE_bool("do_lower_case", True, "Lowercase (uncased models).")
     flags.DEFINE_bool("do_train", False, "Fine-tune on the train split.")
     flags.DEFINE_bool("do_eval", False, "Evaluate on the dev split(s).")
     flags.DEFINE_bool("do_predict", False, "Predict the test split.")
-    flags.DEFINE_integer("max_seq_length", 512, "Sequence length (pairs are truncated).")
-    flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
     flags.DEFINE_integer("eval_batch_size", 8, "Evaluation/prediction batch size.")
-    flags.DEFINE_float("num_train_epochs", 3.0, "Epochs when no step count is given.")
-    flags.DEFINE_integer("train_step", 0, "Training steps (official flag; overrides epochs).")
-    flags.DEFINE_float("warmup_proportion", 0.1, "Warmup as a fraction of training steps.")
-    flags.DEFINE_integer("warmup_step", 0, "Warmup steps (official flag; overrides the "
-                         "proportion).")
     flags.DEFINE_float("classifier_dropout", 0.1, "Dropout on the pooled output.")
     # The user's own data and multiple choice.
     flags.DEFINE_string("train_file", None, "csv/tsv/jsonl/race tasks: the training file "
@@ -67,10 +60,6 @@ def define_flags():
                          "low-resource comparisons.")
     flags.DEFINE_integer("num_runs", 1, "Fine-tune with seeds seed, seed+1, ...; "
                          "eval_results.json reports median, min, max and std.")
-    flags.DEFINE_string("export_dir", None, "When done, export a SavedModel that takes raw "
-                        "text as EXPORT_DIR/N (next version; albert_tf.export), with the "
-                        "fine-tuned checkpoint, vocabulary and task.json in "
-                        "N/assets.extra/finetuned. With --num_runs, one per run.")
     flags.mark_flags_as_required(["task_name", "output_dir", "spm_model_file"])
 
 
@@ -271,9 +260,7 @@ def main(argv):
         print(f"error: {e}", file=sys.stderr)
         return 1
 
-    steps = FLAGS.train_step or FLAGS.num_train_steps or max(
-        1, int(train_count * FLAGS.num_train_epochs / FLAGS.train_batch_size))
-    warmup = FLAGS.warmup_step or FLAGS.num_warmup_steps or int(steps * FLAGS.warmup_proportion)
+    steps, warmup = shared_flags.finetuning_schedule(train_count)
     runs = max(1, FLAGS.num_runs)
     results = []
     for run in range(runs):

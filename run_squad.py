@@ -32,26 +32,20 @@ FLAGS = flags.FLAGS
 
 
 def define_flags():
-    shared_flags.define_trainer_flags(learning_rate=5e-5, optimizer="adamw",
-                                      num_train_steps=0, num_warmup_steps=0,
-                                      steps_per_loop=100, save_checkpoints_steps=1000)
+    shared_flags.define_finetuning_flags(
+        learning_rate=5e-5, max_seq_length=384, num_train_epochs=2.0,
+        export_help="When done, export a SavedModel that answers questions from raw text "
+        "as EXPORT_DIR/N (albert_tf.export; v2.0 with the tuned threshold when "
+        "--tune_threshold_on is given).")
     flags.DEFINE_string("train_file", None, "SQuAD-format JSON to train on.")
     flags.DEFINE_string("predict_file", None, "SQuAD-format JSON to predict (and score).")
-    flags.DEFINE_string("spm_model_file", None, "SentencePiece model of the pretrained model.")
-    flags.DEFINE_bool("do_lower_case", True, "Lowercase (uncased models).")
     flags.DEFINE_bool("do_train", False, "Fine-tune on --train_file.")
     flags.DEFINE_bool("do_predict", False, "Write predictions for --predict_file.")
     flags.DEFINE_bool("do_eval", False, "Score the predictions of --predict_file (EM, F1).")
     flags.DEFINE_bool("version_2_with_negative", False, "SQuAD v2.0: unanswerable questions.")
-    flags.DEFINE_integer("max_seq_length", 384, "Tokens per window.")
     flags.DEFINE_integer("doc_stride", 128, "Context tokens between window starts.")
     flags.DEFINE_integer("max_query_length", 64, "Question tokens kept.")
-    flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
     flags.DEFINE_integer("predict_batch_size", 32, "Prediction batch size.")
-    flags.DEFINE_float("num_train_epochs", 2.0, "Epochs when no step count is given.")
-    flags.DEFINE_integer("train_step", 0, "Training steps (overrides epochs).")
-    flags.DEFINE_float("warmup_proportion", 0.1, "Warmup as a fraction of training steps.")
-    flags.DEFINE_integer("warmup_step", 0, "Warmup steps (overrides the proportion).")
     flags.DEFINE_integer("n_best_size", 20, "Start and end candidates per window.")
     flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in tokens.")
     flags.DEFINE_float("null_score_diff_threshold", 0.0,
@@ -59,9 +53,6 @@ def define_flags():
     flags.DEFINE_string("tune_threshold_on", None,
                         "v2.0: a separate SQuAD v2.0 file; the threshold maximizing F1 on "
                         "it is reported and applied to --predict_file as well.")
-    flags.DEFINE_string("export_dir", None, "When done, export a SavedModel that answers "
-                        "questions from raw text as EXPORT_DIR/N (albert_tf.export; v2.0 "
-                        "with the tuned threshold when --tune_threshold_on is given).")
     flags.mark_flags_as_required(["output_dir", "spm_model_file"])
 
 
@@ -164,9 +155,7 @@ def main(argv):
 
     from albert_tf.training import SquadTask, Trainer, make_strategy, write_json
     from data_pipeline.squad_data import squad_dataset
-    steps = FLAGS.train_step or FLAGS.num_train_steps or max(
-        1, int(train_count * FLAGS.num_train_epochs / FLAGS.train_batch_size))
-    warmup = FLAGS.warmup_step or FLAGS.num_warmup_steps or int(steps * FLAGS.warmup_proportion)
+    steps, warmup = shared_flags.finetuning_schedule(train_count)
     trainer_config = shared_flags.trainer_config_from_flags(
         output_dir=FLAGS.output_dir, num_train_steps=steps, num_warmup_steps=warmup)
     strategy = make_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_gpus)

@@ -48,6 +48,34 @@ def define_trainer_flags(learning_rate: float, optimizer: str, num_train_steps: 
     f.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and input order.")
 
 
+def define_finetuning_flags(learning_rate: float, max_seq_length: int,
+                            num_train_epochs: float, export_help: str) -> None:
+    """The trainer's flags plus those every fine-tuning runner shares (official names)."""
+    define_trainer_flags(learning_rate=learning_rate, optimizer="adamw", num_train_steps=0,
+                         num_warmup_steps=0, steps_per_loop=100, save_checkpoints_steps=1000)
+    f = flags
+    f.DEFINE_string("spm_model_file", None, "SentencePiece model of the pretrained model.")
+    f.DEFINE_bool("do_lower_case", True, "Lowercase (uncased models).")
+    f.DEFINE_integer("max_seq_length", max_seq_length, "Tokens per sequence (truncated as "
+                     "the official code).")
+    f.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
+    f.DEFINE_float("num_train_epochs", num_train_epochs, "Epochs when no step count is given.")
+    f.DEFINE_integer("train_step", 0, "Training steps (official flag; overrides epochs).")
+    f.DEFINE_float("warmup_proportion", 0.1, "Warmup as a fraction of training steps.")
+    f.DEFINE_integer("warmup_step", 0, "Warmup steps (official flag; overrides the "
+                     "proportion).")
+    f.DEFINE_string("export_dir", None, export_help)
+
+
+def finetuning_schedule(train_examples: int) -> tuple[int, int]:
+    """(training steps, warmup steps) from --train_step / --num_train_steps, else epochs ×
+    examples / batch; warmup from --warmup_step / --num_warmup_steps, else the proportion."""
+    steps = FLAGS.train_step or FLAGS.num_train_steps or max(
+        1, int(train_examples * FLAGS.num_train_epochs / FLAGS.train_batch_size))
+    warmup = FLAGS.warmup_step or FLAGS.num_warmup_steps or int(steps * FLAGS.warmup_proportion)
+    return steps, warmup
+
+
 def trainer_config_from_flags(output_dir: str | None = None, num_train_steps: int | None = None,
                               num_warmup_steps: int | None = None):
     """TrainerConfig from the flags; runners that derive the step counts (from epochs) pass

@@ -37,7 +37,11 @@ def define_flags():
     flags.DEFINE_bool("dynamic_masking", False,
                       "Records written with --dynamic_masking: draw masks each epoch.")
     flags.DEFINE_string("spm_model_file", None,
-                        "SentencePiece model (needed for --dynamic_masking).")
+                        "SentencePiece model (needed for --dynamic_masking and --export_dir).")
+    flags.DEFINE_string("export_dir", None, "When done, export the encoder as a SavedModel "
+                        "that embeds raw text (albert_tf.export: embed, encode, tokenize) "
+                        "as EXPORT_DIR/N.")
+    flags.DEFINE_bool("do_lower_case", True, "--export_dir: the casing of the vocabulary.")
     flags.mark_flags_as_required(["input_file", "output_dir"])
 
 
@@ -113,6 +117,9 @@ def main(argv):
     meta = _meta_data(files)
     sop_weight = 0.0 if meta and meta.get("sentence_order") == "none" else 1.0
     masker = None
+    if FLAGS.export_dir and not FLAGS.spm_model_file:
+        print("error: --export_dir needs --spm_model_file", file=sys.stderr)
+        return 1
     if FLAGS.dynamic_masking:
         if not FLAGS.spm_model_file:
             print("error: --dynamic_masking needs --spm_model_file", file=sys.stderr)
@@ -175,6 +182,13 @@ def main(argv):
         return 1
     write_json(os.path.join(out_dir, "final_metrics.json"), result)
     print(json.dumps(result))
+    if FLAGS.export_dir and out_dir == trainer_config.output_dir:  # the chief exports
+        from albert_tf.export import export
+        version = export("encoder", os.path.join(out_dir, "checkpoints"), FLAGS.export_dir,
+                         albert_config=albert_config, spm_model_file=FLAGS.spm_model_file,
+                         max_seq_length=FLAGS.max_seq_length,
+                         do_lower_case=FLAGS.do_lower_case)
+        print(f"SavedModel: {version}", flush=True)
     return 0
 
 

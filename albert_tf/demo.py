@@ -7,9 +7,9 @@ the same docstrings (SOP pairs, n-gram masks, meta_data.json); a batch read back
 tf.data pipeline and fed to the pretraining model; a few minutes of pretraining a tiny
 model (held-out MLM and SOP accuracy before and after); fine-tuning it with
 run_classifier.py on a 4-way task built from the same data (which module does a docstring
-paragraph document?), against the same model from scratch; the fine-tuned classifier
-exported as a SavedModel that takes raw text, queried from a separate process; and a
-checkpoint save → load round trip.
+paragraph document?), against the same model from scratch; a checkpoint save → load round
+trip; and, to end, the fine-tuned classifier exported as a SavedModel that takes raw text
+and queried from a separate process.
 
     python -m albert_tf.demo [--output_dir out/demo]
 """
@@ -314,13 +314,6 @@ def main(argv=None) -> int:
     if results is None:
         return 1
 
-    print("\n== Serving: the fine-tuned classifier as a SavedModel that takes raw text ==")
-    if not query_saved_model(export_dir, [p for m, d in module_documents[9::10] if m in TOPICS
-                                          for p in d][:3]
-                             + ["Wait until the coroutine finishes or the timeout expires.",
-                                "Return the sample variance of the data."]):
-        return 1
-
     print("\n== Checkpoint round trip ==")
     ckpt_dir = os.path.join(args.output_dir, "checkpoint")
     prefix = save_checkpoint(model, ckpt_dir)
@@ -333,6 +326,13 @@ def main(argv=None) -> int:
     if diff > 1e-6:
         print("error: the reloaded encoder differs", file=sys.stderr)
         return 1
+    print("\n== Serving: the fine-tuned classifier as a SavedModel that takes raw text ==")
+    if not query_saved_model(export_dir, [p for m, d in module_documents[9::10] if m in TOPICS
+                                          for p in d][:3]
+                             + ["Wait until the coroutine finishes or the timeout expires.",
+                                "Return the sample variance of the data."]):
+        return 1
+
     print(f"\ndemo finished in {time.time() - start:.0f}s; artifacts in {args.output_dir}/")
     return 0
 

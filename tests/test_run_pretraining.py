@@ -560,9 +560,11 @@ def test_init_checkpoint_loads_a_previous_run(workdir, reference):
     rate 0 the run keeps exactly those weights and evaluates to the reference's figures."""
     ref_out, _ = reference
     out = workdir / "init"
+    spm = SHARED_DATA / "spm" / "de-30k-clean.model"
     r = ok(run(base_args(workdir, out, "--init_checkpoint", ref_out / "checkpoints",
                          "--learning_rate", 0, "--num_train_steps", 4, "--steps_per_loop", 2,
-                         "--save_checkpoints_steps", 4), workdir / "init"))
+                         "--save_checkpoints_steps", 4, "--export_dir", out / "serving",
+                         "--spm_model_file", spm), workdir / "init"))
     ref_ckpt = latest_checkpoint(ref_out)
     assert re.search(rf"^init_checkpoint: restored encoder, mlm_head, sop_head from "
                      rf"{re.escape(ref_ckpt)} ", r.stdout, re.M), r.report()
@@ -575,3 +577,17 @@ def test_init_checkpoint_loads_a_previous_run(workdir, reference):
     (ref_ev,), (ev,) = metrics(ref_out, "eval"), metrics(out, "eval")
     for name in ("loss", "mlm_accuracy", "sop_accuracy"):
         assert ev[name] == pytest.approx(ref_ev[name], rel=1e-5), name
+    # --export_dir: the encoder as a SavedModel that embeds raw text, equal to the weights.
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 (the SentencePiece op a served model uses)
+    from albert_tf import AlbertConfig, AlbertEncoder, load_checkpoint
+    assert f"SavedModel: {out / 'serving' / '1'}" in r.stdout
+    served = tf.saved_model.load(str(out / "serving" / "1"))
+    text = tf.constant(["Ein kurzer Satz.", "Noch einer, etwas länger."])
+    got = served.signatures["embed"](text=text)
+    ids = served.signatures["tokenize"](text_a=text, text_b=tf.constant(["", ""]))
+    encoder = AlbertEncoder(AlbertConfig.from_dict(
+        json.loads((out / "run_config.json").read_text())["albert_config"]))
+    load_checkpoint(encoder, str(ref_out / "checkpoints"))
+    want = encoder({k: ids[k] for k in ("input_ids", "input_mask", "segment_ids")})
+    np.testing.assert_allclose(got["pooled_output"], want["pooled_output"], atol=1e-5)

@@ -159,11 +159,6 @@ def classifier_dataset(record_path: str, batch_size: int, max_seq_length: int,
             for k in ("input_ids", "input_mask", "segment_ids")}
     spec["label_ids"] = tf.io.FixedLenFeature([1], tf.float32 if regression else tf.int64)
     spec["example_index"] = tf.io.FixedLenFeature([1], tf.int64)
-    ds = tf.data.TFRecordDataset(record_path)
-    if input_context is not None and input_context.num_input_pipelines > 1:
-        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    if is_training:
-        ds = ds.shuffle(10_000, seed=seed, reshuffle_each_iteration=True).repeat()
 
     def parse(records):
         f = tf.io.parse_example(records, spec)
@@ -174,5 +169,19 @@ def classifier_dataset(record_path: str, batch_size: int, max_seq_length: int,
         out["example_index"] = tf.cast(f["example_index"][:, 0], tf.int32)
         return out
 
+    return record_dataset(record_path, batch_size, parse, is_training, seed, input_context,
+                          drop_remainder)
+
+
+def record_dataset(record_path: str, batch_size: int, parse, is_training: bool = False,
+                   seed: int | None = None, input_context=None, drop_remainder: bool = True):
+    """Task-feature TFRecords → batches: sharded by the input context, shuffled and
+    repeated for training (always full batches then), parsed batch-wise by `parse`."""
+    import tensorflow as tf
+    ds = tf.data.TFRecordDataset(record_path)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if is_training:
+        ds = ds.shuffle(10_000, seed=seed, reshuffle_each_iteration=True).repeat()
     ds = ds.batch(batch_size, drop_remainder=drop_remainder or is_training)
     return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

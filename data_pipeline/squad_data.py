@@ -362,11 +362,6 @@ def squad_dataset(record_path: str, batch_size: int, max_seq_length: int,
                       "end_positions", "is_impossible", "example_index")
     spec = {k: tf.io.FixedLenFeature([max_seq_length if k in per_token else 1], tf.int64)
             for k in wanted}
-    ds = tf.data.TFRecordDataset(record_path)
-    if input_context is not None and input_context.num_input_pipelines > 1:
-        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    if is_training:
-        ds = ds.shuffle(10_000, seed=seed, reshuffle_each_iteration=True).repeat()
 
     def parse(records):
         f = tf.io.parse_example(records, spec)
@@ -375,5 +370,6 @@ def squad_dataset(record_path: str, batch_size: int, max_seq_length: int,
             out["feature_index"] = out.pop("example_index")
         return out
 
-    ds = ds.batch(batch_size, drop_remainder=drop_remainder or is_training)
-    return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    from data_pipeline.classifier_features import record_dataset
+    return record_dataset(record_path, batch_size, parse, is_training, seed, input_context,
+                          drop_remainder)

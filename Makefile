@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONHASHSEED ?= 0
 
-.PHONY: install install-dev demo test test-fast bench bench-model bench-data bench-train clean
+.PHONY: install install-dev demo test test-fast bench bench-model bench-data bench-train bench-serving clean
 
 install: $(VENV)/.runtime-installed
 install-dev: $(VENV)/.dev-installed
@@ -29,7 +29,7 @@ test: install-dev
 test-fast: install-dev
 	$(PY) -m pytest -q -m "not slow" tests
 
-bench: bench-model bench-data bench-train
+bench: bench-model bench-data bench-train bench-serving
 
 bench-model: install
 	$(PY) bench/model.py
@@ -39,6 +39,9 @@ bench-data: install
 
 bench-train: install
 	$(PY) bench/train.py
+
+bench-serving: install
+	$(PY) bench/serving.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -214,6 +214,12 @@ def main(argv):
             best = squad_eval.best_threshold(
                 t_data, predictions_at_threshold(t_nbest, t_odds, float("inf")), t_odds)
             threshold = best["best_f1_thresh"]  # (the export uses it)
+            nothing = squad_eval.evaluate(t_data, {q: "" for q in t_odds}, version="2.0")
+            if best["best_f1"] <= nothing["f1"]:
+                # Answering nothing was best. The official search then returns 0.0, which
+                # means "answer nothing" for probabilities in [0, 1] but not for null
+                # odds (which can be negative): stay below every odds seen instead.
+                threshold = min(t_odds.values()) - 1.0
             tuned = squad_eval.evaluate(
                 dataset, predictions_at_threshold(nbest, null_odds, threshold),
                 version="2.0")

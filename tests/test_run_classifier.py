@@ -207,21 +207,25 @@ def test_glue_tasks_end_to_end(tmp_path, shared_data, task, folder, metric, name
 
 
 @pytest.mark.slow
-def test_export_dir_holds_the_fine_tuned_model(tmp_path, shared_data):
-    """--export_dir writes weights + config + vocabulary + task.json; the model rebuilt from
-    it gives the runner's own test-set probabilities. An existing export is never
-    overwritten: the run stops before training."""
+def test_export_dir_writes_a_serving_model_of_the_fine_tuned_weights(tmp_path, shared_data):
+    """--export_dir writes EXPORT_DIR/1, a SavedModel that takes raw text, with the
+    fine-tuned checkpoint + config + vocabulary + task.json in assets.extra/finetuned. The
+    model rebuilt from that directory and the SavedModel (in a fresh process) both give the
+    runner's own test-set probabilities; a second export is version 2."""
     import numpy as np
     from albert_tf.finetuned import load_finetuned
     from data_pipeline.classifier_features import classifier_dataset
+    from test_export import client
     out, export = tmp_path / "sst2", tmp_path / "export"
     run = _run(tmp_path, shared_data, "sst-2", "SST-2", out, "--do_train", "--do_predict",
                f"--export_dir={export}", "--classifier_dropout=0.2")
     assert run.returncode == 0, run.stderr[-2000:]
-    model, task = load_finetuned(str(export))
+    assert f"SavedModel: {export / '1'}" in run.stdout
+    model, task = load_finetuned(str(export / "1" / "assets.extra" / "finetuned"))
     assert task["labels"] == ["0", "1"] and task["max_seq_length"] == 64
     assert task["do_lower_case"] is True and task["kind"] == "classifier"
-    assert (export / "spm.model").read_bytes() == (
+    assert task["text_pair"] is False
+    assert (export / "1" / "assets" / "spm.model").read_bytes() == (
         shared_data / "spm" / "de-30k-clean.model").read_bytes()
     expected = [json.loads(l)["probabilities"] for l in
                 (out / "sst-2_test_predictions.jsonl").read_text().splitlines()]
@@ -233,11 +237,15 @@ def test_export_dir_holds_the_fine_tuned_model(tmp_path, shared_data):
     order = batch["example_index"].numpy()
     want = np.array([[expected[i]["0"], expected[i]["1"]] for i in order])
     np.testing.assert_allclose(probs, want, atol=2e-6)
+    lines = (shared_data / "glue" / "SST-2" / "test.tsv").read_text().splitlines()[1:]
+    sentences = [line.split("\t")[1] for line in lines]
+    served = client(tmp_path, export / "1", {"text_a": [sentences[i] for i in order]})
+    np.testing.assert_allclose(served["probabilities"], want, atol=1e-5)
     again = _run(tmp_path, shared_data, "sst-2", "SST-2", tmp_path / "again", "--do_train",
-                 f"--export_dir={export}")
-    assert again.returncode == 1
-    assert f"--export_dir {export} exists and is not empty" in again.stderr
-    assert not (tmp_path / "again" / "checkpoints").exists()
+                 "--train_step=10", f"--export_dir={export}")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert (export / "2" / "saved_model.pb").exists() and (export / "1" / "saved_model.pb"
+                                                          ).exists()
 
 
 @pytest.mark.slow

@@ -77,6 +77,24 @@ def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
                                                served["end"]):
         assert answer.decode() == predictions[qid], qid
         assert context[s:e] == predictions[qid]
+    # Bad input has defined behaviour: no context → no answer (-1); an empty question,
+    # non-ASCII text and a 3,000-word context (windowed) mixed in one batch → answers
+    # taken from their context; invalid UTF-8 bytes read as U+FFFD.
+    long_context = " ".join(f"word{i}" for i in range(3000))
+    contexts = ["", "Ada wrote it.", "Ada © wrote it.", long_context]
+    odd = client(tmp_path, export / "1", {"question": ["what?", "", "who?", "where?"],
+                                          "context": contexts})
+    answers = [a.decode() for a in odd["answer"]]
+    assert answers[0] == "" and odd["start"][0] == -1 and odd["end"][0] == -1
+    for context, answer, s, e in zip(contexts[1:], answers[1:], odd["start"][1:],
+                                     odd["end"][1:]):
+        assert answer and context[s:e] == answer
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+    from albert_tf.export import build_module
+    module = build_module("squad", str(export / "1" / "assets.extra" / "finetuned"))
+    out = module.answer(tf.constant([b"who?"]), tf.constant([b"Ada \xff wrote it."]))
+    assert out["answer"].numpy()[0].decode() in "Ada \ufffd wrote it."
 
 
 @pytest.mark.slow

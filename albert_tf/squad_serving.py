@@ -104,11 +104,10 @@ class SquadServing(_Serving):
         j = w_start[:, :, None] + p - first                                # doc index
         in_doc = (p >= first) & (p < first + w_len[:, :, None])            # [B, K, S]
         qpos = tf.clip_by_value(p - 1, 0, tf.maximum(tf.reduce_max(lq) - 1, 0))
-        qd = q.to_tensor(0)
-        qd = tf.pad(qd, [[0, 0], [0, 1]])
-        ids_d, st_d, en_d = (x.to_tensor(0) for x in (ids, starts, ends))
-        pad1 = lambda x: tf.pad(x, [[0, 0], [0, 1]])  # noqa: E731 (an index for j<0)
-        ids_d, st_d, en_d = pad1(ids_d), pad1(st_d), pad1(en_d)
+        # Dense, plus one padding column: index 0 exists even for an empty question or
+        # context of the whole batch.
+        qd, ids_d, st_d, en_d = (tf.pad(x.to_tensor(0), [[0, 0], [0, 1]])
+                                 for x in (q, ids, starts, ends))
         jj = tf.where(in_doc, j, 0)
         gather = lambda t: tf.gather(t, jj, batch_dims=1)  # noqa: E731
         qtok = tf.gather(qd, tf.broadcast_to(qpos, tf.shape(jj)), batch_dims=1)

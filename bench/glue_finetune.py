@@ -63,7 +63,7 @@ def main() -> int:
     p.add_argument("--tasks", default="sst-2,mrpc,cola,sts-b,rte")
     p.add_argument("--scratch_tasks", default="sst-2")
     p.add_argument("--seeds", type=int, default=1, help="fine-tuning seeds per setting")
-    p.add_argument("--learning_rate", type=float, default=1e-4)
+    p.add_argument("--learning_rate", type=float, default=1e-3)
     p.add_argument("--step_scale", type=float, default=1.0,
                    help="multiply every task's training steps")
     p.add_argument("--pretrain_steps", type=int, default=3000)

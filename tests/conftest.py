@@ -13,6 +13,18 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+def two_cpu_driver(runner: str) -> str:
+    """A script running `runner` (run_pretraining, run_classifier, ...) with two logical
+    CPU devices, so that `--strategy mirrored` has two replicas on a CPU machine (logical
+    devices must exist before TensorFlow initializes its runtime)."""
+    return (f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nimport tensorflow as tf\n"
+            "cpus = tf.config.list_physical_devices('CPU')\n"
+            "tf.config.set_logical_device_configuration(\n"
+            "    cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)\n"
+            f"from absl import app\nimport {runner}\n{runner}.define_flags()\n"
+            f"app.run(lambda argv: sys.exit({runner}.main(argv)))\n")
+
+
 @pytest.fixture
 def shared_data():
     """../shared/data, or skip: a user's fresh clone has no ../shared."""

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from conftest import two_cpu_driver
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = {"vocab_size": 30000, "embedding_size": 32, "hidden_size": 64, "num_hidden_layers": 2,
         "num_attention_heads": 2, "intermediate_size": 128, "max_position_embeddings": 64,
@@ -276,18 +278,6 @@ def test_fine_tunes_from_a_converted_transformers_checkpoint(tmp_path, shared_da
     assert len(train) == 3 and train[-1]["loss"] < train[0]["loss"]
 
 
-MIRRORED_DRIVER = """\
-import sys
-sys.path.insert(0, {root!r})
-import tensorflow as tf
-cpus = tf.config.list_physical_devices("CPU")
-tf.config.set_logical_device_configuration(
-    cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
-from absl import app
-import run_classifier
-run_classifier.define_flags()
-app.run(lambda argv: sys.exit(run_classifier.main(argv)))
-"""
 
 
 @pytest.mark.slow
@@ -295,7 +285,7 @@ def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, share
     """Two replicas of batch 16 against one device with batch 32: the same training losses
     and dev metrics (no dropout, so the runs are the same computation)."""
     driver = tmp_path / "driver.py"
-    driver.write_text(MIRRORED_DRIVER.format(root=ROOT))
+    driver.write_text(two_cpu_driver("run_classifier"))
     results = {}
     for strategy in ("default", "mirrored"):
         out = tmp_path / strategy

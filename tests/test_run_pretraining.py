@@ -26,7 +26,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import ROOT, SHARED_DATA
+from conftest import ROOT, SHARED_DATA, two_cpu_driver
 
 SEQ, PRED = 64, 10
 STEPS = 60              # reference run: optimizer steps
@@ -360,21 +360,6 @@ def test_sigkill_then_sigterm_resume_ends_with_the_uninterrupted_weights(workdir
 
 # --- 4. strategies -----------------------------------------------------------------------------
 
-MIRRORED_DRIVER = """\
-import sys
-sys.path.insert(0, {root!r})
-import tensorflow as tf
-# Logical devices must exist before TensorFlow initializes its runtime.
-cpus = tf.config.list_physical_devices("CPU")
-tf.config.set_logical_device_configuration(
-    cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
-from absl import app
-import run_pretraining
-run_pretraining.define_flags()
-app.run(lambda argv: sys.exit(run_pretraining.main(argv)))
-"""
-
-
 @pytest.mark.slow
 def test_mirrored_on_two_cpus_matches_the_default_strategy_and_resumes(workdir, reference):
     """Two replicas of batch 4 give the reference run (one device, batch 8): same losses and
@@ -383,7 +368,7 @@ def test_mirrored_on_two_cpus_matches_the_default_strategy_and_resumes(workdir, 
     end is still the reference's."""
     ref_out, _ = reference
     driver = workdir / "mirrored_driver.py"
-    driver.write_text(MIRRORED_DRIVER.format(root=str(ROOT)))
+    driver.write_text(two_cpu_driver("run_pretraining"))
     out = workdir / "mirrored"
     args = base_args(workdir, out, "--strategy", "mirrored")
     killed = Run(args, workdir / "mirrored_killed", script=driver)

@@ -1,9 +1,11 @@
 """Runs each case of a benchmark script in its own process (so that its peak RSS and its
-TensorFlow state are its own) and collects the JSON each prints on a `RESULT ` line."""
+TensorFlow state are its own) and collects the JSON each prints on a `RESULT ` line; and
+the report logger of the experiment scripts."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -23,3 +25,15 @@ def run_cases(script: str, cases: list[str], passthrough: list[str]) -> list[dic
             continue
         results.append(json.loads(lines[-1][len("RESULT "):]))
     return results
+
+
+def report_logger(output_dir: str):
+    """`log(msg)`: prints `msg` and appends it to OUTPUT_DIR/report.txt (created)."""
+    os.makedirs(output_dir, exist_ok=True)
+    path = os.path.join(output_dir, "report.txt")
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+        with open(path, "a") as f:
+            f.write(msg + "\n")
+    return log

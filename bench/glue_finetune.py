@@ -71,13 +71,8 @@ def main() -> int:
                    help="fine-tune on this many training examples (0: all)")
     p.add_argument("--dtype", default="float32")
     args = p.parse_args()
-    os.makedirs(args.output_dir, exist_ok=True)
-    log_path = os.path.join(args.output_dir, "report.txt")
-
-    def log(msg):
-        print(msg, flush=True)
-        with open(log_path, "a") as f:
-            f.write(msg + "\n")
+    from cases import report_logger
+    log = report_logger(args.output_dir)
 
     init = os.path.join(args.pretrained_dir, "run_sop", "checkpoints")
     if not os.path.exists(os.path.join(init, "checkpoint")):

@@ -146,13 +146,8 @@ def main() -> int:
     p.add_argument("--max_eval_batches", type=int, default=50)
     p.add_argument("--only", choices=["sop", "nsp"], default=None)
     args = p.parse_args()
-    os.makedirs(args.output_dir, exist_ok=True)
-    log_path = os.path.join(args.output_dir, "report.txt")
-
-    def log(msg):
-        print(msg, flush=True)
-        with open(log_path, "a") as f:
-            f.write(msg + "\n")
+    from cases import report_logger
+    log = report_logger(args.output_dir)
 
     paths = prepare(args.output_dir, log)
     config_file = os.path.join(args.output_dir, "albert_config.json")

@@ -78,12 +78,18 @@ class AlbertEncoder(keras.Model):
         (default zeros).
       training: enables dropout.
       output_hidden_states: also return every block's output.
+      output_positions: optional int [batch, P]: only these positions of the last
+        block's output are needed (pretraining: the masked positions). The last block
+        is then computed only there and at [CLS] (for the pooler): the same values,
+        ~6% fewer FLOPs for ALBERT-base at 20 of 128 positions, forward and backward.
 
     Returns a dict:
       sequence_output: float32 [batch, seq, H], the last block's output.
       pooled_output: float32 [batch, H], tanh(dense(sequence_output[:, 0])).
       with output_hidden_states: `embedding_output` [batch, seq, H] (the blocks' input)
       and `encoder_outputs`, a list of L × inner_group_num tensors [batch, seq, H].
+      with output_positions: `positions_output` [batch, P, H] (= sequence_output at those
+      positions) and `pooled_output`, no `sequence_output`.
     """
 
     def __init__(self, config: AlbertConfig, **kwargs):
@@ -128,7 +134,7 @@ class AlbertEncoder(keras.Model):
                 block.build((None, c.hidden_size))
         self.pooler.build((None, c.hidden_size))
 
-    def call(self, inputs, training=False, output_hidden_states=False):
+    def call(self, inputs, training=False, output_hidden_states=False, output_positions=None):
         input_ids, input_mask, segment_ids = unpack_inputs(inputs)
         batch_size, seq_length = tf.shape(input_ids)[0], tf.shape(input_ids)[1]
         hidden_size = self.config.hidden_size
@@ -139,21 +145,39 @@ class AlbertEncoder(keras.Model):
             x = self.embedding_hidden_mapping_in(x)
         attention_bias = (1.0 - tf.cast(input_mask, tf.float32))[:, None, None, :] * -10000.0
 
-        def unflatten(t):
-            return tf.reshape(tf.cast(t, tf.float32), [batch_size, seq_length, hidden_size])
+        def unflatten(t, length=seq_length):
+            return tf.reshape(tf.cast(t, tf.float32), [batch_size, length, hidden_size])
 
         # Each distinct sub-layer's weights, prepared once for all the layers sharing it.
         weights = {}
         for sub in {id(s): s for b in self.blocks for s in (b.attention, b.ffn)}.values():
             weights[id(sub)] = sub.compute_weights(sub.compute_dtype)
 
+        query_rows = None
+        if output_positions is not None:
+            if output_hidden_states:
+                raise ValueError("output_positions and output_hidden_states exclude each other "
+                                 "(with output_positions the last block skips other positions)")
+            # [CLS] (for the pooler) and the requested positions, as rows of the
+            # [batch*seq, H] hidden matrix.
+            positions = tf.concat([tf.zeros_like(input_ids[:, :1]),
+                                   tf.cast(output_positions, tf.int32)], axis=1)  # [B, 1+P]
+            query_rows = tf.reshape(positions + seq_length * tf.range(batch_size)[:, None],
+                                    [-1])
+
         hidden_states = [unflatten(x)] if output_hidden_states else None
-        for block in self.blocks:
+        last = len(self.blocks) - 1
+        for i, block in enumerate(self.blocks):
             x = block(x, attention_bias, batch_size, seq_length, training=training,
-                      weights=(weights[id(block.attention)], weights[id(block.ffn)]))
+                      weights=(weights[id(block.attention)], weights[id(block.ffn)]),
+                      query_rows=query_rows if i == last else None)
             if output_hidden_states:
                 hidden_states.append(unflatten(x))
 
+        if query_rows is not None:
+            gathered = unflatten(x, tf.shape(positions)[1])             # [B, 1+P, H]
+            return {"positions_output": gathered[:, 1:],
+                    "pooled_output": tf.cast(self.pooler(gathered[:, 0]), tf.float32)}
         sequence_output = unflatten(x)
         pooled_output = tf.cast(self.pooler(sequence_output[:, 0]), tf.float32)
         outputs = {"sequence_output": sequence_output, "pooled_output": pooled_output}

@@ -248,13 +248,19 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None)
     """Saves `module` with its signatures as a new version of `export_dir`; returns it.
     `finetuned_dir` (the model's fine-tuned model directory) is kept beside the graph in
     `VERSION/assets.extra/finetuned/` (TF Serving ignores assets.extra): each version
-    carries the checkpoint it was made from."""
+    carries the checkpoint it was made from.
+
+    The graph is traced with `layers.portable_kernels()`: plain TensorFlow ops instead of
+    the XLA-compiled elementwise kernels used in training, so that runtimes built without
+    XLA (TF Serving by default) run it."""
+    from albert_tf.layers import portable_kernels
     os.makedirs(export_dir, exist_ok=True)
     target = next_version_dir(export_dir)
     tmp = os.path.join(export_dir, f".tmp-{os.path.basename(target)}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        tf.saved_model.save(module, tmp, signatures=module.signatures())
+        with portable_kernels():
+            tf.saved_model.save(module, tmp, signatures=module.signatures())
         if finetuned_dir:
             shutil.copytree(finetuned_dir, os.path.join(tmp, "assets.extra", "finetuned"))
         os.replace(tmp, target)

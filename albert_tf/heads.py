@@ -29,8 +29,9 @@ class MaskedLMHead(keras.layers.Layer):
     pretraining step cheap: [batch, P, V] logits instead of [batch, seq, V].
 
     Call args:
-      sequence_output: [batch, seq, H].
-      positions: int [batch, P], the `masked_lm_positions`.
+      sequence_output: [batch, seq, H], or [batch, P, H] already at the masked positions
+        (then `positions` is None).
+      positions: int [batch, P], the `masked_lm_positions`, or None.
       embedding_table: [V, E], the encoder's word embeddings.
     Returns:
       float32 logits [batch, P, V].
@@ -51,7 +52,9 @@ class MaskedLMHead(keras.layers.Layer):
                                            initializer="zeros")
 
     def call(self, sequence_output, positions, embedding_table):
-        x = self.layer_norm(self.dense(gather_positions(sequence_output, positions)))
+        if positions is not None:
+            sequence_output = gather_positions(sequence_output, positions)
+        x = self.layer_norm(self.dense(sequence_output))
         x = tf.cast(x, self.compute_dtype)
         logits = tf.matmul(x, tf.cast(embedding_table, x.dtype), transpose_b=True)
         return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)

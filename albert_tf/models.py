@@ -26,6 +26,9 @@ class AlbertPretrainer(keras.Model):
       inputs: dict with the encoder inputs (`input_ids`, `input_mask`, `segment_ids`,
         int32 [batch, seq]) and `masked_lm_positions` int32 [batch, P].
       training: enables dropout.
+      sequence_output: False skips the last block's work at positions the losses do not
+        read (the encoder's `output_positions`): same logits, fewer FLOPs; the trainer
+        uses it. Needs `masked_lm_positions`; the output then has no `sequence_output`.
 
     Returns a dict:
       sequence_output [batch, seq, H], pooled_output [batch, H] (as the encoder),
@@ -47,14 +50,22 @@ class AlbertPretrainer(keras.Model):
         self.mlm_head.build()
         self.sop_head.build()
 
-    def call(self, inputs, training=False, output_hidden_states=False):
+    def call(self, inputs, training=False, output_hidden_states=False, sequence_output=True):
+        positions = inputs.get("masked_lm_positions") if isinstance(inputs, dict) else None
+        # The MLM output matrix is the word-embedding table itself (tied weights).
+        table = self.encoder.embeddings.word_embeddings
+        if not sequence_output:
+            if positions is None or output_hidden_states:
+                raise ValueError("sequence_output=False needs masked_lm_positions and no "
+                                 "output_hidden_states")
+            encoded = self.encoder(inputs, training=training, output_positions=positions)
+            return {"pooled_output": encoded["pooled_output"],
+                    "mlm_logits": self.mlm_head(encoded["positions_output"], None, table),
+                    "sop_logits": self.sop_head(encoded["pooled_output"])}
         outputs = dict(self.encoder(inputs, training=training,
                                     output_hidden_states=output_hidden_states))
-        if isinstance(inputs, dict) and "masked_lm_positions" in inputs:
-            # The MLM output matrix is the word-embedding table itself (tied weights).
-            outputs["mlm_logits"] = self.mlm_head(
-                outputs["sequence_output"], inputs["masked_lm_positions"],
-                self.encoder.embeddings.word_embeddings)
+        if positions is not None:
+            outputs["mlm_logits"] = self.mlm_head(outputs["sequence_output"], positions, table)
         outputs["sop_logits"] = self.sop_head(outputs["pooled_output"])
         return outputs
 

@@ -117,6 +117,8 @@ class Task(abc.ABC):
     denominators(batch) → {key: float32 scalar}: per-replica counts (e.g. masked tokens,
       examples), summed over replicas and micro-batches by the trainer.
     terms(batch, outputs) → {name: float32 scalar}: per-replica sums of every loss and metric.
+    call_model(model, batch, training) → the model's outputs for `terms` (default:
+      `model(batch, training=training)`).
     best_metric: the metric whose maximum on the evaluation set selects the best
       checkpoint (None: none kept).
     """
@@ -135,6 +137,9 @@ class Task(abc.ABC):
     @abc.abstractmethod
     def terms(self, batch, outputs) -> dict:
         """{name: float32 scalar} per-replica sums."""
+
+    def call_model(self, model, batch, training: bool):
+        return model(batch, training=training)
 
 
 class Preempted(Exception):
@@ -244,7 +249,7 @@ class Trainer:
         return int(self.inner_optimizer.iterations.numpy())
 
     def _loss(self, batch, dens, training=True):
-        outputs = self.model(batch, training=training)
+        outputs = self.task.call_model(self.model, batch, training)
         report = self.task.terms(batch, outputs)
         loss = 0.0
         for name, key in self.task.losses.items():
@@ -403,7 +408,7 @@ class Trainer:
         if self._eval_step is None:
             def replica_eval(batch):
                 dens = self.task.denominators(batch)
-                outputs = self.model(batch, training=False)
+                outputs = self.task.call_model(self.model, batch, False)
                 out = {f"sum/{n}": t for n, t in self.task.terms(batch, outputs).items()}
                 out.update({f"den/{k}": v for k, v in dens.items()})
                 return out
@@ -531,6 +536,10 @@ class PretrainingTask(Task):
         model = AlbertPretrainer(self.albert_config)
         model.build()
         return model
+
+    def call_model(self, model, batch, training):
+        # The losses read the last block only at [CLS] and the masked positions.
+        return model(batch, training=training, sequence_output=False)
 
     def denominators(self, batch):
         import tensorflow as tf

@@ -274,3 +274,91 @@ def test_mixed_precision_gradients_follow_float32():
         assert g.dtype == tf.float32, v.path
         error = np.linalg.norm(g.numpy() - tf.convert_to_tensor(e).numpy())
         assert error <= 0.05 * norm + floor, (v.path, error, norm)
+
+
+@pytest.mark.parametrize("overrides", [{}, {"num_hidden_groups": 2, "inner_group_num": 2},
+                                       {"sharing": "none"}])
+def test_last_block_only_at_needed_positions_is_exact(overrides):
+    """sequence_output=False (the trainer's path) computes the last block only at [CLS]
+    and the masked positions: same logits and the same gradients as the full pass."""
+    config = tiny_config(**overrides)
+    batch = random_batch(positions=4)
+    batch["masked_lm_positions"][0, 3] = 0            # padding prediction slot, as in data
+    model = built(AlbertPretrainer(config))
+
+    def run(**kwargs):
+        with tf.GradientTape() as tape:
+            out = model(batch, training=True, **kwargs)
+            loss = tf.reduce_sum(out["mlm_logits"] ** 2) + tf.reduce_sum(out["sop_logits"] ** 2)
+        return out, tape.gradient(loss, model.trainable_variables)
+
+    full, full_grads = run()
+    fast, fast_grads = run(sequence_output=False)
+    assert "sequence_output" not in fast
+    for key in ("mlm_logits", "sop_logits", "pooled_output"):
+        np.testing.assert_allclose(fast[key], full[key], atol=1e-5, rtol=1e-5)
+    for g, e, v in zip(fast_grads, full_grads, model.trainable_variables):
+        np.testing.assert_allclose(tf.convert_to_tensor(g), tf.convert_to_tensor(e),
+                                   atol=1e-5, rtol=1e-4, err_msg=v.path)
+    gathered = model.encoder(batch, output_positions=batch["masked_lm_positions"])
+    want = tf.gather(full["sequence_output"], batch["masked_lm_positions"], batch_dims=1)
+    np.testing.assert_allclose(gathered["positions_output"], want, atol=1e-5)
+    with pytest.raises(ValueError, match="masked_lm_positions"):
+        model({k: v for k, v in batch.items() if k != "masked_lm_positions"},
+              sequence_output=False)
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_xla_kernels_equal_portable_ops(policy):
+    """The XLA-compiled elementwise kernels (GELU, LayerNorm of a residual sum, the bf16
+    attention softmax) and the plain TensorFlow ops of `portable_kernels()` (used for
+    SavedModels) give the same outputs and gradients."""
+    from albert_tf.layers import portable_kernels
+    keras.config.set_dtype_policy(policy)
+    model = built(AlbertPretrainer(tiny_config(num_hidden_layers=2)))
+    batch = random_batch()
+
+    def run():
+        with tf.GradientTape() as tape:
+            out = model(batch, training=True)
+            loss = tf.reduce_sum(out["mlm_logits"] ** 2) + tf.reduce_sum(out["sop_logits"])
+        return out["mlm_logits"], tape.gradient(loss, model.trainable_variables)
+
+    fused, fused_grads = run()
+    with portable_kernels():
+        plain, plain_grads = run()
+    tolerance = 1e-5 if policy == "float32" else 2e-2
+    np.testing.assert_allclose(fused, plain, atol=tolerance, rtol=tolerance)
+    for g, e, v in zip(fused_grads, plain_grads, model.trainable_variables):
+        g, e = tf.convert_to_tensor(g).numpy(), tf.convert_to_tensor(e).numpy()
+        assert g.dtype == np.float32, v.path
+        scale = np.abs(e).max() + 1e-6
+        assert np.abs(g - e).max() <= tolerance * scale + 1e-6, v.path
+
+
+def test_layer_norm_residual_gradients():
+    """The fused LayerNorm(x + residual) against autodiff of the textbook formula, float64."""
+    from albert_tf.layers import layer_norm_residual
+    rng = np.random.default_rng(0)
+    x, r = (tf.constant(rng.normal(size=(2, 3, 8))) for _ in range(2))
+    gamma, beta = tf.constant(rng.normal(size=8)), tf.constant(rng.normal(size=8))
+    dy = tf.constant(rng.normal(size=(2, 3, 8)))
+
+    def textbook(x, r, gamma, beta):
+        s = x + r
+        mean = tf.reduce_mean(s, -1, keepdims=True)
+        var = tf.reduce_mean((s - mean) ** 2, -1, keepdims=True)
+        return (s - mean) / tf.sqrt(var + 1e-12) * gamma + beta
+
+    for fn in (textbook, lambda *a: layer_norm_residual(*a, epsilon=1e-12)):
+        with tf.GradientTape() as tape:
+            tape.watch([x, r, gamma, beta])
+            y = fn(x, r, gamma, beta)
+        grads = tape.gradient(y, [x, r, gamma, beta], dy)
+        if fn is textbook:
+            want_y, want = y, grads
+    np.testing.assert_allclose(y, want_y, atol=1e-10)
+    for g, e in zip(grads, want):
+        np.testing.assert_allclose(g, e, atol=1e-9)
+    alone = layer_norm_residual(x, None, gamma, beta, 1e-12)
+    np.testing.assert_allclose(alone, textbook(x, tf.zeros_like(x), gamma, beta), atol=1e-10)

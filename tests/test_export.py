@@ -158,6 +158,16 @@ def test_in_graph_ids_equal_python_on_a_corpus_file(tmp_path, spm, shared_data, 
         assert got["input_mask"][i].numpy().tolist() == m
 
 
+def _xla_functions(version):
+    """Names of the SavedModel's functions marked for XLA compilation."""
+    from tensorflow.core.protobuf import saved_model_pb2
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(version, "saved_model.pb"), "rb") as f:
+        proto.ParseFromString(f.read())
+    library = proto.meta_graphs[0].graph_def.library
+    return [f.signature.name for f in library.function if f.attr["_XlaMustCompile"].b]
+
+
 def test_encoder_embed_and_encode(tmp_path, spm):
     import tensorflow as tf
     from albert_tf.checkpoints import save_checkpoint
@@ -168,6 +178,7 @@ def test_encoder_embed_and_encode(tmp_path, spm):
     save_checkpoint(encoder, str(tmp_path / "enc"))
     version = export("encoder", str(tmp_path / "enc"), str(tmp_path / "serving"),
                      spm_model_file=spm, max_seq_length=32)
+    assert _xla_functions(version) == []     # portable: no XLA-compiled kernels inside
     loaded = tf.saved_model.load(version)
     texts = ["The quick brown fox.", "", "Ein zweiter Satz, etwas länger als der erste."]
     out = loaded.signatures["embed"](text=tf.constant(texts))

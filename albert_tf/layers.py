@@ -27,9 +27,12 @@ _GELU_A = 0.044715
 
 # Elementwise work that TensorFlow would run as many separate passes (GELU and its
 # gradient: ~15 ops over [batch*seq, I]) is compiled by XLA into one loop each, computed in
-# float32 (float64 stays float64). On CPU without whole-step XLA this halves the GELU's
-# forward+backward time (bf16 and fp32); inside an XLA-compiled step it is inlined.
-# `portable_kernels()` turns it off while tracing SavedModels, for runtimes without XLA.
+# float32 (float64 stays float64), when gradients are being recorded (training). On CPU
+# without whole-step XLA this halves the GELU's forward+backward time (bf16 and fp32);
+# inside an XLA-compiled step it is inlined. Without a gradient tape (inference) the plain
+# ops are traced instead, in the forms TensorFlow's oneDNN rewrites fuse (GELU into the
+# matmul, LayerNorm into one kernel): faster there. `portable_kernels()` forces the plain
+# ops (SavedModels, for runtimes without XLA).
 _XLA_KERNELS = [True]
 
 
@@ -43,6 +46,19 @@ def portable_kernels():
         yield
     finally:
         _XLA_KERNELS.pop()
+
+
+def _xla_kernels() -> bool:
+    """Whether to use the XLA-compiled kernels here: allowed, and gradients recorded."""
+    return _XLA_KERNELS[-1] and _recording()
+
+
+def _recording() -> bool:
+    try:
+        from tensorflow.python.eager import record
+        return record.could_possibly_record()
+    except (ImportError, AttributeError):   # private API: assume training if it moves
+        return True
 
 
 def _wide(x):
@@ -73,15 +89,22 @@ _gelu_backward_xla = tf.function(_gelu_backward, jit_compile=True, reduce_retrac
 def gelu_tanh(x):
     """GELU in the official tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 
-    Same values as `keras.activations.gelu(x, approximate=True)` (computed in float32 for
-    low-precision x). The gradient is written out analytically and both directions are
-    one XLA-compiled kernel each (see `portable_kernels`): 13 → 6 ms for forward +
-    backward of ALBERT-base's [1024, 3072] bf16 FFN activation on 2 CPU cores, ~9% of a
-    bf16 training step.
+    Same values as `keras.activations.gelu(x, approximate=True)`. The gradient is written
+    out analytically, 0.5(1+t) + 0.5·√(2/π)·x·(1-t²)(1+3·0.044715·x²) with t the tanh.
+    When training, both directions are one XLA-compiled kernel each (computed in float32
+    for low-precision x): 13 → 6 ms for forward + backward of ALBERT-base's [1024, 3072]
+    bf16 FFN activation on 2 CPU cores, ~9% of a bf16 training step. Otherwise the
+    formula is traced as written, the pattern oneDNN fuses into the preceding matmul.
     """
-    if _XLA_KERNELS[-1]:
+    if _xla_kernels():
         return _gelu_forward_xla(x), lambda dy: _gelu_backward_xla(x, dy)
-    return _gelu_forward(x), lambda dy: _gelu_backward(x, dy)
+    t = tf.tanh(_GELU_C * (x + _GELU_A * x * x * x))
+
+    def grad(dy):
+        return dy * (0.5 * (1.0 + t) + (0.5 * _GELU_C) * x * (1.0 - t * t)
+                     * (1.0 + 3.0 * _GELU_A * x * x))
+
+    return 0.5 * x * (1.0 + t), grad
 
 
 def get_activation(name: str):
@@ -138,14 +161,19 @@ def layer_norm_residual(x, residual, gamma, beta, epsilon: float):
     float32 (float64 stays float64).
 
     x may be low precision (a sub-layer's bf16 output), residual float32 (the residual
-    stream); each gets its gradient in its own dtype. Forward and backward are one
-    XLA-compiled kernel each (see `portable_kernels`), the add and casts included:
-    7.4 → 6.1 ms forward + backward at [1024, 768] (bf16 + fp32) on 2 CPU cores.
+    stream); each gets its gradient in its own dtype. When training, forward and
+    backward are one XLA-compiled kernel each, the add and casts included (7.4 → 6.1 ms
+    forward + backward at [1024, 768], bf16 + fp32, on 2 CPU cores). Otherwise
+    `tf.nn.moments` + `tf.nn.batch_normalization`, which oneDNN fuses into one kernel.
     """
-    forward, backward = ((_layer_norm_forward_xla, _layer_norm_backward_xla)
-                         if _XLA_KERNELS[-1] else (_layer_norm_forward, _layer_norm_backward))
     dtype = tf.float64 if x.dtype == tf.float64 else tf.float32
     gamma, beta = tf.cast(gamma, dtype), tf.cast(beta, dtype)
+    if not _xla_kernels():
+        total = tf.cast(x, dtype) if residual is None else (
+            tf.cast(x, dtype) + tf.cast(residual, dtype))
+        mean, variance = tf.nn.moments(total, axes=[-1], keepdims=True)
+        return tf.nn.batch_normalization(total, mean, variance, beta, gamma, epsilon)
+    forward, backward = _layer_norm_forward_xla, _layer_norm_backward_xla
     if residual is None:
         @tf.custom_gradient
         def alone(x, gamma, beta):
@@ -183,11 +211,11 @@ def attention_softmax(logits, bias):
     """softmax(logits + bias) over the last axis, computed in float32, returned in the
     logits' dtype: [batch, heads, Q, seq] scores and a [batch, 1, 1, seq] additive mask.
 
-    For low-precision logits the casts, add and softmax of each direction are one
-    XLA-compiled kernel (7.3 → 5.8 ms forward + backward per ALBERT-base layer in bf16 on
-    2 CPU cores); float32 logits use TensorFlow's softmax, faster there.
+    When training with low-precision logits, the casts, add and softmax of each direction
+    are one XLA-compiled kernel (7.3 → 5.8 ms forward + backward per ALBERT-base layer in
+    bf16 on 2 CPU cores); float32 logits and inference use TensorFlow's ops, faster there.
     """
-    if logits.dtype in (tf.float32, tf.float64) or not _XLA_KERNELS[-1]:
+    if logits.dtype in (tf.float32, tf.float64) or not _xla_kernels():
         return _softmax_forward(logits, bias)
 
     @tf.custom_gradient
@@ -202,8 +230,7 @@ class LayerNorm(keras.layers.LayerNormalization):
     `call(x, residual=r)` = LayerNorm(x + r) (the post-LN residual).
 
     Same function as `keras.layers.LayerNormalization` (same variables); computed by
-    `layer_norm_residual`, which fuses the add, casts and normalization of each direction
-    into one kernel.
+    `layer_norm_residual` (fused kernels).
     """
 
     def __init__(self, **kwargs):

@@ -15,6 +15,17 @@ from albert_tf.encoder import AlbertEncoder
 from albert_tf.heads import ClassificationHead, MaskedLMHead, SentenceOrderHead
 
 
+def pooled_output_only(encoder: AlbertEncoder, inputs, training):
+    """The encoder's `pooled_output` [batch, H], its last block computed at [CLS] only
+    (`output_positions` of shape [batch, 0]): the same values, ~7% fewer encoder FLOPs
+    for ALBERT-base at 128 tokens (keys and values of the last block are still computed
+    for every token; its queries, FFN and LayerNorms only for [CLS])."""
+    import tensorflow as tf
+    ids = inputs["input_ids"] if isinstance(inputs, dict) else inputs
+    none = tf.zeros_like(tf.cast(ids, tf.int32)[:, :0])
+    return encoder(inputs, training=training, output_positions=none)["pooled_output"]
+
+
 class AlbertPretrainer(keras.Model):
     """Encoder + masked-LM head + sentence-order head (paper Section 3.1).
 
@@ -98,7 +109,7 @@ class AlbertClassifier(keras.Model):
         self.classifier_head.build()
 
     def call(self, inputs, training=False):
-        pooled = self.encoder(inputs, training=training)["pooled_output"]
+        pooled = pooled_output_only(self.encoder, inputs, training)
         return {"logits": self.classifier_head(pooled, training=training),
                 "pooled_output": pooled}
 
@@ -132,7 +143,7 @@ class AlbertMultipleChoice(keras.Model):
         shape = tf.shape(ids)                                   # [B, C, S]
         flat = {k: tf.reshape(inputs[k], [-1, shape[2]])
                 for k in ("input_ids", "input_mask", "segment_ids")}
-        pooled = self.encoder(flat, training=training)["pooled_output"]   # [B*C, H]
+        pooled = pooled_output_only(self.encoder, flat, training)                # [B*C, H]
         scores = tf.reshape(self.choice_head(pooled, training=training), shape[:2])
         present = tf.reduce_any(tf.cast(inputs["input_mask"], tf.bool), axis=-1)  # [B, C]
         return {"logits": tf.where(present, scores, tf.fill(tf.shape(scores), -1e9))}

@@ -81,7 +81,8 @@ def run_case(case: str, args) -> dict:
         @tf.function(jit_compile=jit)
         def train_step(x):
             with tf.GradientTape() as tape:
-                out = model(x, training=True)
+                # As the trainer: the last block only where the losses look.
+                out = model(x, training=True, sequence_output=False)
                 mlm = keras.losses.sparse_categorical_crossentropy(
                     x["masked_lm_ids"], out["mlm_logits"], from_logits=True)
                 weights = x["masked_lm_weights"]

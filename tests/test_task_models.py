@@ -71,3 +71,25 @@ def test_classification_task_learns_with_the_trainer(tmp_path, regression):
         assert result["loss"] < 0.2          # MSE of a 0/1 target; predicting 0.5 gives 0.25
     else:
         assert result["accuracy"] > 0.6
+
+
+def test_classifier_computes_the_last_block_at_cls_only_exactly():
+    """AlbertClassifier runs its last block at [CLS] only; logits and gradients equal
+    those of the head on the full encoder's pooled output."""
+    import tensorflow as tf
+    from albert_tf.models import AlbertClassifier
+    model = AlbertClassifier(tiny_config(num_hidden_groups=2, inner_group_num=2), 3,
+                             dropout=0.0)
+    model.build()
+    batch = {k: v for k, v in random_batch().items()
+             if k in ("input_ids", "input_mask", "segment_ids")}
+    with tf.GradientTape(persistent=True) as tape:
+        got = model(batch, training=True)["logits"]
+        full = model.encoder(batch, training=True)
+        want = model.classifier_head(full["pooled_output"], training=True)
+        loss_got, loss_want = tf.reduce_sum(got ** 2), tf.reduce_sum(want ** 2)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    for a, b in zip(tape.gradient(loss_got, model.trainable_variables),
+                    tape.gradient(loss_want, model.trainable_variables)):
+        np.testing.assert_allclose(tf.convert_to_tensor(a), tf.convert_to_tensor(b),
+                                   atol=1e-5, rtol=1e-4)

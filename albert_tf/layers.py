@@ -165,15 +165,19 @@ def layer_norm_residual(x, residual, gamma, beta, epsilon: float):
     backward are one XLA-compiled kernel each, the add and casts included (7.4 → 6.1 ms
     forward + backward at [1024, 768], bf16 + fp32, on 2 CPU cores; the backward
     recomputes the row statistics rather than keeping them). Otherwise plain
-    `tf.nn.moments` + `tf.nn.batch_normalization`.
+    TensorFlow ops (inference, SavedModels).
     """
     dtype = tf.float64 if x.dtype == tf.float64 else tf.float32
     gamma, beta = tf.cast(gamma, dtype), tf.cast(beta, dtype)
     if not _xla_kernels():
         total = tf.cast(x, dtype) if residual is None else (
             tf.cast(x, dtype) + tf.cast(residual, dtype))
-        mean, variance = tf.nn.moments(total, axes=[-1], keepdims=True)
-        return tf.nn.batch_normalization(total, mean, variance, beta, gamma, epsilon)
+        # Five full-size intermediates (tf.nn.moments + batch_normalization make six,
+        # and are slower: 19.3 -> 16.0 ms for 24 LayerNorms at [1024, 768] with the
+        # casts, 2 CPU cores).
+        centered = total - tf.reduce_mean(total, axis=-1, keepdims=True)
+        variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
+        return centered * (tf.math.rsqrt(variance + epsilon) * gamma) + beta
     forward, backward = _layer_norm_forward_xla, _layer_norm_backward_xla
     if residual is None:
         @tf.custom_gradient

@@ -135,11 +135,11 @@ def main(argv):
 
     strategy = make_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_gpus)
     replicas = strategy.num_replicas_in_sync
-    micro = FLAGS.train_batch_size // trainer_config.grad_accum_steps
-    if micro * trainer_config.grad_accum_steps != FLAGS.train_batch_size or micro % replicas:
-        print(f"error: --train_batch_size={FLAGS.train_batch_size} must be divisible by "
-              f"--grad_accum_steps={trainer_config.grad_accum_steps} × {replicas} replicas",
-              file=sys.stderr)
+    try:
+        micro = shared_flags.micro_batch_size(FLAGS.train_batch_size,
+                                              trainer_config.grad_accum_steps, replicas)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 1
 
     def dataset_fn(patterns, global_batch, training):

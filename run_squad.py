@@ -159,7 +159,13 @@ def main(argv):
     trainer_config = shared_flags.trainer_config_from_flags(
         output_dir=FLAGS.output_dir, num_train_steps=steps, num_warmup_steps=warmup)
     strategy = make_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_gpus)
-    micro = FLAGS.train_batch_size // trainer_config.grad_accum_steps
+    try:
+        micro = shared_flags.micro_batch_size(FLAGS.train_batch_size,
+                                              trainer_config.grad_accum_steps,
+                                              strategy.num_replicas_in_sync)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     write_json(os.path.join(FLAGS.output_dir, "run_config.json"), {
         "runner": "run_squad", "flags": FLAGS.flag_values_dict(),

@@ -76,6 +76,18 @@ def finetuning_schedule(train_examples: int) -> tuple[int, int]:
     return steps, warmup
 
 
+def micro_batch_size(train_batch_size: int, grad_accum_steps: int, replicas: int) -> int:
+    """The global micro-batch: --train_batch_size split into --grad_accum_steps parts, each
+    split again over the replicas. Raises ValueError (one line) unless both splits are
+    exact, rather than silently training on fewer examples per update or failing inside
+    tf.distribute."""
+    micro = train_batch_size // grad_accum_steps
+    if micro * grad_accum_steps != train_batch_size or micro % replicas:
+        raise ValueError(f"--train_batch_size={train_batch_size} must be divisible by "
+                         f"--grad_accum_steps={grad_accum_steps} × {replicas} replicas")
+    return micro
+
+
 def trainer_config_from_flags(output_dir: str | None = None, num_train_steps: int | None = None,
                               num_warmup_steps: int | None = None):
     """TrainerConfig from the flags; runners that derive the step counts (from epochs) pass

@@ -306,6 +306,16 @@ def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, share
         rows = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
         results[strategy] = (rows, json.loads((out / "eval_results.json").read_text())["final"])
     (ref_rows, ref_final), (rows, final) = results["default"], results["mirrored"]
+    # A global batch the two replicas cannot share: one line, before anything is written.
+    odd = tmp_path / "odd"
+    run = subprocess.run([a.replace(str(tmp_path / "mirrored"), str(odd)).replace(
+        "--train_batch_size=32", "--train_batch_size=33") for a in cmd],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+    assert run.returncode == 1
+    assert ("error: --train_batch_size=33 must be divisible by --grad_accum_steps=1 × 2 "
+            "replicas") in run.stderr, run.stderr[-2000:]
+    assert not (odd / "run_config.json").exists()
     assert [r["step"] for r in rows] == [r["step"] for r in ref_rows]
     for ref, row in zip(ref_rows, rows):
         for name in ("loss", "accuracy", "f1"):
@@ -313,3 +323,12 @@ def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, share
                 assert row[name] == pytest.approx(ref[name], rel=1e-4, abs=1e-5), (ref, name)
     for name, value in ref_final.items():
         assert final[name] == pytest.approx(value, rel=1e-4, abs=1e-5), name
+
+
+def test_micro_batch_size_must_divide_exactly():
+    from albert_tf.flags import micro_batch_size
+    assert micro_batch_size(32, 2, 2) == 16
+    assert micro_batch_size(24, 3, 8) == 8
+    for args in ((33, 1, 2), (32, 3, 1), (12, 2, 4)):
+        with pytest.raises(ValueError, match=r"^--train_batch_size=\d+ must be divisible by"):
+            micro_batch_size(*args)

@@ -143,8 +143,13 @@ def test_bad_command_lines_are_clear_errors(tmp_path, shared_data):
     base = [sys.executable, os.path.join(ROOT, "run_squad.py"), f"--output_dir={tmp_path}",
             f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
             f"--albert_config_file={config}"]
+    train = _slices(shared_data, tmp_path, "v1.1", train=(0, 1))["train"]
     for extra, message in (
             (["--do_train"], "--do_train needs --train_file"),
+            (["--do_train", f"--train_file={train}", "--train_batch_size=15",
+              "--grad_accum_steps=2"],
+             "error: --train_batch_size=15 must be divisible by --grad_accum_steps=2 × 1 "
+             "replicas"),
             (["--do_predict", f"--predict_file={tmp_path / 'nowhere.json'}"],
              "SQuAD file not found"),
             (["--do_predict", f"--predict_file={shared_data / 'squad' / 'dev-v1.1.json'}",

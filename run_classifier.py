@@ -316,9 +316,11 @@ def _run_once(task, albert_config, trainer_config, labels, regression, choices, 
     from data_pipeline import metrics
     from data_pipeline.classifier_features import classifier_dataset
     strategy = make_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_gpus)
-    micro = shared_flags.micro_batch_size(FLAGS.train_batch_size,
-                                          trainer_config.grad_accum_steps,
-                                          strategy.num_replicas_in_sync)
+    # Only training reads the train pipeline; otherwise the trainer just builds it (one
+    # example per replica), and --train_batch_size need not suit the replicas.
+    micro = shared_flags.micro_batch_size(
+        FLAGS.train_batch_size, trainer_config.grad_accum_steps,
+        strategy.num_replicas_in_sync) if FLAGS.do_train else strategy.num_replicas_in_sync
     os.makedirs(out_dir, exist_ok=True)
     write_json(os.path.join(out_dir, "run_config.json"), {
         "runner": "run_classifier", "flags": FLAGS.flag_values_dict(),

@@ -159,10 +159,12 @@ def main(argv):
     trainer_config = shared_flags.trainer_config_from_flags(
         output_dir=FLAGS.output_dir, num_train_steps=steps, num_warmup_steps=warmup)
     strategy = make_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_gpus)
+    # Only training reads the train pipeline; otherwise the trainer just builds it (one
+    # example per replica), and --train_batch_size need not suit the replicas.
     try:
-        micro = shared_flags.micro_batch_size(FLAGS.train_batch_size,
-                                              trainer_config.grad_accum_steps,
-                                              strategy.num_replicas_in_sync)
+        micro = shared_flags.micro_batch_size(
+            FLAGS.train_batch_size, trainer_config.grad_accum_steps,
+            strategy.num_replicas_in_sync) if FLAGS.do_train else strategy.num_replicas_in_sync
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -316,6 +316,14 @@ def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, share
     assert ("error: --train_batch_size=33 must be divisible by --grad_accum_steps=1 × 2 "
             "replicas") in run.stderr, run.stderr[-2000:]
     assert not (odd / "run_config.json").exists()
+    # Without --do_train the train batch is not split, so it need not suit the replicas.
+    evaluate_only = subprocess.run(
+        [a.replace(str(tmp_path / "mirrored"), str(odd)).replace(
+            "--train_batch_size=32", "--train_batch_size=33") for a in cmd
+         if a != "--do_train"], capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+    assert evaluate_only.returncode == 0, evaluate_only.stderr[-2000:]
+    assert json.loads((odd / "run_config.json").read_text())["replicas"] == 2
     assert [r["step"] for r in rows] == [r["step"] for r in ref_rows]
     for ref, row in zip(ref_rows, rows):
         for name in ("loss", "accuracy", "f1"):

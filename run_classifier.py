@@ -345,6 +345,8 @@ def _run_once(task, albert_config, trainer_config, labels, regression, choices, 
                       evaluate_fn=(lambda model: evaluate_splits(model, task, dev,
                                                                  regression, choices))
                       if dev else None)
+    if not FLAGS.do_train:
+        trainer.check_trained("--do_eval/--do_predict without --do_train")
     result = {}
     if FLAGS.do_train:
         result = trainer.train()

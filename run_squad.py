@@ -186,9 +186,15 @@ def main(argv):
         return score(model, examples, record_path, FLAGS.predict_file, v2,
                      FLAGS.null_score_diff_threshold)[0]
 
-    trainer = Trainer(SquadTask(albert_config), trainer_config, strategy,
-                      train_fn, init_checkpoint=FLAGS.init_checkpoint,
-                      evaluate_fn=evaluate_fn if predict_set and FLAGS.do_eval else None)
+    try:
+        trainer = Trainer(SquadTask(albert_config), trainer_config, strategy,
+                          train_fn, init_checkpoint=FLAGS.init_checkpoint,
+                          evaluate_fn=evaluate_fn if predict_set and FLAGS.do_eval else None)
+        if not FLAGS.do_train:
+            trainer.check_trained("--do_predict/--do_eval without --do_train")
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     if FLAGS.do_train:
         trainer.train()
     threshold = FLAGS.null_score_diff_threshold

@@ -7,6 +7,13 @@ any model's checkpoint and a head that is absent is reported, not silently rando
 Foreign weights are translated to the official TF1 variable names (the lingua franca:
 `bert/embeddings/word_embeddings`, `bert/encoder/transformer/group_0/inner_group_0/...`,
 `cls/predictions/...`) and assigned through `official_name_map`, one table for all sources.
+It covers the official fine-tuned heads too: run_classifier's `output_weights` /
+`output_bias` (classification, and STS-B regression with one output), run_race's (one
+score per choice) and run_squad_v1's `cls/squad/output_weights` / `output_bias`.
+
+Whatever the source, `load_checkpoint` returns a `LoadReport` naming every weight of the
+model that the checkpoint did not provide, and logs a warning line for each head left at
+its random initialization.
 """
 
 from __future__ import annotations
@@ -111,12 +118,29 @@ class LoadReport:
     format: str                      # "albert_tf" or "tf1"
     restored: list[str]              # components: "encoder", "mlm_head", ...
     missing: list[str]               # components of the model absent from the checkpoint
+    not_restored: list[str] = dataclasses.field(default_factory=list)
+    # ^ every weight of the model (Keras path) the checkpoint did not provide
 
     def __str__(self):
         text = f"restored {', '.join(self.restored)} from {self.path} ({self.format})"
         if self.missing:
             text += f"; not in the checkpoint, left at initialization: {', '.join(self.missing)}"
+        if self.not_restored:
+            text += (f" ({len(self.not_restored)} weight(s): "
+                     + ", ".join(self.not_restored[:6])
+                     + (" ..." if len(self.not_restored) > 6 else "") + ")")
         return text
+
+    def warnings(self) -> list[str]:
+        """One line per component left at its random initialization."""
+        return [f"WARNING: {self.path} has no {name}: it is left at its random "
+                f"initialization ({', '.join(_weight_paths(self.not_restored, name))})"
+                for name in self.missing]
+
+
+def _weight_paths(paths: list[str], component: str) -> list[str]:
+    named = [p for p in paths if f"/{component}/" in f"/{p}"]
+    return named or paths
 
 
 def load_checkpoint(model, path: str) -> LoadReport:
@@ -141,14 +165,17 @@ def load_checkpoint(model, path: str) -> LoadReport:
     elif any(_strip_module(k) == "bert/embeddings/word_embeddings" for k in keys):
         weights = read_tf1_checkpoint(prefix)
         result = assign_official(model, weights, source=prefix)
-        result.raise_for_errors()
+        result.raise_for_errors(allow_missing=HEADS)
+        table = official_name_map(model)
+        assigned = {id(table[name].variable) for name in result.assigned}
         report = LoadReport(prefix, "tf1", result.components_restored,
-                            result.components_missing)
+                            result.components_missing,
+                            [w.path for w in model.weights if id(w) not in assigned])
     else:
         raise CheckpointError(f"{prefix} is neither an albert_tf checkpoint nor an official "
                               f"ALBERT TF1 checkpoint (first keys: {sorted(keys)[:3]})")
-    if report.missing:
-        log.warning("%s", report)
+    for line in report.warnings():
+        log.warning("%s", line)
     return report
 
 
@@ -192,12 +219,13 @@ def _load_own(model, prefix: str, present: set[str]) -> LoadReport:
     components = {"encoder": model if isinstance(model, AlbertEncoder) else model.encoder}
     if not isinstance(model, AlbertEncoder):
         components.update({name: getattr(model, name) for name in _head_attributes(model)})
-    restored, missing = [], []
+    restored, missing, not_restored = [], [], []
     for name, layer in components.items():
         if name not in present:
             if name == "encoder":
                 raise CheckpointError(f"{prefix} holds no encoder (no model/encoder object)")
             missing.append(name)
+            not_restored.extend(w.path for w in layer.weights)
             continue
         try:
             status = tf.train.Checkpoint(model=tf.train.Checkpoint(**{name: layer})).read(prefix)
@@ -209,7 +237,7 @@ def _load_own(model, prefix: str, present: set[str]) -> LoadReport:
         except tf.errors.OpError as e:
             raise CheckpointError(f"{prefix}: {name}: {e.message}") from None
         restored.append(name)
-    return LoadReport(prefix, "albert_tf", restored, missing)
+    return LoadReport(prefix, "albert_tf", restored, missing, not_restored)
 
 
 def _first_line(e: Exception) -> str:
@@ -218,11 +246,31 @@ def _first_line(e: Exception) -> str:
 
 
 # ----------------------------------------------------------------------------- official names
-def official_name_map(model) -> dict[str, tuple[object, bool]]:
-    """Official TF1 variable name → (our variable, transposed?) for `model`.
+# Task heads and the official names of their (kernel, bias): the kernel is stored
+# transposed, [outputs, H]. run_classifier: `num_labels` outputs (1 for STS-B); run_race:
+# one score per choice; run_squad_v1: start and end.
+_OFFICIAL_HEADS = {"classifier_head": ("output_weights", "output_bias"),
+                   "choice_head": ("output_weights", "output_bias"),
+                   "span_head": ("cls/squad/output_weights", "cls/squad/output_bias")}
+# Components a checkpoint may lack (reported, never fatal): the heads.
+HEADS = ("mlm_head", "sop_head", *_OFFICIAL_HEADS)
 
-    Covers the encoder and, where the model has them, the MLM and SOP heads. Only the
-    official sharing layout ("all") has official names.
+
+@dataclasses.dataclass(frozen=True)
+class OfficialVariable:
+    """Where an official TF1 variable goes: our variable, whether the official array is
+    its transpose, and the component it belongs to ("encoder", "pooler", a head)."""
+    variable: object
+    transpose: bool
+    component: str
+
+
+def official_name_map(model) -> dict[str, OfficialVariable]:
+    """Official TF1 variable name → `OfficialVariable` for `model`.
+
+    Covers the encoder and, where the model has them, the MLM and SOP heads and the
+    official fine-tuning heads (`_OFFICIAL_HEADS`). Only the official sharing layout
+    ("all") has official names.
     """
     encoder = model if isinstance(model, AlbertEncoder) else model.encoder
     c = encoder.config
@@ -233,17 +281,18 @@ def official_name_map(model) -> dict[str, tuple[object, bool]]:
             f"for no sharing)")
     out = {}
 
-    def add_dense(name, layer, transpose=False):
-        out[f"{name}/kernel"] = (layer.kernel, transpose)
-        out[f"{name}/bias"] = (layer.bias, False)
+    def add_dense(name, layer, component="encoder"):
+        out[f"{name}/kernel"] = OfficialVariable(layer.kernel, False, component)
+        out[f"{name}/bias"] = OfficialVariable(layer.bias, False, component)
 
-    def add_norm(name, layer):
-        out[f"{name}/gamma"] = (layer.gamma, False)
-        out[f"{name}/beta"] = (layer.beta, False)
+    def add_norm(name, layer, component="encoder"):
+        out[f"{name}/gamma"] = OfficialVariable(layer.gamma, False, component)
+        out[f"{name}/beta"] = OfficialVariable(layer.beta, False, component)
 
     emb = encoder.embeddings
     for table in ("word_embeddings", "position_embeddings", "token_type_embeddings"):
-        out[f"bert/embeddings/{table}"] = (getattr(emb, table), False)
+        out[f"bert/embeddings/{table}"] = OfficialVariable(getattr(emb, table), False,
+                                                           "encoder")
     add_norm("bert/embeddings/LayerNorm", emb.layer_norm)
     if encoder.embedding_hidden_mapping_in is not None:
         add_dense("bert/encoder/embedding_hidden_mapping_in", encoder.embedding_hidden_mapping_in)
@@ -262,28 +311,22 @@ def official_name_map(model) -> dict[str, tuple[object, bool]]:
         add_dense(f"{p}/ffn_1/intermediate/dense", block.ffn.intermediate)
         add_dense(f"{p}/ffn_1/intermediate/output/dense", block.ffn.output_dense)
         add_norm(f"{p}/LayerNorm_1", block.ffn.layer_norm)
-    add_dense("bert/pooler/dense", encoder.pooler)
+    add_dense("bert/pooler/dense", encoder.pooler, "pooler")
     mlm = getattr(model, "mlm_head", None)
     if mlm is not None:
-        add_dense("cls/predictions/transform/dense", mlm.dense)
-        add_norm("cls/predictions/transform/LayerNorm", mlm.layer_norm)
-        out["cls/predictions/output_bias"] = (mlm.output_bias, False)
-    sop = getattr(model, "sop_head", None)
-    if sop is not None:
-        out["cls/seq_relationship/output_weights"] = (sop.dense.kernel, True)
-        out["cls/seq_relationship/output_bias"] = (sop.dense.bias, False)
+        add_dense("cls/predictions/transform/dense", mlm.dense, "mlm_head")
+        add_norm("cls/predictions/transform/LayerNorm", mlm.layer_norm, "mlm_head")
+        out["cls/predictions/output_bias"] = OfficialVariable(mlm.output_bias, False,
+                                                              "mlm_head")
+    heads = {"sop_head": ("cls/seq_relationship/output_weights",
+                          "cls/seq_relationship/output_bias"), **_OFFICIAL_HEADS}
+    for component, (kernel, bias) in heads.items():
+        head = getattr(model, component, None)
+        if head is not None:
+            dense = getattr(head, "dense", head)   # a head layer, or a Dense itself
+            out[kernel] = OfficialVariable(dense.kernel, True, component)
+            out[bias] = OfficialVariable(dense.bias, False, component)
     return out
-
-
-# Which component an official name belongs to (for reporting).
-def _component(name: str) -> str:
-    if name.startswith("cls/predictions/"):
-        return "mlm_head"
-    if name.startswith("cls/seq_relationship/"):
-        return "sop_head"
-    if name.startswith("bert/pooler/"):
-        return "pooler"
-    return "encoder"
 
 
 @dataclasses.dataclass
@@ -293,17 +336,18 @@ class AssignResult:
     missing: list[str]               # expected by the model, absent from the source
     mismatched: list[str]            # "name: source shape vs model shape"
     unused: list[str]                # in the source, not used by the model
+    components: dict = dataclasses.field(default_factory=dict)  # official name → component
 
     @property
     def components_restored(self) -> list[str]:
-        return sorted({_component(n) for n in self.assigned})
+        return sorted({self.components[n] for n in self.assigned})
 
     @property
     def components_missing(self) -> list[str]:
         done = set(self.components_restored)
-        return sorted({_component(n) for n in self.missing} - done)
+        return sorted({self.components[n] for n in self.missing} - done)
 
-    def raise_for_errors(self, allow_missing: tuple[str, ...] = ("mlm_head", "sop_head")):
+    def raise_for_errors(self, allow_missing: tuple[str, ...] = HEADS):
         """Raises on shape mismatches and on missing encoder variables; missing heads
         (components in `allow_missing`) are only reported."""
         if self.mismatched:
@@ -316,7 +360,7 @@ class AssignResult:
             raise CheckpointError(
                 f"{self.source}: the source has an E→H projection ({projection[0]}) but the "
                 f"model has embedding_size == hidden_size, where the official model has none")
-        fatal = [n for n in self.missing if _component(n) not in allow_missing]
+        fatal = [n for n in self.missing if self.components[n] not in allow_missing]
         if fatal:
             raise CheckpointError(
                 f"{self.source}: {len(fatal)} variable(s) the model needs are missing: "
@@ -329,7 +373,8 @@ def assign_official(model, weights: dict[str, np.ndarray], source: str) -> Assig
         model.build()
     table = official_name_map(model)
     assigned, missing, mismatched = [], [], []
-    for name, (variable, transpose) in table.items():
+    for name, entry in table.items():
+        variable, transpose = entry.variable, entry.transpose
         if name not in weights:
             missing.append(name)
             continue
@@ -344,7 +389,8 @@ def assign_official(model, weights: dict[str, np.ndarray], source: str) -> Assig
         variable.assign(value.astype(np.float32))
         assigned.append(name)
     unused = sorted(set(weights) - set(table))
-    return AssignResult(source, assigned, missing, mismatched, unused)
+    return AssignResult(source, assigned, missing, mismatched, unused,
+                        {name: entry.component for name, entry in table.items()})
 
 
 # ----------------------------------------------------------------------------- TF1 / TF-Hub

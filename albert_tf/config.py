@@ -33,12 +33,18 @@ _REQUIRED = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_he
 _OFFICIAL_UNUSED = {"net_structure_type": 0, "gap_size": 0, "num_memory_blocks": 0,
                     "down_scale_factor": 1}
 
-# name: (layers, hidden, heads, intermediate). E=128, V=30000 for all (paper Table 1).
+# The released English models (google-research/albert, TF-Hub albert_{base,large,xlarge,
+# xxlarge} v1 and v2, their assets/albert_config.json): name → (layers, hidden, heads,
+# intermediate, v1 dropout). E=128, V=30000, gelu, one group for all. xlarge has 32 heads
+# in the released config, where the paper's Table 1 suggests 16 (google-research/albert#180,
+# transformers#3164): the weights do not fix the head count, and the config is what the
+# released models were trained and evaluated with. v1 dropout is 0.1 except for xxlarge,
+# which was trained without dropout already (albert#23); v2 has no dropout anywhere.
 _PRESET_SHAPES = {
-    "base": (12, 768, 12, 3072),
-    "large": (24, 1024, 16, 4096),
-    "xlarge": (24, 2048, 16, 8192),
-    "xxlarge": (12, 4096, 64, 16384),
+    "base": (12, 768, 12, 3072, 0.1),
+    "large": (24, 1024, 16, 4096, 0.1),
+    "xlarge": (24, 2048, 32, 8192, 0.1),
+    "xxlarge": (12, 4096, 64, 16384, 0.0),
 }
 
 
@@ -146,8 +152,10 @@ class AlbertConfig:
     def preset(cls, name: str, version: int | None = None, **overrides) -> "AlbertConfig":
         """A released ALBERT shape: "base", "large", "xlarge", "xxlarge".
 
-        `version` 2 (default) has dropout 0, version 1 has dropout 0.1; the name may carry
-        it instead ("base-v1", "albert-large-v2"). `overrides` replace any field.
+        Equal, key by key, to the released albert_config.json (`_PRESET_SHAPES`).
+        `version` 2 (default) has dropout 0, version 1 has dropout 0.1 (xxlarge: 0); the
+        name may carry it instead ("base-v1", "albert-large-v2"). `overrides` replace any
+        field.
         """
         key = name.lower().replace("_", "-")
         if key.startswith("albert-"):
@@ -163,8 +171,8 @@ class AlbertConfig:
         version = 2 if version is None else version
         if version not in (1, 2):
             raise ConfigError(f"version={version!r} must be 1 or 2")
-        layers, hidden, heads, intermediate = _PRESET_SHAPES[key]
-        dropout = 0.1 if version == 1 else 0.0
+        layers, hidden, heads, intermediate, v1_dropout = _PRESET_SHAPES[key]
+        dropout = v1_dropout if version == 1 else 0.0
         fields = dict(vocab_size=30000, embedding_size=128, hidden_size=hidden,
                       num_hidden_layers=layers, num_attention_heads=heads,
                       intermediate_size=intermediate, hidden_dropout_prob=dropout,

@@ -25,7 +25,10 @@ def define_trainer_flags(learning_rate: float, optimizer: str, num_train_steps: 
     f.DEFINE_float("learning_rate", learning_rate, "Peak learning rate.")
     f.DEFINE_integer("num_train_steps", num_train_steps, "Optimizer steps.")
     f.DEFINE_integer("num_warmup_steps", num_warmup_steps, "Linear warmup steps.")
-    f.DEFINE_enum("optimizer", optimizer, ["lamb", "adamw"], "Optimizer.")
+    f.DEFINE_enum("optimizer", optimizer, ["lamb", "adamw", "lamb_keras", "adamw_keras"],
+                  "lamb / adamw: the official updates (no Adam bias correction; no decay "
+                  "and no trust ratio on LayerNorm and biases); *_keras: with Keras' bias "
+                  "correction (albert_tf.optimization).")
     f.DEFINE_float("poly_power", 1.0, "Power of the polynomial learning-rate decay.")
     f.DEFINE_float("weight_decay_rate", 0.01, "Weight decay (not on LayerNorm and biases).")
     f.DEFINE_float("clip_norm", 1.0, "Global gradient-norm clip.")

@@ -13,7 +13,14 @@ what TPU pods and multi-GPU runs need:
   (numerator, denominator) sums; denominators (e.g. the number of masked tokens) are summed
   over all replicas *and* all `grad_accum_steps` micro-batches before the gradients are
   taken, so accumulating k batches of b gives the update of one batch of k·b, and N replicas
-  give the update of one device with the global batch.
+  give the update of one device with the global batch. The MLM loss is the official
+  Σ w·nll / (Σ w + 1e-5) (`Task.denominator_offsets`; its accuracy is Σ w·correct / Σ w),
+  with the sums global. The official
+  TPU code instead averages per-core losses (each core divides by its own Σ w), which
+  weighs a masked token by 1/(its core's count): the gradient then depends on how the
+  batch was split, and 8 cores or 1 device give different updates from the same batch.
+  One global mean is the loss the paper's large-batch formulation describes, and it is
+  independent of the replica count; on a single device the two are the same.
 - Gradients are all-reduced once, clipped by their global norm (official: 1.0), then
   applied. (Keras' own `global_clipnorm` clips per replica before the all-reduce, which is
   not the global norm; the optimizer's internal all-reduce is therefore switched off here.)
@@ -113,6 +120,8 @@ class Task(abc.ABC):
 
     losses, metrics: {name: denominator key}. The loss is Σ sum[name]/den[key] over
       `losses`; metrics (and each loss) are reported as sum[name]/den[key].
+    denominator_offsets: {term name: ε} added to that term's denominator before dividing
+      (official MLM loss: Σ w + 1e-5); see `divisors`.
     build_model() → a built keras.Model.
     denominators(batch) → {key: float32 scalar}: per-replica counts (e.g. masked tokens,
       examples), summed over replicas and micro-batches by the trainer.
@@ -124,6 +133,7 @@ class Task(abc.ABC):
     """
     losses: dict = {}
     metrics: dict = {}
+    denominator_offsets: dict = {}
     best_metric: str | None = None
 
     @abc.abstractmethod
@@ -215,6 +225,8 @@ class Trainer:
             self.checkpoint, os.path.join(config.output_dir, "checkpoints"),
             max_to_keep=config.keep_checkpoint_max)
         self.restored_from = None
+        # Parts of the model still at their random initialization (see `check_trained`).
+        self.untrained: list[str] = []
         latest = tf.train.latest_checkpoint(restore_dir)
         if latest:
             try:
@@ -237,10 +249,28 @@ class Trainer:
                 self.train_iterator = iter(self.train_dataset)
         elif init_checkpoint:
             from albert_tf.checkpoints import load_checkpoint
-            self.log(f"init_checkpoint: {load_checkpoint(self.model, init_checkpoint)}")
+            report = load_checkpoint(self.model, init_checkpoint)
+            self.log(f"init_checkpoint: {report}")
+            for line in report.warnings():
+                self.log(line)
+            self.untrained = list(report.missing)
+        else:
+            self.untrained = ["the whole model (no --init_checkpoint, no checkpoint of "
+                              "this run)"]
         self._train_loop = tf.function(self._loop)
         self._eval_step = None
         self._preempted = False
+
+    def check_trained(self, what: str) -> None:
+        """Raises ValueError (one line) when the model has parts at their random
+        initialization and `what` (e.g. "--do_eval without --do_train") would use them as
+        they are: an official pretraining checkpoint has no classifier head, and its
+        random logits must not pass for an evaluation."""
+        if self.untrained and not self.step:
+            raise ValueError(f"{what}: {', '.join(self.untrained)} "
+                             f"{'is' if len(self.untrained) == 1 else 'are'} at random "
+                             f"initialization (not in --init_checkpoint); train first "
+                             f"(--do_train) or give a fine-tuned checkpoint")
 
     # --- the per-replica computation --------------------------------------------------------
 
@@ -252,8 +282,8 @@ class Trainer:
         outputs = self.task.call_model(self.model, batch, training)
         report = self.task.terms(batch, outputs)
         loss = 0.0
-        for name, key in self.task.losses.items():
-            loss += report[name] / dens[key]
+        for name in self.task.losses:
+            loss += report[name] / dens[name]
         return loss, report
 
     def _gradients(self, batch, dens):
@@ -317,8 +347,7 @@ class Trainer:
             dens_parts = [self._reduce(self.strategy.run(self.task.denominators, (b,)))
                           for b in batches]
             dens = {key: tf.add_n([d[key] for d in dens_parts]) for key in dens_parts[0]}
-            # Official: MLM denominator sum(weights) + 1e-5; never divide by zero.
-            safe = {key: tf.maximum(v, 1e-5) for key, v in dens.items()}
+            safe = divisors(self.task.losses, dens, self.task.denominator_offsets)
             if k == 1:
                 report = self._reduce(self.strategy.run(step_fn, (batches[0], safe)))
             else:
@@ -338,8 +367,9 @@ class Trainer:
     def _summarize(self, totals) -> dict:
         """Loop totals → {name: value}: every term as sum/denominator, averaged grad norm."""
         keys = {**self.task.losses, **self.task.metrics}
-        values = {name: float(totals[f"sum/{name}"]) / max(float(totals[f"den/{key}"]), 1e-5)
-                  for name, key in keys.items()}
+        dens = divisors(keys, {key: float(totals[f"den/{key}"]) for key in keys.values()},
+                        self.task.denominator_offsets)
+        values = {name: float(totals[f"sum/{name}"]) / float(dens[name]) for name in keys}
         values["loss"] = sum(values[n] for n in self.task.losses)
         if "sum/grad_norm" in totals:
             values["grad_norm"] = float(totals["sum/grad_norm"]) / float(totals["count"])
@@ -481,6 +511,16 @@ class Trainer:
             f.write(json.dumps(row) + "\n")
 
 
+def divisors(terms: dict, denominators: dict, offsets: dict) -> dict:
+    """{term name: what it is divided by} for `terms` ({name: denominator key}): its
+    denominator plus the task's offset for it (official MLM loss: Σ w + 1e-5), never less
+    than 1e-5 (an empty batch divides 0 by 1e-5, not by 0). Takes tensors (in the step)
+    or floats (for reports)."""
+    import tensorflow as tf
+    return {name: tf.maximum(denominators[key] + offsets.get(name, 0.0), 1e-5)
+            for name, key in terms.items()}
+
+
 def task_output_dir(strategy, output_dir: str) -> str:
     """`output_dir` for the chief (and single-worker strategies); `output_dir/workers/TYPE_ID`
     for the other workers of a multi-worker strategy, so that only the chief writes the run's
@@ -527,6 +567,7 @@ class PretrainingTask(Task):
         self.max_predictions_per_seq = max_predictions_per_seq
         self.sop_weight = sop_weight
         self.losses = {"mlm_loss": "masked"}
+        self.denominator_offsets = {"mlm_loss": 1e-5}  # official: Σ w·nll / (Σ w + 1e-5)
         if sop_weight:
             self.losses["sop_loss"] = "examples"
         self.metrics = {"mlm_accuracy": "masked", "sop_accuracy": "examples"}
@@ -660,4 +701,5 @@ def write_json(path: str, obj) -> None:
 
 __all__ = ["TrainerConfig", "Trainer", "Task", "PretrainingTask", "ClassificationTask",
            "SquadTask",
-           "make_strategy", "set_precision", "Preempted", "write_json", "task_output_dir"]
+           "make_strategy", "set_precision", "Preempted", "write_json", "task_output_dir",
+           "divisors"]

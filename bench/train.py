@@ -114,7 +114,7 @@ def main():
     p.add_argument("--steps_per_loop", type=int, default=5)
     p.add_argument("--loops", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--optimizer", default="lamb", choices=["lamb", "adamw"])
+    p.add_argument("--optimizer", default="lamb", choices=["lamb", "adamw", "lamb_keras", "adamw_keras"])
     p.add_argument("--tmp", default="/tmp/albert-bench-train")
     p.add_argument("--peers", default=os.path.join(
         os.environ.get("PEERS_HOME", os.path.expanduser("~/.cache/albert-peers")), "results"))

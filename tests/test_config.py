@@ -36,20 +36,41 @@ def test_preset_base_v2_equals_official_file():
     assert AlbertConfig.preset("base") == AlbertConfig.from_dict(OFFICIAL_BASE_V2)
 
 
-@pytest.mark.parametrize("name,layers,hidden,heads,inter", [
-    ("base", 12, 768, 12, 3072), ("large", 24, 1024, 16, 4096),
-    ("xlarge", 24, 2048, 16, 8192), ("xxlarge", 12, 4096, 64, 16384)])
-def test_presets_v1_v2(name, layers, hidden, heads, inter):
-    v2 = AlbertConfig.preset(name)
-    v1 = AlbertConfig.preset(name, version=1)
-    for c in (v1, v2):
-        assert (c.num_hidden_layers, c.hidden_size, c.num_attention_heads,
-                c.intermediate_size, c.embedding_size, c.vocab_size) == (
-                    layers, hidden, heads, inter, 128, 30000)
-    assert v1.hidden_dropout_prob == v1.attention_probs_dropout_prob == 0.1
-    assert v2.hidden_dropout_prob == v2.attention_probs_dropout_prob == 0.0
-    assert AlbertConfig.preset(f"albert-{name}-v1") == v1
-    assert AlbertConfig.preset(f"{name}_v2") == v2
+def _released(hidden, layers, heads, intermediate, dropout):
+    """An albert_config.json as google-research/albert released it on TF-Hub (assets/)."""
+    return dict(OFFICIAL_BASE_V2, hidden_size=hidden, num_hidden_layers=layers,
+                num_attention_heads=heads, intermediate_size=intermediate,
+                hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+
+
+# The released English configs. xlarge: 32 heads (the released config; the paper's Table 1
+# implies 16: google-research/albert#180). Dropout: v1 0.1 except xxlarge (trained without
+# dropout, albert#23), v2 none.
+RELEASED = {
+    ("base", 1): _released(768, 12, 12, 3072, 0.1),
+    ("base", 2): _released(768, 12, 12, 3072, 0),
+    ("large", 1): _released(1024, 24, 16, 4096, 0.1),
+    ("large", 2): _released(1024, 24, 16, 4096, 0),
+    ("xlarge", 1): _released(2048, 24, 32, 8192, 0.1),
+    ("xlarge", 2): _released(2048, 24, 32, 8192, 0),
+    ("xxlarge", 1): _released(4096, 12, 64, 16384, 0),
+    ("xxlarge", 2): _released(4096, 12, 64, 16384, 0),
+}
+
+
+@pytest.mark.parametrize("name,version", sorted(RELEASED))
+def test_presets_equal_the_released_configs_key_by_key(name, version):
+    preset = AlbertConfig.preset(name, version=version)
+    written = preset.to_dict()
+    released = RELEASED[(name, version)]
+    for key, value in released.items():
+        assert written[key] == value, (name, version, key)
+    # Only this project's two additions besides, at the official values.
+    assert {k: written[k] for k in set(written) - set(released)} == {
+        "layer_norm_eps": 1e-12, "sharing": "all"}
+    assert AlbertConfig.preset(f"albert-{name}-v{version}") == preset
+    assert AlbertConfig.preset(f"{name}_v{version}") == preset
+    assert AlbertConfig.from_dict(released) == preset
 
 
 def test_preset_errors():

@@ -31,11 +31,13 @@ def _examples(n=64, seed=0):
             "next_sentence_labels": (ids[:, 1:2] % 2).astype(np.int32)}
 
 
-def _trainer(tmp_path, name, batch, accum=1, steps=3, dtype="float32", lr=1e-3, **kw):
-    """A Trainer on `_examples()`; `batch` is the micro-batch (global batch / accum)."""
+def _trainer(tmp_path, name, batch, accum=1, steps=3, dtype="float32", lr=1e-3, data=None,
+             **kw):
+    """A Trainer on `data` (default `_examples()`); `batch` is the micro-batch (global
+    batch / accum)."""
     import tensorflow as tf
     from albert_tf.training import PretrainingTask, Trainer, TrainerConfig
-    data = _examples()
+    data = _examples() if data is None else data
 
     def fn(ctx):
         return (tf.data.Dataset.from_tensor_slices(data).repeat()
@@ -103,3 +105,38 @@ def test_mixed_precision_learns_like_float32(tmp_path, dtype):
     # ... and end close to each other.
     assert mixed_result["loss"] == pytest.approx(ref_result["loss"], rel=0.15)
     assert all(str(v.dtype) == "float32" for v in mixed.model.trainable_variables)
+
+
+@pytest.mark.parametrize("masked", [1, 2, 14])
+def test_mlm_loss_is_the_official_formula(tmp_path, masked):
+    """Official run_pretraining.py: Σ w·nll / (Σ w + 1e-5), in the step and in the report;
+    with one masked token the (Σ w)-only mean would be 1e-5 off, relatively."""
+    import tensorflow as tf
+    from albert_tf.training import divisors
+    data = {k: v[:8].copy() for k, v in _examples().items()}
+    weights = np.zeros((8, PREDS), np.float32)
+    weights.flat[:masked] = 1.0                          # `masked` tokens in the batch
+    data["masked_lm_weights"] = weights
+    data["masked_lm_ids"] = data["masked_lm_ids"] * (weights > 0)
+    trainer = _trainer(tmp_path, f"m{masked}", batch=8, steps=1, lr=0.0, data=data)
+    logits = trainer.model(data, training=False)["mlm_logits"].numpy().astype(np.float64)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    nll = -np.take_along_axis(log_probs, data["masked_lm_ids"][..., None], -1)[..., 0]
+    official = (weights * nll).sum() / (weights.sum() + 1e-5)
+    plain = (weights * nll).sum() / weights.sum()
+    assert abs(official - plain) > 5e-7 * official        # the formulas are distinguishable
+    # The loss the step differentiates ...
+    task = trainer.task
+    dens = {k: tf.constant(v) for k, v in task.denominators(data).items()}
+    loss, _ = trainer._loss(data, divisors(task.losses, dens, task.denominator_offsets),
+                            training=False)
+    sop = float(divisors(task.losses, dens, {})["sop_loss"])
+    step_mlm = float(loss) - float(task.terms(data, trainer.model(data))["sop_loss"]) / sop
+    assert step_mlm == pytest.approx(official, rel=2e-7)
+    assert abs(step_mlm - official) < abs(step_mlm - plain)
+    # ... and the reported one; the accuracy keeps the exact Σ w.
+    result = trainer.train()["train"]
+    assert result["mlm_loss"] == pytest.approx(official, rel=2e-7)
+    assert abs(result["mlm_loss"] - official) < abs(result["mlm_loss"] - plain)
+    correct = (logits.argmax(-1) == data["masked_lm_ids"]) * weights
+    assert result["mlm_accuracy"] == pytest.approx(correct.sum() / masked, abs=1e-7)

@@ -74,6 +74,24 @@ def test_wrong_files_are_clear_errors(tmp_path, shared_data):
     assert "mrpc dev file not found" in missing.stderr
 
 
+def test_evaluating_a_random_head_is_an_error(tmp_path, shared_data):
+    """--do_eval/--do_predict without --do_train on a model whose head is not in
+    --init_checkpoint (an encoder or pretraining checkpoint) would report the random head's
+    accuracy: one line naming the head instead."""
+    from albert_tf import AlbertConfig, AlbertEncoder, save_checkpoint
+    encoder = AlbertEncoder(AlbertConfig.from_dict(TINY))
+    encoder.build()
+    save_checkpoint(encoder, str(tmp_path / "encoder"))
+    for extra, message in (
+            ([f"--init_checkpoint={tmp_path / 'encoder'}"],
+             "error: --do_eval/--do_predict without --do_train: classifier_head is at random "
+             "initialization (not in --init_checkpoint)"),
+            ([], "the whole model (no --init_checkpoint")):
+        run = _run(tmp_path, shared_data, "rte", "RTE", tmp_path / "out", "--do_eval", *extra)
+        assert run.returncode == 1 and message in run.stderr, run.stderr[-2000:]
+        assert not (tmp_path / "out" / "eval_results.json").exists()
+
+
 @pytest.mark.slow
 def test_users_csv_with_quotes_and_discovered_labels(tmp_path, shared_data):
     import csv
@@ -320,7 +338,8 @@ def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, share
     evaluate_only = subprocess.run(
         [a.replace(str(tmp_path / "mirrored"), str(odd)).replace(
             "--train_batch_size=32", "--train_batch_size=33") for a in cmd
-         if a != "--do_train"], capture_output=True, text=True, timeout=300, cwd=ROOT,
+         if a != "--do_train"] + [f"--init_checkpoint={tmp_path / 'mirrored' / 'checkpoints'}"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
         env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
     assert evaluate_only.returncode == 0, evaluate_only.stderr[-2000:]
     assert json.loads((odd / "run_config.json").read_text())["replicas"] == 2

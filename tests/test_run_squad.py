@@ -144,7 +144,15 @@ def test_bad_command_lines_are_clear_errors(tmp_path, shared_data):
             f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
             f"--albert_config_file={config}"]
     train = _slices(shared_data, tmp_path, "v1.1", train=(0, 1))["train"]
+    from albert_tf import AlbertConfig, AlbertEncoder, save_checkpoint
+    encoder = AlbertEncoder(AlbertConfig.from_dict(TINY))
+    encoder.build()
+    save_checkpoint(encoder, str(tmp_path / "encoder"))
     for extra, message in (
+            (["--do_predict", f"--predict_file={train}",
+              f"--init_checkpoint={tmp_path / 'encoder'}"],
+             "error: --do_predict/--do_eval without --do_train: span_head is at random "
+             "initialization"),
             (["--do_train"], "--do_train needs --train_file"),
             (["--do_train", f"--train_file={train}", "--train_batch_size=15",
               "--grad_accum_steps=2"],

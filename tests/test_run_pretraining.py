@@ -135,6 +135,13 @@ def checkpoint_values(prefix):
             and dtype != tf.variant}
 
 
+# Another split of the same batch (replicas, micro-batches) sums the gradients in another
+# order. The official LAMB divides raw moments, m/(√v+ε) with √v ≈ 0.03·|g| early on, so a
+# gradient near ε/0.03 ≈ 3e-5 turns its last-bit differences into ~1e-5 weight differences
+# (seen: one element of 4,096 at 1.2e-5).
+SPLIT_ATOL = 3e-5
+
+
 def assert_same_weights(prefix_a, prefix_b, rtol=1e-5, atol=1e-6):
     """Every variable of two checkpoints (model, optimizer slots, step) within float
     tolerance."""
@@ -395,7 +402,7 @@ def test_mirrored_on_two_cpus_matches_the_default_strategy_and_resumes(workdir, 
     (ref_ev,), (ev,) = metrics(ref_out, "eval"), metrics(out, "eval")
     assert ev["loss"] == pytest.approx(ref_ev["loss"], rel=1e-4)
     assert_same_weights(latest_checkpoint(ref_out), latest_checkpoint(out), rtol=1e-4,
-                        atol=1e-5)
+                        atol=SPLIT_ATOL)
 
 
 @pytest.mark.slow
@@ -517,7 +524,7 @@ def test_grad_accum_two_half_batches_give_the_reference_run(workdir, reference):
         assert row["loss"] == pytest.approx(ref["loss"], rel=1e-4), row["step"]
         assert row["mlm_accuracy"] == pytest.approx(ref["mlm_accuracy"], abs=1e-6)
     assert_same_weights(latest_checkpoint(ref_out), latest_checkpoint(out), rtol=1e-4,
-                        atol=1e-5)
+                        atol=SPLIT_ATOL)
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ $(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.runtime-installed
 	touch $@
 
 demo: install
-	$(PY) -m albert_tf.demo
+	$(PY) -m albert_tf.tools.demo
 
 test: install-dev
 	$(PY) -m pytest -q tests

@@ -6,15 +6,15 @@
         --max_seq_length 128 --train_batch_size 32 --learning_rate 2e-5 --num_train_epochs 3
 
 Tasks: cola, sst-2, mrpc, sts-b (regression), qqp, mnli (dev = matched and mismatched),
-qnli, rte, wnli, chnsenticorp, afqmc. Task files are read by data_pipeline.classifier_data
+qnli, rte, wnli, chnsenticorp, afqmc. Task files are read by data_pipeline.classification.data
 and converted once into cached TFRecords (`OUTPUT_DIR/cache`, rebuilt when the file, the
 vocabulary or the settings change). Training runs on the shared trainer; evaluation
-computes the task's GLUE metrics (data_pipeline.metrics) on the dev set every
+computes the task's GLUE metrics (data_pipeline.classification.metrics) on the dev set every
 `--eval_every` steps and at the end, keeping the best checkpoint by the task's metric
 (MCC for CoLA, Pearson/Spearman mean for STS-B, F1/accuracy mean for MRPC and QQP,
 accuracy otherwise); final figures go to eval_results.json. `--do_predict` writes the GLUE
 submission file (`index<TAB>prediction`) and a JSONL with probabilities for the test set.
-`--export_dir` writes a SavedModel that takes raw text (albert_tf.export), versioned.
+`--export_dir` writes a SavedModel that takes raw text (albert_tf.serving.export), versioned.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import sys
 
 from absl import app, flags
 
-from albert_tf import flags as shared_flags
+from albert_tf.runners import flags as shared_flags
 
 FLAGS = flags.FLAGS
 
@@ -35,7 +35,7 @@ def define_flags():
     shared_flags.define_finetuning_flags(
         learning_rate=3e-5, max_seq_length=512, num_train_epochs=3.0,
         export_help="When done, export a SavedModel that takes raw text as EXPORT_DIR/N "
-        "(next version; albert_tf.export), with the fine-tuned checkpoint, vocabulary and "
+        "(next version; albert_tf.serving.export), with the fine-tuned checkpoint, vocabulary and "
         "task.json in N/assets.extra/finetuned. With --num_runs, one per run.")
     flags.DEFINE_string("task_name", None, "cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, "
                         "wnli, chnsenticorp, afqmc.")
@@ -70,7 +70,7 @@ CHOICE_TASKS = ("race", "multiple_choice_jsonl")
 
 def _source(task, split):
     """The file holding `split` of `task`."""
-    from data_pipeline import classifier_data
+    from data_pipeline.classification import data as classifier_data
     if task not in FILE_TASKS:
         if not FLAGS.data_dir:
             raise ValueError(f"--data_dir is needed for task {task}")
@@ -84,7 +84,7 @@ def _source(task, split):
 
 
 def _read(task, split, path):
-    from data_pipeline import classifier_data as cd
+    from data_pipeline.classification import data as cd
     if task == "race":
         return cd.read_race(path)
     if task == "multiple_choice_jsonl":
@@ -100,7 +100,7 @@ def _read(task, split, path):
 
 
 def _features(tokenizer, task, split, cache_dir, labels):
-    from data_pipeline.classifier_features import (cached_features, convert_examples,
+    from data_pipeline.classification.features import (cached_features, convert_examples,
                                                    convert_multiple_choice, fingerprint)
     source = _source(task, split)
     if not os.path.exists(source):
@@ -139,7 +139,7 @@ def _features(tokenizer, task, split, cache_dir, labels):
 
 def _labels(task, regression):
     """Label names: the task's, or discovered from the user's train (else dev) file."""
-    from data_pipeline import classifier_data
+    from data_pipeline.classification import data as classifier_data
     if regression or task in CHOICE_TASKS:
         return None
     if task not in FILE_TASKS:
@@ -155,7 +155,7 @@ def predict(model, record_path, regression, choices=None):
     """Logits for every record of `record_path`, in file order: [N, labels or choices]."""
     import numpy as np
     import tensorflow as tf
-    from data_pipeline.classifier_features import classifier_dataset
+    from data_pipeline.classification.features import classifier_dataset
     forward = getattr(model, "_albert_predict", None)
     if forward is None:  # one traced function per model, also for the last short batch
         forward = tf.function(lambda b: model(b, training=False)["logits"],
@@ -177,8 +177,8 @@ def predict(model, record_path, regression, choices=None):
 def evaluate_splits(model, task, dev, regression, choices=None):
     """{metric: value} over every dev split (mnli: matched and mismatched, prefixed)."""
     import numpy as np
-    from data_pipeline import metrics
-    from data_pipeline.features import read_records
+    from data_pipeline.classification import metrics
+    from data_pipeline.records import read_records
     import tensorflow as tf
     result = {}
     for split, path in dev.items():
@@ -234,7 +234,7 @@ def main(argv):
     del argv
     from absl import logging
     logging.set_verbosity(logging.WARNING)
-    from data_pipeline import classifier_data
+    from data_pipeline.classification import data as classifier_data
     from data_pipeline.tokenization import AlbertTokenizer
 
     task = FLAGS.task_name.lower()
@@ -295,7 +295,7 @@ def _is_pair(record_path: str, sample: int = 1000) -> bool:
     """Whether the task's sequences have a second segment (sentence pairs)."""
     import itertools
     import tensorflow as tf
-    from data_pipeline.features import read_records
+    from data_pipeline.records import read_records
     return any(1 in tf.train.Example.FromString(r).features.feature["segment_ids"]
                .int64_list.value for r in itertools.islice(read_records(record_path), sample))
 
@@ -313,8 +313,8 @@ def _spread(evals: list[dict]) -> dict:
 def _run_once(task, albert_config, trainer_config, labels, regression, choices, train_path,
               train_count, dev, test_path, out_dir) -> dict:
     from albert_tf.training import ClassificationTask, Trainer, make_strategy, write_json
-    from data_pipeline import metrics
-    from data_pipeline.classifier_features import classifier_dataset
+    from data_pipeline.classification import metrics
+    from data_pipeline.classification.features import classifier_dataset
     strategy = make_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_gpus)
     # Only training reads the train pipeline; otherwise the trainer just builds it (one
     # example per replica), and --train_batch_size need not suit the replicas.
@@ -366,7 +366,7 @@ def _run_once(task, albert_config, trainer_config, labels, regression, choices, 
         write_predictions(trainer.model, task, test_path, labels, regression, out_dir,
                           choices)
     if FLAGS.export_dir:
-        from albert_tf.export import export_trained
+        from albert_tf.serving.export import export_trained
         export_dir = (FLAGS.export_dir if out_dir == FLAGS.output_dir else
                       os.path.join(FLAGS.export_dir, os.path.basename(out_dir)))
         version = export_trained(trainer.model, export_dir, {

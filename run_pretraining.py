@@ -1,4 +1,4 @@
-"""Pretrain ALBERT (MLM + SOP) on the TFRecords of data_pipeline.create_pretraining_data.
+"""Pretrain ALBERT (MLM + SOP) on the TFRecords of data_pipeline.pretraining.create_pretraining_data.
 
     python run_pretraining.py --input_file 'data/pretrain/*.tfrecord' --output_dir out/run \\
         --albert_config_file albert_config.json --train_batch_size 4096 \\
@@ -19,7 +19,7 @@ import sys
 
 from absl import app, flags
 
-from albert_tf import flags as shared_flags
+from albert_tf.runners import flags as shared_flags
 
 FLAGS = flags.FLAGS
 
@@ -39,7 +39,7 @@ def define_flags():
     flags.DEFINE_string("spm_model_file", None,
                         "SentencePiece model (needed for --dynamic_masking and --export_dir).")
     flags.DEFINE_string("export_dir", None, "When done, export the encoder as a SavedModel "
-                        "that embeds raw text (albert_tf.export: embed, encode, tokenize) "
+                        "that embeds raw text (albert_tf.serving.export: embed, encode, tokenize) "
                         "as EXPORT_DIR/N.")
     flags.DEFINE_bool("do_lower_case", True, "--export_dir: the casing of the vocabulary.")
     flags.mark_flags_as_required(["input_file", "output_dir"])
@@ -58,7 +58,7 @@ def check_records(files, max_seq_length, max_predictions_per_seq, dynamic):
     """The first record of every file has the flagged lengths (a clear error naming the
     file instead of a parse error deep in tf.data)."""
     import tensorflow as tf
-    from data_pipeline.features import read_records
+    from data_pipeline.records import read_records
     for path in files:
         try:
             first = next(read_records(path), None)
@@ -83,7 +83,7 @@ def check_records(files, max_seq_length, max_predictions_per_seq, dynamic):
 
 def find_corrupt(files):
     """After a DataLossError: the file and record that fail their CRC."""
-    from data_pipeline.features import read_records
+    from data_pipeline.records import read_records
     for path in files:
         try:
             for _ in read_records(path):
@@ -101,7 +101,7 @@ def main(argv):
     from albert_tf.training import (PretrainingTask, Preempted, Trainer, make_strategy,
                                     task_output_dir, write_json)
     from data_pipeline.documents import expand_input_files
-    from data_pipeline.input_pipeline import pretraining_dataset
+    from data_pipeline.pretraining.input_pipeline import pretraining_dataset
 
     try:
         albert_config = shared_flags.albert_config_from_flags()
@@ -124,7 +124,7 @@ def main(argv):
         if not FLAGS.spm_model_file:
             print("error: --dynamic_masking needs --spm_model_file", file=sys.stderr)
             return 1
-        from data_pipeline.masking import NgramMasker
+        from data_pipeline.pretraining.masking import NgramMasker
         from data_pipeline.tokenization import AlbertTokenizer
         settings = (meta or {}).get("settings", {})
         options = {k: settings[k] for k in ("masked_lm_prob", "ngram", "favor_shorter_ngram",
@@ -183,7 +183,7 @@ def main(argv):
     write_json(os.path.join(out_dir, "final_metrics.json"), result)
     print(json.dumps(result))
     if FLAGS.export_dir and out_dir == trainer_config.output_dir:  # the chief exports
-        from albert_tf.export import export
+        from albert_tf.serving.export import export
         version = export("encoder", os.path.join(out_dir, "checkpoints"), FLAGS.export_dir,
                          albert_config=albert_config, spm_model_file=FLAGS.spm_model_file,
                          max_seq_length=FLAGS.max_seq_length,

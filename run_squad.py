@@ -6,13 +6,13 @@
         --output_dir out/squad2 --do_train --do_predict --do_eval \\
         --tune_threshold_on heldout-v2.0.json
 
-Features (data_pipeline.squad_data): `[CLS] question [SEP] context window [SEP]`,
+Features (data_pipeline.squad.data): `[CLS] question [SEP] context window [SEP]`,
 `--max_seq_length` 384, `--doc_stride` 128, `--max_query_length` 64, answers mapped to
 tokens at the character level through ALBERT's normalization; cached as TFRecords in
 OUTPUT_DIR/cache. Head: start/end logits; v2.0 scores "no answer" BERT-style with the
-[CLS] logits (data_pipeline.squad_postprocess). Outputs: predictions.json,
+[CLS] logits (data_pipeline.squad.postprocess). Outputs: predictions.json,
 nbest_predictions.json, and for v2.0 null_odds.json. `--do_eval` scores the predictions
-exactly as the official evaluation script of the version (data_pipeline.squad_eval) into
+exactly as the official evaluation script of the version (data_pipeline.squad.evaluation) into
 eval_results.json; for v2.0 at `--null_score_diff_threshold`, and at a threshold tuned on
 `--tune_threshold_on` (a separate file) — never tuned silently on the evaluated set.
 """
@@ -26,7 +26,7 @@ import sys
 
 from absl import app, flags
 
-from albert_tf import flags as shared_flags
+from albert_tf.runners import flags as shared_flags
 
 FLAGS = flags.FLAGS
 
@@ -35,7 +35,7 @@ def define_flags():
     shared_flags.define_finetuning_flags(
         learning_rate=5e-5, max_seq_length=384, num_train_epochs=2.0,
         export_help="When done, export a SavedModel that answers questions from raw text "
-        "as EXPORT_DIR/N (albert_tf.export; v2.0 with the tuned threshold when "
+        "as EXPORT_DIR/N (albert_tf.serving.export; v2.0 with the tuned threshold when "
         "--tune_threshold_on is given).")
     flags.DEFINE_string("train_file", None, "SQuAD-format JSON to train on.")
     flags.DEFINE_string("predict_file", None, "SQuAD-format JSON to predict (and score).")
@@ -57,8 +57,8 @@ def define_flags():
 
 
 def _features(tokenizer, path, cache_dir, is_training):
-    from data_pipeline.classifier_features import cached_features, fingerprint
-    from data_pipeline.squad_data import convert_squad_examples, read_squad
+    from data_pipeline.classification.features import cached_features, fingerprint
+    from data_pipeline.squad.data import convert_squad_examples, read_squad
     if not os.path.exists(path):
         raise FileNotFoundError(f"SQuAD file not found: {path}")
     key = fingerprint(path, tokenizer, kind="squad", is_training=is_training,
@@ -83,8 +83,8 @@ def predict(model, examples, record_path, version_2, threshold):
     """(predictions, nbest, null_odds) for the features in `record_path`."""
     import numpy as np
     import tensorflow as tf
-    from data_pipeline.squad_data import squad_dataset
-    from data_pipeline.squad_postprocess import postprocess
+    from data_pipeline.squad.data import squad_dataset
+    from data_pipeline.squad.postprocess import postprocess
     forward = getattr(model, "_albert_predict", None)
     if forward is None:
         forward = tf.function(lambda b: model(b, training=False), reduce_retracing=True)
@@ -106,7 +106,7 @@ def predict(model, examples, record_path, version_2, threshold):
 
 def score(model, examples, record_path, data_path, version_2, threshold):
     """Official-definition scores of `data_path` at `threshold` (+ the raw outputs)."""
-    from data_pipeline import squad_eval
+    from data_pipeline.squad import evaluation as squad_eval
     predictions, nbest, null_odds = predict(model, examples, record_path, version_2,
                                             threshold)
     with open(data_path, encoding="utf-8") as f:
@@ -154,7 +154,7 @@ def main(argv):
         return 1
 
     from albert_tf.training import SquadTask, Trainer, make_strategy, write_json
-    from data_pipeline.squad_data import squad_dataset
+    from data_pipeline.squad.data import squad_dataset
     steps, warmup = shared_flags.finetuning_schedule(train_count)
     trainer_config = shared_flags.trainer_config_from_flags(
         output_dir=FLAGS.output_dir, num_train_steps=steps, num_warmup_steps=warmup)
@@ -219,8 +219,8 @@ def main(argv):
         report["at_threshold"] = {"threshold": FLAGS.null_score_diff_threshold, **result}
         report["scores"] = result
         if tune_set:
-            from data_pipeline import squad_eval
-            from data_pipeline.squad_postprocess import predictions_at_threshold
+            from data_pipeline.squad import evaluation as squad_eval
+            from data_pipeline.squad.postprocess import predictions_at_threshold
             t_examples, t_path, _ = tune_set
             _, (_, t_nbest, t_odds, t_data) = score(trainer.model, t_examples, t_path,
                                                     FLAGS.tune_threshold_on, True,
@@ -253,7 +253,7 @@ def main(argv):
 def _export(trainer, tokenizer, threshold) -> int:
     if not FLAGS.export_dir:
         return 0
-    from albert_tf.export import export_trained
+    from albert_tf.serving.export import export_trained
     version = export_trained(trainer.model, FLAGS.export_dir, {
         "kind": "squad", "version_2_with_negative": FLAGS.version_2_with_negative,
         "max_seq_length": FLAGS.max_seq_length, "doc_stride": FLAGS.doc_stride,

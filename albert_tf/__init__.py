@@ -8,9 +8,9 @@ Public API:
   save_checkpoint    writes a model checkpoint that `load_checkpoint` and runners accept.
 """
 
-from albert_tf.config import AlbertConfig, ConfigError
-from albert_tf.encoder import AlbertEncoder
-from albert_tf.models import AlbertPretrainer
+from albert_tf.modeling.config import AlbertConfig, ConfigError
+from albert_tf.modeling.encoder import AlbertEncoder
+from albert_tf.modeling.models import AlbertPretrainer
 from albert_tf.checkpoints import load_checkpoint, save_checkpoint
 
 __all__ = ["AlbertConfig", "ConfigError", "AlbertEncoder", "AlbertPretrainer",

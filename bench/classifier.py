@@ -30,8 +30,8 @@ def run_case(dtype: str, args) -> dict:
     import tensorflow as tf
     from albert_tf import AlbertConfig
     from albert_tf.training import ClassificationTask, Trainer, TrainerConfig
-    from data_pipeline.classifier_data import label_names, read_task
-    from data_pipeline.classifier_features import convert_examples
+    from data_pipeline.classification.data import label_names, read_task
+    from data_pipeline.classification.features import convert_examples
     from data_pipeline.tokenization import AlbertTokenizer
 
     tok = AlbertTokenizer(os.path.join(DATA, "spm", "de-30k-clean.model"))

@@ -99,7 +99,7 @@ def main() -> int:
     with open(os.path.join(args.output_dir, "results.json"), "w") as f:
         json.dump({"args": vars(args), "results": results}, f, indent=1)
     log(f"\n{'task':<7}{'start':<12}{'metric':<10}{'median':>8}{'min':>8}{'max':>8}")
-    from data_pipeline.metrics import primary_metric
+    from data_pipeline.classification.metrics import primary_metric
     for task in args.tasks.split(","):
         for start in ("pretrained", "scratch"):
             rows = [r for r in results if r["task"] == task and r["start"] == start]

@@ -58,7 +58,7 @@ def _tree_rss(pid: int) -> int:
 
 
 def run_case(inputs: str, workers: int, out_dir: str, extra=()) -> dict:
-    cmd = [sys.executable, "-m", "data_pipeline.create_pretraining_data",
+    cmd = [sys.executable, "-m", "data_pipeline.pretraining.create_pretraining_data",
            f"--input_file={inputs}", f"--output_dir={out_dir}",
            f"--spm_model_file={os.path.join(DATA, 'spm', 'de-30k-clean.model')}",
            "--max_seq_length=128", "--dupe_factor=3", "--split_sentences",

@@ -49,7 +49,7 @@ def heldout_files():
 
 
 def prepare(out: str, log) -> dict:
-    from data_pipeline.create_pretraining_data import DataConfig, create_pretraining_data
+    from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
     from data_pipeline.train_tokenizer import train_sentencepiece
     spm_prefix = os.path.join(out, "spm8k")
     if not os.path.exists(spm_prefix + ".model"):
@@ -93,7 +93,7 @@ def evaluate(run_dir: str, config_file: str, eval_dir: str, max_batches: int) ->
     import numpy as np
     import tensorflow as tf
     from albert_tf import AlbertConfig, AlbertPretrainer, load_checkpoint
-    from data_pipeline.input_pipeline import pretraining_dataset
+    from data_pipeline.pretraining.input_pipeline import pretraining_dataset
     model = AlbertPretrainer(AlbertConfig.from_json_file(config_file))
     load_checkpoint(model, os.path.join(run_dir, "checkpoints"))
     ds = pretraining_dataset(os.path.join(eval_dir, "*.tfrecord"), 64, 128, 20,
@@ -119,7 +119,7 @@ def unigram_baseline(train_dir: str, eval_dir: str) -> float:
     """Accuracy of always predicting the most frequent masked token of the training set."""
     import numpy as np
     import tensorflow as tf
-    from data_pipeline.features import read_records
+    from data_pipeline.records import read_records
     counts = collections.Counter()
 
     def labels(d):

@@ -1,4 +1,4 @@
-"""albert_tf.analysis (paper Figure 2): per-layer L2 distance and cosine similarity equal a
+"""albert_tf.tools.analysis (paper Figure 2): per-layer L2 distance and cosine similarity equal a
 direct numpy computation over real tokens; CSV and PNG for a shared and an unshared model."""
 
 import ast
@@ -13,9 +13,9 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertEncoder, AlbertPretrainer, save_checkpoint
-from albert_tf.analysis import (CSV_COLUMNS, layer_similarity, main, pretraining_batches)
+from albert_tf.tools.analysis import (CSV_COLUMNS, layer_similarity, main, pretraining_batches)
 from conftest import ROOT, tiny_config
-from data_pipeline.features import AtomicRecordWriter, encode_examples, feature_lengths
+from data_pipeline.records import AtomicRecordWriter, encode_examples, feature_lengths
 
 SEQ, PREDS = 12, 3
 

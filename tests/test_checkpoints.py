@@ -8,8 +8,8 @@ import tensorflow as tf
 
 from albert_tf import AlbertEncoder, AlbertPretrainer, load_checkpoint, save_checkpoint
 from albert_tf.checkpoints import CheckpointError, transformers_to_official
-from albert_tf.config import ConfigError
-from albert_tf.convert import convert
+from albert_tf.modeling.config import ConfigError
+from albert_tf.checkpoints.convert import convert
 from conftest import random_batch, tiny_config
 from references import hf_pretraining_model, official_arrays, write_tf1_checkpoint
 

@@ -1,4 +1,4 @@
-"""data_pipeline.classifier_data: GLUE/Chinese/RACE readers on the real files (counts as in
+"""data_pipeline.classification.data: GLUE/Chinese/RACE readers on the real files (counts as in
 ../shared/data/README.md), each layout's quirks, the user's csv/tsv/jsonl, and malformed
 rows reported as file:line."""
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from data_pipeline import classifier_data as C
+from data_pipeline.classification import data as C
 
 # (task, folder under ../shared/data, train count, dev count, test count, label counts dev)
 REAL = [

@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from data_pipeline.classifier_features import (cached_features, classifier_dataset,
+from data_pipeline.classification.features import (cached_features, classifier_dataset,
                                                convert_examples, convert_multiple_choice,
                                                fingerprint, truncate_pair)
 
@@ -31,7 +31,7 @@ def test_truncate_pair_is_the_official_rule():
 
 
 def test_pairs_are_packed_as_cls_a_sep_b_sep(tok, shared_data):
-    from data_pipeline.classifier_data import label_names, read_task
+    from data_pipeline.classification.data import label_names, read_task
     examples = read_task(str(shared_data / "glue" / "MRPC"), "mrpc", "dev")
     stats = {}
     f = convert_examples(examples, tok, 64, label_names("mrpc"), stats)
@@ -52,7 +52,7 @@ def test_pairs_are_packed_as_cls_a_sep_b_sep(tok, shared_data):
 
 
 def test_cache_is_reused_and_rebuilt_when_settings_change(tok, shared_data, tmp_path):
-    from data_pipeline.classifier_data import read_task, task_file
+    from data_pipeline.classification.data import read_task, task_file
     data_dir = str(shared_data / "glue" / "STS-B")
     examples = read_task(data_dir, "sts-b", "dev")
     source = task_file(data_dir, "sts-b", "dev")
@@ -81,7 +81,7 @@ def test_cache_is_reused_and_rebuilt_when_settings_change(tok, shared_data, tmp_
 
 
 def test_multiple_choice_pads_choices_and_fills_blanks(tok, shared_data, tmp_path):
-    from data_pipeline.classifier_data import read_race
+    from data_pipeline.classification.data import read_race
     examples = read_race(str(shared_data / "race" / "expmrc-race-dev.json"))
     f = convert_multiple_choice(examples, tok, 512, num_choices=4)
     assert f["input_ids"].shape == (len(examples), 4, 512)

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, SHARED_DATA
-from data_pipeline import features
-from data_pipeline.create_pretraining_data import DataConfig, create_pretraining_data
-from data_pipeline.features import read_records
+from data_pipeline import records as features
+from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
+from data_pipeline.records import read_records
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 SEQ, PRED = 128, 20
@@ -68,7 +68,7 @@ def cli_args(cfg: DataConfig, **extra):
 
 def run_cli(args, timeout=300):
     env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, "-m", "data_pipeline.create_pretraining_data",
+    return subprocess.run([sys.executable, "-m", "data_pipeline.pretraining.create_pretraining_data",
                            *args], cwd=ROOT, capture_output=True, text=True, env=env,
                           timeout=timeout)
 
@@ -703,7 +703,7 @@ def test_sigkill_leaves_no_truncated_shard_and_rerun_completes(tmp_path):
     cfg = config(inputs, tmp_path / "killed", split_sentences=True, dupe_factor=3,
                  block_size=131072, num_output_shards=6)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "data_pipeline.create_pretraining_data",
+    cmd = [sys.executable, "-m", "data_pipeline.pretraining.create_pretraining_data",
            *cli_args(cfg, num_workers=1)]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)

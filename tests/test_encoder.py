@@ -6,7 +6,7 @@ import tensorflow as tf
 import keras
 
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
-from albert_tf.encoder import count_parameters, sharing_plan
+from albert_tf.modeling.encoder import count_parameters, sharing_plan
 from conftest import random_batch, tiny_config
 
 BACKBONE = {"base": 11_683_584, "large": 17_683_968, "xlarge": 58_724_864,
@@ -229,7 +229,7 @@ def test_mixed_bfloat16_keeps_layernorm_and_softmax_in_float32():
 
 
 def test_gelu_tanh_values_and_analytic_gradient():
-    from albert_tf.layers import gelu_tanh
+    from albert_tf.modeling.layers import gelu_tanh
     x64 = tf.constant(np.linspace(-6, 6, 1001), tf.float64)
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(x64)
@@ -313,7 +313,7 @@ def test_xla_kernels_equal_portable_ops(policy):
     """The XLA-compiled elementwise kernels (GELU, LayerNorm of a residual sum, the bf16
     attention softmax) and the plain TensorFlow ops of `portable_kernels()` (used for
     SavedModels) give the same outputs and gradients."""
-    from albert_tf.layers import portable_kernels
+    from albert_tf.modeling.layers import portable_kernels
     keras.config.set_dtype_policy(policy)
     model = built(AlbertPretrainer(tiny_config(num_hidden_layers=2)))
     batch = random_batch()
@@ -338,7 +338,7 @@ def test_xla_kernels_equal_portable_ops(policy):
 
 def test_layer_norm_residual_gradients():
     """The fused LayerNorm(x + residual) against autodiff of the textbook formula, float64."""
-    from albert_tf.layers import layer_norm_residual
+    from albert_tf.modeling.layers import layer_norm_residual
     rng = np.random.default_rng(0)
     x, r = (tf.constant(rng.normal(size=(2, 3, 8))) for _ in range(2))
     gamma, beta = tf.constant(rng.normal(size=8)), tf.constant(rng.normal(size=8))

@@ -1,4 +1,4 @@
-"""SavedModels that take raw text (albert_tf.export), used as a serving client would: a fresh
+"""SavedModels that take raw text (albert_tf.serving.export), used as a serving client would: a fresh
 process that imports only tensorflow and tensorflow_text, saved_model_cli, bad input."""
 
 import json
@@ -57,8 +57,8 @@ def _config():
 
 
 def _finetuned(tmp_path, spm, kind="classifier", **task):
-    from albert_tf.finetuned import save_finetuned
-    from albert_tf.models import AlbertClassifier, AlbertMultipleChoice
+    from albert_tf.serving.finetuned import save_finetuned
+    from albert_tf.modeling.models import AlbertClassifier, AlbertMultipleChoice
     import keras
     keras.utils.set_random_seed(3)
     if kind == "multiple_choice":
@@ -73,8 +73,8 @@ def _finetuned(tmp_path, spm, kind="classifier", **task):
 
 
 def _in_memory(model, spm, texts_a, texts_b=None, max_seq_length=48):
-    from data_pipeline.classifier_data import Example
-    from data_pipeline.classifier_features import convert_examples
+    from data_pipeline.classification.data import Example
+    from data_pipeline.classification.features import convert_examples
     from data_pipeline.tokenization import AlbertTokenizer
     tok = AlbertTokenizer(spm)
     examples = [Example(str(i), a, texts_b[i] if texts_b else None, None)
@@ -86,7 +86,7 @@ def _in_memory(model, spm, texts_a, texts_b=None, max_seq_length=48):
 
 @pytest.mark.slow
 def test_classifier_serves_sst2_dev_like_the_model_in_memory(tmp_path, spm, shared_data):
-    from albert_tf.export import export
+    from albert_tf.serving.export import export
     model, directory = _finetuned(tmp_path, spm)
     version = export("classifier", directory, str(tmp_path / "serving"))
     assert version == str(tmp_path / "serving" / "1")
@@ -117,7 +117,7 @@ def test_bad_input_has_defined_behaviour(tmp_path, spm):
     """Empty strings, a 20,000-word text, invalid UTF-8 and mixed lengths in one batch:
     no crash; long text is truncated exactly as training truncates it."""
     import tensorflow as tf
-    from albert_tf.export import build_module
+    from albert_tf.serving.export import build_module
     model, directory = _finetuned(tmp_path, spm, text_pair=True)
     module = build_module("classifier", directory)
     long_text = " ".join(["word"] * 20000)
@@ -141,8 +141,8 @@ def test_bad_input_has_defined_behaviour(tmp_path, spm):
 def test_in_graph_ids_equal_python_on_a_corpus_file(tmp_path, spm, shared_data, corpus):
     """Every line of a real corpus file, English and Chinese, through the exported
     `tokenize` signature: the same ids, mask and segments as training's packing."""
-    from albert_tf.export import build_module
-    from data_pipeline.classifier_features import _pack
+    from albert_tf.serving.export import build_module
+    from data_pipeline.classification.features import _pack
     from data_pipeline.tokenization import AlbertTokenizer
     import tensorflow as tf
     path = shared_data / "corpus" / corpus
@@ -171,8 +171,8 @@ def _xla_functions(version):
 def test_encoder_embed_and_encode(tmp_path, spm):
     import tensorflow as tf
     from albert_tf.checkpoints import save_checkpoint
-    from albert_tf.encoder import AlbertEncoder
-    from albert_tf.export import export
+    from albert_tf.modeling.encoder import AlbertEncoder
+    from albert_tf.serving.export import export
     encoder = AlbertEncoder(_config())
     encoder.build()
     save_checkpoint(encoder, str(tmp_path / "enc"))
@@ -182,7 +182,7 @@ def test_encoder_embed_and_encode(tmp_path, spm):
     loaded = tf.saved_model.load(version)
     texts = ["The quick brown fox.", "", "Ein zweiter Satz, etwas länger als der erste."]
     out = loaded.signatures["embed"](text=tf.constant(texts))
-    from data_pipeline.classifier_features import _pack
+    from data_pipeline.classification.features import _pack
     from data_pipeline.tokenization import AlbertTokenizer
     tok = AlbertTokenizer(spm)
     packed = [_pack(tok, tok.encode(t), [], 32) for t in texts]
@@ -198,9 +198,9 @@ def test_encoder_embed_and_encode(tmp_path, spm):
 
 def test_multiple_choice_serving(tmp_path, spm):
     import tensorflow as tf
-    from albert_tf.export import build_module
-    from data_pipeline.classifier_data import MultipleChoiceExample
-    from data_pipeline.classifier_features import convert_multiple_choice
+    from albert_tf.serving.export import build_module
+    from data_pipeline.classification.data import MultipleChoiceExample
+    from data_pipeline.classification.features import convert_multiple_choice
     from data_pipeline.tokenization import AlbertTokenizer
     model, directory = _finetuned(tmp_path, spm, kind="multiple_choice", labels=None,
                                   num_choices=3, text_pair=True)
@@ -221,14 +221,14 @@ def test_multiple_choice_serving(tmp_path, spm):
 
 def test_export_command_line_errors(tmp_path, spm):
     _, directory = _finetuned(tmp_path, spm)
-    run = subprocess.run([sys.executable, "-m", "albert_tf.export", "--task", "squad",
+    run = subprocess.run([sys.executable, "-m", "albert_tf.serving.export", "--task", "squad",
                           "--init_checkpoint", directory, "--export_dir",
                           str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT,
                          timeout=300)
     assert run.returncode == 1
     assert f"error: {directory} holds a classifier model, not squad" in run.stderr
     assert not (tmp_path / "out" / "1").exists()
-    run = subprocess.run([sys.executable, "-m", "albert_tf.export", "--task", "classifier",
+    run = subprocess.run([sys.executable, "-m", "albert_tf.serving.export", "--task", "classifier",
                           "--init_checkpoint", str(tmp_path / "nowhere"), "--export_dir",
                           str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT,
                          timeout=300)

@@ -1,4 +1,4 @@
-"""albert_tf.export_encoder: a run's checkpoint → an encoder-only checkpoint + config that
+"""albert_tf.checkpoints.export_encoder: a run's checkpoint → an encoder-only checkpoint + config that
 restores exactly; configs found where runs and tools put them; one clear error each."""
 
 import json
@@ -12,9 +12,9 @@ import tensorflow as tf
 from albert_tf import (AlbertConfig, AlbertEncoder, AlbertPretrainer, load_checkpoint,
                        save_checkpoint)
 from albert_tf.checkpoints import CheckpointError
-from albert_tf.config import ConfigError
-from albert_tf.encoder import count_parameters
-from albert_tf.export_encoder import checkpoint_config, export_encoder, main
+from albert_tf.modeling.config import ConfigError
+from albert_tf.modeling.encoder import count_parameters
+from albert_tf.checkpoints.export_encoder import checkpoint_config, export_encoder, main
 from conftest import random_batch, tiny_config
 
 
@@ -83,7 +83,7 @@ def test_cli_from_run_output_dir(tmp_path, capsys):
 
 
 def test_config_sources(tmp_path):
-    # save_checkpoint / albert_tf.convert layout: albert_config.json beside the checkpoint.
+    # save_checkpoint / albert_tf.checkpoints.convert layout: albert_config.json beside the checkpoint.
     config = tiny_config(num_hidden_layers=2)
     encoder = AlbertEncoder(config)
     encoder.build()

@@ -5,8 +5,8 @@ import os
 import numpy as np
 import pytest
 
-from data_pipeline.create_pretraining_data import DataConfig, create_pretraining_data
-from data_pipeline.features import read_records
+from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
+from data_pipeline.records import read_records
 
 SEQ, PREDS = 64, 10
 
@@ -47,7 +47,7 @@ def _ids(example, key="input_ids"):
 
 
 def test_static_batches_match_records(corpus_records):
-    from data_pipeline.input_pipeline import pretraining_dataset
+    from data_pipeline.pretraining.input_pipeline import pretraining_dataset
     ds = pretraining_dataset(os.path.join(corpus_records["static"], "*.tfrecord"), 16, SEQ,
                              PREDS, is_training=False)
     names = ("input_ids", "segment_ids", "input_mask", "masked_lm_positions",
@@ -72,7 +72,7 @@ def test_static_batches_match_records(corpus_records):
 
 def test_input_context_shards_are_disjoint_and_complete(corpus_records):
     import tensorflow as tf
-    from data_pipeline.input_pipeline import pretraining_dataset
+    from data_pipeline.pretraining.input_pipeline import pretraining_dataset
     pattern = os.path.join(corpus_records["static"], "*.tfrecord")
     import collections
     names = ("input_ids", "segment_ids", "masked_lm_positions", "masked_lm_ids")
@@ -92,7 +92,7 @@ def test_input_context_shards_are_disjoint_and_complete(corpus_records):
 
 
 def test_training_order_is_seeded_and_repeats(corpus_records):
-    from data_pipeline.input_pipeline import pretraining_dataset
+    from data_pipeline.pretraining.input_pipeline import pretraining_dataset
     pattern = os.path.join(corpus_records["static"], "*.tfrecord")
 
     def first(seed, n=5):
@@ -107,7 +107,7 @@ def test_training_order_is_seeded_and_repeats(corpus_records):
 def test_official_layout_record_feeds_reader(tmp_path):
     """A record as the official tool wrote it (tf.io.TFRecordWriter, no token_boundary)."""
     import tensorflow as tf
-    from data_pipeline.input_pipeline import pretraining_dataset
+    from data_pipeline.pretraining.input_pipeline import pretraining_dataset
     rng = np.random.default_rng(0)
     path = str(tmp_path / "official.tfrecord")
     values = []
@@ -132,8 +132,8 @@ def test_official_layout_record_feeds_reader(tmp_path):
 
 
 def test_dynamic_masks_are_new_each_epoch_reproducible_and_faithful(corpus_records):
-    from data_pipeline.input_pipeline import pretraining_dataset
-    from data_pipeline.masking import NgramMasker
+    from data_pipeline.pretraining.input_pipeline import pretraining_dataset
+    from data_pipeline.pretraining.masking import NgramMasker
     from data_pipeline.tokenization import AlbertTokenizer
     tok = AlbertTokenizer(corpus_records["spm"])
     pattern = os.path.join(corpus_records["dynamic"], "*.tfrecord")
@@ -198,8 +198,8 @@ def test_dynamic_masking_iterator_checkpoints_and_resumes_in_place(corpus_record
     """The trainer checkpoints the input iterator; with dynamic masking (Python state in
     the pipeline) it must still save, and resume at the same record."""
     import tensorflow as tf
-    from data_pipeline.input_pipeline import pretraining_dataset
-    from data_pipeline.masking import NgramMasker
+    from data_pipeline.pretraining.input_pipeline import pretraining_dataset
+    from data_pipeline.pretraining.masking import NgramMasker
     from data_pipeline.tokenization import AlbertTokenizer
     tok = AlbertTokenizer(corpus_records["spm"])
     pattern = os.path.join(corpus_records["dynamic"], "*.tfrecord")

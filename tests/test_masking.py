@@ -1,9 +1,9 @@
-"""data_pipeline.masking.NgramMasker on synthetic batches (no tokenizer, no TensorFlow)."""
+"""data_pipeline.pretraining.masking.NgramMasker on synthetic batches (no tokenizer, no TensorFlow)."""
 
 import numpy as np
 import pytest
 
-from data_pipeline.masking import NgramMasker
+from data_pipeline.pretraining.masking import NgramMasker
 
 PAD, CLS, SEP, MASK = 0, 2, 3, 4
 VOCAB = 1000

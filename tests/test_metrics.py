@@ -1,4 +1,4 @@
-"""data_pipeline.metrics against independent references: golden values from the scikit-learn
+"""data_pipeline.classification.metrics against independent references: golden values from the scikit-learn
 and scipy documentation, brute-force reimplementations, and degenerate cases (never NaN).
 scipy and scikit-learn are not installed in the project's environment, so the references
 are written here with plain Python loops."""
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from data_pipeline import metrics as M
+from data_pipeline.classification import metrics as M
 
 
 def _ref_ranks(values):

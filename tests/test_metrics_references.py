@@ -10,7 +10,7 @@ scipy_stats = pytest.importorskip("scipy.stats")
 
 @pytest.mark.parametrize("seed", range(5))
 def test_classification_metrics_equal_sklearn(seed):
-    from data_pipeline import metrics
+    from data_pipeline.classification import metrics
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, 2, 300)
     predictions = np.where(rng.random(300) < 0.7, labels, 1 - labels)
@@ -28,7 +28,7 @@ def test_classification_metrics_equal_sklearn(seed):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_correlations_equal_scipy(seed):
-    from data_pipeline import metrics
+    from data_pipeline.classification import metrics
     rng = np.random.default_rng(seed)
     gold = np.round(rng.uniform(0, 5, 200), 1)            # STS-B-like scores with ties
     pred = gold + rng.normal(0, 1.0, 200)
@@ -39,7 +39,7 @@ def test_correlations_equal_scipy(seed):
 
 
 def test_degenerate_cases_are_zero_like_sklearn_not_nan():
-    from data_pipeline import metrics
+    from data_pipeline.classification import metrics
     ones = np.ones(50, int)
     mixed = np.r_[np.ones(25, int), np.zeros(25, int)]
     # All one class: sklearn's MCC is 0.0; ours too (no NaN, no crash).

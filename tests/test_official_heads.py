@@ -14,7 +14,7 @@ import pytest
 
 from albert_tf import AlbertEncoder, load_checkpoint, save_checkpoint
 from albert_tf.checkpoints import CheckpointError
-from albert_tf.models import AlbertClassifier, AlbertMultipleChoice, AlbertQuestionAnswering
+from albert_tf.modeling.models import AlbertClassifier, AlbertMultipleChoice, AlbertQuestionAnswering
 from conftest import random_batch, tiny_config
 from references import hf_pretraining_model, official_arrays, write_tf1_checkpoint
 

@@ -3,7 +3,7 @@ variables of real ALBERT models.
 
 The numpy reference below is written from the official google-research/albert
 optimization.py (AdamWeightDecayOptimizer) and lamb_optimizer.py, not from
-albert_tf.optimization: raw Adam moments, update = m/(√v+ε) + wd·w with the decay skipped
+albert_tf.training.optimization: raw Adam moments, update = m/(√v+ε) + wd·w with the decay skipped
 for names matching LayerNorm / layer_norm / bias (regex search on the official TF1 name),
 LAMB's trust ratio ‖w‖/‖update‖ skipped for the same names.
 """
@@ -19,7 +19,7 @@ OFFICIAL_EXCLUDED = ["LayerNorm", "layer_norm", "bias"]
 
 
 def test_schedule_is_the_official_formula():
-    from albert_tf.optimization import WarmupPolynomialDecay
+    from albert_tf.training.optimization import WarmupPolynomialDecay
     s = WarmupPolynomialDecay(1e-3, num_train_steps=100, num_warmup_steps=10, power=1.0)
     for step in (0, 1, 5, 9):
         assert float(s(step)) == pytest.approx(1e-3 * step / 10)
@@ -38,7 +38,7 @@ def _official_lr(step, peak, total, warmup):
 def _models(name_prefix=""):
     """Every task model, built, with grouped layers (20 LayerNorm variables in the
     pretrainer: 2 groups × 2 LayerNorms × gamma/beta, + embeddings, + MLM head)."""
-    from albert_tf.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
+    from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer,
                                   AlbertQuestionAnswering)
     config = tiny_config(num_hidden_groups=2, inner_group_num=2)
     models = [AlbertPretrainer(config, name=name_prefix + "pretrainer"),
@@ -56,7 +56,7 @@ def test_exclusions_are_the_official_regexes_on_every_real_variable(prefix):
     when the official regexes match its official TF1 name — also when the model's own name
     contains "bias"."""
     from albert_tf.checkpoints import official_name_map
-    from albert_tf.optimization import excluded_from_decay
+    from albert_tf.training.optimization import excluded_from_decay
     for model in _models(prefix):
         table = official_name_map(model)
         assert {id(e.variable) for e in table.values()} == {id(v) for v in
@@ -96,8 +96,8 @@ def _trajectory(optimizer_name, steps=20, peak=1e-2, warmup=5):
     classifier: both get the same gradients (of our model's real loss at our weights)."""
     import tensorflow as tf
     from albert_tf.checkpoints import official_name_map
-    from albert_tf.models import AlbertClassifier
-    from albert_tf.optimization import WarmupPolynomialDecay, create_optimizer
+    from albert_tf.modeling.models import AlbertClassifier
+    from albert_tf.training.optimization import WarmupPolynomialDecay, create_optimizer
     model = AlbertClassifier(tiny_config(num_hidden_groups=2), 3, dropout=0.0)
     model.build()
     variables = model.trainable_variables
@@ -141,8 +141,8 @@ def test_keras_variants_add_bias_correction():
     the official exclusions."""
     import tensorflow as tf
     from albert_tf.checkpoints import official_name_map
-    from albert_tf.models import AlbertClassifier
-    from albert_tf.optimization import create_optimizer
+    from albert_tf.modeling.models import AlbertClassifier
+    from albert_tf.training.optimization import create_optimizer
     for name in ("lamb_keras", "adamw_keras"):
         model = AlbertClassifier(tiny_config(), 2, dropout=0.0)
         model.build()
@@ -179,7 +179,7 @@ def test_layer_norm_and_bias_are_never_decayed(name):
     bit-identical; the others shrink by exactly the official factor."""
     import tensorflow as tf
     from albert_tf.checkpoints import official_name_map
-    from albert_tf.optimization import create_optimizer
+    from albert_tf.training.optimization import create_optimizer
     model = _models()[1]   # classifier, grouped
     table = official_name_map(model)
     start = {n: e.variable.numpy().copy() for n, e in table.items()}
@@ -199,6 +199,6 @@ def test_layer_norm_and_bias_are_never_decayed(name):
 
 
 def test_unknown_optimizer_is_refused():
-    from albert_tf.optimization import create_optimizer
+    from albert_tf.training.optimization import create_optimizer
     with pytest.raises(ValueError, match="'sgd' is not one of"):
         create_optimizer("sgd", 0.1)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, load_checkpoint
-from albert_tf.convert import convert
+from albert_tf.checkpoints.convert import convert
 from conftest import ROOT, random_batch
 from references import hf_outputs, hf_pretraining_model, official_arrays, write_tf1_checkpoint
 
@@ -149,7 +149,7 @@ def test_encoder_restores_from_pretrainer_checkpoint(reference, tmp_path):
 def test_convert_command_line(tmp_path):
     hf_model = hf_pretraining_model(tmp_path / "hf")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    run = subprocess.run([sys.executable, "-m", "albert_tf.convert", "--source", "transformers",
+    run = subprocess.run([sys.executable, "-m", "albert_tf.checkpoints.convert", "--source", "transformers",
                           "--input", str(tmp_path / "hf"), "--output_dir", str(tmp_path / "out")],
                          capture_output=True, text=True, env=env, cwd=ROOT)
     assert run.returncode == 0, run.stderr
@@ -161,7 +161,7 @@ def test_convert_command_line(tmp_path):
     model, _ = load_converted(tmp_path / "out")
     assert_parity(model(batch), hf_outputs(hf_model, batch))
 
-    run = subprocess.run([sys.executable, "-m", "albert_tf.convert", "--source", "tf1",
+    run = subprocess.run([sys.executable, "-m", "albert_tf.checkpoints.convert", "--source", "tf1",
                           "--input", str(tmp_path / "hf"), "--output_dir", str(tmp_path / "x")],
                          capture_output=True, text=True, env=env, cwd=ROOT)
     assert run.returncode == 1

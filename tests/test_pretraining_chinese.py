@@ -7,8 +7,8 @@ import os
 import numpy as np
 import pytest
 
-from data_pipeline.create_pretraining_data import DataConfig, create_pretraining_data
-from data_pipeline.features import read_records
+from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
+from data_pipeline.records import read_records
 
 
 @pytest.fixture(scope="module")

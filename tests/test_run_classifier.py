@@ -146,7 +146,7 @@ def test_race_multiple_choice(tmp_path, shared_data):
     preds = [json.loads(l) for l in (out / "race_test_predictions.jsonl").read_text()
              .splitlines()]
     assert len(preds) == 561
-    from data_pipeline.classifier_data import read_race
+    from data_pipeline.classification.data import read_race
     for p, e in zip(preds, read_race(str(race))):
         assert p["guid"] == e.guid
         probs = p["probabilities"]
@@ -235,8 +235,8 @@ def test_export_dir_writes_a_serving_model_of_the_fine_tuned_weights(tmp_path, s
     model rebuilt from that directory and the SavedModel (in a fresh process) both give the
     runner's own test-set probabilities; a second export is version 2."""
     import numpy as np
-    from albert_tf.finetuned import load_finetuned
-    from data_pipeline.classifier_features import classifier_dataset
+    from albert_tf.serving.finetuned import load_finetuned
+    from data_pipeline.classification.features import classifier_dataset
     from test_export import client
     out, export = tmp_path / "sst2", tmp_path / "export"
     run = _run(tmp_path, shared_data, "sst-2", "SST-2", out, "--do_train", "--do_predict",
@@ -272,10 +272,10 @@ def test_export_dir_writes_a_serving_model_of_the_fine_tuned_weights(tmp_path, s
 
 @pytest.mark.slow
 def test_fine_tunes_from_a_converted_transformers_checkpoint(tmp_path, shared_data):
-    """The parity test's kind of Hugging Face model, converted by albert_tf.convert, is a
+    """The parity test's kind of Hugging Face model, converted by albert_tf.checkpoints.convert, is a
     valid --init_checkpoint: the encoder is restored (the classifier head is new) and
     fine-tuning lowers the loss."""
-    from albert_tf.convert import convert
+    from albert_tf.checkpoints.convert import convert
     from references import hf_pretraining_model
     hf_pretraining_model(tmp_path / "hf", vocab_size=30000, max_position_embeddings=64,
                          hidden_act="gelu_new")
@@ -355,7 +355,7 @@ def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, share
 
 
 def test_micro_batch_size_must_divide_exactly():
-    from albert_tf.flags import micro_batch_size
+    from albert_tf.runners.flags import micro_batch_size
     assert micro_batch_size(32, 2, 2) == 16
     assert micro_batch_size(24, 3, 8) == 8
     for args in ((33, 1, 2), (32, 3, 1), (12, 2, 4)):

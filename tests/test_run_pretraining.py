@@ -186,7 +186,7 @@ def free_port():
 def workdir(tmp_path_factory):
     """Train shards (4), an eval shard from other documents, records of another
     max_seq_length, the tiny config, a config of another size and the run's flagfile."""
-    from data_pipeline.create_pretraining_data import DataConfig, create_pretraining_data
+    from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
     data = _need_data()
     root = tmp_path_factory.mktemp("run_pretraining")
     with open(data / "corpus" / "wikitext-2" / "valid.txt", encoding="utf-8") as f:

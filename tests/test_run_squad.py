@@ -52,7 +52,7 @@ def _questions(path):
 
 @pytest.mark.slow
 def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
-    from data_pipeline import squad_eval
+    from data_pipeline.squad import evaluation as squad_eval
     files = _slices(shared_data, tmp_path, "v1.1", train=(0, 2), dev=(40, 41))
     out, export = tmp_path / "v1", tmp_path / "serving"
     run = _run(tmp_path, shared_data, out, f"--train_file={files['train']}",
@@ -91,7 +91,7 @@ def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
         assert answer and context[s:e] == answer
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
-    from albert_tf.export import build_module
+    from albert_tf.serving.export import build_module
     module = build_module("squad", str(export / "1" / "assets.extra" / "finetuned"))
     out = module.answer(tf.constant([b"who?"]), tf.constant([b"Ada \xff wrote it."]))
     assert out["answer"].numpy()[0].decode() in "Ada \ufffd wrote it."
@@ -99,8 +99,8 @@ def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
 
 @pytest.mark.slow
 def test_squad_v2_thresholds_are_tuned_on_held_out_data(tmp_path, shared_data):
-    from data_pipeline import squad_eval
-    from data_pipeline.squad_postprocess import predictions_at_threshold
+    from data_pipeline.squad import evaluation as squad_eval
+    from data_pipeline.squad.postprocess import predictions_at_threshold
     files = _slices(shared_data, tmp_path, "v2.0", train=(0, 2), dev=(30, 31),
                     tune=(31, 32))
     out, export = tmp_path / "v2", tmp_path / "serving"

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from data_pipeline import squad_eval
-from data_pipeline.squad_data import (OffsetTokenizer, SquadExample, convert_squad_examples,
+from data_pipeline.squad import evaluation as squad_eval
+from data_pipeline.squad.data import (OffsetTokenizer, SquadExample, convert_squad_examples,
                                       doc_spans, locate_answer, read_squad, token_span)
-from data_pipeline.squad_postprocess import postprocess, predictions_at_threshold
+from data_pipeline.squad.postprocess import postprocess, predictions_at_threshold
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""data_pipeline.squad_eval: the official SQuAD v1.1 / v2.0 scoring rules on hand-made cases
+"""data_pipeline.squad.evaluation: the official SQuAD v1.1 / v2.0 scoring rules on hand-made cases
 with values worked out by hand, the real dev sets, and the command line."""
 
 import json
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from data_pipeline import squad_eval as S
+from data_pipeline.squad import evaluation as S
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -241,7 +241,7 @@ def test_real_v2_perfect_predictions(shared_data):
 # --------------------------------------------------------------------------- command line
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "data_pipeline.squad_eval", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "data_pipeline.squad.evaluation", *map(str, args)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 

@@ -8,8 +8,8 @@ from tests.conftest import random_batch, tiny_config
 
 def test_classifier_shapes_parameters_and_checkpoint_round_trip(tmp_path):
     from albert_tf import load_checkpoint, save_checkpoint
-    from albert_tf.encoder import count_parameters
-    from albert_tf.models import AlbertClassifier
+    from albert_tf.modeling.encoder import count_parameters
+    from albert_tf.modeling.models import AlbertClassifier
     config = tiny_config()
     model = AlbertClassifier(config, num_labels=3)
     model.build()
@@ -28,7 +28,7 @@ def test_classifier_shapes_parameters_and_checkpoint_round_trip(tmp_path):
 
 def test_multiple_choice_scores_each_choice_alone_and_ignores_padding_choices():
     import tensorflow as tf
-    from albert_tf.models import AlbertMultipleChoice
+    from albert_tf.modeling.models import AlbertMultipleChoice
     model = AlbertMultipleChoice(tiny_config())
     model.build()
     batch = random_batch(batch=3)
@@ -78,7 +78,7 @@ def test_classifier_computes_the_last_block_at_cls_only_exactly():
     """AlbertClassifier runs its last block at [CLS] only; logits and gradients equal
     those of the head on the full encoder's pooled output."""
     import tensorflow as tf
-    from albert_tf.models import AlbertClassifier
+    from albert_tf.modeling.models import AlbertClassifier
     model = AlbertClassifier(tiny_config(num_hidden_groups=2, inner_group_num=2), 3,
                              dropout=0.0)
     model.build()

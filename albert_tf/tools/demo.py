@@ -11,7 +11,7 @@ paragraph document?), against the same model from scratch; a checkpoint save →
 trip; and, to end, the fine-tuned classifier exported as a SavedModel that takes raw text
 and queried from a separate process.
 
-    python -m albert_tf.demo [--output_dir out/demo]
+    python -m albert_tf.tools.demo [--output_dir out/demo]
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def main(argv=None) -> int:
     import keras
     from albert_tf import (AlbertConfig, AlbertEncoder, AlbertPretrainer, load_checkpoint,
                            save_checkpoint)
-    from albert_tf.encoder import count_parameters
+    from albert_tf.modeling.encoder import count_parameters
 
     keras.utils.set_random_seed(12345)
 
@@ -220,7 +220,7 @@ def main(argv=None) -> int:
     print(f"in-graph (tensorflow-text) ids equal the Python tokenizer's: {in_graph == [a, b]}")
 
     print("\n== Pretraining data: SOP pairs + n-gram masks -> TFRecords ==")
-    from data_pipeline.create_pretraining_data import DataConfig, create_pretraining_data
+    from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
     seq_len, preds = 128, 20
     data_dir = os.path.join(args.output_dir, "pretraining_data")
     eval_dir = os.path.join(args.output_dir, "pretraining_data_heldout")
@@ -244,7 +244,7 @@ def main(argv=None) -> int:
           f"chunks split {meta['instance_creation']['single_sentence_chunks_split']}, dropped "
           f"{meta['instance_creation']['single_sentence_chunks_dropped']}")
 
-    from data_pipeline.input_pipeline import pretraining_dataset
+    from data_pipeline.pretraining.input_pipeline import pretraining_dataset
     batch = next(iter(pretraining_dataset(os.path.join(data_dir, "*.tfrecord"), 8, seq_len,
                                           preds, seed=12345)))
     batch = {k: v.numpy() for k, v in batch.items()}

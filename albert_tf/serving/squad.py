@@ -1,7 +1,7 @@
 """The SQuAD SavedModel: question + context strings → answer text and character offsets,
-entirely in the graph (see albert_tf.export).
+entirely in the graph (see albert_tf.serving.export).
 
-The same steps as the runner (data_pipeline.squad_data, squad_postprocess), as TensorFlow
+The same steps as the runner (data_pipeline.squad.data, squad_postprocess), as TensorFlow
 ops on a batch:
 
   1. The context is split at whitespace with byte offsets; each word is normalized and
@@ -25,7 +25,7 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.export import _Serving, valid_utf8
+from albert_tf.serving.export import _Serving, valid_utf8
 
 
 class SquadServing(_Serving):

@@ -1,6 +1,6 @@
 """Imports official TF1, TF-Hub v1 and Hugging Face ALBERT weights into this project's format.
 
-    python -m albert_tf.convert --source {tf1,tfhub,transformers} --input PATH \
+    python -m albert_tf.checkpoints.convert --source {tf1,tfhub,transformers} --input PATH \
         --output_dir DIR [--albert_config_file FILE]
 
 Writes `DIR/albert_config.json`, a checkpoint (`DIR/ckpt-1`, with a `checkpoint` state file,
@@ -18,9 +18,9 @@ import sys
 from albert_tf.checkpoints import (CONFIG_NAME, CheckpointError, assign_official,
                                    read_tf1_checkpoint, read_transformers, resolve_checkpoint,
                                    save_checkpoint)
-from albert_tf.config import AlbertConfig
-from albert_tf.encoder import AlbertEncoder
-from albert_tf.models import AlbertPretrainer
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.encoder import AlbertEncoder
+from albert_tf.modeling.models import AlbertPretrainer
 
 SOURCES = ("tf1", "tfhub", "transformers")
 
@@ -105,7 +105,7 @@ def main(argv=None) -> int:
                         flag_values=fl)
     flags.DEFINE_string("albert_config_file", None, "albert_config.json (required for tf1 "
                         "and tfhub; for transformers it replaces config.json).", flag_values=fl)
-    from albert_tf.flags import parse_tool_flags
+    from albert_tf.runners.flags import parse_tool_flags
     if not parse_tool_flags(fl, argv, ("source", "input", "output_dir")):
         return 2
     try:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from data_pipeline import documents as documents_lib
-from data_pipeline import features as features_lib
+from data_pipeline import records as records_lib
 
 MODEL_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
                   "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
@@ -35,7 +35,7 @@ MODEL_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions
 
 def _parse_spec(max_seq_length: int, max_predictions_per_seq: int, dynamic: bool):
     import tensorflow as tf
-    spec = features_lib.parse_spec(max_seq_length, max_predictions_per_seq, dynamic)
+    spec = records_lib.parse_spec(max_seq_length, max_predictions_per_seq, dynamic)
     if not dynamic:  # official records have no token_boundary
         spec["token_boundary"] = tf.io.FixedLenFeature(
             [max_seq_length], tf.int64, default_value=[0] * max_seq_length)

@@ -36,7 +36,7 @@ import random
 
 import numpy as np
 
-from data_pipeline.masking import NgramMasker
+from data_pipeline.pretraining.masking import NgramMasker
 
 SENTENCE_ORDERS = ("sop", "nsp", "none")
 SHORT_SEQ_SCOPES = ("document", "instance")

@@ -1,6 +1,6 @@
 """SavedModels that take raw text: classify, choose, answer questions, embed.
 
-    python -m albert_tf.export --task {classifier,multiple_choice,squad,encoder} \\
+    python -m albert_tf.serving.export --task {classifier,multiple_choice,squad,encoder} \\
         --init_checkpoint C [--albert_config_file F] [--spm_model_file M] --export_dir D
 
 The tokenization the model was trained with runs inside the graph: ALBERT's normalization
@@ -10,7 +10,7 @@ as the file `assets/<name>.model`); then truncation and packing exactly as for t
 then the model. A client needs only `tensorflow` and `tensorflow_text` (for the op kernels).
 
 `--init_checkpoint` is best a fine-tuned model directory (a runner's `--export_dir`,
-`albert_tf.finetuned`): its task.json brings the labels, sequence length, casing and
+`albert_tf.serving.finetuned`): its task.json brings the labels, sequence length, casing and
 vocabulary, so none can be mismatched. Any checkpoint works for `--task encoder` (give
 `--spm_model_file`). Each export is a new version directory `D/1`, `D/2`, ... as TF
 Serving expects, written under a temporary name and renamed when complete.
@@ -41,7 +41,7 @@ import sys
 
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
+from albert_tf.modeling.config import AlbertConfig
 
 TASKS = ("classifier", "multiple_choice", "squad", "encoder")
 
@@ -253,7 +253,7 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None)
     The graph is traced with `layers.portable_kernels()`: plain TensorFlow ops instead of
     the XLA-compiled elementwise kernels used in training, so that runtimes built without
     XLA (TF Serving by default) run it."""
-    from albert_tf.layers import portable_kernels
+    from albert_tf.modeling.layers import portable_kernels
     os.makedirs(export_dir, exist_ok=True)
     target = next_version_dir(export_dir)
     tmp = os.path.join(export_dir, f".tmp-{os.path.basename(target)}-{os.getpid()}")
@@ -274,9 +274,9 @@ def build_module(task: str, init_checkpoint: str, albert_config: AlbertConfig | 
                  do_lower_case: bool | None = None, **squad_options):
     """The serving module of `task` with weights from `init_checkpoint` (a fine-tuned
     model directory brings its own config, vocabulary, labels and settings)."""
-    from albert_tf import finetuned
+    from albert_tf.serving import finetuned
     from albert_tf.checkpoints import load_checkpoint
-    from albert_tf.export_encoder import checkpoint_config
+    from albert_tf.checkpoints.export_encoder import checkpoint_config
     if task not in TASKS:
         raise ValueError(f"--task {task!r} is not one of {', '.join(TASKS)}")
     info = {}
@@ -294,14 +294,14 @@ def build_module(task: str, init_checkpoint: str, albert_config: AlbertConfig | 
     max_seq_length = max_seq_length or info.get("max_seq_length") or 128
     do_lower_case = info.get("do_lower_case", True) if do_lower_case is None else do_lower_case
     if task == "encoder":
-        from albert_tf.encoder import AlbertEncoder
+        from albert_tf.modeling.encoder import AlbertEncoder
         config, _ = checkpoint_config(init_checkpoint, albert_config)
         model = AlbertEncoder(config)
         model.build()
         load_checkpoint(model, init_checkpoint)
         return EncoderServing(model, spm_model_file, do_lower_case, max_seq_length)
     if task == "squad":
-        from albert_tf.squad_serving import SquadServing
+        from albert_tf.serving.squad import SquadServing
         model, info = finetuned.load_finetuned(init_checkpoint)
         return SquadServing(model, spm_model_file, do_lower_case, max_seq_length, info,
                             **squad_options)
@@ -315,7 +315,7 @@ def build_module(task: str, init_checkpoint: str, albert_config: AlbertConfig | 
 
 def export(task: str, init_checkpoint: str, export_dir: str, **options) -> str:
     """Builds and writes the SavedModel; returns its version directory."""
-    from albert_tf import finetuned
+    from albert_tf.serving import finetuned
     keep = init_checkpoint if os.path.exists(os.path.join(init_checkpoint,
                                                           finetuned.TASK_FILE)) else None
     return write_saved_model(build_module(task, init_checkpoint, **options), export_dir,
@@ -328,7 +328,7 @@ def export_trained(model, export_dir: str, task: dict, spm_model_file: str,
     SavedModel version `export_dir/N` (with the directory in its assets.extra/finetuned).
     Returns the version directory."""
     import tempfile
-    from albert_tf import finetuned
+    from albert_tf.serving import finetuned
     os.makedirs(export_dir, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=export_dir, prefix=".finetuned-") as tmp:
         directory = finetuned.save_finetuned(model, os.path.join(tmp, "model"), task,
@@ -338,7 +338,7 @@ def export_trained(model, export_dir: str, task: dict, spm_model_file: str,
 
 def main(argv=None) -> int:
     from absl import flags
-    from albert_tf.flags import parse_tool_flags
+    from albert_tf.runners.flags import parse_tool_flags
     fv = flags.FlagValues()
     flags.DEFINE_enum("task", None, list(TASKS), "What the SavedModel does.", flag_values=fv)
     flags.DEFINE_string("init_checkpoint", None, "A fine-tuned model directory (a runner's "
@@ -366,7 +366,7 @@ def main(argv=None) -> int:
     if not parse_tool_flags(fv, argv, ["task", "init_checkpoint", "export_dir"]):
         return 2
     from albert_tf.checkpoints import CheckpointError
-    from albert_tf.config import ConfigError
+    from albert_tf.modeling.config import ConfigError
     squad = {k: fv[k].value for k in ("doc_stride", "max_query_length", "max_answer_length",
                                       "n_best_size", "null_score_diff_threshold")
              if fv[k].value is not None} if fv.task == "squad" else {}

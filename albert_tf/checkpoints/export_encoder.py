@@ -1,11 +1,11 @@
 """Exports the encoder of a trained model for fine-tuning: `DIR/ckpt-1` + `DIR/albert_config.json`.
 
-    python -m albert_tf.export_encoder --init_checkpoint RUN/checkpoints \
+    python -m albert_tf.checkpoints.export_encoder --init_checkpoint RUN/checkpoints \
         [--albert_config_file FILE] --output_dir DIR
 
 `--init_checkpoint` is a pretraining run's checkpoint directory or prefix (model + heads +
 optimizer + data position), or any checkpoint `load_checkpoint` accepts (`save_checkpoint`,
-`albert_tf.convert`, official TF1 / TF-Hub). A run's output directory works too (its
+`albert_tf.checkpoints.convert`, official TF1 / TF-Hub). A run's output directory works too (its
 `checkpoints/` is used). The config is `--albert_config_file`, else the first of
 `albert_config.json` and `run_config.json` ("albert_config") found in the checkpoint's
 directory, then in its parent (where a run writes run_config.json).
@@ -26,7 +26,7 @@ import sys
 
 from albert_tf.checkpoints import (CONFIG_NAME, CheckpointError, load_checkpoint,
                                    resolve_checkpoint, save_checkpoint)
-from albert_tf.config import AlbertConfig, ConfigError
+from albert_tf.modeling.config import AlbertConfig, ConfigError
 
 RUN_CONFIG_NAME = "run_config.json"
 
@@ -120,11 +120,11 @@ def _official_extras(prefix: str, encoder) -> list[str]:
     """Encoder variables of an official TF1 checkpoint that the model has no place for
     (e.g. group_1 when the config has one group); load_checkpoint ignores them."""
     import tensorflow as tf
-    from albert_tf.checkpoints import _OPTIMIZER_SUFFIXES, _strip_module, official_name_map
+    from albert_tf.checkpoints.official import OPTIMIZER_SUFFIXES, official_name_map, strip_module
     known = official_name_map(encoder)
-    names = (_strip_module(n) for n, _ in tf.train.list_variables(prefix))
+    names = (strip_module(n) for n, _ in tf.train.list_variables(prefix))
     return sorted(n for n in names if n.startswith("bert/") and n not in known
-                  and not n.endswith(_OPTIMIZER_SUFFIXES))
+                  and not n.endswith(OPTIMIZER_SUFFIXES))
 
 
 def export_encoder(init_checkpoint: str, output_dir: str,
@@ -144,7 +144,7 @@ def export_encoder(init_checkpoint: str, output_dir: str,
       CheckpointError: the checkpoint does not fit the config, holds no encoder, or
         `output_dir` already holds a checkpoint.
     """
-    from albert_tf.encoder import AlbertEncoder
+    from albert_tf.modeling.encoder import AlbertEncoder
     prefix = resolve_init_checkpoint(init_checkpoint)
     config, config_source = checkpoint_config(prefix, albert_config)
     output_dir = os.fspath(output_dir)
@@ -197,7 +197,7 @@ def main(argv=None) -> int:
                         flag_values=fl)
     flags.DEFINE_string("output_dir", None, "Where to write ckpt-1 and albert_config.json.",
                         flag_values=fl)
-    from albert_tf.flags import parse_tool_flags
+    from albert_tf.runners.flags import parse_tool_flags
     if not parse_tool_flags(fl, argv, ("init_checkpoint", "output_dir")):
         return 2
     try:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import keras
 
-from albert_tf.config import AlbertConfig
-from albert_tf.encoder import AlbertEncoder
-from albert_tf.heads import ClassificationHead, MaskedLMHead, SentenceOrderHead
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.encoder import AlbertEncoder
+from albert_tf.modeling.heads import ClassificationHead, MaskedLMHead, SentenceOrderHead
 
 
 def pooled_output_only(encoder: AlbertEncoder, inputs, training):
@@ -155,7 +155,7 @@ class AlbertQuestionAnswering(keras.Model):
 
     For v2.0 the same head scores "no answer" BERT-style: the [CLS] position's start + end
     logit is the null score, compared with the best span's score (see
-    data_pipeline.squad_postprocess). Padding positions get -1e4 so no loss or prediction
+    data_pipeline.squad.postprocess). Padding positions get -1e4 so no loss or prediction
     lands there.
 
     Call: the encoder inputs (int32 [batch, seq]) → {"start_logits", "end_logits":

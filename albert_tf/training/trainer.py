@@ -41,7 +41,6 @@ what TPU pods and multi-GPU runs need:
 
 from __future__ import annotations
 
-import abc
 import dataclasses
 import json
 import math
@@ -49,6 +48,9 @@ import os
 import signal
 import time
 from typing import Callable
+
+from albert_tf.training.distribution import set_precision, task_output_dir
+from albert_tf.training.tasks import Task, divisors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,76 +83,6 @@ class TrainerConfig:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
 
 
-def make_strategy(name: str = "default", tpu: str | None = None, num_gpus: int = 0):
-    """`default` (CPU or one GPU), `one_device`, `mirrored` (all local GPUs, or the CPU
-    devices when there is none), `multi_worker_mirrored` (TF_CONFIG), `tpu` (`tpu` names
-    the TPU or its grpc:// address; "" or "local" for a TPU VM)."""
-    import tensorflow as tf
-    if name == "default":
-        return tf.distribute.get_strategy()
-    if name == "one_device":
-        return tf.distribute.OneDeviceStrategy("/gpu:0" if num_gpus > 0 else "/cpu:0")
-    if name == "mirrored":
-        gpus = tf.config.list_logical_devices("GPU")
-        if num_gpus:
-            gpus = gpus[:num_gpus]
-        devices = [d.name for d in gpus] or [d.name for d in
-                                             tf.config.list_logical_devices("CPU")]
-        return tf.distribute.MirroredStrategy(devices)
-    if name == "multi_worker_mirrored":
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    if name == "tpu":
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
-        return tf.distribute.TPUStrategy(resolver)
-    raise ValueError(f"strategy {name!r} is not one of default, one_device, mirrored, "
-                     f"multi_worker_mirrored, tpu")
-
-
-def set_precision(dtype: str) -> None:
-    """Keras dtype policy for `dtype` (call before building the model)."""
-    import keras
-    keras.config.set_dtype_policy({"float32": "float32", "bfloat16": "mixed_bfloat16",
-                                   "float16": "mixed_float16"}[dtype])
-
-
-class Task(abc.ABC):
-    """What the trainer needs to know about a task (pretraining, classification, ...).
-
-    losses, metrics: {name: denominator key}. The loss is Σ sum[name]/den[key] over
-      `losses`; metrics (and each loss) are reported as sum[name]/den[key].
-    denominator_offsets: {term name: ε} added to that term's denominator before dividing
-      (official MLM loss: Σ w + 1e-5); see `divisors`.
-    build_model() → a built keras.Model.
-    denominators(batch) → {key: float32 scalar}: per-replica counts (e.g. masked tokens,
-      examples), summed over replicas and micro-batches by the trainer.
-    terms(batch, outputs) → {name: float32 scalar}: per-replica sums of every loss and metric.
-    call_model(model, batch, training) → the model's outputs for `terms` (default:
-      `model(batch, training=training)`).
-    best_metric: the metric whose maximum on the evaluation set selects the best
-      checkpoint (None: none kept).
-    """
-    losses: dict = {}
-    metrics: dict = {}
-    denominator_offsets: dict = {}
-    best_metric: str | None = None
-
-    @abc.abstractmethod
-    def build_model(self):
-        """A built keras.Model."""
-
-    @abc.abstractmethod
-    def denominators(self, batch) -> dict:
-        """{key: float32 scalar} per-replica counts."""
-
-    @abc.abstractmethod
-    def terms(self, batch, outputs) -> dict:
-        """{name: float32 scalar} per-replica sums."""
-
-    def call_model(self, model, batch, training: bool):
-        return model(batch, training=training)
-
 
 class Preempted(Exception):
     """Raised after a SIGTERM-triggered checkpoint; the runner exits with status 143."""
@@ -178,7 +110,7 @@ class Trainer:
                  log=print, evaluate_fn: Callable | None = None):
         import tensorflow as tf
         import keras
-        from albert_tf.optimization import WarmupPolynomialDecay, create_optimizer
+        from albert_tf.training.optimization import WarmupPolynomialDecay, create_optimizer
         # Non-chief workers write (checkpoints too: saving may need every worker) to their
         # own directory and resume from the chief's checkpoints, as TensorFlow prescribes.
         restore_dir = os.path.join(config.output_dir, "checkpoints")
@@ -511,30 +443,6 @@ class Trainer:
             f.write(json.dumps(row) + "\n")
 
 
-def divisors(terms: dict, denominators: dict, offsets: dict) -> dict:
-    """{term name: what it is divided by} for `terms` ({name: denominator key}): its
-    denominator plus the task's offset for it (official MLM loss: Σ w + 1e-5), never less
-    than 1e-5 (an empty batch divides 0 by 1e-5, not by 0). Takes tensors (in the step)
-    or floats (for reports)."""
-    import tensorflow as tf
-    return {name: tf.maximum(denominators[key] + offsets.get(name, 0.0), 1e-5)
-            for name, key in terms.items()}
-
-
-def task_output_dir(strategy, output_dir: str) -> str:
-    """`output_dir` for the chief (and single-worker strategies); `output_dir/workers/TYPE_ID`
-    for the other workers of a multi-worker strategy, so that only the chief writes the run's
-    files."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not resolver.task_type:
-        return output_dir
-    task_type, task_id = resolver.task_type, resolver.task_id or 0
-    if task_type == "chief" or (task_type == "worker" and task_id == 0
-                                and "chief" not in resolver.cluster_spec().as_dict()):
-        return output_dir
-    return os.path.join(output_dir, "workers", f"{task_type}_{task_id}")
-
-
 def _until_multiple(step: int, every: int) -> int:
     return every - step % every if every > 0 else 1 << 30
 
@@ -551,145 +459,6 @@ def _hms(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-# --- pretraining --------------------------------------------------------------------------------
-
-class PretrainingTask(Task):
-    """MLM (weighted by `masked_lm_weights`, mean over masked tokens) + SOP cross-entropy
-    (mean over examples). Metrics: MLM and SOP accuracy. `sop_weight` 0 trains MLM only
-    (data made with --sentence_order none)."""
-
-    best_metric = "mlm_accuracy"
-
-    def __init__(self, albert_config, max_seq_length: int, max_predictions_per_seq: int,
-                 sop_weight: float = 1.0):
-        self.albert_config = albert_config
-        self.max_seq_length = max_seq_length
-        self.max_predictions_per_seq = max_predictions_per_seq
-        self.sop_weight = sop_weight
-        self.losses = {"mlm_loss": "masked"}
-        self.denominator_offsets = {"mlm_loss": 1e-5}  # official: Σ w·nll / (Σ w + 1e-5)
-        if sop_weight:
-            self.losses["sop_loss"] = "examples"
-        self.metrics = {"mlm_accuracy": "masked", "sop_accuracy": "examples"}
-
-    def build_model(self):
-        from albert_tf.models import AlbertPretrainer
-        model = AlbertPretrainer(self.albert_config)
-        model.build()
-        return model
-
-    def call_model(self, model, batch, training):
-        # The losses read the last block only at [CLS] and the masked positions.
-        return model(batch, training=training, sequence_output=False)
-
-    def denominators(self, batch):
-        import tensorflow as tf
-        return {"masked": tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
-                "examples": tf.cast(tf.shape(batch["input_ids"])[0], tf.float32)}
-
-    def terms(self, batch, outputs):
-        import tensorflow as tf
-        weights = tf.cast(batch["masked_lm_weights"], tf.float32)            # [B, P]
-        labels = batch["masked_lm_ids"]                                        # [B, P]
-        logits = tf.cast(outputs["mlm_logits"], tf.float32)                    # [B, P, V]
-        nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=labels.dtype), labels),
-                          tf.float32)
-        sop_labels = tf.reshape(batch["next_sentence_labels"], [-1])           # [B]
-        sop_logits = tf.cast(outputs["sop_logits"], tf.float32)                # [B, 2]
-        sop_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=sop_labels,
-                                                                 logits=sop_logits)
-        sop_correct = tf.cast(tf.equal(tf.argmax(sop_logits, -1, output_type=sop_labels.dtype),
-                                       sop_labels), tf.float32)
-        terms = {"mlm_loss": tf.reduce_sum(weights * nll),
-                 "mlm_accuracy": tf.reduce_sum(weights * correct),
-                 "sop_accuracy": tf.reduce_sum(sop_correct)}
-        if self.sop_weight:
-            terms["sop_loss"] = self.sop_weight * tf.reduce_sum(sop_nll)
-        return terms
-
-
-class ClassificationTask(Task):
-    """Sentence (pair) classification — cross-entropy, accuracy — or regression (STS-B:
-    `num_labels=1`, mean squared error), or multiple choice (`num_choices`: inputs
-    [batch, choices, seq], softmax over the choices). Batches carry `label_ids` [batch]
-    (float32 for regression). Task-specific metrics (MCC, F1, correlations) are computed by
-    the runner on predictions (`data_pipeline.metrics`)."""
-
-    def __init__(self, albert_config, num_labels: int = 2, num_choices: int | None = None,
-                 dropout: float = 0.1):
-        self.albert_config = albert_config
-        self.num_labels = num_labels
-        self.num_choices = num_choices
-        self.dropout = dropout
-        self.regression = num_choices is None and num_labels == 1
-        self.losses = {"task_loss": "examples"}
-        self.metrics = {} if self.regression else {"accuracy": "examples"}
-        self.best_metric = None if self.regression else "accuracy"
-
-    def build_model(self):
-        from albert_tf.models import AlbertClassifier, AlbertMultipleChoice
-        if self.num_choices:
-            model = AlbertMultipleChoice(self.albert_config, self.dropout)
-        else:
-            model = AlbertClassifier(self.albert_config, self.num_labels, self.dropout)
-        model.build()
-        return model
-
-    def denominators(self, batch):
-        import tensorflow as tf
-        return {"examples": tf.cast(tf.shape(batch["label_ids"])[0], tf.float32)}
-
-    def terms(self, batch, outputs):
-        import tensorflow as tf
-        logits = tf.cast(outputs["logits"], tf.float32)
-        if self.regression:
-            error = logits[:, 0] - tf.cast(batch["label_ids"], tf.float32)
-            return {"task_loss": tf.reduce_sum(tf.square(error))}
-        labels = tf.cast(batch["label_ids"], tf.int32)
-        nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-        correct = tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels)
-        return {"task_loss": tf.reduce_sum(nll),
-                "accuracy": tf.reduce_sum(tf.cast(correct, tf.float32))}
-
-
-class SquadTask(Task):
-    """Extractive question answering (SQuAD): cross-entropy of the start and of the end
-    position over the sequence, averaged (the official loss); batches carry
-    `start_positions`, `end_positions` int32 [batch] (0, the [CLS] position, when the
-    window holds no answer). `span_accuracy`: both positions right. EM/F1 are computed by
-    the runner on predictions (data_pipeline.squad_eval)."""
-
-    losses = {"span_loss": "examples"}
-    metrics = {"span_accuracy": "examples"}
-    best_metric = "f1"
-
-    def __init__(self, albert_config):
-        self.albert_config = albert_config
-
-    def build_model(self):
-        from albert_tf.models import AlbertQuestionAnswering
-        model = AlbertQuestionAnswering(self.albert_config)
-        model.build()
-        return model
-
-    def denominators(self, batch):
-        import tensorflow as tf
-        return {"examples": tf.cast(tf.shape(batch["start_positions"])[0], tf.float32)}
-
-    def terms(self, batch, outputs):
-        import tensorflow as tf
-        nll, correct = 0.0, 1.0
-        for side in ("start", "end"):
-            logits = tf.cast(outputs[f"{side}_logits"], tf.float32)
-            labels = tf.cast(batch[f"{side}_positions"], tf.int32)
-            nll += tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
-                                                                  logits=logits)
-            correct *= tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels),
-                               tf.float32)
-        return {"span_loss": 0.5 * tf.reduce_sum(nll), "span_accuracy": tf.reduce_sum(correct)}
-
-
 def write_json(path: str, obj) -> None:
     """Atomic JSON write (the effective configuration of a run)."""
     tmp = path + ".tmp"
@@ -697,9 +466,3 @@ def write_json(path: str, obj) -> None:
         json.dump(obj, f, indent=1, sort_keys=True, default=str)
         f.write("\n")
     os.replace(tmp, path)
-
-
-__all__ = ["TrainerConfig", "Trainer", "Task", "PretrainingTask", "ClassificationTask",
-           "SquadTask",
-           "make_strategy", "set_precision", "Preempted", "write_json", "task_output_dir",
-           "divisors"]

@@ -18,7 +18,7 @@ import math
 import keras
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
+from albert_tf.modeling.config import AlbertConfig
 
 
 _GELU_C = math.sqrt(2.0 / math.pi)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
-from albert_tf.layers import dense, get_activation, layer_norm
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.layers import dense, get_activation, layer_norm
 
 
 def gather_positions(sequence, positions):

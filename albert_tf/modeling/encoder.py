@@ -12,8 +12,8 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
-from albert_tf.layers import (AlbertEmbeddings, AttentionSublayer, FeedForwardSublayer,
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.layers import (AlbertEmbeddings, AttentionSublayer, FeedForwardSublayer,
                               TransformerBlock, dense)
 
 

@@ -1,6 +1,6 @@
 """The paper's Figure 2: how much each layer changes its input, for shared and unshared models.
 
-    python -m albert_tf.analysis --init_checkpoint RUN/checkpoints \
+    python -m albert_tf.tools.analysis --init_checkpoint RUN/checkpoints \
         --input_file 'records/*.tfrecord' --output_dir DIR \
         [--compare_checkpoint NONE_RUN/checkpoints] [--albert_config_file FILE] \
         [--max_batches 20 --batch_size 8 --max_seq_length 512]
@@ -118,12 +118,12 @@ def pretraining_batches(input_file, batch_size: int, max_seq_length: int | None 
     """
     import tensorflow as tf
     from data_pipeline import documents as documents_lib
-    from data_pipeline import features as features_lib
+    from data_pipeline import records as records_lib
     files = documents_lib.expand_input_files(input_file)
     if max_seq_length is None:
         max_seq_length = record_seq_length(files[0])
     names = ("input_ids", "input_mask", "segment_ids")
-    spec = {k: v for k, v in features_lib.parse_spec(max_seq_length, 1, True).items()
+    spec = {k: v for k, v in records_lib.parse_spec(max_seq_length, 1, True).items()
             if k in names}
 
     def parse(records):
@@ -138,8 +138,8 @@ def pretraining_batches(input_file, batch_size: int, max_seq_length: int | None 
 def record_seq_length(path: str) -> int:
     """Length of `input_ids` in the first record of `path`."""
     import tensorflow as tf
-    from data_pipeline import features as features_lib
-    for data in features_lib.read_records(path):
+    from data_pipeline import records as records_lib
+    for data in records_lib.read_records(path):
         feature = tf.train.Example.FromString(data).features.feature
         if "input_ids" not in feature:
             raise ValueError(f"{path}: record 0 has no input_ids (not pretraining records?)")
@@ -197,8 +197,8 @@ def analyze(checkpoints: list[str], input_file, output_dir: str,
     found beside them. Returns {"csv": path, "png": path}."""
     import tensorflow as tf
     from albert_tf.checkpoints import load_checkpoint
-    from albert_tf.encoder import AlbertEncoder
-    from albert_tf.export_encoder import checkpoint_config, resolve_init_checkpoint
+    from albert_tf.modeling.encoder import AlbertEncoder
+    from albert_tf.checkpoints.export_encoder import checkpoint_config, resolve_init_checkpoint
     models = []
     for i, path in enumerate(checkpoints):  # all configs first: fail before any work
         config, source = checkpoint_config(path, albert_config_file if i == 0 else None)
@@ -249,7 +249,7 @@ def main(argv=None) -> int:
     flags.DEFINE_integer("batch_size", 8, "Records per batch.", flag_values=fl, lower_bound=1)
     flags.DEFINE_integer("max_seq_length", None, "Length of the records' input_ids (default: "
                          "read from the first record).", flag_values=fl, lower_bound=1)
-    from albert_tf.flags import parse_tool_flags
+    from albert_tf.runners.flags import parse_tool_flags
     if not parse_tool_flags(fl, argv, ("init_checkpoint", "input_file", "output_dir")):
         return 2
     try:

@@ -1,6 +1,6 @@
 """A fine-tuned model directory: everything needed to rebuild a task model and feed it text.
 
-A runner's `--export_dir` writes one, and the serving export (`albert_tf.export`) reads it,
+A runner's `--export_dir` writes one, and the serving export (`albert_tf.serving.export`) reads it,
 so a deployed model can never pair the weights with another vocabulary, casing, label order
 or sequence length than the ones it was trained with:
 
@@ -68,8 +68,8 @@ def load_finetuned(directory: str):
     """(model, task): the task model rebuilt from a fine-tuned model directory, weights
     restored (a missing head is an error, not a random head), and its task.json."""
     from albert_tf.checkpoints import CheckpointError, load_checkpoint
-    from albert_tf.config import AlbertConfig
-    from albert_tf.models import (AlbertClassifier, AlbertMultipleChoice,
+    from albert_tf.modeling.config import AlbertConfig
+    from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice,
                                   AlbertQuestionAnswering)
     task = read_task(directory)
     config = AlbertConfig.from_json_file(os.path.join(directory, "albert_config.json"))

@@ -21,14 +21,14 @@ def define_trainer_flags(learning_rate: float, optimizer: str, num_train_steps: 
     f.DEFINE_string("preset", None, "Instead of --albert_config_file: base, large, xlarge, "
                     "xxlarge (v2: dropout 0), or base-v1 ... (dropout 0.1).")
     f.DEFINE_string("init_checkpoint", None,
-                    "Start from these weights (ours, albert_tf.convert, official TF1/TF-Hub).")
+                    "Start from these weights (ours, albert_tf.checkpoints.convert, official TF1/TF-Hub).")
     f.DEFINE_float("learning_rate", learning_rate, "Peak learning rate.")
     f.DEFINE_integer("num_train_steps", num_train_steps, "Optimizer steps.")
     f.DEFINE_integer("num_warmup_steps", num_warmup_steps, "Linear warmup steps.")
     f.DEFINE_enum("optimizer", optimizer, ["lamb", "adamw", "lamb_keras", "adamw_keras"],
                   "lamb / adamw: the official updates (no Adam bias correction; no decay "
                   "and no trust ratio on LayerNorm and biases); *_keras: with Keras' bias "
-                  "correction (albert_tf.optimization).")
+                  "correction (albert_tf.training.optimization).")
     f.DEFINE_float("poly_power", 1.0, "Power of the polynomial learning-rate decay.")
     f.DEFINE_float("weight_decay_rate", 0.01, "Weight decay (not on LayerNorm and biases).")
     f.DEFINE_float("clip_norm", 1.0, "Global gradient-norm clip.")
@@ -113,7 +113,7 @@ def trainer_config_from_flags(output_dir: str | None = None, num_train_steps: in
 
 def albert_config_from_flags():
     """--albert_config_file or --preset → AlbertConfig (exactly one must be given)."""
-    from albert_tf.config import AlbertConfig
+    from albert_tf.modeling.config import AlbertConfig
     if bool(FLAGS.albert_config_file) == bool(FLAGS.preset):
         raise ValueError("give exactly one of --albert_config_file and --preset")
     if FLAGS.albert_config_file:

@@ -20,7 +20,7 @@ import os
 
 import numpy as np
 
-from data_pipeline.features import AtomicRecordWriter, encode_examples
+from data_pipeline.records import AtomicRecordWriter, encode_examples
 
 
 def truncate_pair(a: list, b: list, max_tokens: int) -> None:

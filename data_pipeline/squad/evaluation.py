@@ -24,7 +24,7 @@ are an optimistic oracle. To choose the no-answer threshold you report with, tun
 to the evaluated set; never tune on the set you report.
 
 CLI:
-  python -m data_pipeline.squad_eval DATA.json PREDICTIONS.json
+  python -m data_pipeline.squad.evaluation DATA.json PREDICTIONS.json
       [--na_prob_file F] [--na_prob_thresh 1.0] [--version {1.1,2.0}]
 prints one JSON object on stdout. Bad input exits 2 with "error: ..." on stderr.
 """
@@ -328,7 +328,7 @@ def main(argv=None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(
-        prog="python -m data_pipeline.squad_eval",
+        prog="python -m data_pipeline.squad.evaluation",
         description="Score SQuAD v1.1 / v2.0 predictions as the official scripts do.")
     parser.add_argument("data_file", help="SQuAD dataset JSON (e.g. dev-v2.0.json)")
     parser.add_argument("pred_file", help="JSON object: question id -> predicted answer text")

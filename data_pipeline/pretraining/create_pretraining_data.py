@@ -1,6 +1,6 @@
 """Raw text → ALBERT pretraining TFRecords (SOP pairs + n-gram masks) and meta_data.json.
 
-    python -m data_pipeline.create_pretraining_data --input_file 'corpus/*.txt' \\
+    python -m data_pipeline.pretraining.create_pretraining_data --input_file 'corpus/*.txt' \\
         --output_dir data/pretrain --spm_model_file 30k-clean.model \\
         [--max_seq_length 512 --max_predictions_per_seq 20 --dupe_factor 40 ...] \\
         [--num_workers 8] [--num_output_shards 64] [--num_tasks 4 --task_index 0]
@@ -37,9 +37,9 @@ import time
 import numpy as np
 
 from data_pipeline import documents as documents_lib
-from data_pipeline.features import AtomicRecordWriter, encode_examples, feature_lengths
-from data_pipeline.masking import NgramMasker
-from data_pipeline.pretraining_data import (SENTENCE_ORDERS, SHORT_SEQ_SCOPES, InstanceMaker,
+from data_pipeline.records import AtomicRecordWriter, encode_examples, feature_lengths
+from data_pipeline.pretraining.masking import NgramMasker
+from data_pipeline.pretraining.instances import (SENTENCE_ORDERS, SHORT_SEQ_SCOPES, InstanceMaker,
                                             InstanceOptions, InstanceStats)
 
 META_FILE = "meta_data.json"

@@ -1,0 +1,93 @@
+"""This project's own checkpoints: object-based `tf.train.Checkpoint(model=...)` files
+with `albert_config.json` beside them.
+
+Every model keeps its encoder in `model.encoder` and its heads in named attributes, so an
+encoder restores from any model's checkpoint and a head that is absent can be reported.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import tensorflow as tf
+
+from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.encoder import AlbertEncoder
+
+CONFIG_NAME = "albert_config.json"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, unreadable, or does not fit the model."""
+
+
+# ----------------------------------------------------------------------------- own format
+def resolve_checkpoint(path: str) -> str:
+    """A directory (its latest checkpoint) or a checkpoint prefix → a readable prefix."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if latest is None:
+            hub_variables = os.path.join(path, "variables", "variables")  # TF-Hub v1 module
+            if os.path.exists(hub_variables + ".index"):
+                return hub_variables
+            indexes = sorted(glob.glob(os.path.join(path, "*.index")))
+            if len(indexes) == 1:
+                return indexes[0][: -len(".index")]
+            raise CheckpointError(
+                f"no checkpoint in directory {path} (no 'checkpoint' state file and "
+                f"{len(indexes)} *.index files)")
+        return latest
+    if path.endswith(".index"):
+        path = path[: -len(".index")]
+    if os.path.exists(path + ".index"):
+        return path
+    raise FileNotFoundError(f"checkpoint not found: {path} (expected a directory or a "
+                            f"checkpoint prefix with {os.path.basename(path)}.index)")
+
+
+def _checkpoint_root(model, components: list[str] | None = None):
+    """The object graph every own checkpoint uses: root → model → encoder/heads.
+
+    With `components`, only those parts of `model` (e.g. ["encoder", "mlm_head"]) are
+    written, so that a head that was never trained or imported is absent, not random.
+    """
+    if isinstance(model, AlbertEncoder):
+        return tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=model))
+    if components is None:
+        return tf.train.Checkpoint(model=model)
+    return tf.train.Checkpoint(model=tf.train.Checkpoint(
+        **{name: getattr(model, name) for name in components}))
+
+
+def save_checkpoint(model, directory: str, config: AlbertConfig | None = None,
+                    max_to_keep: int = 1, components: list[str] | None = None) -> str:
+    """Writes `model` (an encoder or any model with `.encoder`) as `directory/ckpt-N`, plus
+    `albert_config.json`. Returns the checkpoint prefix.
+
+    `components` restricts what is written (see `_checkpoint_root`). The `checkpoint`
+    state file is updated only after the data is complete, so a crash never leaves a half
+    checkpoint that `load_checkpoint(directory)` would pick.
+    """
+    if not model.built:
+        model.build()
+    os.makedirs(directory, exist_ok=True)
+    config = config or model_config(model)
+    config.to_json_file(os.path.join(directory, CONFIG_NAME))
+    manager = tf.train.CheckpointManager(_checkpoint_root(model, components), directory,
+                                         max_to_keep=max_to_keep)
+    return manager.save()
+
+
+def model_config(model) -> AlbertConfig:
+    encoder = model if isinstance(model, AlbertEncoder) else model.encoder
+    return encoder.config
+
+
+def head_attributes(model) -> list[str]:
+    """Named sub-layers of a task model other than its encoder (its heads)."""
+    import keras
+    return [name for name, value in vars(model).items()
+            if isinstance(value, keras.layers.Layer) and name != "encoder"
+            and not name.startswith("_")]

@@ -1,0 +1,11 @@
+"""Training: the one trainer, the tasks it trains, the optimizers, strategy and precision
+setup."""
+
+from albert_tf.training.distribution import make_strategy, set_precision, task_output_dir
+from albert_tf.training.tasks import (ClassificationTask, PretrainingTask, SquadTask, Task,
+                                      divisors)
+from albert_tf.training.trainer import Preempted, Trainer, TrainerConfig, write_json
+
+__all__ = ["TrainerConfig", "Trainer", "Task", "PretrainingTask", "ClassificationTask",
+           "SquadTask", "make_strategy", "set_precision", "Preempted", "write_json",
+           "task_output_dir", "divisors"]

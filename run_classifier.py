@@ -100,8 +100,8 @@ def _read(task, split, path):
 
 
 def _features(tokenizer, task, split, cache_dir, labels):
-    from data_pipeline.classification.features import (cached_features, convert_examples,
-                                                   convert_multiple_choice, fingerprint)
+    from data_pipeline.classification.features import convert_examples, convert_multiple_choice
+    from data_pipeline.records import cached_features, fingerprint
     source = _source(task, split)
     if not os.path.exists(source):
         raise FileNotFoundError(f"{task} {split} file not found: {source}")
@@ -279,7 +279,7 @@ def main(argv):
             return 1
         results.append(result)
     if runs > 1 and FLAGS.do_eval:
-        from albert_tf.training import write_json
+        from data_pipeline.atomic import write_json
         summary = _spread([r["eval"] for r in results])
         write_json(os.path.join(FLAGS.output_dir, "eval_results.json"),
                    {"task": task, "runs": runs, "seeds": [FLAGS.seed + i for i in range(runs)],
@@ -312,7 +312,8 @@ def _spread(evals: list[dict]) -> dict:
 
 def _run_once(task, albert_config, trainer_config, labels, regression, choices, train_path,
               train_count, dev, test_path, out_dir) -> dict:
-    from albert_tf.training import ClassificationTask, Trainer, make_strategy, write_json
+    from albert_tf.training import ClassificationTask, Trainer, make_strategy
+    from data_pipeline.atomic import write_json
     from data_pipeline.classification import metrics
     from data_pipeline.classification.features import classifier_dataset
     strategy = make_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_gpus)

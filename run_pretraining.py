@@ -99,7 +99,8 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)  # TF's INFO lines would drown the progress
     import tensorflow as tf
     from albert_tf.training import (PretrainingTask, Preempted, Trainer, make_strategy,
-                                    task_output_dir, write_json)
+                                    task_output_dir)
+    from data_pipeline.atomic import write_json
     from data_pipeline.documents import expand_input_files
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
 

@@ -57,7 +57,7 @@ def define_flags():
 
 
 def _features(tokenizer, path, cache_dir, is_training):
-    from data_pipeline.classification.features import cached_features, fingerprint
+    from data_pipeline.records import cached_features, fingerprint
     from data_pipeline.squad.data import convert_squad_examples, read_squad
     if not os.path.exists(path):
         raise FileNotFoundError(f"SQuAD file not found: {path}")
@@ -117,7 +117,7 @@ def score(model, examples, record_path, data_path, version_2, threshold):
 
 
 def _write(out_dir, name, obj):
-    from albert_tf.training import write_json
+    from data_pipeline.atomic import write_json
     write_json(os.path.join(out_dir, name), obj)
 
 
@@ -153,7 +153,8 @@ def main(argv):
         print(f"error: {e}", file=sys.stderr)
         return 1
 
-    from albert_tf.training import SquadTask, Trainer, make_strategy, write_json
+    from albert_tf.training import SquadTask, Trainer, make_strategy
+    from data_pipeline.atomic import write_json
     from data_pipeline.squad.data import squad_dataset
     steps, warmup = shared_flags.finetuning_schedule(train_count)
     trainer_config = shared_flags.trainer_config_from_flags(

@@ -5,9 +5,9 @@ import os
 import numpy as np
 import pytest
 
-from data_pipeline.classification.features import (cached_features, classifier_dataset,
-                                               convert_examples, convert_multiple_choice,
-                                               fingerprint, truncate_pair)
+from data_pipeline.classification.features import (classifier_dataset, convert_examples,
+                                                   convert_multiple_choice, truncate_pair)
+from data_pipeline.records import cached_features, fingerprint
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ checkpoint, and a model restored from it reports its heads as missing.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -19,6 +18,7 @@ from albert_tf.checkpoints import (CONFIG_NAME, CheckpointError, assign_official
                                    read_tf1_checkpoint, read_transformers, resolve_checkpoint,
                                    save_checkpoint)
 from albert_tf.modeling.config import AlbertConfig
+from data_pipeline.atomic import write_json
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 
@@ -75,10 +75,8 @@ def convert(source: str, input_path: str, output_dir: str,
         "unused_source_variables": result.unused,
         "unrecognized_source_keys": unknown,
     }
-    tmp = os.path.join(output_dir, "conversion_report.json.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=2)
-    os.replace(tmp, os.path.join(output_dir, "conversion_report.json"))
+    write_json(os.path.join(output_dir, "conversion_report.json"), report, indent=2,
+               sort_keys=False)
     return report
 
 

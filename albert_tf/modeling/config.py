@@ -232,8 +232,5 @@ class AlbertConfig:
 
     def to_json_file(self, path: str | os.PathLike) -> None:
         """Writes atomically (temporary name, then rename)."""
-        path = os.fspath(path)
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(self.to_json_string())
-        os.replace(tmp, path)
+        from data_pipeline.atomic import write_text
+        write_text(os.fspath(path), self.to_json_string())

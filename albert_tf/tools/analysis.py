@@ -149,8 +149,8 @@ def record_seq_length(path: str) -> int:
 
 def write_csv(path: str, results: list[tuple[str, str, LayerSimilarity]]) -> None:
     """`results`: (model label, sharing mode, measures) per model. Written atomically."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
+    from data_pipeline.atomic import atomic_open
+    with atomic_open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(CSV_COLUMNS)
         for label, sharing, r in results:
@@ -158,7 +158,6 @@ def write_csv(path: str, results: list[tuple[str, str, LayerSimilarity]]) -> Non
                 writer.writerow([label, sharing, layer + 1, f"{r.l2_distance[layer]:.8g}",
                                  f"{r.cosine_similarity[layer]:.8g}",
                                  f"{r.angle_degrees[layer]:.8g}"])
-    os.replace(tmp, path)
 
 
 def plot(path: str, results: list[tuple[str, str, LayerSimilarity]]) -> None:
@@ -183,9 +182,9 @@ def plot(path: str, results: list[tuple[str, str, LayerSimilarity]]) -> None:
     left.legend(fontsize=7)
     fig.suptitle("Input vs output embedding per layer (ALBERT paper, Figure 2)", fontsize=10)
     fig.tight_layout()
-    tmp = f"{path}.tmp{os.getpid()}"
-    fig.savefig(tmp, format="png", dpi=120)
-    os.replace(tmp, path)
+    from data_pipeline.atomic import atomic_open
+    with atomic_open(path, "wb") as f:
+        fig.savefig(f, format="png", dpi=120)
 
 
 def analyze(checkpoints: list[str], input_file, output_dir: str,

@@ -50,6 +50,7 @@ import time
 from typing import Callable
 
 from albert_tf.training.distribution import set_precision, task_output_dir
+from data_pipeline.atomic import write_json
 from albert_tf.training.tasks import Task, divisors
 
 
@@ -420,11 +421,8 @@ class Trainer:
         ckpt = tf.train.Checkpoint(model=self.model)
         manager = tf.train.CheckpointManager(ckpt, best_dir, max_to_keep=1)
         path = manager.save(checkpoint_number=step)
-        tmp = record + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump({"metric": name, "value": value, "step": step, "checkpoint": path,
-                       "eval": result}, f, indent=1)
-        os.replace(tmp, record)
+        write_json(record, {"metric": name, "value": value, "step": step, "checkpoint": path,
+                            "eval": result})
         self.log(f"best {name} {value:.4f} at step {step} -> {path}")
 
     def _progress(self, step, values, start_step, start):
@@ -458,11 +456,3 @@ def _hms(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
-
-def write_json(path: str, obj) -> None:
-    """Atomic JSON write (the effective configuration of a run)."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True, default=str)
-        f.write("\n")
-    os.replace(tmp, path)

@@ -14,13 +14,9 @@ run with the same settings reuses the file; any difference rebuilds it.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-
 import numpy as np
 
-from data_pipeline.records import AtomicRecordWriter, encode_examples
+from data_pipeline.records import record_dataset
 
 
 def truncate_pair(a: list, b: list, max_tokens: int) -> None:
@@ -97,55 +93,6 @@ def convert_multiple_choice(examples, tokenizer, max_seq_length: int, num_choice
     return out
 
 
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def fingerprint(source_file: str, tokenizer, **settings) -> str:
-    payload = {"source_sha256": _sha256(source_file), "spm_sha256": tokenizer.checksum,
-               "do_lower_case": tokenizer.do_lower_case, **settings}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def cached_features(path: str, key: str, build, info: dict | None = None
-                    ) -> tuple[str, int, bool]:
-    """`path`.tfrecord for fingerprint `key`: reused when `path`.json holds the same key,
-    else rebuilt from `build()` (→ feature arrays) atomically. `info` (filled by `build`,
-    e.g. truncation counts) is stored in `path`.json and, on reuse, read back into `info`.
-    Returns (tfrecord path, number of records, reused?)."""
-    record_path, meta_path = path + ".tfrecord", path + ".json"
-    if os.path.exists(record_path) and os.path.exists(meta_path):
-        with open(meta_path) as f:
-            meta = json.load(f)
-        if meta.get("fingerprint") == key:
-            if info is not None:
-                info.update(meta.get("info", {}))
-            return record_path, meta["count"], True
-    features = build()
-    count = len(next(iter(features.values())))
-    flat = {k: (v.reshape(count, -1) if v.ndim > 1 else v.reshape(count, 1))
-            for k, v in features.items()}
-    flat["example_index"] = np.arange(count, dtype=np.int64).reshape(count, 1)
-    os.makedirs(os.path.dirname(record_path) or ".", exist_ok=True)
-    writer = AtomicRecordWriter(record_path)
-    try:
-        writer.write_all(encode_examples(flat))
-    except BaseException:
-        writer.abort()
-        raise
-    writer.commit()
-    tmp = meta_path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"fingerprint": key, "count": count, "info": info or {},
-                   "shapes": {k: list(v.shape[1:]) for k, v in features.items()}}, f)
-    os.replace(tmp, meta_path)
-    return record_path, count, False
-
-
 def classifier_dataset(record_path: str, batch_size: int, max_seq_length: int,
                        regression: bool = False, num_choices: int | None = None,
                        is_training: bool = False, seed: int | None = None,
@@ -171,17 +118,3 @@ def classifier_dataset(record_path: str, batch_size: int, max_seq_length: int,
 
     return record_dataset(record_path, batch_size, parse, is_training, seed, input_context,
                           drop_remainder)
-
-
-def record_dataset(record_path: str, batch_size: int, parse, is_training: bool = False,
-                   seed: int | None = None, input_context=None, drop_remainder: bool = True):
-    """Task-feature TFRecords → batches: sharded by the input context, shuffled and
-    repeated for training (always full batches then), parsed batch-wise by `parse`."""
-    import tensorflow as tf
-    ds = tf.data.TFRecordDataset(record_path)
-    if input_context is not None and input_context.num_input_pipelines > 1:
-        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    if is_training:
-        ds = ds.shuffle(10_000, seed=seed, reshuffle_each_iteration=True).repeat()
-    ds = ds.batch(batch_size, drop_remainder=drop_remainder or is_training)
-    return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

@@ -37,6 +37,7 @@ import time
 import numpy as np
 
 from data_pipeline import documents as documents_lib
+from data_pipeline.atomic import write_json
 from data_pipeline.records import AtomicRecordWriter, encode_examples, feature_lengths
 from data_pipeline.pretraining.masking import NgramMasker
 from data_pipeline.pretraining.instances import (SENTENCE_ORDERS, SHORT_SEQ_SCOPES, InstanceMaker,
@@ -362,11 +363,7 @@ def create_pretraining_data(config: DataConfig, num_workers: int = 1, num_tasks:
             f"no instances were made: {len(files)} input file(s) "
             f"({meta['input']['empty_files']} empty or blank) held "
             f"{meta['documents']['documents']} document(s) with text; no {META_FILE} written")
-    tmp = os.path.join(config.output_dir, META_FILE + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(meta, f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, os.path.join(config.output_dir, META_FILE))
+    write_json(os.path.join(config.output_dir, META_FILE), meta)
     elapsed = time.time() - start
     print(f"[create_pretraining_data] {meta['instances']:,} instances in {n} shards → "
           f"{config.output_dir} ({elapsed:.1f}s this run)", flush=True)

@@ -370,6 +370,6 @@ def squad_dataset(record_path: str, batch_size: int, max_seq_length: int,
             out["feature_index"] = out.pop("example_index")
         return out
 
-    from data_pipeline.classification.features import record_dataset
+    from data_pipeline.records import record_dataset
     return record_dataset(record_path, batch_size, parse, is_training, seed, input_context,
                           drop_remainder)

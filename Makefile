@@ -5,15 +5,16 @@ PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONHASHSEED ?= 0
 
-.PHONY: install install-dev demo test test-fast bench bench-model bench-data bench-train bench-serving clean
+.PHONY: install install-dev demo test test-fast lint format bench bench-model bench-data bench-train bench-serving clean
 
 install: $(VENV)/.runtime-installed
 install-dev: $(VENV)/.dev-installed
 
-$(VENV)/.runtime-installed: requirements.txt
+$(VENV)/.runtime-installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
 $(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.runtime-installed
@@ -25,6 +26,14 @@ demo: install
 
 test: install-dev
 	$(PY) -m pytest -q tests
+
+lint: install-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install-dev
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 test-fast: install-dev
 	$(PY) -m pytest -q -m "not slow" tests
@@ -44,4 +53,4 @@ bench-serving: install
 	$(PY) bench/serving.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache *.egg-info

@@ -25,7 +25,6 @@ DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
 
 def run_case(dtype: str, args) -> dict:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    sys.path.insert(0, ROOT)
     import numpy as np
     import tensorflow as tf
     from albert_tf import AlbertConfig
@@ -99,7 +98,6 @@ def main():
     passthrough = [f"--{k}={getattr(args, k)}" for k in
                    ("config", "seq", "train_batch", "eval_batch", "eval_batches",
                     "steps_per_loop", "loops", "tmp")]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from cases import run_cases
     results = run_cases(os.path.abspath(__file__), args.cases.split(","), passthrough)
     print(f"\nSST-2 sentences, ALBERT-{args.config}, max_seq_length {args.seq}, "

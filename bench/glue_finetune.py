@@ -112,5 +112,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, ROOT)
     sys.exit(main())

@@ -26,7 +26,6 @@ import json
 import os
 import resource
 import statistics
-import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -108,7 +107,6 @@ def gemm_floor(tf, config, batch: int, seq: int, dtype):
 def run_case(case: str, args) -> dict:
     mode, dtype, xla = case.split("-")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    sys.path.insert(0, ROOT)
     import numpy as np
     import tensorflow as tf
     import keras
@@ -222,7 +220,6 @@ def main():
 
     passthrough = [f"--{k}={getattr(args, k)}" for k in
                    ("config", "batch", "seq", "masked", "warmup", "reps", "steps", "seed")]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from cases import run_cases
     results = run_cases(os.path.abspath(__file__), args.cases.split(","), passthrough)
 

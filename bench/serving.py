@@ -115,7 +115,6 @@ def main():
         sys.exit(f"needs ../shared/data ({DATA})")
 
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    sys.path.insert(0, ROOT)
     import numpy as np
     import keras
     import tensorflow as tf

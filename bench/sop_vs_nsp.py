@@ -29,7 +29,6 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "corpus")
-sys.path.insert(0, ROOT)
 
 TINY = {"vocab_size": 8000, "embedding_size": 64, "hidden_size": 256, "num_hidden_layers": 4,
         "num_attention_heads": 4, "intermediate_size": 1024, "max_position_embeddings": 128,

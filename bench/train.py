@@ -21,7 +21,6 @@ import json
 import os
 import resource
 import statistics
-import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -59,12 +58,10 @@ def matmul_peak(dtype: str) -> float:
 def run_case(case: str, args) -> dict:
     dtype, xla = case.split("-")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    sys.path.insert(0, ROOT)
     import numpy as np
     import tensorflow as tf
     from albert_tf import AlbertConfig
     from albert_tf.training import PretrainingTask, Trainer, TrainerConfig
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
     from model import make_batch
 
     config = AlbertConfig.preset(args.config)
@@ -126,7 +123,6 @@ def main():
     passthrough = [f"--{k}={getattr(args, k)}" for k in
                    ("config", "batch", "seq", "masked", "steps_per_loop", "loops", "seed",
                     "optimizer", "tmp")]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from cases import run_cases
     results = run_cases(os.path.abspath(__file__), args.cases.split(","), passthrough)
     peer = None

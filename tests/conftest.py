@@ -17,7 +17,7 @@ def two_cpu_driver(runner: str) -> str:
     """A script running `runner` (run_pretraining, run_classifier, ...) with two logical
     CPU devices, so that `--strategy mirrored` has two replicas on a CPU machine (logical
     devices must exist before TensorFlow initializes its runtime)."""
-    return (f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nimport tensorflow as tf\n"
+    return ("import sys\nimport tensorflow as tf\n"
             "cpus = tf.config.list_physical_devices('CPU')\n"
             "tf.config.set_logical_device_configuration(\n"
             "    cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)\n"

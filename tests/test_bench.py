@@ -1,8 +1,6 @@
 """bench/model.py's GEMM floor does exactly the encoder forward pass's matrix products, so
 that "% of floor" and the floor's ratio to a peer mean what the bench says they mean."""
 
-import os
-import sys
 
 import numpy as np
 import pytest
@@ -10,9 +8,7 @@ import tensorflow as tf
 
 from conftest import tiny_config
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "bench"))
-import model as bench_model  # noqa: E402  (bench/model.py)
+import model as bench_model  # bench/model.py (pytest.ini puts bench/ on the path)
 
 
 def matmul_flops(graph) -> int:

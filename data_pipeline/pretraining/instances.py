@@ -200,7 +200,7 @@ class InstanceMaker:
     def _document_instances(self, docs, index, py, stats, out) -> None:
         opts = self.options
         doc = docs[index]
-        tokens, off = doc.tokens, doc.offsets
+        off = doc.offsets
         n_sent = len(off) - 1
         per_instance = opts.short_seq_scope == "instance"
         target, short = self._target(py, stats)

@@ -1,0 +1,73 @@
+"""The one run setup every runner does before its task starts, and the one way a runner
+fails: a single `error: ...` line on stderr and exit code 1 (143 when preempted).
+
+    def main(argv):
+        return run_main(lambda: _main())          # ValueError/OSError → "error: ..." rc 1
+
+    run = setup_run("run_classifier", trainer_config, strategy_name=..., tpu=...,
+                    num_gpus=..., train_batch_size=..., training=True,
+                    run_config={"flags": FLAGS.flag_values_dict(), ...})
+    run.strategy, run.micro_batch, run.output_dir
+
+Nothing here reads flags: the runners pass values in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from typing import Callable
+
+from albert_tf.runners.flags import micro_batch_size
+from data_pipeline.atomic import write_json
+
+RUN_CONFIG = "run_config.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSetup:
+    """strategy: the `tf.distribute.Strategy`; replicas: its replica count; micro_batch: the
+    global batch of one micro-step (train batch / grad_accum_steps, checked to split over
+    the replicas; one example per replica when the run does not train); output_dir: where
+    this worker writes (the chief: the run's output_dir)."""
+    strategy: object
+    replicas: int
+    micro_batch: int
+    output_dir: str
+
+
+def setup_run(runner: str, trainer_config, *, strategy_name: str, tpu: str | None,
+              num_gpus: int, train_batch_size: int, training: bool,
+              run_config: dict) -> RunSetup:
+    """Builds the strategy, checks the batch split (ValueError, one line, before anything is
+    written), creates the worker's output directory and writes `run_config.json` there:
+    {"runner", "trainer_config", "replicas", **run_config}."""
+    from albert_tf.training import make_strategy, task_output_dir
+    strategy = make_strategy(strategy_name, tpu, num_gpus)
+    replicas = strategy.num_replicas_in_sync
+    # Only training reads the train pipeline; otherwise the trainer just builds it (one
+    # example per replica), and the train batch need not suit the replicas.
+    micro = (micro_batch_size(train_batch_size, trainer_config.grad_accum_steps, replicas)
+             if training else replicas)
+    output_dir = task_output_dir(strategy, trainer_config.output_dir)
+    os.makedirs(output_dir, exist_ok=True)
+    write_json(os.path.join(output_dir, RUN_CONFIG), {
+        "runner": runner, "trainer_config": dataclasses.asdict(trainer_config),
+        "replicas": replicas, **run_config})
+    return RunSetup(strategy, replicas, micro, output_dir)
+
+
+def run_main(body: Callable[[], int | None]) -> int:
+    """Runs `body`; a ValueError or OSError (bad flags, files, checkpoints, configs: every
+    error this project raises for bad input) becomes one `error: ...` line and exit code 1,
+    a preemption exit code 143 (the conventional SIGTERM code)."""
+    from albert_tf.training import Preempted
+    try:
+        return body() or 0
+    except Preempted as e:
+        print(str(e), file=sys.stderr)
+        return 143
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1

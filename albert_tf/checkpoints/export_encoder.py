@@ -31,18 +31,6 @@ from albert_tf.modeling.config import AlbertConfig, ConfigError
 RUN_CONFIG_NAME = "run_config.json"
 
 
-def resolve_init_checkpoint(path: str) -> str:
-    """`resolve_checkpoint`, plus a run's output directory → its `checkpoints/` (the
-    trainer writes OUTPUT_DIR/checkpoints/ckpt-N)."""
-    path = os.fspath(path)
-    run_checkpoints = os.path.join(path, "checkpoints")
-    if (os.path.isdir(path) and not os.path.exists(os.path.join(path, "checkpoint"))
-            and not glob.glob(os.path.join(path, "*.index"))
-            and os.path.exists(os.path.join(run_checkpoints, "checkpoint"))):
-        path = run_checkpoints
-    return resolve_checkpoint(path)
-
-
 def checkpoint_config(init_checkpoint: str,
                       albert_config: AlbertConfig | str | None = None) -> tuple[AlbertConfig, str]:
     """The config of a checkpoint, and where it came from.
@@ -54,7 +42,7 @@ def checkpoint_config(init_checkpoint: str,
       FileNotFoundError: no checkpoint at `init_checkpoint`, or `albert_config` names no file.
       ConfigError: no config found (the paths searched are named), or an invalid one.
     """
-    prefix = resolve_init_checkpoint(init_checkpoint)
+    prefix = resolve_checkpoint(init_checkpoint)
     if isinstance(albert_config, AlbertConfig):
         return albert_config, "the given config"
     if albert_config:
@@ -145,7 +133,7 @@ def export_encoder(init_checkpoint: str, output_dir: str,
         `output_dir` already holds a checkpoint.
     """
     from albert_tf.modeling.encoder import AlbertEncoder
-    prefix = resolve_init_checkpoint(init_checkpoint)
+    prefix = resolve_checkpoint(init_checkpoint)
     config, config_source = checkpoint_config(prefix, albert_config)
     output_dir = os.fspath(output_dir)
     existing = [p for p in (os.path.join(output_dir, "checkpoint"),
@@ -201,7 +189,7 @@ def main(argv=None) -> int:
     if not parse_tool_flags(fl, argv, ("init_checkpoint", "output_dir")):
         return 2
     try:
-        source = resolve_init_checkpoint(fl.init_checkpoint)
+        source = resolve_checkpoint(fl.init_checkpoint)
         _, config_source = checkpoint_config(source, fl.albert_config_file)
         prefix = export_encoder(source, fl.output_dir, fl.albert_config_file)
     except (FileNotFoundError, ValueError) as e:  # ConfigError, CheckpointError

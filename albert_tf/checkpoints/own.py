@@ -24,8 +24,21 @@ class CheckpointError(ValueError):
 
 # ----------------------------------------------------------------------------- own format
 def resolve_checkpoint(path: str) -> str:
-    """A directory (its latest checkpoint) or a checkpoint prefix → a readable prefix."""
+    """What every `--init_checkpoint` accepts → a readable checkpoint prefix:
+
+    - a checkpoint prefix (`DIR/ckpt-4`, `model.ckpt-best`, with or without `.index`);
+    - a checkpoint directory: its latest checkpoint (the `checkpoint` state file), a TF-Hub
+      v1 module (`variables/variables`) or its one `*.index` file (export_encoder and
+      convert outputs are such directories);
+    - a run's output directory (run_pretraining, run_classifier, run_squad): the latest
+      checkpoint of its `checkpoints/` (where training ended), else its `best/`.
+    """
     path = os.fspath(path)
+    if os.path.isdir(path) and not _holds_checkpoint(path):
+        for sub in ("checkpoints", "best"):
+            if _holds_checkpoint(os.path.join(path, sub)):
+                path = os.path.join(path, sub)
+                break
     if os.path.isdir(path):
         latest = tf.train.latest_checkpoint(path)
         if latest is None:
@@ -45,6 +58,13 @@ def resolve_checkpoint(path: str) -> str:
         return path
     raise FileNotFoundError(f"checkpoint not found: {path} (expected a directory or a "
                             f"checkpoint prefix with {os.path.basename(path)}.index)")
+
+
+def _holds_checkpoint(directory: str) -> bool:
+    return os.path.isdir(directory) and (
+        os.path.exists(os.path.join(directory, "checkpoint"))
+        or bool(glob.glob(os.path.join(directory, "*.index")))
+        or os.path.exists(os.path.join(directory, "variables", "variables.index")))
 
 
 def _checkpoint_root(model, components: list[str] | None = None):

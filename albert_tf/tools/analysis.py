@@ -197,11 +197,12 @@ def analyze(checkpoints: list[str], input_file, output_dir: str,
     import tensorflow as tf
     from albert_tf.checkpoints import load_checkpoint
     from albert_tf.modeling.encoder import AlbertEncoder
-    from albert_tf.checkpoints.export_encoder import checkpoint_config, resolve_init_checkpoint
+    from albert_tf.checkpoints import resolve_checkpoint
+    from albert_tf.checkpoints.export_encoder import checkpoint_config
     models = []
     for i, path in enumerate(checkpoints):  # all configs first: fail before any work
         config, source = checkpoint_config(path, albert_config_file if i == 0 else None)
-        models.append((path, resolve_init_checkpoint(path), config, source))
+        models.append((path, resolve_checkpoint(path), config, source))
     results = []
     for label, prefix, config, source in models:
         encoder = AlbertEncoder(config)

@@ -103,7 +103,7 @@ def main(argv=None) -> int:
                         flag_values=fl)
     flags.DEFINE_string("albert_config_file", None, "albert_config.json (required for tf1 "
                         "and tfhub; for transformers it replaces config.json).", flag_values=fl)
-    from albert_tf.runners.flags import parse_tool_flags
+    from albert_tf.cli import parse_tool_flags
     if not parse_tool_flags(fl, argv, ("source", "input", "output_dir")):
         return 2
     try:

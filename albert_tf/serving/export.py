@@ -338,7 +338,7 @@ def export_trained(model, export_dir: str, task: dict, spm_model_file: str,
 
 def main(argv=None) -> int:
     from absl import flags
-    from albert_tf.runners.flags import parse_tool_flags
+    from albert_tf.cli import parse_tool_flags
     fv = flags.FlagValues()
     flags.DEFINE_enum("task", None, list(TASKS), "What the SavedModel does.", flag_values=fv)
     flags.DEFINE_string("init_checkpoint", None, "A fine-tuned model directory (a runner's "

@@ -249,7 +249,7 @@ def main(argv=None) -> int:
     flags.DEFINE_integer("batch_size", 8, "Records per batch.", flag_values=fl, lower_bound=1)
     flags.DEFINE_integer("max_seq_length", None, "Length of the records' input_ids (default: "
                          "read from the first record).", flag_values=fl, lower_bound=1)
-    from albert_tf.runners.flags import parse_tool_flags
+    from albert_tf.cli import parse_tool_flags
     if not parse_tool_flags(fl, argv, ("init_checkpoint", "input_file", "output_dir")):
         return 2
     try:

@@ -102,9 +102,9 @@ def _adam_family_math(gradient, m, v, w, lr, step, beta_1, beta_2, epsilon, deca
     return m, v, w - ratio * lr * update
 
 
-# `_adam_family_math` as one XLA-compiled kernel per variable shape (its ~15 elementwise
-# passes and two norms fused: the LAMB step of ALBERT-base, 11.8M parameters, 45 → 31 ms
-# on 2 CPU cores); inlined when the whole step is compiled.
+# `_adam_family_math` as one XLA-compiled kernel per variable shape: its ~15 elementwise
+# passes over the variable and two norms become one (docs/performance.md has the gain);
+# inlined when the whole step is compiled.
 _adam_family_update = tf.function(_adam_family_math, jit_compile=True)
 
 

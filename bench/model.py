@@ -145,7 +145,7 @@ def run_case(case: str, args) -> dict:
         def train_step(x):
             with tf.GradientTape() as tape:
                 # As the trainer: the last block only where the losses look.
-                out = model(x, training=True, sequence_output=False)
+                out = model(x, training=True, last_block_at_masked_only=True)
                 mlm = keras.losses.sparse_categorical_crossentropy(
                     x["masked_lm_ids"], out["mlm_logits"], from_logits=True)
                 weights = x["masked_lm_weights"]

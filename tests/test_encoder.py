@@ -229,7 +229,7 @@ def test_mixed_bfloat16_keeps_layernorm_and_softmax_in_float32():
 
 
 def test_gelu_tanh_values_and_analytic_gradient():
-    from albert_tf.modeling.layers import gelu_tanh
+    from albert_tf.modeling.kernels import gelu_tanh
     x64 = tf.constant(np.linspace(-6, 6, 1001), tf.float64)
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(x64)
@@ -279,7 +279,7 @@ def test_mixed_precision_gradients_follow_float32():
 @pytest.mark.parametrize("overrides", [{}, {"num_hidden_groups": 2, "inner_group_num": 2},
                                        {"sharing": "none"}])
 def test_last_block_only_at_needed_positions_is_exact(overrides):
-    """sequence_output=False (the trainer's path) computes the last block only at [CLS]
+    """last_block_at_masked_only=True (the trainer's path) computes the last block only at [CLS]
     and the masked positions: same logits and the same gradients as the full pass."""
     config = tiny_config(**overrides)
     batch = random_batch(positions=4)
@@ -293,7 +293,7 @@ def test_last_block_only_at_needed_positions_is_exact(overrides):
         return out, tape.gradient(loss, model.trainable_variables)
 
     full, full_grads = run()
-    fast, fast_grads = run(sequence_output=False)
+    fast, fast_grads = run(last_block_at_masked_only=True)
     assert "sequence_output" not in fast
     for key in ("mlm_logits", "sop_logits", "pooled_output"):
         np.testing.assert_allclose(fast[key], full[key], atol=1e-5, rtol=1e-5)
@@ -305,7 +305,7 @@ def test_last_block_only_at_needed_positions_is_exact(overrides):
     np.testing.assert_allclose(gathered["positions_output"], want, atol=1e-5)
     with pytest.raises(ValueError, match="masked_lm_positions"):
         model({k: v for k, v in batch.items() if k != "masked_lm_positions"},
-              sequence_output=False)
+              last_block_at_masked_only=True)
 
 
 @pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
@@ -313,7 +313,7 @@ def test_xla_kernels_equal_portable_ops(policy):
     """The XLA-compiled elementwise kernels (GELU, LayerNorm of a residual sum, the bf16
     attention softmax) and the plain TensorFlow ops of `portable_kernels()` (used for
     SavedModels) give the same outputs and gradients."""
-    from albert_tf.modeling.layers import portable_kernels
+    from albert_tf.modeling.kernels import portable_kernels
     keras.config.set_dtype_policy(policy)
     model = built(AlbertPretrainer(tiny_config(num_hidden_layers=2)))
     batch = random_batch()
@@ -338,7 +338,7 @@ def test_xla_kernels_equal_portable_ops(policy):
 
 def test_layer_norm_residual_gradients():
     """The fused LayerNorm(x + residual) against autodiff of the textbook formula, float64."""
-    from albert_tf.modeling.layers import layer_norm_residual
+    from albert_tf.modeling.kernels import layer_norm_residual
     rng = np.random.default_rng(0)
     x, r = (tf.constant(rng.normal(size=(2, 3, 8))) for _ in range(2))
     gamma, beta = tf.constant(rng.normal(size=8)), tf.constant(rng.normal(size=8))

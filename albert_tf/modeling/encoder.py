@@ -95,7 +95,8 @@ class AlbertEncoder(keras.Model):
     def __init__(self, config: AlbertConfig, **kwargs):
         kwargs.setdefault("name", "albert_encoder")
         # Variable reads in `call` stay float32: shared weights are cast once per pass
-        # (layers.compute_weights); sub-layers still compute in the policy's dtype.
+        # (`_BlockRunner`, layers.compute_weights); sub-layers still compute in the
+        # policy's dtype.
         kwargs.setdefault("autocast", False)
         super().__init__(**kwargs)
         self.config = config
@@ -136,55 +137,91 @@ class AlbertEncoder(keras.Model):
 
     def call(self, inputs, training=False, output_hidden_states=False, output_positions=None):
         input_ids, input_mask, segment_ids = unpack_inputs(inputs)
-        batch_size, seq_length = tf.shape(input_ids)[0], tf.shape(input_ids)[1]
-        hidden_size = self.config.hidden_size
+        x = self.embeddings(input_ids, segment_ids, training=training)  # [B, S, E], normalized
+        x = self._project_to_hidden(x)                                  # [B*S, H]
+        run = _BlockRunner(self, input_ids, input_mask, training)       # shared weights once
+        if output_positions is not None:   # pretraining: the losses read only a few positions
+            return self._last_block_at_positions(run, x, input_ids, output_positions,
+                                                 output_hidden_states)
+        hidden_states = [x]
+        for block in self.blocks:          # L × inner_group_num, shared objects reused
+            x = run(block, x)
+            if output_hidden_states:
+                hidden_states.append(x)
+        sequence_output = run.unflatten(x)                              # [B, S, H]
+        outputs = {"sequence_output": sequence_output,
+                   "pooled_output": self._pool(sequence_output[:, 0])}  # [B, H]
+        if output_hidden_states:
+            outputs["embedding_output"] = run.unflatten(hidden_states[0])
+            outputs["encoder_outputs"] = [run.unflatten(h) for h in hidden_states[1:]]
+        return outputs
 
-        x = self.embeddings(input_ids, segment_ids, training=training)
-        x = tf.reshape(x, [-1, self.config.embedding_size])
+    def _project_to_hidden(self, embeddings):
+        """[batch, seq, E] embeddings → the [batch*seq, H] matrix the blocks work on (the
+        official code projects only when E != H)."""
+        x = tf.reshape(embeddings, [-1, self.config.embedding_size])
         if self.embedding_hidden_mapping_in is not None:
             x = self.embedding_hidden_mapping_in(x)
-        attention_bias = (1.0 - tf.cast(input_mask, tf.float32))[:, None, None, :] * -10000.0
+        return x
 
-        def unflatten(t, length=seq_length):
-            return tf.reshape(tf.cast(t, tf.float32), [batch_size, length, hidden_size])
+    def _pool(self, first_token):
+        """tanh(dense(h_[CLS])): [batch, H] → float32 [batch, H]."""
+        return tf.cast(self.pooler(first_token), tf.float32)
 
-        # Each distinct sub-layer's weights, prepared once for all the layers sharing it.
-        weights = {}
-        for sub in {id(s): s for b in self.blocks for s in (b.attention, b.ffn)}.values():
-            weights[id(sub)] = sub.compute_weights(sub.compute_dtype)
+    def _last_block_at_positions(self, run, x, input_ids, output_positions,
+                                 output_hidden_states):
+        """The blocks with the last one computed only at [CLS] (for the pooler) and at
+        `output_positions` int [batch, P]; `x` is the blocks' input [batch*seq, H].
 
-        query_rows = None
-        if output_positions is not None:
-            if output_hidden_states:
-                raise ValueError("output_positions and output_hidden_states exclude each other "
-                                 "(with output_positions the last block skips other positions)")
-            # [CLS] (for the pooler) and the requested positions, as rows of the
-            # [batch*seq, H] hidden matrix.
-            positions = tf.concat([tf.zeros_like(input_ids[:, :1]),
-                                   tf.cast(output_positions, tf.int32)], axis=1)  # [B, 1+P]
-            query_rows = tf.reshape(positions + seq_length * tf.range(batch_size)[:, None],
-                                    [-1])
-
-        hidden_states = [unflatten(x)] if output_hidden_states else None
-        last = len(self.blocks) - 1
-        for i, block in enumerate(self.blocks):
-            x = block(x, attention_bias, batch_size, seq_length, training=training,
-                      weights=(weights[id(block.attention)], weights[id(block.ffn)]),
-                      query_rows=query_rows if i == last else None)
-            if output_hidden_states:
-                hidden_states.append(unflatten(x))
-
-        if query_rows is not None:
-            gathered = unflatten(x, tf.shape(positions)[1])             # [B, 1+P, H]
-            return {"positions_output": gathered[:, 1:],
-                    "pooled_output": tf.cast(self.pooler(gathered[:, 0]), tf.float32)}
-        sequence_output = unflatten(x)
-        pooled_output = tf.cast(self.pooler(sequence_output[:, 0]), tf.float32)
-        outputs = {"sequence_output": sequence_output, "pooled_output": pooled_output}
+        Exact: the last block's keys and values are still computed at every position, its
+        queries, attention output, FFN and LayerNorms only at those 1 + P rows (see
+        `AttentionSublayer`'s `query_rows`). Returns `positions_output` [batch, P, H] and
+        `pooled_output` [batch, H].
+        """
         if output_hidden_states:
-            outputs["embedding_output"] = hidden_states[0]
-            outputs["encoder_outputs"] = hidden_states[1:]
-        return outputs
+            raise ValueError("output_positions and output_hidden_states exclude each other "
+                             "(with output_positions the last block skips other positions)")
+        # [CLS] and the requested positions, as rows of the [batch*seq, H] hidden matrix.
+        positions = tf.concat([tf.zeros_like(input_ids[:, :1]),
+                               tf.cast(output_positions, tf.int32)], axis=1)   # [B, 1+P]
+        query_rows = tf.reshape(positions + run.seq_length * tf.range(run.batch_size)[:, None],
+                                [-1])
+        *body, last = self.blocks
+        for block in body:
+            x = run(block, x)
+        gathered = run.unflatten(run(last, x, query_rows), tf.shape(positions)[1])  # [B, 1+P, H]
+        return {"positions_output": gathered[:, 1:], "pooled_output": self._pool(gathered[:, 0])}
+
+
+class _BlockRunner:
+    """Applies the encoder's blocks within one forward pass over the [batch*seq, H] matrix.
+
+    What every block application needs is computed once, here, rather than per block: the
+    additive attention mask, the shape to unflatten with, and each distinct sub-layer's
+    weights (`compute_weights`: Q|K|V fused, cast once under mixed precision). With
+    cross-layer sharing one set of weights then serves all L layers.
+    """
+
+    def __init__(self, encoder: AlbertEncoder, input_ids, input_mask, training):
+        self.batch_size, self.seq_length = tf.shape(input_ids)[0], tf.shape(input_ids)[1]
+        self.hidden_size = encoder.config.hidden_size
+        self.training = training
+        # float32 [B, 1, 1, S]: 0 for real tokens, -10000 for padding (official).
+        self.attention_bias = (
+            (1.0 - tf.cast(input_mask, tf.float32))[:, None, None, :] * -10000.0)
+        sublayers = dict.fromkeys(s for b in encoder.blocks for s in (b.attention, b.ffn))
+        self.weights = {s: s.compute_weights(s.compute_dtype) for s in sublayers}
+
+    def __call__(self, block, x, query_rows=None):
+        """block(x): [batch*seq, H] → [batch*seq, H], or [batch*Q, H] at `query_rows`."""
+        return block(x, self.attention_bias, self.batch_size, self.seq_length,
+                     training=self.training, query_rows=query_rows,
+                     weights=(self.weights[block.attention], self.weights[block.ffn]))
+
+    def unflatten(self, t, length=None):
+        """[batch*length, H] (length: seq unless given) → float32 [batch, length, H]."""
+        length = self.seq_length if length is None else length
+        return tf.reshape(tf.cast(t, tf.float32), [self.batch_size, length, self.hidden_size])
 
 
 def count_parameters(config: AlbertConfig, heads: bool = False) -> int:

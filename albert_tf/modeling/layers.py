@@ -7,104 +7,19 @@ additive -10000 attention mask, GELU in its tanh form, post-LN residual blocks.
 Mixed precision: matmuls run in the layer's compute dtype (bfloat16/float16 under a mixed
 policy); LayerNorm, the attention softmax and the residual stream stay in float32. Inside
 the encoder the hidden stream is kept as a 2-D [batch*seq, H] matrix so that every dense
-layer is one plain GEMM.
+layer is one plain GEMM. The elementwise math between the GEMMs (GELU, LayerNorm of a
+residual sum, the attention softmax) is in `kernels.py`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import keras
 import tensorflow as tf
 
 from albert_tf.modeling.config import AlbertConfig
-
-
-_GELU_C = math.sqrt(2.0 / math.pi)
-_GELU_A = 0.044715
-
-
-# Elementwise work that TensorFlow would run as many separate passes (GELU and its
-# gradient: ~15 ops over [batch*seq, I]) is compiled by XLA into one loop each, computed in
-# float32 (float64 stays float64), when gradients are being recorded (training). On CPU
-# without whole-step XLA this halves the GELU's forward+backward time (bf16 and fp32);
-# inside an XLA-compiled step it is inlined. Without a gradient tape (inference) the plain
-# ops are traced instead: oneDNN fuses the plain GELU into the preceding matmul, which is
-# faster there, and XLA LayerNorm/softmax measured no different at inference.
-# `portable_kernels()` forces the plain ops (SavedModels, for runtimes without XLA).
-_XLA_KERNELS = [True]
-
-
-@contextlib.contextmanager
-def portable_kernels():
-    """Within this context, layers trace plain TensorFlow ops instead of XLA-compiled
-    elementwise kernels (same values): for SavedModels meant for runtimes built without
-    XLA, such as TF Serving's default."""
-    _XLA_KERNELS.append(False)
-    try:
-        yield
-    finally:
-        _XLA_KERNELS.pop()
-
-
-def _xla_kernels() -> bool:
-    """Whether to use the XLA-compiled kernels here: allowed, and gradients recorded."""
-    return _XLA_KERNELS[-1] and _recording()
-
-
-def _recording() -> bool:
-    try:
-        from tensorflow.python.eager import record
-        return record.could_possibly_record()
-    except (ImportError, AttributeError):   # private API: assume training if it moves
-        return True
-
-
-def _wide(x):
-    return x if x.dtype == tf.float64 else tf.cast(x, tf.float32)
-
-
-def _gelu_forward(x):
-    xf = _wide(x)
-    t = tf.tanh(xf * (_GELU_C + (_GELU_C * _GELU_A) * xf * xf))
-    return tf.cast(0.5 * xf * (1.0 + t), x.dtype)
-
-
-def _gelu_backward(x, dy):
-    # d/dx = 0.5(1+t) + 0.5·√(2/π)·x·(1-t²)(1+3·0.044715·x²), t the tanh.
-    xf = _wide(x)
-    x2 = xf * xf
-    t = tf.tanh(xf * (_GELU_C + (_GELU_C * _GELU_A) * x2))
-    derivative = 0.5 * (1.0 + t) + xf * (1.0 - t * t) * (
-        0.5 * _GELU_C + (1.5 * _GELU_C * _GELU_A) * x2)
-    return tf.cast(_wide(dy) * derivative, x.dtype)
-
-
-_gelu_forward_xla = tf.function(_gelu_forward, jit_compile=True, reduce_retracing=True)
-_gelu_backward_xla = tf.function(_gelu_backward, jit_compile=True, reduce_retracing=True)
-
-
-@tf.custom_gradient
-def gelu_tanh(x):
-    """GELU in the official tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
-
-    Same values as `keras.activations.gelu(x, approximate=True)`. The gradient is written
-    out analytically, 0.5(1+t) + 0.5·√(2/π)·x·(1-t²)(1+3·0.044715·x²) with t the tanh.
-    When training, both directions are one XLA-compiled kernel each (computed in float32
-    for low-precision x): 13 → 6 ms for forward + backward of ALBERT-base's [1024, 3072]
-    bf16 FFN activation on 2 CPU cores, ~9% of a bf16 training step. Otherwise the
-    formula is traced as written, the pattern oneDNN fuses into the preceding matmul.
-    """
-    if _xla_kernels():
-        return _gelu_forward_xla(x), lambda dy: _gelu_backward_xla(x, dy)
-    t = tf.tanh(_GELU_C * (x + _GELU_A * x * x * x))
-
-    def grad(dy):
-        return dy * (0.5 * (1.0 + t) + (0.5 * _GELU_C) * x * (1.0 - t * t)
-                     * (1.0 + 3.0 * _GELU_A * x * x))
-
-    return 0.5 * x * (1.0 + t), grad
+from albert_tf.modeling.kernels import attention_softmax, gelu_tanh, layer_norm_residual
 
 
 def get_activation(name: str):
@@ -128,114 +43,12 @@ def dense(config: AlbertConfig, units: int, name: str, activation=None) -> keras
                               kernel_initializer=initializer(config))
 
 
-def _layer_norm_forward(epsilon, gamma, beta, x, residual=None):
-    x = _wide(x) if residual is None else _wide(x) + _wide(residual)
-    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
-    return (x - mean) * (tf.math.rsqrt(variance + epsilon) * gamma) + beta
-
-
-def _layer_norm_backward(epsilon, gamma, dy, x, residual=None):
-    """Gradients for x, residual (the same: their sum is normalized), gamma, beta."""
-    total = _wide(x) if residual is None else _wide(x) + _wide(residual)
-    mean, variance = tf.nn.moments(total, axes=[-1], keepdims=True)
-    rstd = tf.math.rsqrt(variance + epsilon)
-    normalized = (total - mean) * rstd
-    dn = dy * gamma
-    dx = rstd * (dn - tf.reduce_mean(dn, -1, keepdims=True)
-                 - normalized * tf.reduce_mean(dn * normalized, -1, keepdims=True))
-
-    def over_rows(t):
-        return tf.reduce_sum(tf.reshape(t, [-1, tf.shape(t)[-1]]), 0)
-    return (tf.cast(dx, x.dtype), None if residual is None else tf.cast(dx, residual.dtype),
-            over_rows(dy * normalized), over_rows(dy))
-
-
-_layer_norm_forward_xla = tf.function(_layer_norm_forward, jit_compile=True,
-                                      reduce_retracing=True)
-_layer_norm_backward_xla = tf.function(_layer_norm_backward, jit_compile=True,
-                                       reduce_retracing=True)
-
-
-def layer_norm_residual(x, residual, gamma, beta, epsilon: float):
-    """LayerNorm(x + residual) (or of x alone, residual None) over the last axis, in
-    float32 (float64 stays float64).
-
-    x may be low precision (a sub-layer's bf16 output), residual float32 (the residual
-    stream); each gets its gradient in its own dtype. When training, forward and
-    backward are one XLA-compiled kernel each, the add and casts included (7.4 → 6.1 ms
-    forward + backward at [1024, 768], bf16 + fp32, on 2 CPU cores; the backward
-    recomputes the row statistics rather than keeping them). Otherwise plain
-    TensorFlow ops (inference, SavedModels).
-    """
-    dtype = tf.float64 if x.dtype == tf.float64 else tf.float32
-    gamma, beta = tf.cast(gamma, dtype), tf.cast(beta, dtype)
-    if not _xla_kernels():
-        total = tf.cast(x, dtype) if residual is None else (
-            tf.cast(x, dtype) + tf.cast(residual, dtype))
-        # Five full-size intermediates (tf.nn.moments + batch_normalization make six,
-        # and are slower: 19.3 -> 16.0 ms for 24 LayerNorms at [1024, 768] with the
-        # casts, 2 CPU cores).
-        centered = total - tf.reduce_mean(total, axis=-1, keepdims=True)
-        variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
-        return centered * (tf.math.rsqrt(variance + epsilon) * gamma) + beta
-    forward, backward = _layer_norm_forward_xla, _layer_norm_backward_xla
-    if residual is None:
-        @tf.custom_gradient
-        def alone(x, gamma, beta):
-            def grad(dy):
-                dx, _, dgamma, dbeta = backward(epsilon, gamma, dy, x)
-                return dx, dgamma, dbeta
-            return forward(epsilon, gamma, beta, x), grad
-        return alone(x, gamma, beta)
-
-    @tf.custom_gradient
-    def summed(x, residual, gamma, beta):
-        def grad(dy):
-            return backward(epsilon, gamma, dy, x, residual)
-        return forward(epsilon, gamma, beta, x, residual), grad
-    return summed(x, residual, gamma, beta)
-
-
-def _softmax_forward(logits, bias):
-    return tf.cast(tf.nn.softmax(_wide(logits) + bias, axis=-1), logits.dtype)
-
-
-def _softmax_backward(logits, bias, dprobs):
-    # Recomputes the float32 probabilities (cheaper than keeping them, and as exact).
-    probs = tf.nn.softmax(_wide(logits) + bias, axis=-1)
-    d = _wide(dprobs)
-    return tf.cast(probs * (d - tf.reduce_sum(d * probs, -1, keepdims=True)), logits.dtype)
-
-
-_softmax_forward_xla = tf.function(_softmax_forward, jit_compile=True, reduce_retracing=True)
-_softmax_backward_xla = tf.function(_softmax_backward, jit_compile=True,
-                                    reduce_retracing=True)
-
-
-def attention_softmax(logits, bias):
-    """softmax(logits + bias) over the last axis, computed in float32, returned in the
-    logits' dtype: [batch, heads, Q, seq] scores and a [batch, 1, 1, seq] additive mask.
-
-    When training with low-precision logits, the casts, add and softmax of each direction
-    are one XLA-compiled kernel (7.3 → 5.8 ms forward + backward per ALBERT-base layer in
-    bf16 on 2 CPU cores); float32 logits and inference use TensorFlow's ops, faster there.
-    """
-    if logits.dtype in (tf.float32, tf.float64) or not _xla_kernels():
-        return _softmax_forward(logits, bias)
-
-    @tf.custom_gradient
-    def fused(logits):
-        return _softmax_forward_xla(logits, bias), lambda dp: _softmax_backward_xla(
-            logits, bias, dp)
-    return fused(logits)
-
-
 class LayerNorm(keras.layers.LayerNormalization):
     """LayerNorm over the last axis, computed in float32, optionally of a sum:
     `call(x, residual=r)` = LayerNorm(x + r) (the post-LN residual).
 
     Same function as `keras.layers.LayerNormalization` (same variables); computed by
-    `layer_norm_residual` (fused kernels).
+    `kernels.layer_norm_residual`.
     """
 
     def __init__(self, **kwargs):
@@ -259,13 +72,13 @@ def compute_weights(pairs, dtype: str) -> tuple:
     `pairs`: float32 (kernel, bias) tensors, e.g. a Dense layer's variables or a fused
     kernel built from several of them (see `AttentionSublayer.compute_weights`).
 
-    Under mixed precision a shared block is called L times per forward pass. Casting its
-    float32 variables once per pass, here, instead of at every call removed ~60% of the
-    Cast time of an ALBERT-base forward pass on CPU (bf16). Each use still gets its own
-    gradient path (`_tensor`), so gradients are cast to float32 per use and summed in
-    float32, exactly as with per-call casts. Must be called where Keras does not autocast
-    variable reads (the encoder is built with `autocast=False`).
+    Under mixed precision a shared block is called L times per forward pass; its float32
+    variables are cast once per pass, here, instead of at every call. Each use still gets
+    its own gradient path (`_tensor`), so gradients are cast to float32 per use and
+    summed in float32, exactly as with per-call casts. Must be called where Keras does
+    not autocast variable reads (the encoder is built with `autocast=False`).
     """
+    # Measured: removed ~60% of the Cast time of an ALBERT-base bf16 forward pass on CPU.
     out = []
     for kernel, bias in pairs:
         kernel, bias = tf.convert_to_tensor(kernel), tf.convert_to_tensor(bias)

@@ -37,12 +37,16 @@ class AlbertPretrainer(keras.Model):
       inputs: dict with the encoder inputs (`input_ids`, `input_mask`, `segment_ids`,
         int32 [batch, seq]) and `masked_lm_positions` int32 [batch, P].
       training: enables dropout.
-      sequence_output: False skips the last block's work at positions the losses do not
-        read (the encoder's `output_positions`): same logits, fewer FLOPs; the trainer
-        uses it. Needs `masked_lm_positions`; the output then has no `sequence_output`.
+      output_hidden_states: also return the encoder's hidden states (see `AlbertEncoder`).
+      last_block_at_masked_only: compute the last block only where the losses read it,
+        at [CLS] (SOP) and the `masked_lm_positions` (MLM), via the encoder's
+        `output_positions`: the same logits and gradients with fewer FLOPs; the trainer
+        uses it. Needs `masked_lm_positions`, excludes `output_hidden_states`, and the
+        output then has no `sequence_output`.
 
     Returns a dict:
-      sequence_output [batch, seq, H], pooled_output [batch, H] (as the encoder),
+      sequence_output [batch, seq, H] (not with `last_block_at_masked_only`),
+      pooled_output [batch, H] (as the encoder),
       mlm_logits float32 [batch, P, V] (only when `masked_lm_positions` is given),
       sop_logits float32 [batch, 2].
     """
@@ -61,13 +65,14 @@ class AlbertPretrainer(keras.Model):
         self.mlm_head.build()
         self.sop_head.build()
 
-    def call(self, inputs, training=False, output_hidden_states=False, sequence_output=True):
+    def call(self, inputs, training=False, output_hidden_states=False,
+             last_block_at_masked_only=False):
         positions = inputs.get("masked_lm_positions") if isinstance(inputs, dict) else None
         # The MLM output matrix is the word-embedding table itself (tied weights).
         table = self.encoder.embeddings.word_embeddings
-        if not sequence_output:
+        if last_block_at_masked_only:
             if positions is None or output_hidden_states:
-                raise ValueError("sequence_output=False needs masked_lm_positions and no "
+                raise ValueError("last_block_at_masked_only needs masked_lm_positions and no "
                                  "output_hidden_states")
             encoded = self.encoder(inputs, training=training, output_positions=positions)
             return {"pooled_output": encoded["pooled_output"],

@@ -250,10 +250,10 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None)
     `VERSION/assets.extra/finetuned/` (TF Serving ignores assets.extra): each version
     carries the checkpoint it was made from.
 
-    The graph is traced with `layers.portable_kernels()`: plain TensorFlow ops instead of
+    The graph is traced with `kernels.portable_kernels()`: plain TensorFlow ops instead of
     the XLA-compiled elementwise kernels used in training, so that runtimes built without
     XLA (TF Serving by default) run it."""
-    from albert_tf.modeling.layers import portable_kernels
+    from albert_tf.modeling.kernels import portable_kernels
     os.makedirs(export_dir, exist_ok=True)
     target = next_version_dir(export_dir)
     tmp = os.path.join(export_dir, f".tmp-{os.path.basename(target)}-{os.getpid()}")

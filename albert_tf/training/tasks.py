@@ -85,7 +85,7 @@ class PretrainingTask(Task):
 
     def call_model(self, model, batch, training):
         # The losses read the last block only at [CLS] and the masked positions.
-        return model(batch, training=training, sequence_output=False)
+        return model(batch, training=training, last_block_at_masked_only=True)
 
     def denominators(self, batch):
         import tensorflow as tf

@@ -96,8 +96,6 @@ def gelu_tanh(x):
     for low-precision x). Otherwise the formula is traced as written, the pattern oneDNN
     fuses into the preceding matmul.
     """
-    # Measured: 13 → 6 ms for forward + backward of ALBERT-base's [1024, 3072] bf16 FFN
-    # activation on 2 CPU cores, ~9% of a bf16 training step.
     if _xla_kernels():
         return _gelu_forward_xla(x), lambda dy: _gelu_backward_xla(x, dy)
     t = tf.tanh(_GELU_C * (x + _GELU_A * x * x * x))
@@ -147,16 +145,13 @@ def layer_norm_residual(x, residual, gamma, beta, epsilon: float):
     recomputes the row statistics rather than keeping them). Otherwise plain TensorFlow
     ops (inference, SavedModels).
     """
-    # Measured: the fused kernels took 7.4 → 6.1 ms forward + backward at [1024, 768],
-    # bf16 + fp32, on 2 CPU cores.
     dtype = tf.float64 if x.dtype == tf.float64 else tf.float32
     gamma, beta = tf.cast(gamma, dtype), tf.cast(beta, dtype)
     if not _xla_kernels():
         total = tf.cast(x, dtype) if residual is None else (
             tf.cast(x, dtype) + tf.cast(residual, dtype))
-        # Five full-size intermediates (tf.nn.moments + batch_normalization make six,
-        # and are slower: 19.3 -> 16.0 ms for 24 LayerNorms at [1024, 768] with the
-        # casts, 2 CPU cores).
+        # Five full-size intermediates (tf.nn.moments + batch_normalization make six, and
+        # are slower; docs/performance.md).
         centered = total - tf.reduce_mean(total, axis=-1, keepdims=True)
         variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
         return centered * (tf.math.rsqrt(variance + epsilon) * gamma) + beta
@@ -202,8 +197,6 @@ def attention_softmax(logits, bias):
     are one XLA-compiled kernel; float32 logits and inference use TensorFlow's ops, which
     are faster there.
     """
-    # Measured: 7.3 → 5.8 ms forward + backward per ALBERT-base layer in bf16 on 2 CPU
-    # cores.
     if logits.dtype in (tf.float32, tf.float64) or not _xla_kernels():
         return _softmax_forward(logits, bias)
 

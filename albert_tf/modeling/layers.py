@@ -78,7 +78,6 @@ def compute_weights(pairs, dtype: str) -> tuple:
     summed in float32, exactly as with per-call casts. Must be called where Keras does
     not autocast variable reads (the encoder is built with `autocast=False`).
     """
-    # Measured: removed ~60% of the Cast time of an ALBERT-base bf16 forward pass on CPU.
     out = []
     for kernel, bias in pairs:
         kernel, bias = tf.convert_to_tensor(kernel), tf.convert_to_tensor(bias)

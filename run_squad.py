@@ -19,7 +19,6 @@ eval_results.json; for v2.0 at `--null_score_diff_threshold`, and at a threshold
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -27,6 +26,7 @@ import sys
 from absl import app, flags
 
 from albert_tf.runners import flags as shared_flags
+from albert_tf.runners.run_setup import run_main, setup_run
 
 FLAGS = flags.FLAGS
 
@@ -56,213 +56,113 @@ def define_flags():
     flags.mark_flags_as_required(["output_dir", "spm_model_file"])
 
 
-def _features(tokenizer, path, cache_dir, is_training):
-    from data_pipeline.records import cached_features, fingerprint
-    from data_pipeline.squad.data import convert_squad_examples, read_squad
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"SQuAD file not found: {path}")
-    key = fingerprint(path, tokenizer, kind="squad", is_training=is_training,
-                      max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
-                      max_query_length=FLAGS.max_query_length)
-    examples = read_squad(path)
-    info = {}
-    name = os.path.splitext(os.path.basename(path))[0] + ("-train" if is_training else "")
-    record_path, count, reused = cached_features(
-        os.path.join(cache_dir, name), key,
-        lambda: convert_squad_examples(examples, tokenizer, FLAGS.max_seq_length,
-                                       FLAGS.doc_stride, FLAGS.max_query_length,
-                                       is_training, info), info)
-    print(f"{path}: {len(examples):,} questions -> {count:,} features "
-          f"({'cached' if reused else 'converted'}: {record_path}); "
-          + ", ".join(f"{k} {v:,}" for k, v in sorted(info.items())
-                      if k not in ("features", "examples")), flush=True)
-    return examples, record_path, count
-
-
-def predict(model, examples, record_path, version_2, threshold):
-    """(predictions, nbest, null_odds) for the features in `record_path`."""
-    import numpy as np
-    import tensorflow as tf
-    from data_pipeline.squad.data import squad_dataset
-    from data_pipeline.squad.postprocess import postprocess
-    forward = getattr(model, "_albert_predict", None)
-    if forward is None:
-        forward = tf.function(lambda b: model(b, training=False), reduce_retracing=True)
-        model._albert_predict = forward
-    keys = ("input_ids", "input_mask", "segment_ids", "qa_index", "context_mask",
-            "max_context", "token_start_char", "token_end_char")
-    starts, ends, meta = [], [], {k: [] for k in keys[3:]}
-    for batch in squad_dataset(record_path, FLAGS.predict_batch_size, FLAGS.max_seq_length,
-                               drop_remainder=False, keys=keys):
-        out = forward({k: batch[k] for k in keys[:3]})
-        starts.append(out["start_logits"].numpy())
-        ends.append(out["end_logits"].numpy())
-        for k in meta:
-            meta[k].append(batch[k].numpy())
-    features = {k: np.concatenate(v) for k, v in meta.items()}
-    return postprocess(examples, features, np.concatenate(starts), np.concatenate(ends),
-                       FLAGS.n_best_size, FLAGS.max_answer_length, version_2, threshold)
-
-
-def score(model, examples, record_path, data_path, version_2, threshold):
-    """Official-definition scores of `data_path` at `threshold` (+ the raw outputs)."""
-    from data_pipeline.squad import evaluation as squad_eval
-    predictions, nbest, null_odds = predict(model, examples, record_path, version_2,
-                                            threshold)
-    with open(data_path, encoding="utf-8") as f:
-        dataset = json.load(f)
-    result = squad_eval.evaluate(dataset, predictions,
-                                 version="2.0" if version_2 else "1.1")
-    return result, (predictions, nbest, null_odds, dataset)
-
-
-def _write(out_dir, name, obj):
-    from data_pipeline.atomic import write_json
-    write_json(os.path.join(out_dir, name), obj)
-
-
 def main(argv):
     del argv
     from absl import logging
     logging.set_verbosity(logging.WARNING)
+    return run_main(_main)
+
+
+def _predict(model, features, threshold):
+    """(predictions, nbest, null_odds) for the questions of `features` (SquadFeatures)."""
+    from albert_tf.training.prediction import predict_logits
+    from data_pipeline.squad.data import PREDICTION_KEYS
+    from data_pipeline.squad.postprocess import postprocess
+    out = predict_logits(model, features.prediction_dataset(FLAGS.predict_batch_size),
+                         outputs=("start_logits", "end_logits"), carry=PREDICTION_KEYS)
+    return postprocess(features.examples, out, out["start_logits"], out["end_logits"],
+                       FLAGS.n_best_size, FLAGS.max_answer_length,
+                       FLAGS.version_2_with_negative, threshold)
+
+
+def _main() -> int:
+    from albert_tf.training import SquadTask, Trainer
+    from data_pipeline.atomic import write_json
+    from data_pipeline.squad import evaluation as squad_eval
+    from data_pipeline.squad import scoring
+    from data_pipeline.squad.data import squad_features
     from data_pipeline.tokenization import AlbertTokenizer
     v2 = FLAGS.version_2_with_negative
-    try:
-        if not (FLAGS.do_train or FLAGS.do_predict or FLAGS.do_eval):
-            raise ValueError("nothing to do: give --do_train, --do_predict and/or --do_eval")
-        if FLAGS.do_train and not FLAGS.train_file:
-            raise ValueError("--do_train needs --train_file")
-        if (FLAGS.do_predict or FLAGS.do_eval) and not FLAGS.predict_file:
-            raise ValueError("--do_predict/--do_eval need --predict_file")
-        if FLAGS.tune_threshold_on and not v2:
-            raise ValueError("--tune_threshold_on is for SQuAD v2.0 "
-                             "(--version_2_with_negative)")
-        albert_config = shared_flags.albert_config_from_flags()
-        tokenizer = AlbertTokenizer(FLAGS.spm_model_file, FLAGS.do_lower_case)
-        cache_dir = os.path.join(FLAGS.output_dir, "cache")
-        train_path, train_count = None, 0
-        if FLAGS.do_train:
-            _, train_path, train_count = _features(tokenizer, FLAGS.train_file, cache_dir,
-                                                   True)
-        predict_set = (_features(tokenizer, FLAGS.predict_file, cache_dir, False)
-                       if FLAGS.predict_file and (FLAGS.do_predict or FLAGS.do_eval)
-                       else None)
-        tune_set = (_features(tokenizer, FLAGS.tune_threshold_on, cache_dir, False)
-                    if FLAGS.tune_threshold_on else None)
-    except (ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    version = "2.0" if v2 else "1.1"
+    if not (FLAGS.do_train or FLAGS.do_predict or FLAGS.do_eval):
+        raise ValueError("nothing to do: give --do_train, --do_predict and/or --do_eval")
+    if FLAGS.do_train and not FLAGS.train_file:
+        raise ValueError("--do_train needs --train_file")
+    if (FLAGS.do_predict or FLAGS.do_eval) and not FLAGS.predict_file:
+        raise ValueError("--do_predict/--do_eval need --predict_file")
+    if FLAGS.tune_threshold_on and not v2:
+        raise ValueError("--tune_threshold_on is for SQuAD v2.0 (--version_2_with_negative)")
+    albert_config = shared_flags.albert_config_from_flags()
+    tokenizer = AlbertTokenizer(FLAGS.spm_model_file, FLAGS.do_lower_case)
 
-    from albert_tf.training import SquadTask, Trainer, make_strategy
-    from data_pipeline.atomic import write_json
-    from data_pipeline.squad.data import squad_dataset
-    steps, warmup = shared_flags.finetuning_schedule(train_count)
+    def features(path, is_training):
+        found = squad_features(path, tokenizer, os.path.join(FLAGS.output_dir, "cache"),
+                               FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length,
+                               is_training)
+        print(found.describe(), flush=True)
+        return found
+
+    train = features(FLAGS.train_file, True) if FLAGS.do_train else None
+    predict_set = (features(FLAGS.predict_file, False)
+                   if FLAGS.do_predict or FLAGS.do_eval else None)
+    tune_set = features(FLAGS.tune_threshold_on, False) if FLAGS.tune_threshold_on else None
+
+    steps, warmup = shared_flags.finetuning_schedule(train.count if train else 0)
     trainer_config = shared_flags.trainer_config_from_flags(
         output_dir=FLAGS.output_dir, num_train_steps=steps, num_warmup_steps=warmup)
-    strategy = make_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_gpus)
-    # Only training reads the train pipeline; otherwise the trainer just builds it (one
-    # example per replica), and --train_batch_size need not suit the replicas.
-    try:
-        micro = shared_flags.micro_batch_size(
-            FLAGS.train_batch_size, trainer_config.grad_accum_steps,
-            strategy.num_replicas_in_sync) if FLAGS.do_train else strategy.num_replicas_in_sync
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
-    write_json(os.path.join(FLAGS.output_dir, "run_config.json"), {
-        "runner": "run_squad", "flags": FLAGS.flag_values_dict(),
-        "albert_config": albert_config.to_dict(), "version": "2.0" if v2 else "1.1",
-        "trainer_config": dataclasses.asdict(trainer_config), "train_features": train_count,
-        "replicas": strategy.num_replicas_in_sync})
+    run = setup_run("run_squad", trainer_config, strategy_name=FLAGS.strategy, tpu=FLAGS.tpu,
+                    num_gpus=FLAGS.num_gpus, train_batch_size=FLAGS.train_batch_size,
+                    training=FLAGS.do_train,
+                    run_config={"flags": FLAGS.flag_values_dict(), "version": version,
+                                "albert_config": albert_config.to_dict(),
+                                "train_features": train.count if train else 0})
 
     def train_fn(ctx):  # (without --do_train the trainer only builds the model)
-        return squad_dataset(train_path or predict_set[1],
-                             ctx.get_per_replica_batch_size(micro),
-                             FLAGS.max_seq_length, is_training=True,
-                             seed=trainer_config.seed, input_context=ctx)
+        return (train or predict_set).dataset(ctx.get_per_replica_batch_size(run.micro_batch),
+                                              is_training=True, seed=trainer_config.seed,
+                                              input_context=ctx)
 
     def evaluate_fn(model):
-        examples, record_path, _ = predict_set
-        return score(model, examples, record_path, FLAGS.predict_file, v2,
-                     FLAGS.null_score_diff_threshold)[0]
+        predictions = _predict(model, predict_set, FLAGS.null_score_diff_threshold)[0]
+        return squad_eval.evaluate(scoring.read_dataset(FLAGS.predict_file), predictions,
+                                   version=version)
 
-    try:
-        trainer = Trainer(SquadTask(albert_config), trainer_config, strategy,
-                          train_fn, init_checkpoint=FLAGS.init_checkpoint,
-                          evaluate_fn=evaluate_fn if predict_set and FLAGS.do_eval else None)
-        if not FLAGS.do_train:
-            trainer.check_trained("--do_predict/--do_eval without --do_train")
-    except (ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    if FLAGS.do_train:
+    trainer = Trainer(SquadTask(albert_config), trainer_config, run.strategy, train_fn,
+                      init_checkpoint=FLAGS.init_checkpoint,
+                      evaluate_fn=evaluate_fn if predict_set and FLAGS.do_eval else None)
+    if not FLAGS.do_train:
+        trainer.check_trained("--do_predict/--do_eval without --do_train")
+    else:
         trainer.train()
     threshold = FLAGS.null_score_diff_threshold
-    if predict_set is None:
-        return _export(trainer, tokenizer, threshold)
-    examples, record_path, _ = predict_set
-    result, (predictions, nbest, null_odds, dataset) = score(
-        trainer.model, examples, record_path, FLAGS.predict_file, v2,
-        FLAGS.null_score_diff_threshold)
-    _write(FLAGS.output_dir, "predictions.json", predictions)
-    _write(FLAGS.output_dir, "nbest_predictions.json", nbest)
-    if v2:
-        _write(FLAGS.output_dir, "null_odds.json", null_odds)
-    print(f"predictions: {os.path.join(FLAGS.output_dir, 'predictions.json')}", flush=True)
-    if not FLAGS.do_eval:
-        return _export(trainer, tokenizer, threshold)
-    report = {"predict_file": FLAGS.predict_file, "version": "2.0" if v2 else "1.1",
-              "step": trainer.step}
-    if not v2:
-        report["scores"] = result
-    else:
-        report["at_threshold"] = {"threshold": FLAGS.null_score_diff_threshold, **result}
-        report["scores"] = result
-        if tune_set:
-            from data_pipeline.squad import evaluation as squad_eval
-            from data_pipeline.squad.postprocess import predictions_at_threshold
-            t_examples, t_path, _ = tune_set
-            _, (_, t_nbest, t_odds, t_data) = score(trainer.model, t_examples, t_path,
-                                                    FLAGS.tune_threshold_on, True,
-                                                    FLAGS.null_score_diff_threshold)
-            best = squad_eval.best_threshold(
-                t_data, predictions_at_threshold(t_nbest, t_odds, float("inf")), t_odds)
-            threshold = best["best_f1_thresh"]  # (the export uses it)
-            nothing = squad_eval.evaluate(t_data, {q: "" for q in t_odds}, version="2.0")
-            if best["best_f1"] <= nothing["f1"]:
-                # Answering nothing was best. The official search then returns 0.0, which
-                # means "answer nothing" for probabilities in [0, 1] but not for null
-                # odds (which can be negative): stay below every odds seen instead.
-                threshold = min(t_odds.values()) - 1.0
-            tuned = squad_eval.evaluate(
-                dataset, predictions_at_threshold(nbest, null_odds, threshold),
-                version="2.0")
-            report["tuned_threshold"] = {"tuned_on": FLAGS.tune_threshold_on,
-                                         "threshold": threshold,
-                                         "tuning_set_f1": best["best_f1"], **tuned}
-        # What the official ALBERT reported: the best threshold on the evaluated set itself.
-        # Optimistic by construction; kept apart and labelled as such.
-        oracle = squad_eval.best_threshold(
-            dataset, predictions_at_threshold(nbest, null_odds, float("inf")), null_odds)
-        report["oracle_threshold_on_this_set"] = oracle
-    _write(FLAGS.output_dir, "eval_results.json", report)
-    print(json.dumps(report), flush=True)
-    return _export(trainer, tokenizer, threshold)
-
-
-def _export(trainer, tokenizer, threshold) -> int:
-    if not FLAGS.export_dir:
-        return 0
-    from albert_tf.serving.export import export_trained
-    version = export_trained(trainer.model, FLAGS.export_dir, {
-        "kind": "squad", "version_2_with_negative": FLAGS.version_2_with_negative,
-        "max_seq_length": FLAGS.max_seq_length, "doc_stride": FLAGS.doc_stride,
-        "max_query_length": FLAGS.max_query_length, "do_lower_case": FLAGS.do_lower_case,
-        "max_answer_length": FLAGS.max_answer_length, "n_best_size": FLAGS.n_best_size,
-        "null_score_diff_threshold": threshold, "step": trainer.step},
-        FLAGS.spm_model_file)
-    print(f"SavedModel: {version}", flush=True)
+    if predict_set:
+        predictions, nbest, null_odds = _predict(trainer.model, predict_set, threshold)
+        for name, obj in (("predictions", predictions), ("nbest_predictions", nbest),
+                          ("null_odds", null_odds if v2 else None)):
+            if obj is not None:
+                write_json(os.path.join(run.output_dir, f"{name}.json"), obj)
+        print(f"predictions: {os.path.join(run.output_dir, 'predictions.json')}", flush=True)
+    if predict_set and FLAGS.do_eval:
+        tune_on = None if tune_set is None else (  # (held-out file, its nbest, null_odds)
+            tune_set.source, *_predict(trainer.model, tune_set, threshold)[1:])
+        report = {"predict_file": FLAGS.predict_file, "version": version,
+                  "step": trainer.step, **scoring.evaluation_report(
+                      FLAGS.predict_file, predictions, nbest, null_odds, v2, threshold,
+                      tune_on)}
+        threshold = report.get("tuned_threshold", {}).get("threshold", threshold)
+        write_json(os.path.join(run.output_dir, "eval_results.json"), report)
+        print(json.dumps(report), flush=True)
+    if FLAGS.export_dir:  # (v2.0: with the tuned threshold when there is one)
+        from albert_tf.serving.export import export_trained
+        version_dir = export_trained(trainer.model, FLAGS.export_dir, {
+            "kind": "squad", "version_2_with_negative": v2,
+            "max_seq_length": (train or predict_set).max_seq_length,
+            "doc_stride": FLAGS.doc_stride,
+            "max_query_length": FLAGS.max_query_length, "do_lower_case": FLAGS.do_lower_case,
+            "max_answer_length": FLAGS.max_answer_length, "n_best_size": FLAGS.n_best_size,
+            "null_score_diff_threshold": threshold, "step": trainer.step},
+            FLAGS.spm_model_file)
+        print(f"SavedModel: {version_dir}", flush=True)
     return 0
 
 

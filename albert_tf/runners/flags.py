@@ -21,7 +21,8 @@ def define_trainer_flags(learning_rate: float, optimizer: str, num_train_steps: 
     f.DEFINE_string("preset", None, "Instead of --albert_config_file: base, large, xlarge, "
                     "xxlarge (v2: dropout 0), or base-v1 ... (dropout 0.1).")
     f.DEFINE_string("init_checkpoint", None,
-                    "Start from these weights (ours, albert_tf.checkpoints.convert, official TF1/TF-Hub).")
+                    "Start from these weights (ours, albert_tf.checkpoints.convert, "
+                    "official TF1/TF-Hub).")
     f.DEFINE_float("learning_rate", learning_rate, "Peak learning rate.")
     f.DEFINE_integer("num_train_steps", num_train_steps, "Optimizer steps.")
     f.DEFINE_integer("num_warmup_steps", num_warmup_steps, "Linear warmup steps.")
@@ -68,6 +69,33 @@ def define_finetuning_flags(learning_rate: float, max_seq_length: int,
     f.DEFINE_integer("warmup_step", 0, "Warmup steps (official flag; overrides the "
                      "proportion).")
     f.DEFINE_string("export_dir", None, export_help)
+
+
+def define_classification_task_flags() -> None:
+    """The flags of a classification task (`data_pipeline.classification.tasks.TaskSpec`):
+    which task, and where and how its files are."""
+    f = flags
+    f.DEFINE_string("task_name", None, "cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, "
+                    "chnsenticorp, afqmc; race, multiple_choice_jsonl; csv, tsv, jsonl.")
+    f.DEFINE_string("data_dir", None, "The task's directory (its train/dev/test files).")
+    # The user's own data and multiple choice.
+    f.DEFINE_string("train_file", None, "csv/tsv/jsonl/race tasks: the training file "
+                    "(default DATA_DIR/train.EXT).")
+    f.DEFINE_string("dev_file", None, "... the dev file (default DATA_DIR/dev.EXT).")
+    f.DEFINE_string("test_file", None, "... the test file (default DATA_DIR/test.EXT).")
+    f.DEFINE_string("text_a_column", "text_a", "csv/tsv/jsonl: first text column.")
+    f.DEFINE_string("text_b_column", None, "csv/tsv/jsonl: second text column, if any.")
+    f.DEFINE_string("label_column", "label", "csv/tsv/jsonl: label column.")
+    f.DEFINE_bool("regression", False, "csv/tsv/jsonl: the label is a number (MSE).")
+    f.DEFINE_integer("num_choices", 4, "race/multiple_choice_jsonl: choices per question.")
+
+
+def classification_task_from_flags():
+    """The TaskSpec of the flags of `define_classification_task_flags`."""
+    from data_pipeline.classification.tasks import TaskSpec
+    return TaskSpec(FLAGS.task_name, FLAGS.data_dir, FLAGS.train_file, FLAGS.dev_file,
+                    FLAGS.test_file, FLAGS.text_a_column, FLAGS.text_b_column,
+                    FLAGS.label_column, FLAGS.regression, FLAGS.num_choices)
 
 
 def finetuning_schedule(train_examples: int) -> tuple[int, int]:

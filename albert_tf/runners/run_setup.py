@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from albert_tf.runners.flags import micro_batch_size
 from data_pipeline.atomic import write_json

@@ -36,7 +36,7 @@ import dataclasses
 import io
 import json
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 GLUE_TASKS = ("cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "qnli", "rte", "wnli")
 CHINESE_TASKS = ("chnsenticorp", "afqmc")

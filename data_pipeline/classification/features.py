@@ -6,17 +6,26 @@ longer than max_seq_length loses tokens from the end of its longer side, one at 
 `[CLS] passage [SEP] question+option [SEP]` (a "_" blank in the question is replaced by
 the option, as the official RACE code), padded to `num_choices` with all-zero rows.
 
-The cache: features are written once to `NAME.tfrecord` with `NAME.json` beside it holding
-a fingerprint of everything that determines them (the source file's sha256, the
-SentencePiece model's sha256, do_lower_case, max_seq_length, labels, num_choices). A later
-run with the same settings reuses the file; any difference rebuilds it.
+The cache (`task_features`): features are written once to `NAME.tfrecord` with `NAME.json`
+beside it holding a fingerprint of everything that determines them (the source file's
+sha256, the SentencePiece model's sha256, do_lower_case, max_seq_length, labels,
+num_choices, columns, the training subset) and what the conversion found: truncations,
+whether the sequences are pairs (`text_pair`, which a serving model must know), the
+sequence length and choice count the records have. A later run with the same settings
+reuses the file and reads that back; any difference rebuilds it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
+
 import numpy as np
 
-from data_pipeline.records import record_dataset
+from data_pipeline.records import cached_features, fingerprint, record_dataset
+
+# Bumped when the cached `info` gains a field older caches lack (2: text_pair).
+CACHE_FORMAT = 2
 
 
 def truncate_pair(a: list, b: list, max_tokens: int) -> None:
@@ -27,8 +36,10 @@ def truncate_pair(a: list, b: list, max_tokens: int) -> None:
 
 def _pack(tokenizer, a, b, max_seq_length, stats=None):
     limit = max_seq_length - (3 if b else 2)
-    if stats is not None and len(a) + len(b) > limit:
-        stats["truncated"] = stats.get("truncated", 0) + 1
+    if stats is not None:
+        if len(a) + len(b) > limit:
+            stats["truncated"] = stats.get("truncated", 0) + 1
+        stats["text_pair"] = stats.get("text_pair", False) or bool(b)
     truncate_pair(a, b, limit)
     ids = [tokenizer.cls_id] + a + [tokenizer.sep_id]
     segments = [0] * len(ids)
@@ -43,7 +54,8 @@ def convert_examples(examples, tokenizer, max_seq_length: int, labels: list[str]
                      stats: dict | None = None):
     """Examples (`classifier_data.Example`) → {input_ids, input_mask, segment_ids [N, S],
     label_ids [N] (int64 class index, or float32 score when `labels` is None)}.
-    `stats["truncated"]` counts the examples that did not fit max_seq_length."""
+    `stats["truncated"]` counts the examples that did not fit max_seq_length;
+    `stats["text_pair"]` says whether any sequence has a second segment."""
     texts_a = tokenizer.encode_batch([e.text_a for e in examples])
     texts_b = tokenizer.encode_batch([e.text_b or "" for e in examples])
     index = {name: i for i, name in enumerate(labels)} if labels else None
@@ -118,3 +130,74 @@ def classifier_dataset(record_path: str, batch_size: int, max_seq_length: int,
 
     return record_dataset(record_path, batch_size, parse, is_training, seed, input_context,
                           drop_remainder)
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskFeatures:
+    """One split's cached features. path: the TFRecord file; count: its records;
+    max_seq_length and num_choices (None: not multiple choice): the records' shape;
+    regression: float scores for labels; text_pair: whether any sequence has a second
+    segment; info: what the conversion found (truncated, subset_of); reused: read from
+    the cache rather than converted."""
+    task: str
+    split: str
+    path: str
+    count: int
+    max_seq_length: int
+    num_choices: int | None
+    regression: bool
+    text_pair: bool
+    info: dict
+    reused: bool
+
+    def describe(self) -> str:
+        """One line: counts, truncation, and where the records are."""
+        of = f" (drawn from {self.info['subset_of']:,})" if self.info.get("subset_of") else ""
+        unit = "sequences" if self.num_choices else "examples"
+        return (f"{self.task} {self.split}: {self.count:,} examples{of}, "
+                f"{self.info.get('truncated', 0):,} {unit} truncated to max_seq_length="
+                f"{self.max_seq_length} ({'cached' if self.reused else 'converted'}: "
+                f"{self.path})")
+
+    def dataset(self, batch_size: int, **options):
+        """`classifier_dataset` of these records (their own shape and label kind)."""
+        return classifier_dataset(self.path, batch_size, self.max_seq_length,
+                                  self.regression, self.num_choices, **options)
+
+
+def task_features(spec, split: str, tokenizer, cache_dir: str, max_seq_length: int,
+                  labels: list[str] | None, max_examples: int = 0, seed: int = 0
+                  ) -> TaskFeatures:
+    """The features of `split` of the task `spec` (a `tasks.TaskSpec`), from the cache
+    `cache_dir/<task>-<split>` or converted into it. `max_examples` > 0 keeps that many
+    examples at most, drawn at random with `seed` (learning curves, low-resource runs).
+    A missing file is a FileNotFoundError naming it."""
+    source = spec.source(split)
+    if not os.path.exists(source):
+        raise FileNotFoundError(f"{spec.name} {split} file not found: {source}")
+    choices = spec.choices
+    subset = max_examples if max_examples > 0 else 0
+    key = fingerprint(source, tokenizer, task=spec.name, split=split, labels=labels,
+                      max_seq_length=max_seq_length, num_choices=choices,
+                      columns=[spec.text_a_column, spec.text_b_column, spec.label_column],
+                      cache_format=CACHE_FORMAT,
+                      **({"subset": subset, "subset_seed": seed} if subset else {}))
+    info = {"truncated": 0}
+
+    def build():
+        examples = spec.read(split, source)
+        if subset and subset < len(examples):
+            info["subset_of"] = len(examples)
+            keep = np.random.default_rng(seed).choice(len(examples), subset, replace=False)
+            examples = [examples[i] for i in sorted(keep)]
+        info.update(max_seq_length=max_seq_length, num_choices=choices,
+                    regression=labels is None and not choices)
+        if choices:
+            return convert_multiple_choice(examples, tokenizer, max_seq_length, choices, info)
+        return convert_examples(examples, tokenizer, max_seq_length, labels, info)
+
+    path, count, reused = cached_features(os.path.join(cache_dir, f"{spec.name}-{split}"),
+                                          key, build, info)
+    return TaskFeatures(spec.name, split, path, count, info["max_seq_length"],
+                        info["num_choices"], info["regression"], bool(info.get("text_pair")),
+                        info, reused)

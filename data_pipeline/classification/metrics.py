@@ -133,3 +133,28 @@ def task_metrics(task_name: str, predictions, labels) -> dict[str, float]:
 def primary_metric(task_name: str) -> str:
     """The key of `task_metrics` that ranks checkpoints for `task_name`."""
     return PRIMARY_METRIC.get(task_name.lower(), "accuracy")
+
+
+def spread(evals: list[dict]) -> dict[str, dict[str, float]]:
+    """{metric: {median, min, max, std}} over the runs' results `evals` (one {metric:
+    value} each, e.g. one per seed): a single run's figure cannot be reproduced by
+    another seed, so multi-seed results report the spread (std: population, ddof 0)."""
+    if not evals:
+        raise ValueError("no runs to summarize")
+    summary = {}
+    for name in evals[0]:
+        values = np.array([e[name] for e in evals], dtype=np.float64)
+        summary[name] = {"median": float(np.median(values)), "min": float(values.min()),
+                         "max": float(values.max()), "std": float(np.std(values))}
+    return summary
+
+
+def seeds_report(task_name: str, seeds: list[int], evals: list[dict]) -> tuple[dict, str]:
+    """The eval_results.json of a multi-seed run ({task, runs, seeds, summary: `spread`,
+    per_run}) and a one-line account of it (median, min and max of every metric)."""
+    summary = spread(evals)
+    line = f"over {len(evals)} seeds: " + ", ".join(
+        f"{k} median {v['median']:.4f} (min {v['min']:.4f}, max {v['max']:.4f})"
+        for k, v in summary.items())
+    return {"task": task_name, "runs": len(evals), "seeds": list(seeds), "summary": summary,
+            "per_run": list(evals)}, line

@@ -33,6 +33,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import os
 import re
 import unicodedata
 
@@ -239,6 +240,9 @@ def token_span(starts: list[int], ends: list[int], span: tuple[int, int]
 FEATURE_KEYS = ("input_ids", "input_mask", "segment_ids", "start_positions",
                 "end_positions", "is_impossible", "qa_index", "context_mask", "max_context",
                 "token_start_char", "token_end_char")
+# What postprocessing needs of each feature besides the model's logits.
+PREDICTION_KEYS = ("qa_index", "context_mask", "max_context", "token_start_char",
+                   "token_end_char")
 
 
 def doc_spans(num_tokens: int, max_tokens: int, doc_stride: int) -> list[tuple[int, int]]:
@@ -373,3 +377,61 @@ def squad_dataset(record_path: str, batch_size: int, max_seq_length: int,
     from data_pipeline.records import record_dataset
     return record_dataset(record_path, batch_size, parse, is_training, seed, input_context,
                           drop_remainder)
+
+
+# Bumped when the cached `info` gains a field older caches lack (2: max_seq_length).
+CACHE_FORMAT = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadFeatures:
+    """The windowed features of one SQuAD file. source: the JSON file; examples: its
+    questions (postprocessing maps features back to them); path: the cached TFRecords;
+    count: features; max_seq_length: their length; info: what the conversion counted
+    (`convert_squad_examples` stats); reused: read from the cache rather than converted."""
+    source: str
+    examples: list
+    path: str
+    count: int
+    max_seq_length: int
+    info: dict
+    reused: bool
+
+    def describe(self) -> str:
+        """One line: questions, features, where they are, the conversion's counts."""
+        counts = ", ".join(f"{k} {v:,}" for k, v in sorted(self.info.items())
+                           if k not in ("features", "examples", "max_seq_length"))
+        return (f"{self.source}: {len(self.examples):,} questions -> {self.count:,} features "
+                f"({'cached' if self.reused else 'converted'}: {self.path}); {counts}")
+
+    def dataset(self, batch_size: int, **options):
+        """`squad_dataset` of these records (their own length)."""
+        return squad_dataset(self.path, batch_size, self.max_seq_length, **options)
+
+    def prediction_dataset(self, batch_size: int):
+        """Every feature once, in order: the model's inputs and PREDICTION_KEYS."""
+        return self.dataset(batch_size, drop_remainder=False,
+                            keys=("input_ids", "input_mask", "segment_ids") + PREDICTION_KEYS)
+
+
+def squad_features(source: str, tokenizer, cache_dir: str, max_seq_length: int,
+                   doc_stride: int, max_query_length: int, is_training: bool
+                   ) -> SquadFeatures:
+    """The features of the SQuAD file `source`, from the cache `cache_dir/<name>[-train]`
+    or converted into it (`convert_squad_examples`); the cache is keyed by the file's and
+    the vocabulary's checksums and every argument. A missing file is a FileNotFoundError
+    naming it."""
+    from data_pipeline.records import cached_features, fingerprint
+    if not os.path.exists(source):
+        raise FileNotFoundError(f"SQuAD file not found: {source}")
+    key = fingerprint(source, tokenizer, kind="squad", is_training=is_training,
+                      max_seq_length=max_seq_length, doc_stride=doc_stride,
+                      max_query_length=max_query_length, cache_format=CACHE_FORMAT)
+    examples = read_squad(source)
+    info = {"max_seq_length": max_seq_length}
+    name = os.path.splitext(os.path.basename(source))[0] + ("-train" if is_training else "")
+    path, count, reused = cached_features(
+        os.path.join(cache_dir, name), key,
+        lambda: convert_squad_examples(examples, tokenizer, max_seq_length, doc_stride,
+                                       max_query_length, is_training, info), info)
+    return SquadFeatures(source, examples, path, count, info["max_seq_length"], info, reused)

@@ -1,16 +1,101 @@
-"""Shared fixtures: tiny configs, the ../shared/data location, Hugging Face references."""
+"""Shared fixtures: tiny configs, the ../shared/data location, Hugging Face references, and
+the one harness for command-line tests (`Cli`, `run_cli`)."""
 
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
 
 import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
+
+# What every command-line test runs under: the project importable from anywhere, output
+# unbuffered (a running process can be watched), TensorFlow's C++ logs quiet, and no GPU:
+# these are CPU tests, and their comparisons need one device kind.
+CLI_ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
+               TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="-1")
+
+
+class Cli:
+    """A command line (a runner script, a driver file, or `-m module`) run by this Python
+    in a subprocess from the project root, as a user runs it. stdout and stderr go to
+    files (`log_prefix`.out/.err, else temporary ones read back and removed at the end), so
+    several can run at once without pipe deadlocks, and a running one can be watched
+    (`stdout`) and signalled (`proc`). `timeout` (seconds from the start) bounds `wait`.
+
+        run = Cli("run_classifier.py", "--task_name=rte", ...).wait()
+        assert run.returncode == 0, run.report()
+    """
+
+    def __init__(self, *command, log_prefix=None, env=None, timeout=300):
+        self.args = [str(a) for a in command]
+        self.timeout = timeout
+        self._tmp = None if log_prefix else tempfile.mkdtemp(prefix="cli-")
+        prefix = str(log_prefix) if log_prefix else os.path.join(self._tmp, "run")
+        self.out_path, self.err_path = f"{prefix}.out", f"{prefix}.err"
+        self._out, self._err = open(self.out_path, "w"), open(self.err_path, "w")
+        self._logs = None
+        self.start = time.time()
+        self.proc = subprocess.Popen([sys.executable, *self.args], cwd=ROOT,
+                                     env=CLI_ENV if env is None else env,
+                                     stdout=self._out, stderr=self._err)
+
+    def wait(self, timeout=None):
+        """Waits for the end (killing the process after the timeout); returns self."""
+        timeout = self.timeout if timeout is None else timeout
+        try:
+            self.proc.wait(timeout=max(1, timeout - (time.time() - self.start)))
+        finally:
+            self.kill()
+        return self
+
+    def kill(self):
+        """Ends the process if it still runs and closes (temporary: reads back) the logs."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._out.close()
+        self._err.close()
+        if self._tmp and self._logs is None:
+            self._logs = (self._read(self.out_path), self._read(self.err_path))
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    @staticmethod
+    def _read(path):
+        with open(path) as f:
+            return f.read()
+
+    @property
+    def returncode(self):
+        return self.proc.returncode
+
+    rc = returncode
+
+    @property
+    def stdout(self):
+        return self._logs[0] if self._logs else self._read(self.out_path)
+
+    @property
+    def stderr(self):
+        return self._logs[1] if self._logs else self._read(self.err_path)
+
+    def report(self):
+        return (f"exit {self.returncode}\n--- stdout ---\n{self.stdout[-3000:]}\n"
+                f"--- stderr ---\n{self.stderr[-5000:]}")
+
+
+def run_cli(*command, **options) -> Cli:
+    """`Cli(*command, **options)`, waited for."""
+    return Cli(*command, **options).wait()
 
 
 def two_cpu_driver(runner: str) -> str:

@@ -6,14 +6,11 @@ runners are checked end to end with the form that used to be refused (a pretrain
 output directory)."""
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import run_cli
 
 # vocab 30000: the shared de-30k SentencePiece model feeds the runner checks.
 TINY = {"vocab_size": 30000, "embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 2,
@@ -86,12 +83,6 @@ def test_every_form_restores_the_encoder(pretraining_run):
             classifier.encoder.embeddings.word_embeddings.numpy(), word, err_msg=name)
 
 
-def _runner(script, *args):
-    return subprocess.run([sys.executable, os.path.join(ROOT, script), *map(str, args)],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT,
-                          env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
-
-
 @pytest.mark.slow
 def test_fine_tuning_runners_start_from_a_pretraining_output_directory(
         pretraining_run, shared_data, tmp_path):
@@ -99,16 +90,17 @@ def test_fine_tuning_runners_start_from_a_pretraining_output_directory(
     common = [f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
               f"--albert_config_file={root / 'albert_config.json'}", f"--init_checkpoint={out}",
               "--train_step=2", "--steps_per_loop=2", "--train_batch_size=8", "--do_train"]
-    run = _runner("run_classifier.py", "--task_name=rte",
+    run = run_cli("run_classifier.py", "--task_name=rte",
                   f"--data_dir={shared_data / 'glue' / 'RTE'}", f"--output_dir={tmp_path / 'c'}",
-                  "--max_seq_length=32", "--max_train_examples=16", *common)
+                  "--max_seq_length=32", "--max_train_examples=16", *common, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert f"init_checkpoint: restored encoder from {out / 'checkpoints' / 'ckpt-2'}" in run.stdout
     with open(shared_data / "squad" / "dev-v1.1.json") as f:
         data = json.load(f)
     train = tmp_path / "train.json"
     train.write_text(json.dumps({"version": data["version"], "data": data["data"][:1]}))
-    run = _runner("run_squad.py", f"--train_file={train}", f"--output_dir={tmp_path / 's'}",
-                  "--max_seq_length=64", "--doc_stride=32", "--max_query_length=16", *common)
+    run = run_cli("run_squad.py", f"--train_file={train}", f"--output_dir={tmp_path / 's'}",
+                  "--max_seq_length=64", "--doc_stride=32", "--max_query_length=16", *common,
+                  timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert f"init_checkpoint: restored encoder from {out / 'checkpoints' / 'ckpt-2'}" in run.stdout

@@ -2,15 +2,11 @@
 metrics, cache and outputs; accuracy itself needs a pretrained model)."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import two_cpu_driver
+from conftest import run_cli, two_cpu_driver
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = {"vocab_size": 30000, "embedding_size": 32, "hidden_size": 64, "num_hidden_layers": 2,
         "num_attention_heads": 2, "intermediate_size": 128, "max_position_embeddings": 64,
         "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
@@ -19,15 +15,12 @@ TINY = {"vocab_size": 30000, "embedding_size": 32, "hidden_size": 64, "num_hidde
 def _run(tmp_path, shared_data, task, folder, out, *extra):
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(TINY))
-    cmd = [sys.executable, os.path.join(ROOT, "run_classifier.py"), f"--task_name={task}",
-           f"--data_dir={shared_data / 'glue' / folder}", f"--output_dir={out}",
-           f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
-           f"--albert_config_file={config}", "--max_seq_length=64", "--train_batch_size=32",
-           "--train_step=20", "--steps_per_loop=10", "--eval_batch_size=128",
-           "--learning_rate=1e-3", *extra]
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="-1", TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
-                          env=env)
+    return run_cli("run_classifier.py", f"--task_name={task}",
+                   f"--data_dir={shared_data / 'glue' / folder}", f"--output_dir={out}",
+                   f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+                   f"--albert_config_file={config}", "--max_seq_length=64",
+                   "--train_batch_size=32", "--train_step=20", "--steps_per_loop=10",
+                   "--eval_batch_size=128", "--learning_rate=1e-3", *extra)
 
 
 @pytest.mark.slow
@@ -44,7 +37,7 @@ def test_mrpc_train_eval_predict_and_cache(tmp_path, shared_data):
     rows = (out / "MRPC.tsv").read_text().splitlines()
     assert rows[0] == "index\tprediction" and len(rows) == 1 + 1725
     assert {r.split("\t")[1] for r in rows[1:]} <= {"0", "1"}
-    probs = [json.loads(l) for l in (out / "mrpc_test_predictions.jsonl").read_text()
+    probs = [json.loads(line) for line in (out / "mrpc_test_predictions.jsonl").read_text()
              .splitlines()]
     assert len(probs) == 1725
     assert abs(sum(probs[0]["probabilities"].values()) - 1) < 1e-4
@@ -110,14 +103,13 @@ def test_users_csv_with_quotes_and_discovered_labels(tmp_path, shared_data):
     out = tmp_path / "out"
     # lr 1e-3: the official AdamW (no bias correction) takes first steps (1-β1)/√(1-β2)
     # ≈ 3.2× Keras' size, and 3e-3 left this tiny model at chance.
-    cmd = [sys.executable, os.path.join(ROOT, "run_classifier.py"), "--task_name=csv",
+    cmd = ["run_classifier.py", "--task_name=csv",
            f"--data_dir={data}", "--text_a_column=sentence", "--label_column=label",
            f"--output_dir={out}", f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
            f"--albert_config_file={config}", "--max_seq_length=32", "--train_batch_size=16",
            "--train_step=40", "--steps_per_loop=20", "--learning_rate=1e-3", "--do_train",
            "--do_eval", "--do_predict"]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
-                         env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+    run = run_cli(*cmd)
     assert run.returncode == 0, run.stderr[-2000:]
     config_written = json.loads((out / "run_config.json").read_text())
     assert config_written["labels"] == ["neg", "pos"]
@@ -132,18 +124,17 @@ def test_race_multiple_choice(tmp_path, shared_data):
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(dict(TINY, max_position_embeddings=128)))
     out = tmp_path / "race"
-    cmd = [sys.executable, os.path.join(ROOT, "run_classifier.py"), "--task_name=race",
+    cmd = ["run_classifier.py", "--task_name=race",
            f"--train_file={race}", f"--dev_file={race}", f"--test_file={race}",
            f"--output_dir={out}", f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
            f"--albert_config_file={config}", "--max_seq_length=128", "--train_batch_size=8",
            "--train_step=10", "--steps_per_loop=10", "--eval_batch_size=32",
            "--learning_rate=1e-3", "--do_train", "--do_eval", "--do_predict"]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
-                         env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+    run = run_cli(*cmd)
     assert run.returncode == 0, run.stderr[-2000:]
     final = json.loads((out / "eval_results.json").read_text())["final"]
     assert 0.0 <= final["accuracy"] <= 1.0
-    preds = [json.loads(l) for l in (out / "race_test_predictions.jsonl").read_text()
+    preds = [json.loads(line) for line in (out / "race_test_predictions.jsonl").read_text()
              .splitlines()]
     assert len(preds) == 561
     from data_pipeline.classification.data import read_race
@@ -185,14 +176,13 @@ def test_chnsenticorp_chinese_end_to_end(tmp_path, shared_data):
     out = tmp_path / "chn"
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(TINY))
-    cmd = [sys.executable, os.path.join(ROOT, "run_classifier.py"), "--task_name=chnsenticorp",
+    cmd = ["run_classifier.py", "--task_name=chnsenticorp",
            f"--data_dir={shared_data / 'chinese' / 'ChnSentiCorp'}", f"--output_dir={out}",
            f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
            f"--albert_config_file={config}", "--max_seq_length=64", "--train_batch_size=32",
            "--train_step=10", "--steps_per_loop=10", "--eval_batch_size=200",
            "--learning_rate=1e-3", "--do_train", "--do_eval", "--do_predict"]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
-                         env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+    run = run_cli(*cmd)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "chnsenticorp train: 9,600 examples" in run.stdout
     final = json.loads((out / "eval_results.json").read_text())["final"]
@@ -218,8 +208,8 @@ def test_glue_tasks_end_to_end(tmp_path, shared_data, task, folder, metric, name
     results = json.loads((out / "eval_results.json").read_text())
     assert results["best"]["metric"] == metric
     assert -1.0 <= results["final"][metric] <= 1.0
-    evals = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()
-             if json.loads(l)["split"] == "eval"]
+    evals = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()
+             if json.loads(line)["split"] == "eval"]
     assert results["best"]["value"] == max(e[metric] for e in evals)
     name = "SST-2" if task == "sst-2" else task.upper()
     rows = (out / f"{name}.tsv").read_text().splitlines()
@@ -249,7 +239,7 @@ def test_export_dir_writes_a_serving_model_of_the_fine_tuned_weights(tmp_path, s
     assert task["text_pair"] is False
     assert (export / "1" / "assets" / "spm.model").read_bytes() == (
         shared_data / "spm" / "de-30k-clean.model").read_bytes()
-    expected = [json.loads(l)["probabilities"] for l in
+    expected = [json.loads(line)["probabilities"] for line in
                 (out / "sst-2_test_predictions.jsonl").read_text().splitlines()]
     (records,) = (out / "cache").glob("sst-2-test*.tfrecord")
     batch = next(iter(classifier_dataset(str(records), 256, 64, drop_remainder=False)))
@@ -272,9 +262,9 @@ def test_export_dir_writes_a_serving_model_of_the_fine_tuned_weights(tmp_path, s
 
 @pytest.mark.slow
 def test_fine_tunes_from_a_converted_transformers_checkpoint(tmp_path, shared_data):
-    """The parity test's kind of Hugging Face model, converted by albert_tf.checkpoints.convert, is a
-    valid --init_checkpoint: the encoder is restored (the classifier head is new) and
-    fine-tuning lowers the loss."""
+    """The parity test's kind of Hugging Face model, converted by
+    albert_tf.checkpoints.convert, is a valid --init_checkpoint: the encoder is restored
+    (the classifier head is new) and fine-tuning lowers the loss."""
     from albert_tf.checkpoints.convert import convert
     from references import hf_pretraining_model
     hf_pretraining_model(tmp_path / "hf", vocab_size=30000, max_position_embeddings=64,
@@ -282,19 +272,18 @@ def test_fine_tunes_from_a_converted_transformers_checkpoint(tmp_path, shared_da
     convert("transformers", str(tmp_path / "hf"), str(tmp_path / "converted"))
     out = tmp_path / "rte"
     config = tmp_path / "converted" / "albert_config.json"
-    cmd = [sys.executable, os.path.join(ROOT, "run_classifier.py"), "--task_name=rte",
+    cmd = ["run_classifier.py", "--task_name=rte",
            f"--data_dir={shared_data / 'glue' / 'RTE'}", f"--output_dir={out}",
            f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
            f"--albert_config_file={config}", f"--init_checkpoint={tmp_path / 'converted'}",
            "--max_seq_length=64", "--train_batch_size=32", "--train_step=30",
            "--steps_per_loop=10", "--eval_batch_size=128", "--learning_rate=1e-3",
            "--do_train", "--do_eval"]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
-                         env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+    run = run_cli(*cmd)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "init_checkpoint: restored encoder" in run.stdout, run.stdout[-2000:]
-    train = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()
-             if json.loads(l)["split"] == "train"]
+    train = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()
+             if json.loads(line)["split"] == "train"]
     assert len(train) == 3 and train[-1]["loss"] < train[0]["loss"]
 
 
@@ -311,38 +300,33 @@ def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, share
         out = tmp_path / strategy
         config = tmp_path / "albert_config.json"
         config.write_text(json.dumps(TINY))
-        cmd = [sys.executable, str(driver), "--task_name=mrpc",
+        cmd = [str(driver), "--task_name=mrpc",
                f"--data_dir={shared_data / 'glue' / 'MRPC'}", f"--output_dir={out}",
                f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
                f"--albert_config_file={config}", "--max_seq_length=64",
                "--train_batch_size=32", "--train_step=20", "--steps_per_loop=10",
                "--eval_batch_size=128", "--learning_rate=1e-3", "--classifier_dropout=0",
                f"--strategy={strategy}", "--do_train", "--do_eval"]
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
-                             env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+        run = run_cli(*cmd)
         assert run.returncode == 0, run.stderr[-2000:]
         replicas = json.loads((out / "run_config.json").read_text())["replicas"]
         assert replicas == (2 if strategy == "mirrored" else 1)
-        rows = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
+        rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
         results[strategy] = (rows, json.loads((out / "eval_results.json").read_text())["final"])
     (ref_rows, ref_final), (rows, final) = results["default"], results["mirrored"]
     # A global batch the two replicas cannot share: one line, before anything is written.
     odd = tmp_path / "odd"
-    run = subprocess.run([a.replace(str(tmp_path / "mirrored"), str(odd)).replace(
-        "--train_batch_size=32", "--train_batch_size=33") for a in cmd],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
-        env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+    run = run_cli(*[a.replace(str(tmp_path / "mirrored"), str(odd)).replace(
+        "--train_batch_size=32", "--train_batch_size=33") for a in cmd])
     assert run.returncode == 1
     assert ("error: --train_batch_size=33 must be divisible by --grad_accum_steps=1 × 2 "
             "replicas") in run.stderr, run.stderr[-2000:]
     assert not (odd / "run_config.json").exists()
     # Without --do_train the train batch is not split, so it need not suit the replicas.
-    evaluate_only = subprocess.run(
-        [a.replace(str(tmp_path / "mirrored"), str(odd)).replace(
+    evaluate_only = run_cli(
+        *[a.replace(str(tmp_path / "mirrored"), str(odd)).replace(
             "--train_batch_size=32", "--train_batch_size=33") for a in cmd
-         if a != "--do_train"] + [f"--init_checkpoint={tmp_path / 'mirrored' / 'checkpoints'}"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
-        env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+          if a != "--do_train"], f"--init_checkpoint={tmp_path / 'mirrored' / 'checkpoints'}")
     assert evaluate_only.returncode == 0, evaluate_only.stderr[-2000:]
     assert json.loads((odd / "run_config.json").read_text())["replicas"] == 2
     assert [r["step"] for r in rows] == [r["step"] for r in ref_rows]

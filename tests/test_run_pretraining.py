@@ -19,14 +19,12 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
 
-from conftest import ROOT, SHARED_DATA, two_cpu_driver
+from conftest import CLI_ENV, SHARED_DATA, Cli, two_cpu_driver
 
 SEQ, PRED = 64, 10
 STEPS = 60              # reference run: optimizer steps
@@ -39,9 +37,6 @@ TINY = {"vocab_size": 30000, "embedding_size": 32, "hidden_size": 64, "num_hidde
         "num_attention_heads": 2, "intermediate_size": 128, "max_position_embeddings": 64,
         "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 
-ENV = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2",
-           CUDA_VISIBLE_DEVICES="-1", PYTHONUNBUFFERED="1")
-
 
 # --- helpers ----------------------------------------------------------------------------------
 
@@ -51,56 +46,16 @@ def _need_data():
     return SHARED_DATA
 
 
-class Run:
-    """A run_pretraining.py subprocess; stdout and stderr go to files (no pipe deadlocks
-    when several run at once)."""
-
-    def __init__(self, args, log_prefix, script="run_pretraining.py", env=None):
-        self.args = [str(a) for a in args]
-        self.out_path, self.err_path = f"{log_prefix}.out", f"{log_prefix}.err"
-        self._out, self._err = open(self.out_path, "w"), open(self.err_path, "w")
-        self.start = time.time()
-        self.proc = subprocess.Popen([sys.executable, str(script), *self.args], cwd=ROOT,
-                                     env=env or ENV, stdout=self._out, stderr=self._err)
-
-    def wait(self, timeout=TIMEOUT):
-        try:
-            self.proc.wait(timeout=max(1, timeout - (time.time() - self.start)))
-        finally:
-            self.kill()
-        return self
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self._out.close()
-        self._err.close()
-
-    @property
-    def rc(self):
-        return self.proc.returncode
-
-    @property
-    def stdout(self):
-        with open(self.out_path) as f:
-            return f.read()
-
-    @property
-    def stderr(self):
-        with open(self.err_path) as f:
-            return f.read()
-
-    def report(self):
-        return (f"exit {self.rc}\n--- stdout ---\n{self.stdout[-3000:]}\n"
-                f"--- stderr ---\n{self.stderr[-5000:]}")
+def start(args, log_prefix, script="run_pretraining.py", env=None) -> Cli:
+    """A run_pretraining.py (or `script`) subprocess, logs at `log_prefix`.out/.err."""
+    return Cli(script, *args, log_prefix=log_prefix, env=env, timeout=TIMEOUT)
 
 
-def run(args, log_prefix, **kw) -> Run:
-    return Run(args, log_prefix, **kw).wait()
+def run(args, log_prefix, **kw) -> Cli:
+    return start(args, log_prefix, **kw).wait()
 
 
-def ok(r: Run) -> Run:
+def ok(r: Cli) -> Cli:
     assert r.rc == 0, r.report()
     return r
 
@@ -157,7 +112,7 @@ def assert_same_weights(prefix_a, prefix_b, rtol=1e-5, atol=1e-6):
     assert floats > 90  # model variables and two Adam-style slots each: not a vacuous check
 
 
-def wait_for(predicate, proc: Run, what, timeout=TIMEOUT):
+def wait_for(predicate, proc: Cli, what, timeout=TIMEOUT):
     deadline = time.time() + timeout
     while not predicate():
         assert proc.proc.poll() is None, f"the run ended before {what}\n{proc.report()}"
@@ -165,7 +120,7 @@ def wait_for(predicate, proc: Run, what, timeout=TIMEOUT):
         time.sleep(0.01)
 
 
-def error_line(r: Run) -> str:
+def error_line(r: Cli) -> str:
     """The one `error:` line on stderr of a failed run (exit 1)."""
     assert r.rc == 1, r.report()
     lines = [line for line in r.stderr.splitlines() if line.startswith("error:")]
@@ -186,7 +141,8 @@ def free_port():
 def workdir(tmp_path_factory):
     """Train shards (4), an eval shard from other documents, records of another
     max_seq_length, the tiny config, a config of another size and the run's flagfile."""
-    from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
+    from data_pipeline.pretraining.create_pretraining_data import (DataConfig,
+                                                                  create_pretraining_data)
     data = _need_data()
     root = tmp_path_factory.mktemp("run_pretraining")
     with open(data / "corpus" / "wikitext-2" / "valid.txt", encoding="utf-8") as f:
@@ -305,7 +261,7 @@ def _scalar_tags(paths):
     return tags
 
 
-# --- 2 and 3. SIGKILL and SIGTERM: resume ends where the uninterrupted run ends ---------------------
+# --- 2 and 3. SIGKILL and SIGTERM: resume ends where the uninterrupted run ends -----------------
 
 @pytest.mark.slow
 def test_sigkill_then_sigterm_resume_ends_with_the_uninterrupted_weights(workdir, reference):
@@ -320,7 +276,7 @@ def test_sigkill_then_sigterm_resume_ends_with_the_uninterrupted_weights(workdir
     state = out / "checkpoints" / "checkpoint"
 
     # 1) SIGKILL as soon as the first checkpoint is complete (its state file written)
-    killed = Run(args, workdir / "killed")
+    killed = start(args, workdir / "killed")
     try:
         wait_for(state.exists, killed, "the first checkpoint")
         killed.proc.send_signal(signal.SIGKILL)
@@ -335,7 +291,7 @@ def test_sigkill_then_sigterm_resume_ends_with_the_uninterrupted_weights(workdir
     #    i.e. during its first loop, which ends off the checkpoint schedule
     restored = latest_checkpoint(out)
     restored_step = int(restored.rsplit("-", 1)[1])
-    termed = Run(args, workdir / "termed")
+    termed = start(args, workdir / "termed")
     try:
         wait_for(lambda: "resumed from" in termed.stdout, termed, "the resumed training")
         termed.proc.send_signal(signal.SIGTERM)
@@ -378,7 +334,7 @@ def test_mirrored_on_two_cpus_matches_the_default_strategy_and_resumes(workdir, 
     driver.write_text(two_cpu_driver("run_pretraining"))
     out = workdir / "mirrored"
     args = base_args(workdir, out, "--strategy", "mirrored")
-    killed = Run(args, workdir / "mirrored_killed", script=driver)
+    killed = start(args, workdir / "mirrored_killed", script=driver)
     try:
         wait_for((out / "checkpoints" / "checkpoint").exists, killed, "the first checkpoint")
         killed.proc.send_signal(signal.SIGKILL)
@@ -417,9 +373,9 @@ def test_multi_worker_mirrored_two_local_workers(workdir):
     runs = []
     try:
         for kind in ("chief", "worker"):
-            env = dict(ENV, TF_CONFIG=json.dumps({"cluster": cluster,
+            env = dict(CLI_ENV, TF_CONFIG=json.dumps({"cluster": cluster,
                                                   "task": {"type": kind, "index": 0}}))
-            runs.append(Run(args, workdir / f"mwms_{kind}", env=env))
+            runs.append(start(args, workdir / f"mwms_{kind}", env=env))
         for r in runs:
             r.wait(timeout=180)
     finally:
@@ -473,7 +429,7 @@ def bad_runs(workdir, reference):
                            ""],
         "batch_not_divisible": ["--train_batch_size", 7, "--grad_accum_steps", 2],
     }
-    started = {name: Run(base_args(workdir, root / name, *short, *extra), root / name)
+    started = {name: start(base_args(workdir, root / name, *short, *extra), root / name)
                for name, extra in cases.items()}
     try:
         for r in started.values():

@@ -3,15 +3,12 @@ features, training, predictions, official scoring, v2.0 thresholds kept honest, 
 exported SavedModel answering exactly as the runner."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
+from conftest import run_cli
 from test_export import client
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = {"vocab_size": 30000, "embedding_size": 32, "hidden_size": 64, "num_hidden_layers": 2,
         "num_attention_heads": 2, "intermediate_size": 128, "max_position_embeddings": 128,
         "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
@@ -32,13 +29,11 @@ def _slices(shared_data, tmp_path, version, **ranges):
 def _run(tmp_path, shared_data, out, *extra):
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(TINY))
-    cmd = [sys.executable, os.path.join(ROOT, "run_squad.py"), f"--output_dir={out}",
-           f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
-           f"--albert_config_file={config}", "--max_seq_length=128", "--doc_stride=64",
-           "--max_query_length=32", "--train_batch_size=16", "--predict_batch_size=64",
-           "--learning_rate=1e-3", "--steps_per_loop=10", *extra]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT,
-                         env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"))
+    run = run_cli("run_squad.py", f"--output_dir={out}",
+                  f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+                  f"--albert_config_file={config}", "--max_seq_length=128", "--doc_stride=64",
+                  "--max_query_length=32", "--train_batch_size=16", "--predict_batch_size=64",
+                  "--learning_rate=1e-3", "--steps_per_loop=10", *extra, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     return run
 
@@ -140,7 +135,7 @@ def test_squad_v2_thresholds_are_tuned_on_held_out_data(tmp_path, shared_data):
 def test_bad_command_lines_are_clear_errors(tmp_path, shared_data):
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(TINY))
-    base = [sys.executable, os.path.join(ROOT, "run_squad.py"), f"--output_dir={tmp_path}",
+    base = ["run_squad.py", f"--output_dir={tmp_path}",
             f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
             f"--albert_config_file={config}"]
     train = _slices(shared_data, tmp_path, "v1.1", train=(0, 1))["train"]
@@ -163,6 +158,5 @@ def test_bad_command_lines_are_clear_errors(tmp_path, shared_data):
             (["--do_predict", f"--predict_file={shared_data / 'squad' / 'dev-v1.1.json'}",
               f"--tune_threshold_on={shared_data / 'squad' / 'dev-v2.0.json'}"],
              "--tune_threshold_on is for SQuAD v2.0")):
-        run = subprocess.run(base + extra, capture_output=True, text=True, timeout=300,
-                             cwd=ROOT)
+        run = run_cli(*base, *extra)
         assert run.returncode == 1 and message in run.stderr, run.stderr[-1000:]

@@ -2,15 +2,11 @@
 with values worked out by hand, the real dev sets, and the command line."""
 
 import json
-import pathlib
-import subprocess
-import sys
 
 import pytest
 
+from conftest import run_cli
 from data_pipeline.squad import evaluation as S
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _dataset(qas, version=None):
@@ -241,8 +237,7 @@ def test_real_v2_perfect_predictions(shared_data):
 # --------------------------------------------------------------------------- command line
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "data_pipeline.squad.evaluation", *map(str, args)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return run_cli("-m", "data_pipeline.squad.evaluation", *args, timeout=120)
 
 
 def _write(path, obj):

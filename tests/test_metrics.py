@@ -1,5 +1,6 @@
-"""data_pipeline.classification.metrics against independent references: golden values from the scikit-learn
-and scipy documentation, brute-force reimplementations, and degenerate cases (never NaN).
+"""data_pipeline.classification.metrics against independent references: golden values from
+the scikit-learn and scipy documentation, brute-force reimplementations, and degenerate
+cases (never NaN); the multi-seed spread.
 scipy and scikit-learn are not installed in the project's environment, so the references
 are written here with plain Python loops."""
 
@@ -131,3 +132,21 @@ def test_task_metrics_keys_and_primary_metric():
         "mcc", "corr", "acc_and_f1", "acc_and_f1", "accuracy"]
     for task in ("cola", "sts-b", "mrpc", "qqp", "sst-2"):
         assert M.primary_metric(task) in M.task_metrics(task, p, y)
+
+
+def test_spread_over_seeds():
+    evals = [{"accuracy": 0.5, "f1": 0.1}, {"accuracy": 0.75, "f1": 0.3},
+             {"accuracy": 0.625, "f1": 0.2}, {"accuracy": 0.25, "f1": 0.2}]
+    s = M.spread(evals)
+    assert s["accuracy"] == {"median": 0.5625, "min": 0.25, "max": 0.75,
+                             "std": pytest.approx(math.sqrt(0.0341796875))}
+    assert s["f1"]["median"] == pytest.approx(0.2) and s["f1"]["min"] == 0.1
+    assert M.spread([{"mcc": 0.3}]) == {"mcc": {"median": 0.3, "min": 0.3, "max": 0.3,
+                                               "std": 0.0}}
+    with pytest.raises(ValueError, match="no runs"):
+        M.spread([])
+    report, line = M.seeds_report("rte", [7, 8], evals[:2])
+    assert report == {"task": "rte", "runs": 2, "seeds": [7, 8], "per_run": evals[:2],
+                      "summary": M.spread(evals[:2])}
+    assert line == ("over 2 seeds: accuracy median 0.6250 (min 0.5000, max 0.7500), "
+                    "f1 median 0.2000 (min 0.1000, max 0.3000)")

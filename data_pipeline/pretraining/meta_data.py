@@ -21,8 +21,10 @@ import os
 from data_pipeline.pretraining.create_pretraining_data import META_FILE
 from data_pipeline.records import read_records
 
-# The settings a caller may give and the records must agree with.
-CHECKED = ("max_seq_length", "max_predictions_per_seq", "dynamic_masking", "do_lower_case")
+# The settings a caller may give and the records must agree with; the records' own
+# feature lengths show the first two.
+LENGTHS = ("max_seq_length", "max_predictions_per_seq")
+CHECKED = LENGTHS + ("dynamic_masking", "do_lower_case")
 # meta_data.json "settings" that configure dynamic masking as the writer masked.
 MASKING_OPTIONS = ("masked_lm_prob", "ngram", "favor_shorter_ngram", "do_whole_word_mask")
 # Summarized into a run's run_config.json.
@@ -115,8 +117,8 @@ def pretraining_data(files: list[str], **given) -> PretrainingData:
             if key not in want:
                 want[key] = (value, f"{path} says {key}={value}")
             elif want[key][0] != value:
-                if want[key][1].startswith("--"):
-                    _check_records(files, want)  # a record naming the file says it best
+                if key in LENGTHS:  # records carry their lengths: name one that differs
+                    _check_records(files, want)
                 raise ValueError(f"{path}: {key}={value}, but {want[key][1]}")
     _check_records(files, want)
     lengths = _lengths_of_first(files, want)
@@ -136,7 +138,7 @@ def pretraining_data(files: list[str], **given) -> PretrainingData:
 
 def _lengths_of_first(files, want) -> dict:
     """max_seq_length and max_predictions_per_seq: as wanted, else the first record's."""
-    out = {k: want[k][0] for k in ("max_seq_length", "max_predictions_per_seq") if k in want}
+    out = {k: want[k][0] for k in LENGTHS if k in want}
     if len(out) < 2:
         feature = next((f for f in map(_first_record, files) if f is not None), None)
         if feature is None:

@@ -118,6 +118,16 @@ def shared_data():
     return SHARED_DATA
 
 
+@pytest.fixture(scope="session")
+def tok():
+    """The German ALBERT SentencePiece model of ../shared/data (lower-cased), or skip."""
+    from data_pipeline.tokenization import AlbertTokenizer
+    path = SHARED_DATA / "spm" / "de-30k-clean.model"
+    if not path.exists():
+        pytest.skip(f"real data not available: {path} is absent")
+    return AlbertTokenizer(str(path))
+
+
 def tiny_config(**overrides):
     from albert_tf import AlbertConfig
     fields = dict(vocab_size=99, embedding_size=16, hidden_size=32, num_hidden_layers=4,

@@ -1,23 +1,11 @@
 """Fine-tuning features: packing, official truncation, the TFRecord cache, the reader."""
 
-import os
 
 import numpy as np
-import pytest
 
 from data_pipeline.classification.features import (classifier_dataset, convert_examples,
                                                    convert_multiple_choice, truncate_pair)
 from data_pipeline.records import cached_features, fingerprint
-
-
-@pytest.fixture(scope="module")
-def tok():
-    from data_pipeline.tokenization import AlbertTokenizer
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "spm",
-                        "de-30k-clean.model")
-    if not os.path.exists(path):
-        pytest.skip(f"real data not available: {path} is absent")
-    return AlbertTokenizer(path)
 
 
 def test_truncate_pair_is_the_official_rule():

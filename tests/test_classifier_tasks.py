@@ -13,16 +13,6 @@ from data_pipeline.classification.submission import write_submission
 from data_pipeline.classification.tasks import TaskSpec
 
 
-@pytest.fixture(scope="module")
-def tok():
-    from data_pipeline.tokenization import AlbertTokenizer
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "spm",
-                        "de-30k-clean.model")
-    if not os.path.exists(path):
-        pytest.skip(f"real data not available: {path} is absent")
-    return AlbertTokenizer(path)
-
-
 def _csv(directory, split, rows, header=("sentence", "other", "label")):
     directory.mkdir(exist_ok=True)
     path = directory / f"{split}.csv"

@@ -34,21 +34,32 @@ FLAGS = flags.FLAGS
 
 def define_flags():
     shared_flags.define_finetuning_flags(
-        learning_rate=3e-5, max_seq_length=512, num_train_epochs=3.0,
+        learning_rate=3e-5,
+        max_seq_length=512,
+        num_train_epochs=3.0,
         export_help="When done, export a SavedModel that takes raw text as EXPORT_DIR/N "
         "(next version; albert_tf.serving.export), with the fine-tuned checkpoint, "
-        "vocabulary and task.json in N/assets.extra/finetuned. With --num_runs, one per run.")
+        "vocabulary and task.json in N/assets.extra/finetuned. With --num_runs, one per run.",
+    )
     shared_flags.define_classification_task_flags()
     flags.DEFINE_bool("do_train", False, "Fine-tune on the train split.")
     flags.DEFINE_bool("do_eval", False, "Evaluate on the dev split(s).")
     flags.DEFINE_bool("do_predict", False, "Predict the test split.")
     flags.DEFINE_integer("eval_batch_size", 8, "Evaluation/prediction batch size.")
     flags.DEFINE_float("classifier_dropout", 0.1, "Dropout on the pooled output.")
-    flags.DEFINE_integer("max_train_examples", 0, "Fine-tune on this many training examples "
-                         "at most, drawn at random with --seed (0: all): learning curves, "
-                         "low-resource comparisons.")
-    flags.DEFINE_integer("num_runs", 1, "Fine-tune with seeds seed, seed+1, ...; "
-                         "eval_results.json reports median, min, max and std.")
+    flags.DEFINE_integer(
+        "max_train_examples",
+        0,
+        "Fine-tune on this many training examples "
+        "at most, drawn at random with --seed (0: all): learning curves, "
+        "low-resource comparisons.",
+    )
+    flags.DEFINE_integer(
+        "num_runs",
+        1,
+        "Fine-tune with seeds seed, seed+1, ...; "
+        "eval_results.json reports median, min, max and std.",
+    )
     flags.mark_flags_as_required(["task_name", "output_dir", "spm_model_file"])
 
 
@@ -61,8 +72,13 @@ def _predict(model, features):
     """(logits [N, labels or choices], label_ids [N]) of every record of `features` (a
     TaskFeatures), in file order."""
     from albert_tf.training.prediction import predict_logits
-    out = predict_logits(model, features.dataset(FLAGS.eval_batch_size, drop_remainder=False),
-                         carry=("label_ids",), order_by="example_index")
+
+    out = predict_logits(
+        model,
+        features.dataset(FLAGS.eval_batch_size, drop_remainder=False),
+        carry=("label_ids",),
+        order_by="example_index",
+    )
     return out["logits"], out["label_ids"]
 
 
@@ -72,6 +88,7 @@ def _main() -> int:
     from data_pipeline.classification import metrics
     from data_pipeline.classification.features import task_features
     from data_pipeline.tokenization import AlbertTokenizer
+
     logging.set_verbosity(logging.WARNING)
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         raise ValueError("nothing to do: give --do_train, --do_eval and/or --do_predict")
@@ -81,28 +98,41 @@ def _main() -> int:
     tokenizer = AlbertTokenizer(FLAGS.spm_model_file, FLAGS.do_lower_case)
 
     def features(split, max_examples=0):
-        found = task_features(spec, split, tokenizer, os.path.join(FLAGS.output_dir, "cache"),
-                              FLAGS.max_seq_length, labels, max_examples, FLAGS.seed)
+        found = task_features(
+            spec,
+            split,
+            tokenizer,
+            os.path.join(FLAGS.output_dir, "cache"),
+            FLAGS.max_seq_length,
+            labels,
+            max_examples,
+            FLAGS.seed,
+        )
         print(found.describe(), flush=True)
         return found
 
     train = features("train", FLAGS.max_train_examples) if FLAGS.do_train else None
-    dev = ({s: features(s) for s in spec.dev_splits} if FLAGS.do_eval or FLAGS.do_train
-           else {})
+    dev = {s: features(s) for s in spec.dev_splits} if FLAGS.do_eval or FLAGS.do_train else {}
     test = features("test") if FLAGS.do_predict else None
     steps, warmup = shared_flags.finetuning_schedule(train.count if train else 0)
     runs = max(1, FLAGS.num_runs)
     results = []
     for i in range(runs):
-        trainer_config = dataclasses.replace(shared_flags.trainer_config_from_flags(
-            output_dir=FLAGS.output_dir if runs == 1 else os.path.join(FLAGS.output_dir,
-                                                                       f"run_{i}"),
-            num_train_steps=steps, num_warmup_steps=warmup), seed=FLAGS.seed + i)
-        results.append(_run_once(spec, albert_config, trainer_config, labels, train, dev,
-                                 test))
+        trainer_config = dataclasses.replace(
+            shared_flags.trainer_config_from_flags(
+                output_dir=FLAGS.output_dir
+                if runs == 1
+                else os.path.join(FLAGS.output_dir, f"run_{i}"),
+                num_train_steps=steps,
+                num_warmup_steps=warmup,
+            ),
+            seed=FLAGS.seed + i,
+        )
+        results.append(_run_once(spec, albert_config, trainer_config, labels, train, dev, test))
     if runs > 1 and FLAGS.do_eval:
-        report, line = metrics.seeds_report(spec.name, [FLAGS.seed + i for i in range(runs)],
-                                            [r["eval"] for r in results])
+        report, line = metrics.seeds_report(
+            spec.name, [FLAGS.seed + i for i in range(runs)], [r["eval"] for r in results]
+        )
         write_json(os.path.join(FLAGS.output_dir, "eval_results.json"), report)
         print(line, flush=True)
     print(json.dumps(results[-1] if runs == 1 else results, default=str))
@@ -114,29 +144,51 @@ def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> 
     from albert_tf.training import ClassificationTask, Trainer
     from data_pipeline.atomic import write_json
     from data_pipeline.classification.submission import write_submission
-    run = setup_run("run_classifier", trainer_config, strategy_name=FLAGS.strategy,
-                    tpu=FLAGS.tpu, num_gpus=FLAGS.num_gpus,
-                    train_batch_size=FLAGS.train_batch_size, training=FLAGS.do_train,
-                    run_config={"flags": FLAGS.flag_values_dict(),
-                                "albert_config": albert_config.to_dict(), "labels": labels,
-                                "train_examples": train.count if train else 0})
-    task = ClassificationTask(albert_config,
-                              num_labels=1 if spec.is_regression else len(labels or [0, 1]),
-                              num_choices=spec.choices, dropout=FLAGS.classifier_dropout)
+
+    run = setup_run(
+        "run_classifier",
+        trainer_config,
+        strategy_name=FLAGS.strategy,
+        tpu=FLAGS.tpu,
+        num_gpus=FLAGS.num_gpus,
+        train_batch_size=FLAGS.train_batch_size,
+        training=FLAGS.do_train,
+        run_config={
+            "flags": FLAGS.flag_values_dict(),
+            "albert_config": albert_config.to_dict(),
+            "labels": labels,
+            "train_examples": train.count if train else 0,
+        },
+    )
+    task = ClassificationTask(
+        albert_config,
+        num_labels=1 if spec.is_regression else len(labels or [0, 1]),
+        num_choices=spec.choices,
+        dropout=FLAGS.classifier_dropout,
+    )
     task.best_metric = spec.best_metric
     # Without --do_train the trainer only builds its pipeline: any split will do.
     source = train or next(iter(dev.values()), None) or test
 
     def train_fn(ctx):
-        return source.dataset(ctx.get_per_replica_batch_size(run.micro_batch),
-                              is_training=True, seed=trainer_config.seed, input_context=ctx)
+        return source.dataset(
+            ctx.get_per_replica_batch_size(run.micro_batch),
+            is_training=True,
+            seed=trainer_config.seed,
+            input_context=ctx,
+        )
 
     def evaluate(model):
         return spec.evaluate({s: _predict(model, f) for s, f in dev.items()})
 
-    trainer = Trainer(task, trainer_config, run.strategy, train_fn,
-                      init_checkpoint=FLAGS.init_checkpoint,
-                      evaluate_fn=evaluate if dev else None)
+    trainer = Trainer(
+        task,
+        trainer_config,
+        run.strategy,
+        train_fn,
+        init_checkpoint=FLAGS.init_checkpoint,
+        evaluate_fn=evaluate if dev else None,
+    )
     if not FLAGS.do_train:
         trainer.check_trained("--do_eval/--do_predict without --do_train")
     result = trainer.train() if FLAGS.do_train else {}
@@ -144,24 +196,46 @@ def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> 
         result["eval"] = trainer.evaluate()
         best_path = pathlib.Path(run.output_dir, "best", "best.json")
         best = json.loads(best_path.read_text()) if best_path.exists() else None
-        write_json(os.path.join(run.output_dir, "eval_results.json"),
-                   {"task": spec.name, "seed": trainer_config.seed, "step": trainer.step,
-                    "final": result["eval"],
-                    "best": best and {k: best[k] for k in ("metric", "value", "step", "eval")}})
+        write_json(
+            os.path.join(run.output_dir, "eval_results.json"),
+            {
+                "task": spec.name,
+                "seed": trainer_config.seed,
+                "step": trainer.step,
+                "final": result["eval"],
+                "best": best and {k: best[k] for k in ("metric", "value", "step", "eval")},
+            },
+        )
     if FLAGS.do_predict:
-        tsv, jsonl = write_submission(run.output_dir, spec.name, spec.read("test"),
-                                      _predict(trainer.model, test)[0],
-                                      spec.output_names(labels))
+        tsv, jsonl = write_submission(
+            run.output_dir,
+            spec.name,
+            spec.read("test"),
+            _predict(trainer.model, test)[0],
+            spec.output_names(labels),
+        )
         print(f"predictions: {tsv}, {jsonl}", flush=True)
     if FLAGS.export_dir:
         from albert_tf.serving.export import export_trained
-        export_dir = (FLAGS.export_dir if trainer_config.output_dir == FLAGS.output_dir else
-                      os.path.join(FLAGS.export_dir, os.path.basename(run.output_dir)))
-        version = export_trained(trainer.model, export_dir, spec.serving_task(
-            labels, source.text_pair, source.max_seq_length, FLAGS.do_lower_case,
-            trainer.step), FLAGS.spm_model_file)
-        print(f"SavedModel: {version} (fine-tuned checkpoint in "
-              f"{os.path.join(version, 'assets.extra', 'finetuned')})", flush=True)
+
+        export_dir = (
+            FLAGS.export_dir
+            if trainer_config.output_dir == FLAGS.output_dir
+            else os.path.join(FLAGS.export_dir, os.path.basename(run.output_dir))
+        )
+        version = export_trained(
+            trainer.model,
+            export_dir,
+            spec.serving_task(
+                labels, source.text_pair, source.max_seq_length, FLAGS.do_lower_case, trainer.step
+            ),
+            FLAGS.spm_model_file,
+        )
+        print(
+            f"SavedModel: {version} (fine-tuned checkpoint in "
+            f"{os.path.join(version, 'assets.extra', 'finetuned')})",
+            flush=True,
+        )
         result["export_dir"] = version
     return result
 

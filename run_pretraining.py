@@ -29,32 +29,59 @@ FLAGS = flags.FLAGS
 
 
 def define_flags():
-    shared_flags.define_trainer_flags(learning_rate=0.00176, optimizer="lamb",
-                                      num_train_steps=125000, num_warmup_steps=3125,
-                                      steps_per_loop=1000, save_checkpoints_steps=5000)
+    shared_flags.define_trainer_flags(
+        learning_rate=0.00176,
+        optimizer="lamb",
+        num_train_steps=125000,
+        num_warmup_steps=3125,
+        steps_per_loop=1000,
+        save_checkpoints_steps=5000,
+    )
     flags.DEFINE_string("input_file", None, "Training TFRecords: comma-separated globs.")
     flags.DEFINE_string("eval_input_file", None, "Evaluation TFRecords (held-out documents).")
-    flags.DEFINE_integer("max_seq_length", None, "As the records were written (default: "
-                         "their meta_data.json, else their first record).")
-    flags.DEFINE_integer("max_predictions_per_seq", None, "As the records were written "
-                         "(default: their meta_data.json, else their first record).")
+    flags.DEFINE_integer(
+        "max_seq_length",
+        None,
+        "As the records were written (default: their meta_data.json, else their first record).",
+    )
+    flags.DEFINE_integer(
+        "max_predictions_per_seq",
+        None,
+        "As the records were written (default: their meta_data.json, else their first record).",
+    )
     flags.DEFINE_integer("train_batch_size", 4096, "Global batch size of one update.")
     flags.DEFINE_integer("eval_batch_size", 64, "Global evaluation batch size.")
-    flags.DEFINE_bool("dynamic_masking", None, "Records written with --dynamic_masking: "
-                      "draw masks each epoch (default: as their meta_data.json says).")
-    flags.DEFINE_string("spm_model_file", None, "SentencePiece model of the records (needed "
-                        "for dynamic masking and --export_dir).")
-    flags.DEFINE_string("export_dir", None, "When done, export the encoder as a SavedModel "
-                        "that embeds raw text (albert_tf.serving.export: embed, encode, "
-                        "tokenize) as EXPORT_DIR/N.")
-    flags.DEFINE_bool("do_lower_case", None, "--export_dir: the casing of the vocabulary "
-                      "(default: the records' meta_data.json, else lower-cased).")
+    flags.DEFINE_bool(
+        "dynamic_masking",
+        None,
+        "Records written with --dynamic_masking: "
+        "draw masks each epoch (default: as their meta_data.json says).",
+    )
+    flags.DEFINE_string(
+        "spm_model_file",
+        None,
+        "SentencePiece model of the records (needed for dynamic masking and --export_dir).",
+    )
+    flags.DEFINE_string(
+        "export_dir",
+        None,
+        "When done, export the encoder as a SavedModel "
+        "that embeds raw text (albert_tf.serving.export: embed, encode, "
+        "tokenize) as EXPORT_DIR/N.",
+    )
+    flags.DEFINE_bool(
+        "do_lower_case",
+        None,
+        "--export_dir: the casing of the vocabulary "
+        "(default: the records' meta_data.json, else lower-cased).",
+    )
     flags.mark_flags_as_required(["input_file", "output_dir"])
 
 
 def main(argv):
     del argv
     from absl import logging
+
     logging.set_verbosity(logging.WARNING)  # TF's INFO lines would drown the progress
     return run_main(_main)
 
@@ -71,10 +98,13 @@ def _main() -> int:
     trainer_config = shared_flags.trainer_config_from_flags()
     files = expand_input_files(FLAGS.input_file)
     eval_files = expand_input_files(FLAGS.eval_input_file) if FLAGS.eval_input_file else []
-    data = pretraining_data(files + eval_files, max_seq_length=FLAGS.max_seq_length,
-                            max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-                            dynamic_masking=FLAGS.dynamic_masking,
-                            do_lower_case=FLAGS.do_lower_case)
+    data = pretraining_data(
+        files + eval_files,
+        max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        dynamic_masking=FLAGS.dynamic_masking,
+        do_lower_case=FLAGS.do_lower_case,
+    )
     if FLAGS.export_dir and not FLAGS.spm_model_file:
         raise ValueError("--export_dir needs --spm_model_file")
     if data.dynamic_masking and not FLAGS.spm_model_file:
@@ -82,53 +112,82 @@ def _main() -> int:
     tokenizer = masker = None
     if FLAGS.spm_model_file:
         from data_pipeline.tokenization import AlbertTokenizer
+
         tokenizer = AlbertTokenizer(FLAGS.spm_model_file)
         data.check_vocabulary(tokenizer)
     if data.dynamic_masking:
         from data_pipeline.pretraining.masking import NgramMasker
-        masker = NgramMasker.from_tokenizer(
-            tokenizer, max_predictions_per_seq=data.max_predictions_per_seq, **data.masking)
 
-    run = setup_run("run_pretraining", trainer_config, strategy_name=FLAGS.strategy,
-                    tpu=FLAGS.tpu, num_gpus=FLAGS.num_gpus,
-                    train_batch_size=FLAGS.train_batch_size, training=True,
-                    run_config={"flags": FLAGS.flag_values_dict(),
-                                "albert_config": albert_config.to_dict(),
-                                "input_files": files, "data_meta": data.summary,
-                                "data": dataclasses.asdict(data),
-                                "sop_weight": data.sop_weight})
+        masker = NgramMasker.from_tokenizer(
+            tokenizer, max_predictions_per_seq=data.max_predictions_per_seq, **data.masking
+        )
+
+    run = setup_run(
+        "run_pretraining",
+        trainer_config,
+        strategy_name=FLAGS.strategy,
+        tpu=FLAGS.tpu,
+        num_gpus=FLAGS.num_gpus,
+        train_batch_size=FLAGS.train_batch_size,
+        training=True,
+        run_config={
+            "flags": FLAGS.flag_values_dict(),
+            "albert_config": albert_config.to_dict(),
+            "input_files": files,
+            "data_meta": data.summary,
+            "data": dataclasses.asdict(data),
+            "sop_weight": data.sop_weight,
+        },
+    )
 
     def dataset_fn(patterns, global_batch, training):
         def fn(ctx):
             return pretraining_dataset(
-                patterns, ctx.get_per_replica_batch_size(global_batch), data.max_seq_length,
-                data.max_predictions_per_seq, is_training=training, input_context=ctx,
-                seed=trainer_config.seed, dynamic_masker=masker,
-                special_ids=(tokenizer.cls_id, tokenizer.sep_id) if masker else None)
+                patterns,
+                ctx.get_per_replica_batch_size(global_batch),
+                data.max_seq_length,
+                data.max_predictions_per_seq,
+                is_training=training,
+                input_context=ctx,
+                seed=trainer_config.seed,
+                dynamic_masker=masker,
+                special_ids=(tokenizer.cls_id, tokenizer.sep_id) if masker else None,
+            )
+
         return fn
 
-    task = PretrainingTask(albert_config, data.max_seq_length, data.max_predictions_per_seq,
-                           data.sop_weight)
+    task = PretrainingTask(
+        albert_config, data.max_seq_length, data.max_predictions_per_seq, data.sop_weight
+    )
     try:
-        trainer = Trainer(task, trainer_config, run.strategy,
-                          dataset_fn(files, run.micro_batch, True),
-                          dataset_fn(eval_files, FLAGS.eval_batch_size, False)
-                          if eval_files else None,
-                          init_checkpoint=FLAGS.init_checkpoint)
+        trainer = Trainer(
+            task,
+            trainer_config,
+            run.strategy,
+            dataset_fn(files, run.micro_batch, True),
+            dataset_fn(eval_files, FLAGS.eval_batch_size, False) if eval_files else None,
+            init_checkpoint=FLAGS.init_checkpoint,
+        )
         result = trainer.train()
     except tf.errors.DataLossError:
         where = find_corrupt(files + eval_files)
-        raise ValueError(f"corrupt input record: {where or 'see the TensorFlow error above'}"
-                         ) from None
+        raise ValueError(
+            f"corrupt input record: {where or 'see the TensorFlow error above'}"
+        ) from None
     write_json(os.path.join(run.output_dir, "final_metrics.json"), result)
     print(json.dumps(result))
     if FLAGS.export_dir and run.output_dir == trainer_config.output_dir:  # the chief exports
         from albert_tf.serving.export import export
-        version = export("encoder", os.path.join(run.output_dir, "checkpoints"),
-                         FLAGS.export_dir, albert_config=albert_config,
-                         spm_model_file=FLAGS.spm_model_file,
-                         max_seq_length=data.max_seq_length,
-                         do_lower_case=data.do_lower_case is not False)
+
+        version = export(
+            "encoder",
+            os.path.join(run.output_dir, "checkpoints"),
+            FLAGS.export_dir,
+            albert_config=albert_config,
+            spm_model_file=FLAGS.spm_model_file,
+            max_seq_length=data.max_seq_length,
+            do_lower_case=data.do_lower_case is not False,
+        )
         print(f"SavedModel: {version}", flush=True)
     return 0
 

@@ -33,10 +33,13 @@ FLAGS = flags.FLAGS
 
 def define_flags():
     shared_flags.define_finetuning_flags(
-        learning_rate=5e-5, max_seq_length=384, num_train_epochs=2.0,
+        learning_rate=5e-5,
+        max_seq_length=384,
+        num_train_epochs=2.0,
         export_help="When done, export a SavedModel that answers questions from raw text "
         "as EXPORT_DIR/N (albert_tf.serving.export; v2.0 with the tuned threshold when "
-        "--tune_threshold_on is given).")
+        "--tune_threshold_on is given).",
+    )
     flags.DEFINE_string("train_file", None, "SQuAD-format JSON to train on.")
     flags.DEFINE_string("predict_file", None, "SQuAD-format JSON to predict (and score).")
     flags.DEFINE_bool("do_train", False, "Fine-tune on --train_file.")
@@ -48,17 +51,24 @@ def define_flags():
     flags.DEFINE_integer("predict_batch_size", 32, "Prediction batch size.")
     flags.DEFINE_integer("n_best_size", 20, "Start and end candidates per window.")
     flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in tokens.")
-    flags.DEFINE_float("null_score_diff_threshold", 0.0,
-                       "v2.0: predict no answer when null score - best span score > this.")
-    flags.DEFINE_string("tune_threshold_on", None,
-                        "v2.0: a separate SQuAD v2.0 file; the threshold maximizing F1 on "
-                        "it is reported and applied to --predict_file as well.")
+    flags.DEFINE_float(
+        "null_score_diff_threshold",
+        0.0,
+        "v2.0: predict no answer when null score - best span score > this.",
+    )
+    flags.DEFINE_string(
+        "tune_threshold_on",
+        None,
+        "v2.0: a separate SQuAD v2.0 file; the threshold maximizing F1 on "
+        "it is reported and applied to --predict_file as well.",
+    )
     flags.mark_flags_as_required(["output_dir", "spm_model_file"])
 
 
 def main(argv):
     del argv
     from absl import logging
+
     logging.set_verbosity(logging.WARNING)
     return run_main(_main)
 
@@ -68,11 +78,23 @@ def _predict(model, features, threshold):
     from albert_tf.training.prediction import predict_logits
     from data_pipeline.squad.data import PREDICTION_KEYS
     from data_pipeline.squad.postprocess import postprocess
-    out = predict_logits(model, features.prediction_dataset(FLAGS.predict_batch_size),
-                         outputs=("start_logits", "end_logits"), carry=PREDICTION_KEYS)
-    return postprocess(features.examples, out, out["start_logits"], out["end_logits"],
-                       FLAGS.n_best_size, FLAGS.max_answer_length,
-                       FLAGS.version_2_with_negative, threshold)
+
+    out = predict_logits(
+        model,
+        features.prediction_dataset(FLAGS.predict_batch_size),
+        outputs=("start_logits", "end_logits"),
+        carry=PREDICTION_KEYS,
+    )
+    return postprocess(
+        features.examples,
+        out,
+        out["start_logits"],
+        out["end_logits"],
+        FLAGS.n_best_size,
+        FLAGS.max_answer_length,
+        FLAGS.version_2_with_negative,
+        threshold,
+    )
 
 
 def _main() -> int:
@@ -82,6 +104,7 @@ def _main() -> int:
     from data_pipeline.squad import scoring
     from data_pipeline.squad.data import squad_features
     from data_pipeline.tokenization import AlbertTokenizer
+
     v2 = FLAGS.version_2_with_negative
     version = "2.0" if v2 else "1.1"
     if not (FLAGS.do_train or FLAGS.do_predict or FLAGS.do_eval):
@@ -96,40 +119,64 @@ def _main() -> int:
     tokenizer = AlbertTokenizer(FLAGS.spm_model_file, FLAGS.do_lower_case)
 
     def features(path, is_training):
-        found = squad_features(path, tokenizer, os.path.join(FLAGS.output_dir, "cache"),
-                               FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length,
-                               is_training)
+        found = squad_features(
+            path,
+            tokenizer,
+            os.path.join(FLAGS.output_dir, "cache"),
+            FLAGS.max_seq_length,
+            FLAGS.doc_stride,
+            FLAGS.max_query_length,
+            is_training,
+        )
         print(found.describe(), flush=True)
         return found
 
     train = features(FLAGS.train_file, True) if FLAGS.do_train else None
-    predict_set = (features(FLAGS.predict_file, False)
-                   if FLAGS.do_predict or FLAGS.do_eval else None)
+    predict_set = features(FLAGS.predict_file, False) if FLAGS.do_predict or FLAGS.do_eval else None
     tune_set = features(FLAGS.tune_threshold_on, False) if FLAGS.tune_threshold_on else None
 
     steps, warmup = shared_flags.finetuning_schedule(train.count if train else 0)
     trainer_config = shared_flags.trainer_config_from_flags(
-        output_dir=FLAGS.output_dir, num_train_steps=steps, num_warmup_steps=warmup)
-    run = setup_run("run_squad", trainer_config, strategy_name=FLAGS.strategy, tpu=FLAGS.tpu,
-                    num_gpus=FLAGS.num_gpus, train_batch_size=FLAGS.train_batch_size,
-                    training=FLAGS.do_train,
-                    run_config={"flags": FLAGS.flag_values_dict(), "version": version,
-                                "albert_config": albert_config.to_dict(),
-                                "train_features": train.count if train else 0})
+        output_dir=FLAGS.output_dir, num_train_steps=steps, num_warmup_steps=warmup
+    )
+    run = setup_run(
+        "run_squad",
+        trainer_config,
+        strategy_name=FLAGS.strategy,
+        tpu=FLAGS.tpu,
+        num_gpus=FLAGS.num_gpus,
+        train_batch_size=FLAGS.train_batch_size,
+        training=FLAGS.do_train,
+        run_config={
+            "flags": FLAGS.flag_values_dict(),
+            "version": version,
+            "albert_config": albert_config.to_dict(),
+            "train_features": train.count if train else 0,
+        },
+    )
 
     def train_fn(ctx):  # (without --do_train the trainer only builds the model)
-        return (train or predict_set).dataset(ctx.get_per_replica_batch_size(run.micro_batch),
-                                              is_training=True, seed=trainer_config.seed,
-                                              input_context=ctx)
+        return (train or predict_set).dataset(
+            ctx.get_per_replica_batch_size(run.micro_batch),
+            is_training=True,
+            seed=trainer_config.seed,
+            input_context=ctx,
+        )
 
     def evaluate_fn(model):
         predictions = _predict(model, predict_set, FLAGS.null_score_diff_threshold)[0]
-        return squad_eval.evaluate(scoring.read_dataset(FLAGS.predict_file), predictions,
-                                   version=version)
+        return squad_eval.evaluate(
+            scoring.read_dataset(FLAGS.predict_file), predictions, version=version
+        )
 
-    trainer = Trainer(SquadTask(albert_config), trainer_config, run.strategy, train_fn,
-                      init_checkpoint=FLAGS.init_checkpoint,
-                      evaluate_fn=evaluate_fn if predict_set and FLAGS.do_eval else None)
+    trainer = Trainer(
+        SquadTask(albert_config),
+        trainer_config,
+        run.strategy,
+        train_fn,
+        init_checkpoint=FLAGS.init_checkpoint,
+        evaluate_fn=evaluate_fn if predict_set and FLAGS.do_eval else None,
+    )
     if not FLAGS.do_train:
         trainer.check_trained("--do_predict/--do_eval without --do_train")
     else:
@@ -137,31 +184,54 @@ def _main() -> int:
     threshold = FLAGS.null_score_diff_threshold
     if predict_set:
         predictions, nbest, null_odds = _predict(trainer.model, predict_set, threshold)
-        for name, obj in (("predictions", predictions), ("nbest_predictions", nbest),
-                          ("null_odds", null_odds if v2 else None)):
+        for name, obj in (
+            ("predictions", predictions),
+            ("nbest_predictions", nbest),
+            ("null_odds", null_odds if v2 else None),
+        ):
             if obj is not None:
                 write_json(os.path.join(run.output_dir, f"{name}.json"), obj)
         print(f"predictions: {os.path.join(run.output_dir, 'predictions.json')}", flush=True)
     if predict_set and FLAGS.do_eval:
-        tune_on = None if tune_set is None else (  # (held-out file, its nbest, null_odds)
-            tune_set.source, *_predict(trainer.model, tune_set, threshold)[1:])
-        report = {"predict_file": FLAGS.predict_file, "version": version,
-                  "step": trainer.step, **scoring.evaluation_report(
-                      FLAGS.predict_file, predictions, nbest, null_odds, v2, threshold,
-                      tune_on)}
+        tune_on = (
+            None
+            if tune_set is None
+            else (  # (held-out file, its nbest, null_odds)
+                tune_set.source,
+                *_predict(trainer.model, tune_set, threshold)[1:],
+            )
+        )
+        report = {
+            "predict_file": FLAGS.predict_file,
+            "version": version,
+            "step": trainer.step,
+            **scoring.evaluation_report(
+                FLAGS.predict_file, predictions, nbest, null_odds, v2, threshold, tune_on
+            ),
+        }
         threshold = report.get("tuned_threshold", {}).get("threshold", threshold)
         write_json(os.path.join(run.output_dir, "eval_results.json"), report)
         print(json.dumps(report), flush=True)
     if FLAGS.export_dir:  # (v2.0: with the tuned threshold when there is one)
         from albert_tf.serving.export import export_trained
-        version_dir = export_trained(trainer.model, FLAGS.export_dir, {
-            "kind": "squad", "version_2_with_negative": v2,
-            "max_seq_length": (train or predict_set).max_seq_length,
-            "doc_stride": FLAGS.doc_stride,
-            "max_query_length": FLAGS.max_query_length, "do_lower_case": FLAGS.do_lower_case,
-            "max_answer_length": FLAGS.max_answer_length, "n_best_size": FLAGS.n_best_size,
-            "null_score_diff_threshold": threshold, "step": trainer.step},
-            FLAGS.spm_model_file)
+
+        version_dir = export_trained(
+            trainer.model,
+            FLAGS.export_dir,
+            {
+                "kind": "squad",
+                "version_2_with_negative": v2,
+                "max_seq_length": (train or predict_set).max_seq_length,
+                "doc_stride": FLAGS.doc_stride,
+                "max_query_length": FLAGS.max_query_length,
+                "do_lower_case": FLAGS.do_lower_case,
+                "max_answer_length": FLAGS.max_answer_length,
+                "n_best_size": FLAGS.n_best_size,
+                "null_score_diff_threshold": threshold,
+                "step": trainer.step,
+            },
+            FLAGS.spm_model_file,
+        )
         print(f"SavedModel: {version_dir}", flush=True)
     return 0
 

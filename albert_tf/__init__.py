@@ -13,5 +13,11 @@ from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 from albert_tf.checkpoints import load_checkpoint, save_checkpoint
 
-__all__ = ["AlbertConfig", "ConfigError", "AlbertEncoder", "AlbertPretrainer",
-           "load_checkpoint", "save_checkpoint"]
+__all__ = [
+    "AlbertConfig",
+    "ConfigError",
+    "AlbertEncoder",
+    "AlbertPretrainer",
+    "load_checkpoint",
+    "save_checkpoint",
+]

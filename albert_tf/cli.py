@@ -8,11 +8,12 @@ from __future__ import annotations
 from absl import flags
 
 
-def parse_tool_flags(flag_values: "flags.FlagValues", argv, required) -> bool:
+def parse_tool_flags(flag_values: flags.FlagValues, argv, required) -> bool:
     """For the module CLIs (convert, export_encoder, analysis), each with its own
     FlagValues: marks `required`, parses `argv` (default sys.argv) and, on a bad command
     line, prints one error line plus the usage. Returns False when parsing failed."""
     import sys
+
     for name in required:
         flags.mark_flag_as_required(name, flag_values=flag_values)
     try:

@@ -17,13 +17,14 @@ def run_cases(script: str, cases: list[str], passthrough: list[str]) -> list[dic
     results = []
     for case in cases:
         print(f"[{time.strftime('%H:%M:%S')}] {case} ...", file=sys.stderr, flush=True)
-        run = subprocess.run([sys.executable, script, "--case", case] + passthrough,
-                             capture_output=True, text=True)
-        lines = [l for l in run.stdout.splitlines() if l.startswith("RESULT ")]
+        run = subprocess.run(
+            [sys.executable, script, "--case", case] + passthrough, capture_output=True, text=True
+        )
+        lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
         if run.returncode or not lines:
             print(f"{case} failed:\n{run.stderr[-2000:]}", file=sys.stderr)
             continue
-        results.append(json.loads(lines[-1][len("RESULT "):]))
+        results.append(json.loads(lines[-1][len("RESULT ") :]))
     return results
 
 
@@ -36,4 +37,5 @@ def report_logger(output_dir: str):
         print(msg, flush=True)
         with open(path, "a") as f:
             f.write(msg + "\n")
+
     return log

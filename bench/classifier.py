@@ -40,29 +40,44 @@ def run_case(dtype: str, args) -> dict:
     config = AlbertConfig.preset(args.config)
 
     def fn(ctx):
-        return tf.data.Dataset.from_tensor_slices(features).repeat().batch(
-            args.train_batch, drop_remainder=True)
+        return (
+            tf.data.Dataset.from_tensor_slices(features)
+            .repeat()
+            .batch(args.train_batch, drop_remainder=True)
+        )
 
-    trainer = Trainer(ClassificationTask(config, num_labels=2),
-                      TrainerConfig(output_dir=os.path.join(args.tmp, dtype),
-                                    num_train_steps=10 ** 6, learning_rate=1e-5,
-                                    optimizer="adamw", steps_per_loop=args.steps_per_loop,
-                                    save_checkpoints_steps=10 ** 6, dtype=dtype),
-                      tf.distribute.get_strategy(), fn, log=lambda *_: None)
+    trainer = Trainer(
+        ClassificationTask(config, num_labels=2),
+        TrainerConfig(
+            output_dir=os.path.join(args.tmp, dtype),
+            num_train_steps=10**6,
+            learning_rate=1e-5,
+            optimizer="adamw",
+            steps_per_loop=args.steps_per_loop,
+            save_checkpoints_steps=10**6,
+            dtype=dtype,
+        ),
+        tf.distribute.get_strategy(),
+        fn,
+        log=lambda *_: None,
+    )
     n = tf.constant(args.steps_per_loop)
-    trainer._train_loop(trainer.train_iterator, n)            # trace + warm up
+    trainer._train_loop(trainer.train_iterator, n)  # trace + warm up
     train_times = []
     for _ in range(args.loops):
         t = time.perf_counter()
         float(trainer._train_loop(trainer.train_iterator, n)["count"])
         train_times.append(time.perf_counter() - t)
-    train_rate = statistics.median(args.train_batch * args.steps_per_loop / t
-                                   for t in train_times)
+    train_rate = statistics.median(args.train_batch * args.steps_per_loop / t for t in train_times)
 
     forward = tf.function(lambda b: trainer.model(b, training=False)["logits"])
-    batches = [{k: tf.constant(features[k][i:i + args.eval_batch])
-                for k in ("input_ids", "input_mask", "segment_ids")}
-               for i in range(0, args.eval_batch * args.eval_batches, args.eval_batch)]
+    batches = [
+        {
+            k: tf.constant(features[k][i : i + args.eval_batch])
+            for k in ("input_ids", "input_mask", "segment_ids")
+        }
+        for i in range(0, args.eval_batch * args.eval_batches, args.eval_batch)
+    ]
     forward(batches[0]).numpy()
     eval_times = []
     for _ in range(args.loops):
@@ -71,9 +86,12 @@ def run_case(dtype: str, args) -> dict:
             forward(b).numpy()
         eval_times.append(time.perf_counter() - t)
     eval_rate = statistics.median(args.eval_batch * len(batches) / t for t in eval_times)
-    return {"dtype": dtype, "train_examples_per_s": round(train_rate, 2),
-            "eval_examples_per_s": round(eval_rate, 2),
-            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+    return {
+        "dtype": dtype,
+        "train_examples_per_s": round(train_rate, 2),
+        "eval_examples_per_s": round(eval_rate, 2),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
 
 
 def main():
@@ -95,19 +113,34 @@ def main():
         return
     if not os.path.isdir(DATA):
         sys.exit(f"needs ../shared/data ({DATA})")
-    passthrough = [f"--{k}={getattr(args, k)}" for k in
-                   ("config", "seq", "train_batch", "eval_batch", "eval_batches",
-                    "steps_per_loop", "loops", "tmp")]
+    passthrough = [
+        f"--{k}={getattr(args, k)}"
+        for k in (
+            "config",
+            "seq",
+            "train_batch",
+            "eval_batch",
+            "eval_batches",
+            "steps_per_loop",
+            "loops",
+            "tmp",
+        )
+    ]
     from cases import run_cases
+
     results = run_cases(os.path.abspath(__file__), args.cases.split(","), passthrough)
-    print(f"\nSST-2 sentences, ALBERT-{args.config}, max_seq_length {args.seq}, "
-          f"{os.cpu_count()} cores (train batch {args.train_batch}, eval batch "
-          f"{args.eval_batch})\n")
+    print(
+        f"\nSST-2 sentences, ALBERT-{args.config}, max_seq_length {args.seq}, "
+        f"{os.cpu_count()} cores (train batch {args.train_batch}, eval batch "
+        f"{args.eval_batch})\n"
+    )
     print("| dtype | fine-tuning examples/s | eval examples/s | peak RSS MiB |")
     print("|---|---|---|---|")
     for r in results:
-        print(f"| {r['dtype']} | {r['train_examples_per_s']} | {r['eval_examples_per_s']} | "
-              f"{r['peak_rss_mib']} |")
+        print(
+            f"| {r['dtype']} | {r['train_examples_per_s']} | {r['eval_examples_per_s']} | "
+            f"{r['peak_rss_mib']} |"
+        )
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(results, f, indent=1)

@@ -27,23 +27,40 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GLUE = os.path.join(os.path.dirname(ROOT), "shared", "data", "glue")
 
 # task: (folder, max_seq_length, training steps at batch 32)
-TASKS = {"sst-2": ("SST-2", 64, 1500), "mrpc": ("MRPC", 128, 345),
-         "cola": ("CoLA", 64, 800), "sts-b": ("STS-B", 128, 540), "rte": ("RTE", 128, 234)}
+TASKS = {
+    "sst-2": ("SST-2", 64, 1500),
+    "mrpc": ("MRPC", 128, 345),
+    "cola": ("CoLA", 64, 800),
+    "sts-b": ("STS-B", 128, 540),
+    "rte": ("RTE", 128, 234),
+}
 
 
-def finetune(task: str, init: str | None, out: str, pretrained_dir: str, seed: int,
-             args) -> dict:
+def finetune(task: str, init: str | None, out: str, pretrained_dir: str, seed: int, args) -> dict:
     folder, seq, steps = TASKS[task]
-    cmd = [sys.executable, os.path.join(ROOT, "run_classifier.py"), f"--task_name={task}",
-           f"--data_dir={os.path.join(GLUE, folder)}", f"--output_dir={out}",
-           f"--spm_model_file={os.path.join(pretrained_dir, 'spm8k.model')}",
-           f"--albert_config_file={os.path.join(pretrained_dir, 'albert_config.json')}",
-           f"--max_seq_length={seq}", "--train_batch_size=32", "--eval_batch_size=128",
-           f"--train_step={int(steps * args.step_scale)}", "--warmup_proportion=0.1",
-           f"--learning_rate={args.learning_rate}", "--optimizer=adamw",
-           "--steps_per_loop=50", "--save_checkpoints_steps=100000", f"--seed={seed}",
-           f"--dtype={args.dtype}", f"--max_train_examples={args.max_train_examples}",
-           "--do_train", "--do_eval"]
+    cmd = [
+        sys.executable,
+        os.path.join(ROOT, "run_classifier.py"),
+        f"--task_name={task}",
+        f"--data_dir={os.path.join(GLUE, folder)}",
+        f"--output_dir={out}",
+        f"--spm_model_file={os.path.join(pretrained_dir, 'spm8k.model')}",
+        f"--albert_config_file={os.path.join(pretrained_dir, 'albert_config.json')}",
+        f"--max_seq_length={seq}",
+        "--train_batch_size=32",
+        "--eval_batch_size=128",
+        f"--train_step={int(steps * args.step_scale)}",
+        "--warmup_proportion=0.1",
+        f"--learning_rate={args.learning_rate}",
+        "--optimizer=adamw",
+        "--steps_per_loop=50",
+        "--save_checkpoints_steps=100000",
+        f"--seed={seed}",
+        f"--dtype={args.dtype}",
+        f"--max_train_examples={args.max_train_examples}",
+        "--do_train",
+        "--do_eval",
+    ]
     if init:
         cmd.append(f"--init_checkpoint={init}")
     start = time.time()
@@ -52,8 +69,12 @@ def finetune(task: str, init: str | None, out: str, pretrained_dir: str, seed: i
         raise RuntimeError(f"{task} failed:\n{run.stderr[-3000:]}")
     with open(os.path.join(out, "eval_results.json")) as f:
         final = json.load(f)["final"]
-    return {"metrics": final, "seconds": time.time() - start,
-            "steps": int(steps * args.step_scale), "max_seq_length": seq}
+    return {
+        "metrics": final,
+        "seconds": time.time() - start,
+        "steps": int(steps * args.step_scale),
+        "max_seq_length": seq,
+    }
 
 
 def main() -> int:
@@ -64,21 +85,36 @@ def main() -> int:
     p.add_argument("--scratch_tasks", default="sst-2")
     p.add_argument("--seeds", type=int, default=1, help="fine-tuning seeds per setting")
     p.add_argument("--learning_rate", type=float, default=1e-3)
-    p.add_argument("--step_scale", type=float, default=1.0,
-                   help="multiply every task's training steps")
+    p.add_argument(
+        "--step_scale", type=float, default=1.0, help="multiply every task's training steps"
+    )
     p.add_argument("--pretrain_steps", type=int, default=3000)
-    p.add_argument("--max_train_examples", type=int, default=0,
-                   help="fine-tune on this many training examples (0: all)")
+    p.add_argument(
+        "--max_train_examples",
+        type=int,
+        default=0,
+        help="fine-tune on this many training examples (0: all)",
+    )
     p.add_argument("--dtype", default="float32")
     args = p.parse_args()
     from cases import report_logger
+
     log = report_logger(args.output_dir)
 
     init = os.path.join(args.pretrained_dir, "run_sop", "checkpoints")
     if not os.path.exists(os.path.join(init, "checkpoint")):
-        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "sop_vs_nsp.py"),
-                        "--only", "sop", f"--output_dir={args.pretrained_dir}",
-                        f"--steps={args.pretrain_steps}"], check=True, cwd=ROOT)
+        subprocess.run(
+            [
+                sys.executable,
+                os.path.join(ROOT, "bench", "sop_vs_nsp.py"),
+                "--only",
+                "sop",
+                f"--output_dir={args.pretrained_dir}",
+                f"--steps={args.pretrain_steps}",
+            ],
+            check=True,
+            cwd=ROOT,
+        )
     with open(os.path.join(args.pretrained_dir, "run_sop", "final_metrics.json")) as f:
         log(f"pretrained model: {init} ({json.load(f).get('step')} steps)")
     results = []
@@ -92,22 +128,30 @@ def main() -> int:
                 r = finetune(task, ckpt, out, args.pretrained_dir, 12345 + s, args)
                 r.update(task=task, start=start, seed=12345 + s)
                 results.append(r)
-                log(f"{task:<6} {start:<10} seed {12345 + s}: "
-                    + ", ".join(f"{k} {v:.4f}" for k, v in r["metrics"].items()
-                                if isinstance(v, float) and k != "loss")
-                    + f"  ({r['steps']} steps, {r['seconds']:.0f}s)")
+                log(
+                    f"{task:<6} {start:<10} seed {12345 + s}: "
+                    + ", ".join(
+                        f"{k} {v:.4f}"
+                        for k, v in r["metrics"].items()
+                        if isinstance(v, float) and k != "loss"
+                    )
+                    + f"  ({r['steps']} steps, {r['seconds']:.0f}s)"
+                )
     with open(os.path.join(args.output_dir, "results.json"), "w") as f:
         json.dump({"args": vars(args), "results": results}, f, indent=1)
     log(f"\n{'task':<7}{'start':<12}{'metric':<10}{'median':>8}{'min':>8}{'max':>8}")
     from data_pipeline.classification.metrics import primary_metric
+
     for task in args.tasks.split(","):
         for start in ("pretrained", "scratch"):
             rows = [r for r in results if r["task"] == task and r["start"] == start]
             if rows:
                 name = primary_metric(task)
                 values = sorted(r["metrics"][name] for r in rows)
-                log(f"{task:<7}{start:<12}{name:<10}{values[len(values) // 2]:>8.4f}"
-                    f"{values[0]:>8.4f}{values[-1]:>8.4f}")
+                log(
+                    f"{task:<7}{start:<12}{name:<10}{values[len(values) // 2]:>8.4f}"
+                    f"{values[0]:>8.4f}{values[-1]:>8.4f}"
+                )
     return 0
 
 

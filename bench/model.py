@@ -29,27 +29,40 @@ import statistics
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CASES = [f"{mode}-{dtype}-{xla}" for mode in ("infer", "floor", "train")
-         for dtype in ("float32", "bfloat16") for xla in ("xla", "noxla")]
+CASES = [
+    f"{mode}-{dtype}-{xla}"
+    for mode in ("infer", "floor", "train")
+    for dtype in ("float32", "bfloat16")
+    for xla in ("xla", "noxla")
+]
 # Peer result files (../shared/peers names) that each of our cases is compared with.
-PEER_BASELINE = {"infer": "kh_infer_base_xla", "floor": "kh_infer_base_xla",
-                 "train": "kh_train_base_xla"}
+PEER_BASELINE = {
+    "infer": "kh_infer_base_xla",
+    "floor": "kh_infer_base_xla",
+    "train": "kh_train_base_xla",
+}
 
 
 def make_batch(np, batch, seq, masked, vocab, seed=0):
     rng = np.random.default_rng(seed)
     ids = rng.integers(5, vocab, size=(batch, seq)).astype(np.int32)
     segments = np.zeros_like(ids)
-    segments[:, seq // 2:] = 1
-    positions = np.stack([np.sort(rng.choice(np.arange(1, seq - 1), masked, replace=False))
-                          for _ in range(batch)]).astype(np.int32)
+    segments[:, seq // 2 :] = 1
+    positions = np.stack(
+        [np.sort(rng.choice(np.arange(1, seq - 1), masked, replace=False)) for _ in range(batch)]
+    ).astype(np.int32)
     labels = rng.integers(5, vocab, size=(batch, masked)).astype(np.int32)
     ids_masked = ids.copy()
     np.put_along_axis(ids_masked, positions, 4, axis=1)  # [MASK]
-    return dict(input_ids=ids_masked, input_mask=np.ones_like(ids), segment_ids=segments,
-                masked_lm_positions=positions, masked_lm_ids=labels,
-                masked_lm_weights=np.ones_like(labels, np.float32),
-                next_sentence_labels=rng.integers(0, 2, size=(batch,)).astype(np.int32))
+    return dict(
+        input_ids=ids_masked,
+        input_mask=np.ones_like(ids),
+        segment_ids=segments,
+        masked_lm_positions=positions,
+        masked_lm_ids=labels,
+        masked_lm_weights=np.ones_like(labels, np.float32),
+        next_sentence_labels=rng.integers(0, 2, size=(batch,)).astype(np.int32),
+    )
 
 
 def gemm_floor(tf, config, batch: int, seq: int, dtype):
@@ -83,24 +96,25 @@ def gemm_floor(tf, config, batch: int, seq: int, dtype):
 
     w_in = orthonormal(c.embedding_size, h, gain=(h / c.embedding_size) ** 0.5)
     # Only a third of each product's values feed the attention: gain √3 keeps their size.
-    w_qkv = orthonormal(h, 3 * h, gain=3 ** 0.5)
+    w_qkv = orthonormal(h, 3 * h, gain=3**0.5)
     w_out, w_pool = orthonormal(h, h), orthonormal(h, h)
     w_ffn_in = orthonormal(h, c.intermediate_size)
-    w_ffn_out = tf.identity(tf.transpose(w_ffn_in))      # w_ffn_in @ w_ffn_out = I_H
-    keys = orthonormal(batch * n, seq, d)                  # [B*N, S, D], keys and values
+    w_ffn_out = tf.identity(tf.transpose(w_ffn_in))  # w_ffn_in @ w_ffn_out = I_H
+    keys = orthonormal(batch * n, seq, d)  # [B*N, S, D], keys and values
     embedded = tf.cast(rng.normal([batch * seq, c.embedding_size]), dtype)
 
     def forward():
         # The encoder projects E -> H only when E != H (as the official code).
         x = tf.matmul(embedded, w_in) if c.embedding_size != h else embedded  # [B*S, H]
-        for _ in range(c.num_hidden_layers * c.inner_group_num):   # blocks applied
-            qkv = tf.matmul(x, w_qkv)                                   # [B*S, 3H]
-            heads = tf.reshape(qkv, [3 * batch * n, seq, d])[:batch * n]  # [B*N, S, D]
-            scores = tf.matmul(heads, keys, transpose_b=True)           # [B*N, S, S]
+        for _ in range(c.num_hidden_layers * c.inner_group_num):  # blocks applied
+            qkv = tf.matmul(x, w_qkv)  # [B*S, 3H]
+            heads = tf.reshape(qkv, [3 * batch * n, seq, d])[: batch * n]  # [B*N, S, D]
+            scores = tf.matmul(heads, keys, transpose_b=True)  # [B*N, S, S]
             context = tf.reshape(tf.matmul(scores, keys), [batch * seq, h])
             x = tf.matmul(tf.matmul(tf.matmul(context, w_out), w_ffn_in), w_ffn_out)
         pooled = tf.matmul(tf.reshape(x, [batch, seq * h])[:, :h], w_pool)
         return x, pooled
+
     return forward
 
 
@@ -122,9 +136,12 @@ def run_case(case: str, args) -> dict:
 
     if mode == "floor":
         model = None
-        forward = tf.function(gemm_floor(tf, config, args.batch, args.seq,
-                                         tf.bfloat16 if dtype == "bfloat16" else tf.float32),
-                              jit_compile=jit)
+        forward = tf.function(
+            gemm_floor(
+                tf, config, args.batch, args.seq, tf.bfloat16 if dtype == "bfloat16" else tf.float32
+            ),
+            jit_compile=jit,
+        )
         step = lambda: forward()[0].numpy()
         losses = None
     elif mode == "infer":
@@ -147,11 +164,15 @@ def run_case(case: str, args) -> dict:
                 # As the trainer: the last block only where the losses look.
                 out = model(x, training=True, last_block_at_masked_only=True)
                 mlm = keras.losses.sparse_categorical_crossentropy(
-                    x["masked_lm_ids"], out["mlm_logits"], from_logits=True)
+                    x["masked_lm_ids"], out["mlm_logits"], from_logits=True
+                )
                 weights = x["masked_lm_weights"]
                 mlm_loss = tf.reduce_sum(mlm * weights) / (tf.reduce_sum(weights) + 1e-5)
-                sop_loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
-                    x["next_sentence_labels"], out["sop_logits"], from_logits=True))
+                sop_loss = tf.reduce_mean(
+                    keras.losses.sparse_categorical_crossentropy(
+                        x["next_sentence_labels"], out["sop_logits"], from_logits=True
+                    )
+                )
                 loss = mlm_loss + sop_loss
             grads = tape.gradient(loss, model.trainable_variables)
             optimizer.apply_gradients(zip(grads, model.trainable_variables))
@@ -171,14 +192,25 @@ def run_case(case: str, args) -> dict:
             step()
         times.append(time.perf_counter() - t)
     rates = [args.batch * args.steps / t for t in times]
-    result = dict(case=case, mode=mode, dtype=dtype, xla=jit, config=args.config,
-                  batch=args.batch, seq=args.seq, first_call_s=round(first, 2),
-                  seq_per_s_median=round(statistics.median(rates), 3),
-                  seq_per_s_min=round(min(rates), 3), seq_per_s_max=round(max(rates), 3),
-                  step_ms_median=round(1000 * statistics.median(times) / args.steps, 1),
-                  peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-                  params=int(model.count_params()) if model else None, tensorflow=tf.__version__,
-                  keras=keras.__version__, loadavg=os.getloadavg()[0])
+    result = dict(
+        case=case,
+        mode=mode,
+        dtype=dtype,
+        xla=jit,
+        config=args.config,
+        batch=args.batch,
+        seq=args.seq,
+        first_call_s=round(first, 2),
+        seq_per_s_median=round(statistics.median(rates), 3),
+        seq_per_s_min=round(min(rates), 3),
+        seq_per_s_max=round(max(rates), 3),
+        step_ms_median=round(1000 * statistics.median(times) / args.steps, 1),
+        peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        params=int(model.count_params()) if model else None,
+        tensorflow=tf.__version__,
+        keras=keras.__version__,
+        loadavg=os.getloadavg()[0],
+    )
     if losses:
         result["loss_first_last"] = [round(losses[0], 4), round(losses[-1], 4)]
     return result
@@ -209,8 +241,12 @@ def main():
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--peers", default=os.path.join(
-        os.environ.get("PEERS_HOME", os.path.expanduser("~/.cache/albert-peers")), "results"))
+    p.add_argument(
+        "--peers",
+        default=os.path.join(
+            os.environ.get("PEERS_HOME", os.path.expanduser("~/.cache/albert-peers")), "results"
+        ),
+    )
     p.add_argument("--json_out", help="also write all results to this JSON file")
     args = p.parse_args()
 
@@ -218,30 +254,46 @@ def main():
         print("RESULT " + json.dumps(run_case(args.case, args)), flush=True)
         return
 
-    passthrough = [f"--{k}={getattr(args, k)}" for k in
-                   ("config", "batch", "seq", "masked", "warmup", "reps", "steps", "seed")]
+    passthrough = [
+        f"--{k}={getattr(args, k)}"
+        for k in ("config", "batch", "seq", "masked", "warmup", "reps", "steps", "seed")
+    ]
     from cases import run_cases
+
     results = run_cases(os.path.abspath(__file__), args.cases.split(","), passthrough)
 
     peers = peer_results(args.peers)
-    print(f"\nALBERT-{args.config}, batch {args.batch} x {args.seq}, "
-          f"{os.cpu_count()} CPU cores, median of {args.reps} x {args.steps} steps\n")
-    floors = {r["case"].split("-", 1)[1]: r["seq_per_s_median"]
-              for r in results if r["mode"] == "floor"}
-    print("| case | seq/s | step ms | first call s | peak RSS MiB | % of floor "
-          "| vs KerasHub fp32 XLA |")
+    print(
+        f"\nALBERT-{args.config}, batch {args.batch} x {args.seq}, "
+        f"{os.cpu_count()} CPU cores, median of {args.reps} x {args.steps} steps\n"
+    )
+    floors = {
+        r["case"].split("-", 1)[1]: r["seq_per_s_median"] for r in results if r["mode"] == "floor"
+    }
+    print(
+        "| case | seq/s | step ms | first call s | peak RSS MiB | % of floor "
+        "| vs KerasHub fp32 XLA |"
+    )
     print("|---|---|---|---|---|---|---|")
     for r in results:
         peer = peers.get(PEER_BASELINE[r["mode"]], {}).get("seq_per_s_median")
         ratio = f"{r['seq_per_s_median'] / peer:.2f}x (peer {peer})" if peer else "n/a"
         floor = floors.get(r["case"].split("-", 1)[1]) if r["mode"] == "infer" else None
         share = f"{100 * r['seq_per_s_median'] / floor:.0f}%" if floor else ""
-        print(f"| {r['case']} | {r['seq_per_s_median']:.2f} | {r['step_ms_median']} | "
-              f"{r['first_call_s']} | {r['peak_rss_mib']} | {share} | {ratio} |")
+        print(
+            f"| {r['case']} | {r['seq_per_s_median']:.2f} | {r['step_ms_median']} | "
+            f"{r['first_call_s']} | {r['peak_rss_mib']} | {share} | {ratio} |"
+        )
     if args.json_out:
         with open(args.json_out, "w") as f:
-            json.dump({"results": results, "peers": {k: peers[k] for k in PEER_BASELINE.values()
-                                                     if k in peers}}, f, indent=1)
+            json.dump(
+                {
+                    "results": results,
+                    "peers": {k: peers[k] for k in PEER_BASELINE.values() if k in peers},
+                },
+                f,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

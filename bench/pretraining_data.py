@@ -58,14 +58,24 @@ def _tree_rss(pid: int) -> int:
 
 
 def run_case(inputs: str, workers: int, out_dir: str, extra=()) -> dict:
-    cmd = [sys.executable, "-m", "data_pipeline.pretraining.create_pretraining_data",
-           f"--input_file={inputs}", f"--output_dir={out_dir}",
-           f"--spm_model_file={os.path.join(DATA, 'spm', 'de-30k-clean.model')}",
-           "--max_seq_length=128", "--dupe_factor=3", "--split_sentences",
-           f"--num_workers={workers}", "--progress_every=1000", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "data_pipeline.pretraining.create_pretraining_data",
+        f"--input_file={inputs}",
+        f"--output_dir={out_dir}",
+        f"--spm_model_file={os.path.join(DATA, 'spm', 'de-30k-clean.model')}",
+        "--max_seq_length=128",
+        "--dupe_factor=3",
+        "--split_sentences",
+        f"--num_workers={workers}",
+        "--progress_every=1000",
+        *extra,
+    ]
     start = time.time()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     peak = [0]
 
     def sample():
@@ -82,9 +92,14 @@ def run_case(inputs: str, workers: int, out_dir: str, extra=()) -> dict:
         raise RuntimeError(f"create_pretraining_data failed:\n{output}")
     with open(os.path.join(out_dir, "meta_data.json")) as f:
         meta = json.load(f)
-    return {"workers": workers, "instances": meta["instances"], "seconds": elapsed,
-            "instances_per_s": meta["instances"] / elapsed, "peak_rss_mb": peak[0] / 2**20,
-            "input_mb": meta["input"]["bytes"] / 1e6}
+    return {
+        "workers": workers,
+        "instances": meta["instances"],
+        "seconds": elapsed,
+        "instances_per_s": meta["instances"] / elapsed,
+        "peak_rss_mb": peak[0] / 2**20,
+        "input_mb": meta["input"]["bytes"] / 1e6,
+    }
 
 
 def main() -> int:
@@ -106,8 +121,11 @@ def main() -> int:
                 target = os.path.join(d, f"{i:04d}-{os.path.basename(f)}")
                 shutil.copyfile(f, target)
                 big.append(target)
-        cases = [("5 MB", ",".join(files), 1), ("5 MB", ",".join(files), 2),
-                 ("20 MB (4x)", ",".join(big), 2)]
+        cases = [
+            ("5 MB", ",".join(files), 1),
+            ("5 MB", ",".join(files), 2),
+            ("20 MB (4x)", ",".join(big), 2),
+        ]
         rows = []
         for label, inputs, workers in cases:
             runs = []
@@ -116,19 +134,27 @@ def main() -> int:
                 runs.append(run_case(inputs, workers, out))
                 shutil.rmtree(out)
             runs.sort(key=lambda x: x["instances_per_s"])
-            row = dict(runs[len(runs) // 2], input=label,
-                       peak_rss_mb=max(x["peak_rss_mb"] for x in runs))
+            row = dict(
+                runs[len(runs) // 2], input=label, peak_rss_mb=max(x["peak_rss_mb"] for x in runs)
+            )
             rows.append(row)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"\n{'input':<12}{'workers':>8}{'instances':>11}{'seconds':>9}{'inst/s':>10}"
-          f"{'vs official':>13}{'peak RSS MB':>13}")
+    print(
+        f"\n{'input':<12}{'workers':>8}{'instances':>11}{'seconds':>9}{'inst/s':>10}"
+        f"{'vs official':>13}{'peak RSS MB':>13}"
+    )
     for r in rows:
-        print(f"{r['input']:<12}{r['workers']:>8}{r['instances']:>11,}{r['seconds']:>9.2f}"
-              f"{r['instances_per_s']:>10,.0f}{r['instances_per_s'] / OFFICIAL_INSTANCES_PER_S:>12.1f}x"
-              f"{r['peak_rss_mb']:>13.0f}")
-    print(f"{'official':<12}{1:>8}{'':>11}{'':>9}{OFFICIAL_INSTANCES_PER_S:>10,.0f}"
-          f"{1.0:>12.1f}x{OFFICIAL_PEAK_RSS_MB:>13.0f}")
+        print(
+            f"{r['input']:<12}{r['workers']:>8}{r['instances']:>11,}{r['seconds']:>9.2f}"
+            f"{r['instances_per_s']:>10,.0f}"
+            f"{r['instances_per_s'] / OFFICIAL_INSTANCES_PER_S:>12.1f}x"
+            f"{r['peak_rss_mb']:>13.0f}"
+        )
+    print(
+        f"{'official':<12}{1:>8}{'':>11}{'':>9}{OFFICIAL_INSTANCES_PER_S:>10,.0f}"
+        f"{1.0:>12.1f}x{OFFICIAL_PEAK_RSS_MB:>13.0f}"
+    )
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(rows, f, indent=1)

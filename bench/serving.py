@@ -74,23 +74,34 @@ print("RESULT " + json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "first_s":
 
 def make_config(name: str, max_seq_length: int):
     from albert_tf import AlbertConfig
+
     if name == "tiny":
-        return AlbertConfig.preset("base", embedding_size=64, hidden_size=128,
-                                   num_hidden_layers=2, num_attention_heads=2,
-                                   intermediate_size=256,
-                                   max_position_embeddings=max(128, max_seq_length))
+        return AlbertConfig.preset(
+            "base",
+            embedding_size=64,
+            hidden_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=256,
+            max_position_embeddings=max(128, max_seq_length),
+        )
     return AlbertConfig.preset(name)
 
 
 def fresh_client(version_dir: str, texts: list[str]) -> dict:
     """Load time and first-request latency in a new process (tensorflow + tensorflow_text)."""
-    run = subprocess.run([sys.executable, "-c", CLIENT, version_dir, json.dumps(texts)],
-                         capture_output=True, text=True, timeout=600, cwd="/",
-                         env=dict(os.environ, PYTHONPATH="", TF_CPP_MIN_LOG_LEVEL="2"))
-    lines = [l for l in run.stdout.splitlines() if l.startswith("RESULT ")]
+    run = subprocess.run(
+        [sys.executable, "-c", CLIENT, version_dir, json.dumps(texts)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd="/",
+        env=dict(os.environ, PYTHONPATH="", TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
     if run.returncode or not lines:
         raise RuntimeError(f"the fresh client failed:\n{run.stderr[-3000:]}")
-    return json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT ") :])
 
 
 def main():
@@ -98,11 +109,18 @@ def main():
     p.add_argument("--config", default="base", choices=["base", "tiny"])
     p.add_argument("--max_seq_length", type=int, default=128)
     p.add_argument("--batch_sizes", default="1,32", help="comma list")
-    p.add_argument("--requests", type=int, default=256,
-                   help="sentences timed per batch size (batch sizes > 1), rounded down to "
-                        "whole batches")
-    p.add_argument("--requests_batch1", type=int, default=64,
-                   help="sentences (= requests) timed for batch size 1")
+    p.add_argument(
+        "--requests",
+        type=int,
+        default=256,
+        help="sentences timed per batch size (batch sizes > 1), rounded down to whole batches",
+    )
+    p.add_argument(
+        "--requests_batch1",
+        type=int,
+        default=64,
+        help="sentences (= requests) timed for batch size 1",
+    )
     p.add_argument("--warmup", type=int, default=2, help="warm-up requests per batch size")
     p.add_argument("--output_dir", default="/tmp/albert_bench_serving")
     p.add_argument("--seed", type=int, default=0)
@@ -138,9 +156,16 @@ def main():
     for d in (finetuned_dir, export_dir):
         shutil.rmtree(d, ignore_errors=True)
     os.makedirs(args.output_dir, exist_ok=True)
-    task = {"kind": "classifier", "task_name": "sst-2", "labels": LABELS,
-            "regression": False, "num_choices": None, "max_seq_length": args.max_seq_length,
-            "do_lower_case": True, "text_pair": False}
+    task = {
+        "kind": "classifier",
+        "task_name": "sst-2",
+        "labels": LABELS,
+        "regression": False,
+        "num_choices": None,
+        "max_seq_length": args.max_seq_length,
+        "do_lower_case": True,
+        "text_pair": False,
+    }
     t = time.perf_counter()
     save_finetuned(model, finetuned_dir, task, SPM)
     version_dir = export("classifier", finetuned_dir, export_dir)
@@ -148,18 +173,23 @@ def main():
     print(f"exported {version_dir} in {export_s:.1f} s", file=sys.stderr, flush=True)
 
     # --- a fresh client: load time and first request ----------------------------------------
-    fresh = fresh_client(version_dir, sentences[:batch_sizes[0]])
+    fresh = fresh_client(version_dir, sentences[: batch_sizes[0]])
 
     # --- the two paths, text → probabilities ------------------------------------------------
     tokenizer = AlbertTokenizer(os.path.join(finetuned_dir, SPM_FILE), do_lower_case=True)
-    forward = tf.function(lambda batch: model(batch, training=False)["logits"],
-                          reduce_retracing=True)
+    forward = tf.function(
+        lambda batch: model(batch, training=False)["logits"], reduce_retracing=True
+    )
 
     def in_process(texts):
         examples = [Example(f"request-{i}", text, None, None) for i, text in enumerate(texts)]
         features = convert_examples(examples, tokenizer, args.max_seq_length, LABELS)
-        logits = forward({k: tf.constant(features[k], tf.int32)
-                          for k in ("input_ids", "input_mask", "segment_ids")}).numpy()
+        logits = forward(
+            {
+                k: tf.constant(features[k], tf.int32)
+                for k in ("input_ids", "input_mask", "segment_ids")
+            }
+        ).numpy()
         logits = logits.astype(np.float64)
         e = np.exp(logits - logits.max(-1, keepdims=True))
         return (e / e.sum(-1, keepdims=True)).astype(np.float32)
@@ -177,12 +207,14 @@ def main():
     for bs in batch_sizes:
         n = args.requests_batch1 if bs == 1 else args.requests
         requests = max(1, n // bs)
-        timed = [sentences[i * bs:(i + 1) * bs] for i in range(requests)]
+        timed = [sentences[i * bs : (i + 1) * bs] for i in range(requests)]
         if requests * bs > len(sentences):
             sys.exit(f"batch {bs}: {requests * bs} sentences > the {len(sentences)} of dev")
         # Warm-up sentences from the end of the file (not timed, unless the file is short).
-        warm = [sentences[len(sentences) - (i + 1) * bs:len(sentences) - i * bs]
-                for i in range(args.warmup)]
+        warm = [
+            sentences[len(sentences) - (i + 1) * bs : len(sentences) - i * bs]
+            for i in range(args.warmup)
+        ]
         tokenizer.__dict__.pop("_word_cache", None)  # new text: empty word → ids cache
         for batch in warm:
             for fn in paths.values():
@@ -196,8 +228,11 @@ def main():
                 out = paths[name](batch)
                 latency[name].append(time.perf_counter() - t)
                 probs[name].append(out)
-        diff = float(np.max(np.abs(np.concatenate(probs["in_process"])
-                                   - np.concatenate(probs["saved_model"]))))
+        diff = float(
+            np.max(
+                np.abs(np.concatenate(probs["in_process"]) - np.concatenate(probs["saved_model"]))
+            )
+        )
         max_diff = max(max_diff, diff)
         row = {"batch": bs, "requests": requests, "max_abs_diff": diff}
         for name in paths:
@@ -211,40 +246,67 @@ def main():
         print(f"batch {bs}: done", file=sys.stderr, flush=True)
 
     # --- the report -------------------------------------------------------------------------
-    print(f"\nClassifier serving, ALBERT-{args.config} (random weights), max_seq_length "
-          f"{args.max_seq_length}, SST-2 dev sentences, {os.cpu_count()} CPU cores, "
-          f"load average {os.getloadavg()[0]:.2f}, TF {tf.__version__}\n")
-    print("| batch | requests | in-process req/s | SavedModel req/s | ratio | "
-          "in-process ex/s | SavedModel ex/s | p50 ms in-process / SavedModel (ratio) |")
+    print(
+        f"\nClassifier serving, ALBERT-{args.config} (random weights), max_seq_length "
+        f"{args.max_seq_length}, SST-2 dev sentences, {os.cpu_count()} CPU cores, "
+        f"load average {os.getloadavg()[0]:.2f}, TF {tf.__version__}\n"
+    )
+    print(
+        "| batch | requests | in-process req/s | SavedModel req/s | ratio | "
+        "in-process ex/s | SavedModel ex/s | p50 ms in-process / SavedModel (ratio) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['batch']} | {r['requests']} | {r['in_process_req_per_s']:.2f} | "
-              f"{r['saved_model_req_per_s']:.2f} | {r['ratio']:.3f} | "
-              f"{r['in_process_examples_per_s']:.2f} | {r['saved_model_examples_per_s']:.2f} | "
-              f"{r['in_process_p50_ms']:.1f} / {r['saved_model_p50_ms']:.1f} "
-              f"({r['p50_ratio']:.3f}) |")
-    print("\nratio = SavedModel req/s / in-process req/s (total time of the timed requests); "
-          "p50 ratio = in-process / SavedModel median request latency, less sensitive to "
-          "other jobs' load.")
-    print(f"SavedModel load (fresh process, tensorflow + tensorflow_text only): "
-          f"{fresh['load_s']:.2f} s; first request (batch {batch_sizes[0]}) "
-          f"{1000 * fresh['first_s']:.0f} ms; import {fresh['import_s']:.2f} s. "
-          f"(Load in this process: {load_here_s:.2f} s.)")
+        print(
+            f"| {r['batch']} | {r['requests']} | {r['in_process_req_per_s']:.2f} | "
+            f"{r['saved_model_req_per_s']:.2f} | {r['ratio']:.3f} | "
+            f"{r['in_process_examples_per_s']:.2f} | {r['saved_model_examples_per_s']:.2f} | "
+            f"{r['in_process_p50_ms']:.1f} / {r['saved_model_p50_ms']:.1f} "
+            f"({r['p50_ratio']:.3f}) |"
+        )
+    print(
+        "\nratio = SavedModel req/s / in-process req/s (total time of the timed requests); "
+        "p50 ratio = in-process / SavedModel median request latency, less sensitive to "
+        "other jobs' load."
+    )
+    print(
+        f"SavedModel load (fresh process, tensorflow + tensorflow_text only): "
+        f"{fresh['load_s']:.2f} s; first request (batch {batch_sizes[0]}) "
+        f"{1000 * fresh['first_s']:.0f} ms; import {fresh['import_s']:.2f} s. "
+        f"(Load in this process: {load_here_s:.2f} s.)"
+    )
     met = [r["batch"] for r in results if r["ratio"] >= TARGET_RATIO]
     missed = [r["batch"] for r in results if r["ratio"] < TARGET_RATIO]
-    print(f"Target: SavedModel within 10% of in-process (ratio >= {TARGET_RATIO}): "
-          + ("met at every batch size" if not missed else
-             f"met at batch {met or 'none'}, NOT met at batch {missed}"))
+    print(
+        f"Target: SavedModel within 10% of in-process (ratio >= {TARGET_RATIO}): "
+        + (
+            "met at every batch size"
+            if not missed
+            else f"met at batch {met or 'none'}, NOT met at batch {missed}"
+        )
+    )
     agree = max_diff <= TOLERANCE
     total = sum(r["requests"] * r["batch"] for r in results)
-    print(f"Probabilities, SavedModel vs in-process, {total} sentences: max abs difference "
-          f"{max_diff:.2e} "
-          f"({'within' if agree else 'NOT within'} {TOLERANCE:g})")
+    print(
+        f"Probabilities, SavedModel vs in-process, {total} sentences: max abs difference "
+        f"{max_diff:.2e} "
+        f"({'within' if agree else 'NOT within'} {TOLERANCE:g})"
+    )
     if args.json_out:
         with open(args.json_out, "w") as f:
-            json.dump({"config": args.config, "max_seq_length": args.max_seq_length,
-                       "results": results, "fresh_client": fresh, "load_here_s": load_here_s,
-                       "export_s": export_s, "max_abs_diff": max_diff}, f, indent=1)
+            json.dump(
+                {
+                    "config": args.config,
+                    "max_seq_length": args.max_seq_length,
+                    "results": results,
+                    "fresh_client": fresh,
+                    "load_here_s": load_here_s,
+                    "export_s": export_s,
+                    "max_abs_diff": max_diff,
+                },
+                f,
+                indent=1,
+            )
     if not agree:
         sys.exit(1)
 

@@ -30,17 +30,30 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "corpus")
 
-TINY = {"vocab_size": 8000, "embedding_size": 64, "hidden_size": 256, "num_hidden_layers": 4,
-        "num_attention_heads": 4, "intermediate_size": 1024, "max_position_embeddings": 128,
-        "hidden_act": "gelu", "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
-        "num_hidden_groups": 1, "inner_group_num": 1, "type_vocab_size": 2,
-        "initializer_range": 0.02}
+TINY = {
+    "vocab_size": 8000,
+    "embedding_size": 64,
+    "hidden_size": 256,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "intermediate_size": 1024,
+    "max_position_embeddings": 128,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.0,
+    "attention_probs_dropout_prob": 0.0,
+    "num_hidden_groups": 1,
+    "inner_group_num": 1,
+    "type_vocab_size": 2,
+    "initializer_range": 0.02,
+}
 
 
 def train_files():
     import glob
-    return (sorted(glob.glob(os.path.join(DATA, "en_speeches", "*", "*.txt")))
-            + [os.path.join(DATA, "wikitext-2", "valid.txt")])
+
+    return sorted(glob.glob(os.path.join(DATA, "en_speeches", "*", "*.txt"))) + [
+        os.path.join(DATA, "wikitext-2", "valid.txt")
+    ]
 
 
 def heldout_files():
@@ -48,23 +61,39 @@ def heldout_files():
 
 
 def prepare(out: str, log) -> dict:
-    from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
+    from data_pipeline.pretraining.create_pretraining_data import (
+        DataConfig,
+        create_pretraining_data,
+    )
     from data_pipeline.train_tokenizer import train_sentencepiece
+
     spm_prefix = os.path.join(out, "spm8k")
     if not os.path.exists(spm_prefix + ".model"):
         train_sentencepiece(train_files(), spm_prefix, vocab_size=8000, split_sentences=True)
     paths = {"spm": spm_prefix + ".model"}
-    for name, files, order, dupe in (("train_sop", train_files(), "sop", 5),
-                                     ("train_nsp", train_files(), "nsp", 5),
-                                     ("eval_sop", heldout_files(), "sop", 1),
-                                     ("eval_nsp", heldout_files(), "nsp", 1)):
+    for name, files, order, dupe in (
+        ("train_sop", train_files(), "sop", 5),
+        ("train_nsp", train_files(), "nsp", 5),
+        ("eval_sop", heldout_files(), "sop", 1),
+        ("eval_nsp", heldout_files(), "nsp", 1),
+    ):
         d = os.path.join(out, name)
         if not os.path.exists(os.path.join(d, "meta_data.json")):
-            create_pretraining_data(DataConfig(
-                input_file=",".join(files), output_dir=d, spm_model_file=paths["spm"],
-                max_seq_length=128, max_predictions_per_seq=20, dupe_factor=dupe,
-                sentence_order=order, split_sentences=True, num_output_shards=4),
-                num_workers=2, progress_every=1e9)
+            create_pretraining_data(
+                DataConfig(
+                    input_file=",".join(files),
+                    output_dir=d,
+                    spm_model_file=paths["spm"],
+                    max_seq_length=128,
+                    max_predictions_per_seq=20,
+                    dupe_factor=dupe,
+                    sentence_order=order,
+                    split_sentences=True,
+                    num_output_shards=4,
+                ),
+                num_workers=2,
+                progress_every=1e9,
+            )
         paths[name] = d
         with open(os.path.join(d, "meta_data.json")) as f:
             log(f"{name}: {json.load(f)['instances']:,} instances")
@@ -73,14 +102,24 @@ def prepare(out: str, log) -> dict:
 
 def pretrain(name: str, data_dir: str, out: str, config_file: str, args, log) -> str:
     run_dir = os.path.join(out, f"run_{name}")
-    cmd = [sys.executable, os.path.join(ROOT, "run_pretraining.py"),
-           f"--input_file={data_dir}/*.tfrecord", f"--output_dir={run_dir}",
-           f"--albert_config_file={config_file}", "--max_seq_length=128",
-           "--max_predictions_per_seq=20", f"--train_batch_size={args.batch_size}",
-           f"--num_train_steps={args.steps}", f"--num_warmup_steps={args.steps // 10}",
-           f"--learning_rate={args.learning_rate}", "--optimizer=lamb",
-           "--steps_per_loop=50", f"--save_checkpoints_steps={max(args.steps // 4, 50)}",
-           f"--dtype={args.dtype}", "--seed=12345"]
+    cmd = [
+        sys.executable,
+        os.path.join(ROOT, "run_pretraining.py"),
+        f"--input_file={data_dir}/*.tfrecord",
+        f"--output_dir={run_dir}",
+        f"--albert_config_file={config_file}",
+        "--max_seq_length=128",
+        "--max_predictions_per_seq=20",
+        f"--train_batch_size={args.batch_size}",
+        f"--num_train_steps={args.steps}",
+        f"--num_warmup_steps={args.steps // 10}",
+        f"--learning_rate={args.learning_rate}",
+        "--optimizer=lamb",
+        "--steps_per_loop=50",
+        f"--save_checkpoints_steps={max(args.steps // 4, 50)}",
+        f"--dtype={args.dtype}",
+        "--seed=12345",
+    ]
     log(f"pretraining {name}: {' '.join(cmd[2:])}")
     start = time.time()
     subprocess.run(cmd, check=True, cwd=ROOT)
@@ -93,10 +132,10 @@ def evaluate(run_dir: str, config_file: str, eval_dir: str, max_batches: int) ->
     import tensorflow as tf
     from albert_tf import AlbertConfig, AlbertPretrainer, load_checkpoint
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
+
     model = AlbertPretrainer(AlbertConfig.from_json_file(config_file))
     load_checkpoint(model, os.path.join(run_dir, "checkpoints"))
-    ds = pretraining_dataset(os.path.join(eval_dir, "*.tfrecord"), 64, 128, 20,
-                             is_training=False)
+    ds = pretraining_dataset(os.path.join(eval_dir, "*.tfrecord"), 64, 128, 20, is_training=False)
     mlm_hit = mlm_n = sop_hit = sop_n = 0
     for i, batch in enumerate(ds):
         if i >= max_batches:
@@ -110,8 +149,11 @@ def evaluate(run_dir: str, config_file: str, eval_dir: str, max_batches: int) ->
         sop_hit += int((sop_pred == batch["next_sentence_labels"].numpy()[:, 0]).sum())
         sop_n += len(sop_pred)
     del tf
-    return {"mlm_accuracy": mlm_hit / max(mlm_n, 1), "order_accuracy": sop_hit / max(sop_n, 1),
-            "examples": sop_n}
+    return {
+        "mlm_accuracy": mlm_hit / max(mlm_n, 1),
+        "order_accuracy": sop_hit / max(sop_n, 1),
+        "examples": sop_n,
+    }
 
 
 def unigram_baseline(train_dir: str, eval_dir: str) -> float:
@@ -119,6 +161,7 @@ def unigram_baseline(train_dir: str, eval_dir: str) -> float:
     import numpy as np
     import tensorflow as tf
     from data_pipeline.records import read_records
+
     counts = collections.Counter()
 
     def labels(d):
@@ -146,6 +189,7 @@ def main() -> int:
     p.add_argument("--only", choices=["sop", "nsp"], default=None)
     args = p.parse_args()
     from cases import report_logger
+
     log = report_logger(args.output_dir)
 
     paths = prepare(args.output_dir, log)
@@ -156,24 +200,29 @@ def main() -> int:
     for name in ("sop", "nsp"):
         if args.only and name != args.only:
             continue
-        runs[name] = pretrain(name, paths[f"train_{name}"], args.output_dir, config_file,
-                              args, log)
+        runs[name] = pretrain(name, paths[f"train_{name}"], args.output_dir, config_file, args, log)
     baseline = unigram_baseline(paths["train_sop"], paths["eval_sop"])
     results = {}
     for name, run_dir in runs.items():
-        results[name] = {task: evaluate(run_dir, config_file, paths[f"eval_{task}"],
-                                        args.max_eval_batches) for task in ("sop", "nsp")}
-    log(f"\nheld-out (WikiText-2 test), {args.steps} steps × batch {args.batch_size}; "
-        f"unigram MLM baseline {baseline:.1%}")
+        results[name] = {
+            task: evaluate(run_dir, config_file, paths[f"eval_{task}"], args.max_eval_batches)
+            for task in ("sop", "nsp")
+        }
+    log(
+        f"\nheld-out (WikiText-2 test), {args.steps} steps × batch {args.batch_size}; "
+        f"unigram MLM baseline {baseline:.1%}"
+    )
     log(f"{'trained with':<14}{'MLM acc':>9}{'SOP acc':>9}{'NSP acc':>9}")
     for name, r in results.items():
-        log(f"{name.upper():<14}{r['sop']['mlm_accuracy']:>9.1%}"
-            f"{r['sop']['order_accuracy']:>9.1%}{r['nsp']['order_accuracy']:>9.1%}")
-    log("paper (base, Table 5): NSP-trained SOP 52.0%, NSP 90.5%; SOP-trained SOP 86.5%, "
-        "NSP 78.9%")
+        log(
+            f"{name.upper():<14}{r['sop']['mlm_accuracy']:>9.1%}"
+            f"{r['sop']['order_accuracy']:>9.1%}{r['nsp']['order_accuracy']:>9.1%}"
+        )
+    log("paper (base, Table 5): NSP-trained SOP 52.0%, NSP 90.5%; SOP-trained SOP 86.5%, NSP 78.9%")
     with open(os.path.join(args.output_dir, "results.json"), "w") as f:
-        json.dump({"baseline_mlm_accuracy": baseline, "results": results,
-                   "args": vars(args)}, f, indent=1)
+        json.dump(
+            {"baseline_mlm_accuracy": baseline, "results": results, "args": vars(args)}, f, indent=1
+        )
     return 0
 
 

@@ -29,17 +29,23 @@ CASES = [f"{dtype}-{xla}" for dtype in ("float32", "bfloat16") for xla in ("xla"
 
 def forward_flops(config, seq: int, masked: int) -> float:
     """FLOPs of one sequence's forward pass (matmuls only; 2 per multiply-add)."""
-    h, e, i, v, L = (config.hidden_size, config.embedding_size, config.intermediate_size,
-                     config.vocab_size, config.num_hidden_layers)
-    per_token_layer = 2 * (4 * h * h + 2 * h * i) + 2 * 2 * seq * h   # QKVO, FFN, attention
-    flops = seq * (2 * e * h + L * per_token_layer)                    # projection + layers
-    flops += 2 * h * h                                                  # pooler
-    flops += masked * (2 * h * e + 2 * e * v) + 2 * h * 2               # MLM head, SOP head
+    h, e, i, v, L = (
+        config.hidden_size,
+        config.embedding_size,
+        config.intermediate_size,
+        config.vocab_size,
+        config.num_hidden_layers,
+    )
+    per_token_layer = 2 * (4 * h * h + 2 * h * i) + 2 * 2 * seq * h  # QKVO, FFN, attention
+    flops = seq * (2 * e * h + L * per_token_layer)  # projection + layers
+    flops += 2 * h * h  # pooler
+    flops += masked * (2 * h * e + 2 * e * v) + 2 * h * 2  # MLM head, SOP head
     return float(flops)
 
 
 def matmul_peak(dtype: str) -> float:
     import tensorflow as tf
+
     n = 4096
     a = tf.random.normal((n, n), dtype=tf.float32)
     b = tf.random.normal((n, n), dtype=tf.float32)
@@ -52,7 +58,7 @@ def matmul_peak(dtype: str) -> float:
         t = time.perf_counter()
         mm(a, b).numpy()
         best = min(best, time.perf_counter() - t)
-    return 2 * n ** 3 / best
+    return 2 * n**3 / best
 
 
 def run_case(case: str, args) -> dict:
@@ -73,14 +79,26 @@ def run_case(case: str, args) -> dict:
 
     out = os.path.join(args.tmp, case)
     steps = args.loops * args.steps_per_loop
-    tc = TrainerConfig(output_dir=out, num_train_steps=10 ** 6, learning_rate=1e-4,
-                       optimizer=args.optimizer, steps_per_loop=args.steps_per_loop,
-                       save_checkpoints_steps=10 ** 6, jit_compile=xla == "xla", dtype=dtype)
-    trainer = Trainer(PretrainingTask(config, args.seq, args.masked), tc,
-                      tf.distribute.get_strategy(), fn, log=lambda *_: None)
+    tc = TrainerConfig(
+        output_dir=out,
+        num_train_steps=10**6,
+        learning_rate=1e-4,
+        optimizer=args.optimizer,
+        steps_per_loop=args.steps_per_loop,
+        save_checkpoints_steps=10**6,
+        jit_compile=xla == "xla",
+        dtype=dtype,
+    )
+    trainer = Trainer(
+        PretrainingTask(config, args.seq, args.masked),
+        tc,
+        tf.distribute.get_strategy(),
+        fn,
+        log=lambda *_: None,
+    )
     n = tf.constant(args.steps_per_loop)
     t = time.perf_counter()
-    trainer._train_loop(trainer.train_iterator, n)        # trace + compile + first loop
+    trainer._train_loop(trainer.train_iterator, n)  # trace + compile + first loop
     first = time.perf_counter() - t
     times = []
     for _ in range(args.loops):
@@ -92,12 +110,19 @@ def run_case(case: str, args) -> dict:
     rate = statistics.median(rates)
     flops = 3 * forward_flops(config, args.seq, args.masked)
     peak = matmul_peak(dtype)
-    return dict(case=case, dtype=dtype, xla=xla == "xla", steps=steps,
-                seq_per_s=round(rate, 3), first_loop_s=round(first, 1),
-                model_gflop_per_seq=round(flops / 1e9, 2),
-                achieved_gflops=round(rate * flops / 1e9, 1),
-                matmul_peak_gflops=round(peak / 1e9, 1), mfu=round(rate * flops / peak, 3),
-                peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+    return dict(
+        case=case,
+        dtype=dtype,
+        xla=xla == "xla",
+        steps=steps,
+        seq_per_s=round(rate, 3),
+        first_loop_s=round(first, 1),
+        model_gflop_per_seq=round(flops / 1e9, 2),
+        achieved_gflops=round(rate * flops / 1e9, 1),
+        matmul_peak_gflops=round(peak / 1e9, 1),
+        mfu=round(rate * flops / peak, 3),
+        peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    )
 
 
 def main():
@@ -111,35 +136,59 @@ def main():
     p.add_argument("--steps_per_loop", type=int, default=5)
     p.add_argument("--loops", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--optimizer", default="lamb", choices=["lamb", "adamw", "lamb_keras", "adamw_keras"])
+    p.add_argument(
+        "--optimizer", default="lamb", choices=["lamb", "adamw", "lamb_keras", "adamw_keras"]
+    )
     p.add_argument("--tmp", default="/tmp/albert-bench-train")
-    p.add_argument("--peers", default=os.path.join(
-        os.environ.get("PEERS_HOME", os.path.expanduser("~/.cache/albert-peers")), "results"))
+    p.add_argument(
+        "--peers",
+        default=os.path.join(
+            os.environ.get("PEERS_HOME", os.path.expanduser("~/.cache/albert-peers")), "results"
+        ),
+    )
     p.add_argument("--json_out")
     args = p.parse_args()
     if args.case:
         print("RESULT " + json.dumps(run_case(args.case, args)), flush=True)
         return
-    passthrough = [f"--{k}={getattr(args, k)}" for k in
-                   ("config", "batch", "seq", "masked", "steps_per_loop", "loops", "seed",
-                    "optimizer", "tmp")]
+    passthrough = [
+        f"--{k}={getattr(args, k)}"
+        for k in (
+            "config",
+            "batch",
+            "seq",
+            "masked",
+            "steps_per_loop",
+            "loops",
+            "seed",
+            "optimizer",
+            "tmp",
+        )
+    ]
     from cases import run_cases
+
     results = run_cases(os.path.abspath(__file__), args.cases.split(","), passthrough)
     peer = None
     path = os.path.join(args.peers, "kh_train_base_xla.json")
     if os.path.exists(path):
         with open(path) as f:
             peer = json.load(f).get("seq_per_s_median")
-    print(f"\nTrainer step, ALBERT-{args.config}, batch {args.batch} x {args.seq}, "
-          f"{args.optimizer}, "
-          f"{os.cpu_count()} cores; median of {args.loops} loops x {args.steps_per_loop} steps\n")
-    print("| case | seq/s | GFLOP/s | matmul peak GFLOP/s | MFU | peak RSS MiB | "
-          "vs KerasHub fp32 XLA |")
+    print(
+        f"\nTrainer step, ALBERT-{args.config}, batch {args.batch} x {args.seq}, "
+        f"{args.optimizer}, "
+        f"{os.cpu_count()} cores; median of {args.loops} loops x {args.steps_per_loop} steps\n"
+    )
+    print(
+        "| case | seq/s | GFLOP/s | matmul peak GFLOP/s | MFU | peak RSS MiB | "
+        "vs KerasHub fp32 XLA |"
+    )
     print("|---|---|---|---|---|---|---|")
     for r in results:
         ratio = f"{r['seq_per_s'] / peer:.2f}x (peer {peer})" if peer else "n/a"
-        print(f"| {r['case']} | {r['seq_per_s']:.2f} | {r['achieved_gflops']} | "
-              f"{r['matmul_peak_gflops']} | {r['mfu']:.0%} | {r['peak_rss_mib']} | {ratio} |")
+        print(
+            f"| {r['case']} | {r['seq_per_s']:.2f} | {r['achieved_gflops']} | "
+            f"{r['matmul_peak_gflops']} | {r['mfu']:.0%} | {r['peak_rss_mib']} | {ratio} |"
+        )
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"results": results, "peer_kh_train_base_xla": peer}, f, indent=1)

@@ -39,8 +39,7 @@ def write_text(path: str, text: str) -> None:
         f.write(text)
 
 
-def write_json(path: str, obj, indent: int | None = 1, sort_keys: bool = True,
-               default=str) -> None:
+def write_json(path: str, obj, indent: int | None = 1, sort_keys: bool = True, default=str) -> None:
     """`obj` as JSON (with a final newline) at `path`, atomically."""
     with atomic_open(path) as f:
         json.dump(obj, f, indent=indent, sort_keys=sort_keys, default=default)

@@ -29,7 +29,7 @@ import gzip
 import json
 import os
 import re
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 FORMATS = ("auto", "text", "jsonl")
 
@@ -46,8 +46,7 @@ def expand_input_files(spec: str | Sequence[str]) -> list[str]:
     for pattern in (p.strip() for p in patterns):
         if not pattern:
             continue
-        matches = sorted(m for m in glob.glob(os.path.expanduser(pattern))
-                         if os.path.isfile(m))
+        matches = sorted(m for m in glob.glob(os.path.expanduser(pattern)) if os.path.isfile(m))
         if not matches:
             raise FileNotFoundError(f"input pattern {pattern!r} matches no file")
         for m in matches:
@@ -70,6 +69,7 @@ def file_format(path: str, fmt: str = "auto") -> str:
 class Block:
     """A slice of one input file: [start, end) nominal byte offsets (plain files), or the
     whole stream (gzip: start=0, end=None)."""
+
     file_index: int
     path: str
     fmt: str
@@ -94,14 +94,14 @@ def plan_blocks(files: Sequence[str], block_size: int, fmt: str = "auto") -> lis
             continue
         size = os.path.getsize(path)
         for k in range(max(1, -(-size // block_size))):
-            blocks.append(Block(i, path, f, k, k * block_size,
-                                min((k + 1) * block_size, size)))
+            blocks.append(Block(i, path, f, k, k * block_size, min((k + 1) * block_size, size)))
     return blocks
 
 
 @dataclasses.dataclass
 class ReadStats:
     """Counts of what reading saw and what it replaced or skipped (summed into meta_data)."""
+
     bytes: int = 0
     lines: int = 0
     documents: int = 0
@@ -109,7 +109,7 @@ class ReadStats:
     invalid_utf8_lines: int = 0
     empty_files: int = 0
 
-    def add(self, other: "ReadStats") -> None:
+    def add(self, other: ReadStats) -> None:
         for field in dataclasses.fields(self):
             setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
 
@@ -156,7 +156,8 @@ _LATIN_END = re.compile(r"[.!?]+[\"'”’)\]]*\s+")
 _CJK_END = re.compile(r"[。！？]+[”’」』）)]*")
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr prof st jr sr vs etc e.g i.e u.s no vol gen col lt sen rep gov inc ltd co "
-    "fig jan feb mar apr jun jul aug sep sept oct nov dec mt ft".split())
+    "fig jan feb mar apr jun jul aug sep sept oct nov dec mt ft".split()
+)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -165,11 +166,11 @@ def split_sentences(text: str) -> list[str]:
     ("J. Smith"), nor when the next word starts in lowercase."""
     cuts = []
     for m in _LATIN_END.finditer(text):
-        nxt = text[m.end():m.end() + 1]
+        nxt = text[m.end() : m.end() + 1]
         if not nxt or nxt.islower():
             continue
         if text[m.start()] == ".":
-            word = text[:m.start()].rsplit(None, 1)[-1] if text[:m.start()].strip() else ""
+            word = text[: m.start()].rsplit(None, 1)[-1] if text[: m.start()].strip() else ""
             word = word.lstrip("\"'“‘([").lower()
             if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
                 continue
@@ -188,8 +189,9 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
-def _documents_from_lines(lines: list[str], fmt: str, split: bool, path: str,
-                          first_line: int, stats: ReadStats) -> list[list[str]]:
+def _documents_from_lines(
+    lines: list[str], fmt: str, split: bool, path: str, first_line: int, stats: ReadStats
+) -> list[list[str]]:
     """Lines of a block → documents (lists of sentences). `first_line` is the 1-based line
     number of lines[0] in the file, or 0 when unknown (gzip parts count from their start)."""
     docs: list[list[str]] = []
@@ -204,8 +206,7 @@ def _documents_from_lines(lines: list[str], fmt: str, split: bool, path: str,
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as e:
-                raise ValueError(f"{where}: invalid JSON ({e.msg} at column {e.colno})") \
-                    from None
+                raise ValueError(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from None
             if not isinstance(record, dict) or not isinstance(record.get("text"), str):
                 raise ValueError(f"{where}: expected an object with a string 'text' field")
             doc = [s for para in record["text"].splitlines() for s in split_sentences(para)]
@@ -231,8 +232,9 @@ def _documents_from_lines(lines: list[str], fmt: str, split: bool, path: str,
     return docs
 
 
-def read_block(block: Block, block_size: int, split: bool = False,
-               stats: ReadStats | None = None) -> Iterator[tuple[int, list[list[str]]]]:
+def read_block(
+    block: Block, block_size: int, split: bool = False, stats: ReadStats | None = None
+) -> Iterator[tuple[int, list[list[str]]]]:
     """Documents of a block as (part, documents) pairs: one part for a plain-file block,
     parts of about `block_size` decompressed bytes for a gzip stream. Each document is a
     list of sentence strings (raw text; normalization belongs to the tokenizer)."""
@@ -240,8 +242,11 @@ def read_block(block: Block, block_size: int, split: bool = False,
     if not block.compressed:
         with open(block.path, "rb") as f:
             begin = _doc_start(f, block.start, block.fmt)
-            end = _doc_start(f, block.end, block.fmt) if block.end < os.path.getsize(
-                block.path) else block.end
+            end = (
+                _doc_start(f, block.end, block.fmt)
+                if block.end < os.path.getsize(block.path)
+                else block.end
+            )
             whole_file = block.start == 0 and end == os.path.getsize(block.path)
             if end <= begin:
                 stats.empty_files += whole_file
@@ -255,8 +260,12 @@ def read_block(block: Block, block_size: int, split: bool = False,
         stats.bytes += len(data)
         if whole_file and not data.strip():
             stats.empty_files += 1
-        yield 0, _documents_from_lines(_decode_lines(data, stats), block.fmt, split,
-                                       block.path, first_line, stats)
+        yield (
+            0,
+            _documents_from_lines(
+                _decode_lines(data, stats), block.fmt, split, block.path, first_line, stats
+            ),
+        )
         return
     part, buffered, size, line_no, part_first = 0, [], 0, 0, 1
     seen_blank, any_text = False, False
@@ -268,9 +277,17 @@ def read_block(block: Block, block_size: int, split: bool = False,
             starts_doc = (block.fmt == "jsonl" or seen_blank) and not blank
             if starts_doc and size >= block_size:
                 stats.bytes += size
-                yield part, _documents_from_lines(_decode_lines(b"".join(buffered), stats),
-                                                  block.fmt, split, block.path, part_first,
-                                                  stats)
+                yield (
+                    part,
+                    _documents_from_lines(
+                        _decode_lines(b"".join(buffered), stats),
+                        block.fmt,
+                        split,
+                        block.path,
+                        part_first,
+                        stats,
+                    ),
+                )
                 part, buffered, size, part_first = part + 1, [], 0, line_no
             seen_blank = blank if block.fmt == "text" else False
             buffered.append(raw)
@@ -279,5 +296,14 @@ def read_block(block: Block, block_size: int, split: bool = False,
         stats.empty_files += 1
     if buffered:
         stats.bytes += size
-        yield part, _documents_from_lines(_decode_lines(b"".join(buffered), stats),
-                                          block.fmt, split, block.path, part_first, stats)
+        yield (
+            part,
+            _documents_from_lines(
+                _decode_lines(b"".join(buffered), stats),
+                block.fmt,
+                split,
+                block.path,
+                part_first,
+                stats,
+            ),
+        )

@@ -33,8 +33,9 @@ MLM_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
 LABEL_FEATURE = "next_sentence_labels"
 
 
-def feature_lengths(max_seq_length: int, max_predictions_per_seq: int,
-                    dynamic_masking: bool = False) -> dict[str, int]:
+def feature_lengths(
+    max_seq_length: int, max_predictions_per_seq: int, dynamic_masking: bool = False
+) -> dict[str, int]:
     """Feature name → fixed length, in the (sorted) order written to every record."""
     lengths = {name: max_seq_length for name in INT_FEATURES}
     lengths[LABEL_FEATURE] = 1
@@ -43,14 +44,20 @@ def feature_lengths(max_seq_length: int, max_predictions_per_seq: int,
     return dict(sorted(lengths.items()))
 
 
-def parse_spec(max_seq_length: int, max_predictions_per_seq: int,
-               dynamic_masking: bool = False, with_token_boundary: bool = True):
+def parse_spec(
+    max_seq_length: int,
+    max_predictions_per_seq: int,
+    dynamic_masking: bool = False,
+    with_token_boundary: bool = True,
+):
     """`tf.io.parse_example` spec for records of `feature_lengths`. `with_token_boundary`
     False reads records of the official tool before it had that feature."""
     import tensorflow as tf
+
     spec = {}
-    for name, length in feature_lengths(max_seq_length, max_predictions_per_seq,
-                                        dynamic_masking).items():
+    for name, length in feature_lengths(
+        max_seq_length, max_predictions_per_seq, dynamic_masking
+    ).items():
         if name == "token_boundary" and not with_token_boundary:
             continue
         dtype = tf.float32 if name == "masked_lm_weights" else tf.int64
@@ -59,6 +66,7 @@ def parse_spec(max_seq_length: int, max_predictions_per_seq: int,
 
 
 # --- protobuf encoding -------------------------------------------------------------------
+
 
 def _varint(n: int) -> bytes:
     out = bytearray()
@@ -82,13 +90,14 @@ def _packed_varints(values: np.ndarray) -> tuple[bytes, np.ndarray]:
     top = int(values.max()) if values.size else 0
     if top >= (1 << 35):
         raise ValueError(f"feature value {top} too large for this encoder (>= 2**35)")
-    width = max(1, (top.bit_length() + 6) // 7)              # bytes of the largest value
+    width = max(1, (top.bit_length() + 6) // 7)  # bytes of the largest value
     nbytes = np.ones(values.shape, np.int64)
     for j in range(1, width):
         nbytes += values >= (1 << (7 * j))
     j = np.arange(width)
-    groups = ((values[..., None] >> (np.uint64(7) * j.astype(np.uint64)))
-              & np.uint64(0x7F)).astype(np.uint8)                # [R, L, width]
+    groups = ((values[..., None] >> (np.uint64(7) * j.astype(np.uint64))) & np.uint64(0x7F)).astype(
+        np.uint8
+    )  # [R, L, width]
     groups |= ((j < nbytes[..., None] - 1) * 0x80).astype(np.uint8)
     stream = groups[j < nbytes[..., None]].tobytes()
     offsets = np.zeros(values.shape[0] + 1, np.int64)
@@ -103,13 +112,13 @@ def _row_payloads(values: np.ndarray) -> list[bytes]:
         raw, step = values.astype("<f4").tobytes(), 4 * length
     elif values.size and values.min() < 0:
         raise ValueError("negative feature values cannot be written (int64 varints)")
-    elif values.size == 0 or values.max() < 0x80:        # one byte per value
+    elif values.size == 0 or values.max() < 0x80:  # one byte per value
         raw, step = values.astype(np.uint8).tobytes(), length
     else:
         raw, offsets = _packed_varints(values)
         offsets = offsets.tolist()
-        return [raw[offsets[r]:offsets[r + 1]] for r in range(rows)]
-    return [raw[r * step:(r + 1) * step] for r in range(rows)]
+        return [raw[offsets[r] : offsets[r + 1]] for r in range(rows)]
+    return [raw[r * step : (r + 1) * step] for r in range(rows)]
 
 
 def _entry_head(key: bytes, kind_tag: int, payload_length: int) -> bytes:
@@ -120,8 +129,16 @@ def _entry_head(key: bytes, kind_tag: int, payload_length: int) -> bytes:
     feature = 1 + len(_len_prefix(inner)) + inner
     key_part = b"\x0a" + _len_prefix(len(key)) + key
     entry = len(key_part) + 1 + len(_len_prefix(feature)) + feature
-    return (b"\x0a" + _len_prefix(entry) + key_part + b"\x12" + _len_prefix(feature)
-            + bytes((kind_tag,)) + _len_prefix(inner) + packed)
+    return (
+        b"\x0a"
+        + _len_prefix(entry)
+        + key_part
+        + b"\x12"
+        + _len_prefix(feature)
+        + bytes((kind_tag,))
+        + _len_prefix(inner)
+        + packed
+    )
 
 
 def encode_examples(features: dict[str, np.ndarray]) -> list[bytes]:
@@ -148,8 +165,10 @@ def encode_examples(features: dict[str, np.ndarray]) -> list[bytes]:
 
 # --- TFRecord framing --------------------------------------------------------------------
 
+
 def _masked_crc(data: bytes) -> int:
     import google_crc32c
+
     crc = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
@@ -157,8 +176,12 @@ def _masked_crc(data: bytes) -> int:
 def frame_record(data: bytes) -> bytes:
     """One TFRecord: uint64 length, masked CRC32C of the length, data, masked CRC32C."""
     header = struct.pack("<Q", len(data))
-    return (header + struct.pack("<I", _masked_crc(header)) + data
-            + struct.pack("<I", _masked_crc(data)))
+    return (
+        header
+        + struct.pack("<I", _masked_crc(header))
+        + data
+        + struct.pack("<I", _masked_crc(data))
+    )
 
 
 class AtomicRecordWriter:
@@ -221,13 +244,16 @@ def _sha256(path: str) -> str:
 
 
 def fingerprint(source_file: str, tokenizer, **settings) -> str:
-    payload = {"source_sha256": _sha256(source_file), "spm_sha256": tokenizer.checksum,
-               "do_lower_case": tokenizer.do_lower_case, **settings}
+    payload = {
+        "source_sha256": _sha256(source_file),
+        "spm_sha256": tokenizer.checksum,
+        "do_lower_case": tokenizer.do_lower_case,
+        **settings,
+    }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def cached_features(path: str, key: str, build, info: dict | None = None
-                    ) -> tuple[str, int, bool]:
+def cached_features(path: str, key: str, build, info: dict | None = None) -> tuple[str, int, bool]:
     """`path`.tfrecord for fingerprint `key`: reused when `path`.json holds the same key,
     else rebuilt from `build()` (→ feature arrays) atomically. `info` (filled by `build`,
     e.g. truncation counts) is stored in `path`.json and, on reuse, read back into `info`.
@@ -242,8 +268,10 @@ def cached_features(path: str, key: str, build, info: dict | None = None
             return record_path, meta["count"], True
     features = build()
     count = len(next(iter(features.values())))
-    flat = {k: (v.reshape(count, -1) if v.ndim > 1 else v.reshape(count, 1))
-            for k, v in features.items()}
+    flat = {
+        k: (v.reshape(count, -1) if v.ndim > 1 else v.reshape(count, 1))
+        for k, v in features.items()
+    }
     flat["example_index"] = np.arange(count, dtype=np.int64).reshape(count, 1)
     os.makedirs(os.path.dirname(record_path) or ".", exist_ok=True)
     writer = AtomicRecordWriter(record_path)
@@ -253,17 +281,33 @@ def cached_features(path: str, key: str, build, info: dict | None = None
         writer.abort()
         raise
     writer.commit()
-    write_json(meta_path, {"fingerprint": key, "count": count, "info": info or {},
-                           "shapes": {k: list(v.shape[1:]) for k, v in features.items()}},
-               indent=None, sort_keys=False)
+    write_json(
+        meta_path,
+        {
+            "fingerprint": key,
+            "count": count,
+            "info": info or {},
+            "shapes": {k: list(v.shape[1:]) for k, v in features.items()},
+        },
+        indent=None,
+        sort_keys=False,
+    )
     return record_path, count, False
 
 
-def record_dataset(record_path: str, batch_size: int, parse, is_training: bool = False,
-                   seed: int | None = None, input_context=None, drop_remainder: bool = True):
+def record_dataset(
+    record_path: str,
+    batch_size: int,
+    parse,
+    is_training: bool = False,
+    seed: int | None = None,
+    input_context=None,
+    drop_remainder: bool = True,
+):
     """Task-feature TFRecords → batches: sharded by the input context, shuffled and
     repeated for training (always full batches then), parsed batch-wise by `parse`."""
     import tensorflow as tf
+
     ds = tf.data.TFRecordDataset(record_path)
     if input_context is not None and input_context.num_input_pipelines > 1:
         ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)

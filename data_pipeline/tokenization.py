@@ -69,12 +69,12 @@ def _char_class(predicate) -> str:
     return "[" + "".join(parts) + "]"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _whitespace_class() -> str:
     return _char_class(str.isspace)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _combining_class() -> str:
     return _char_class(unicodedata.combining)
 
@@ -91,6 +91,7 @@ class AlbertTokenizer:
 
     def __init__(self, model_file: str, do_lower_case: bool = True, keep_accents: bool = False):
         import sentencepiece as spm
+
         if not os.path.isfile(model_file):
             raise FileNotFoundError(f"SentencePiece model not found: {model_file}")
         with open(model_file, "rb") as f:
@@ -99,12 +100,16 @@ class AlbertTokenizer:
         self.do_lower_case = do_lower_case
         self.keep_accents = keep_accents
         self.sp = spm.SentencePieceProcessor(model_proto=self.model_proto)
-        missing = [p for p in SPECIAL_PIECES if self.sp.piece_to_id(p) == self.sp.unk_id()
-                   and p != "<unk>"]
+        missing = [
+            p for p in SPECIAL_PIECES if self.sp.piece_to_id(p) == self.sp.unk_id() and p != "<unk>"
+        ]
         if missing:
-            raise ValueError(f"{model_file}: not an ALBERT SentencePiece model, it lacks "
-                             f"the pieces {missing} (needed: {list(SPECIAL_PIECES)})")
+            raise ValueError(
+                f"{model_file}: not an ALBERT SentencePiece model, it lacks "
+                f"the pieces {missing} (needed: {list(SPECIAL_PIECES)})"
+            )
         from sentencepiece import sentencepiece_model_pb2
+
         proto = sentencepiece_model_pb2.ModelProto()
         proto.ParseFromString(self.model_proto)
         # With split_by_whitespace (SentencePiece's default, and ALBERT's) no piece crosses
@@ -185,8 +190,9 @@ class AlbertTokenizer:
     @functools.cached_property
     def _digit_comma_ids(self) -> frozenset:
         pieces = (self.sp.id_to_piece(i) for i in range(self.vocab_size))
-        return frozenset(i for i, p in enumerate(pieces)
-                         if len(p) > 1 and p[-1] == "," and p[-2].isdigit())
+        return frozenset(
+            i for i, p in enumerate(pieces) if len(p) > 1 and p[-1] == "," and p[-2].isdigit()
+        )
 
     def vocab_tables(self):
         """Per-id numpy tables for masking, computed once per vocabulary.
@@ -202,6 +208,7 @@ class AlbertTokenizer:
         """
         import numpy as np
         import string
+
         letters = set(string.ascii_lowercase)
         punctuation = set(string.punctuation)
         v = self.vocab_size
@@ -212,17 +219,21 @@ class AlbertTokenizer:
             piece = self.sp.id_to_piece(i)
             special[i] = self.sp.is_control(i) or self.sp.is_unknown(i)
             unused[i] = self.sp.is_unused(i)
-            word_start[i] = (piece.startswith((SPIECE_UNDERLINE, "<")) or piece in punctuation
-                             or not all(c.lower() in letters for c in piece))
+            word_start[i] = (
+                piece.startswith((SPIECE_UNDERLINE, "<"))
+                or piece in punctuation
+                or not all(c.lower() in letters for c in piece)
+            )
         ordinary = np.flatnonzero(~special & ~unused).astype(np.int32)
         return word_start, special, ordinary
 
     def id_to_piece(self, token_id: int) -> str:
         return self.sp.id_to_piece(token_id)
 
-    def graph_tokenizer(self) -> "GraphTokenizer":
-        return GraphTokenizer(self.model_proto, self.do_lower_case, self.keep_accents,
-                              self.split_words)
+    def graph_tokenizer(self) -> GraphTokenizer:
+        return GraphTokenizer(
+            self.model_proto, self.do_lower_case, self.keep_accents, self.split_words
+        )
 
 
 class GraphTokenizer:
@@ -233,9 +244,15 @@ class GraphTokenizer:
     `AlbertTokenizer.encode` on each string (tested on real corpora).
     """
 
-    def __init__(self, model_proto: bytes, do_lower_case: bool = True,
-                 keep_accents: bool = False, split_words: bool = True):
+    def __init__(
+        self,
+        model_proto: bytes,
+        do_lower_case: bool = True,
+        keep_accents: bool = False,
+        split_words: bool = True,
+    ):
         import tensorflow_text as tf_text
+
         self.split_words = split_words
         self.do_lower_case = do_lower_case
         self.keep_accents = keep_accents
@@ -246,6 +263,7 @@ class GraphTokenizer:
     def normalize(self, text):
         import tensorflow as tf
         import tensorflow_text as tf_text
+
         text = tf.strings.regex_replace(text, self.whitespace, " ")
         text = tf.strings.regex_replace(text, "^ | $", "")
         text = tf.strings.regex_replace(text, "``|''", '"')
@@ -259,43 +277,53 @@ class GraphTokenizer:
     def tokenize(self, text):
         """string [batch] → string RaggedTensor [batch, (pieces)]."""
         import tensorflow as tf
+
         text = self.normalize(text)
         if self.split_words:  # see AlbertTokenizer.__init__
             pieces = self.sp.tokenize(tf.strings.split(text, " ")).merge_dims(1, 2)
         else:
-            pieces = self.sp.tokenize(text)                        # [B, (P)]
-        flat = pieces.flat_values                                  # [N]
+            pieces = self.sp.tokenize(text)  # [B, (P)]
+        flat = pieces.flat_values  # [N]
         length = tf.strings.length(flat, unit="UTF8_CHAR")
         split = tf.strings.regex_full_match(flat, r"(?s).*\p{Nd},") & (length > 1)
         # Only the M pieces ending in "<digit>," are re-encoded, without the comma and ▁.
         target = tf.boolean_mask(flat, split)
         target_length = tf.boolean_mask(length, split)
-        body = tf.strings.regex_replace(tf.strings.substr(
-            target, tf.zeros_like(target_length), target_length - 1, unit="UTF8_CHAR"),
-            SPIECE_UNDERLINE, "")
-        sub = self.sp.tokenize(body)                               # [M, (K)]
+        body = tf.strings.regex_replace(
+            tf.strings.substr(
+                target, tf.zeros_like(target_length), target_length - 1, unit="UTF8_CHAR"
+            ),
+            SPIECE_UNDERLINE,
+            "",
+        )
+        sub = self.sp.tokenize(body)  # [M, (K)]
         # Where the original piece has no leading ▁ but the first sub-piece has one, drop
         # that ▁ (and the sub-piece itself when it is a lone ▁), as the official code does.
         starts = tf.strings.regex_full_match(target, SPIECE_UNDERLINE + "(?s).*")
         values = sub.flat_values
         is_first = tf.equal(tf.ragged.range(sub.row_lengths()).flat_values, 0)
-        fix = (tf.gather(~starts, sub.value_rowids()) & is_first
-               & tf.strings.regex_full_match(values, SPIECE_UNDERLINE + "(?s).*"))
+        fix = (
+            tf.gather(~starts, sub.value_rowids())
+            & is_first
+            & tf.strings.regex_full_match(values, SPIECE_UNDERLINE + "(?s).*")
+        )
         keep = ~(fix & tf.equal(values, SPIECE_UNDERLINE))
-        values = tf.where(fix, tf.strings.regex_replace(values, "^" + SPIECE_UNDERLINE, ""),
-                          values)
+        values = tf.where(fix, tf.strings.regex_replace(values, "^" + SPIECE_UNDERLINE, ""), values)
         sub = tf.ragged.boolean_mask(sub.with_flat_values(values), sub.with_flat_values(keep))
         comma = tf.RaggedTensor.from_tensor(tf.fill(tf.shape(target), ",")[:, None])
-        replaced = tf.concat([sub, comma], axis=1)                 # [M, (K+1)]
-        original = tf.RaggedTensor.from_tensor(flat[:, None])      # [N, 1]
+        replaced = tf.concat([sub, comma], axis=1)  # [M, (K+1)]
+        original = tf.RaggedTensor.from_tensor(flat[:, None])  # [N, 1]
         # Row i of the result: piece i itself, or its replacement (rows N.. of `both`).
-        both = tf.concat([original, replaced], axis=0)             # [N+M, (.)]
-        index = tf.where(split, tf.shape(flat, out_type=tf.int64)[0]
-                         + tf.cumsum(tf.cast(split, tf.int64)) - 1,
-                         tf.range(tf.shape(flat, out_type=tf.int64)[0]))
-        rows = tf.gather(both, index)                              # [N, (.)]
+        both = tf.concat([original, replaced], axis=0)  # [N+M, (.)]
+        index = tf.where(
+            split,
+            tf.shape(flat, out_type=tf.int64)[0] + tf.cumsum(tf.cast(split, tf.int64)) - 1,
+            tf.range(tf.shape(flat, out_type=tf.int64)[0]),
+        )
+        rows = tf.gather(both, index)  # [N, (.)]
         return pieces.with_flat_values(rows).merge_dims(1, 2)
 
     def __call__(self, text):
         import tensorflow as tf
+
         return tf.cast(self.sp.string_to_id(self.tokenize(text)), tf.int32)

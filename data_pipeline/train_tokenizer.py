@@ -47,28 +47,34 @@ import random
 import re
 import sys
 import time
-from typing import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from data_pipeline.documents import FORMATS, ReadStats, expand_input_files, plan_blocks, \
-    read_block
+from data_pipeline.documents import FORMATS, ReadStats, expand_input_files, plan_blocks, read_block
 from data_pipeline.tokenization import SPECIAL_PIECES, AlbertTokenizer, normalize_text
 
 CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "–", "£", "€")
-DEFAULT_NUM_THREADS = 16          # official value; fixed so that the model is reproducible
-MAX_SENTENCE_LENGTH = 4192        # SentencePiece's default, in bytes
+DEFAULT_NUM_THREADS = 16  # official value; fixed so that the model is reproducible
+MAX_SENTENCE_LENGTH = 4192  # SentencePiece's default, in bytes
 PROGRESS_SECONDS = 10.0
 
 
-def train_sentencepiece(input_files: str | Sequence[str], model_prefix: str, vocab_size: int,
-                        do_lower_case: bool = True, input_format: str = "auto",
-                        split_sentences: bool = False, input_sentence_size: int = 10_000_000,
-                        seed: int = 12345, num_threads: int = DEFAULT_NUM_THREADS,
-                        character_coverage: float = 0.99995,
-                        user_defined_symbols: Sequence[str] = USER_DEFINED_SYMBOLS,
-                        max_sentence_length: int = MAX_SENTENCE_LENGTH,
-                        block_size: int = 1 << 20,
-                        progress: Callable[[str], None] | None = None) -> dict:
+def train_sentencepiece(
+    input_files: str | Sequence[str],
+    model_prefix: str,
+    vocab_size: int,
+    do_lower_case: bool = True,
+    input_format: str = "auto",
+    split_sentences: bool = False,
+    input_sentence_size: int = 10_000_000,
+    seed: int = 12345,
+    num_threads: int = DEFAULT_NUM_THREADS,
+    character_coverage: float = 0.99995,
+    user_defined_symbols: Sequence[str] = USER_DEFINED_SYMBOLS,
+    max_sentence_length: int = MAX_SENTENCE_LENGTH,
+    block_size: int = 1 << 20,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
     """Trains a SentencePiece unigram model with ALBERT's recipe; writes PREFIX.model/.vocab.
 
     Args:
@@ -100,12 +106,16 @@ def train_sentencepiece(input_files: str | Sequence[str], model_prefix: str, voc
     start = time.time()
     say = progress or (lambda message: None)
     if vocab_size < len(SPECIAL_PIECES) + len(user_defined_symbols) + 1:
-        raise ValueError(f"vocab_size={vocab_size} is too small: the {len(SPECIAL_PIECES)} "
-                         f"special and {len(user_defined_symbols)} user-defined pieces alone "
-                         "take that many")
+        raise ValueError(
+            f"vocab_size={vocab_size} is too small: the {len(SPECIAL_PIECES)} "
+            f"special and {len(user_defined_symbols)} user-defined pieces alone "
+            "take that many"
+        )
     if input_sentence_size < 0 or 0 < input_sentence_size <= 100:
-        raise ValueError(f"input_sentence_size={input_sentence_size}: use 0 (every sentence) "
-                         "or more than 100 (SentencePiece's minimum)")
+        raise ValueError(
+            f"input_sentence_size={input_sentence_size}: use 0 (every sentence) "
+            "or more than 100 (SentencePiece's minimum)"
+        )
     if not 0 <= seed < 2**32 - 1:
         raise ValueError(f"seed={seed} must be in [0, 2**32 - 1)")
     if not 1 <= num_threads <= 1024:
@@ -113,8 +123,7 @@ def train_sentencepiece(input_files: str | Sequence[str], model_prefix: str, voc
     if input_format not in FORMATS:
         raise ValueError(f"input_format={input_format!r} is not one of {FORMATS}")
     if not model_prefix or os.path.basename(model_prefix) == "":
-        raise ValueError(f"model_prefix={model_prefix!r} must name a file prefix, not a "
-                         "directory")
+        raise ValueError(f"model_prefix={model_prefix!r} must name a file prefix, not a directory")
 
     files = expand_input_files(input_files)
     if not files:
@@ -131,58 +140,80 @@ def train_sentencepiece(input_files: str | Sequence[str], model_prefix: str, voc
         os.makedirs(out_dir, exist_ok=True)
         for suffix in (".model", ".vocab"):
             # Not tempfile.mkstemp: its files are 0600, these get the umask's permissions.
-            path = os.path.join(out_dir, f".{base}{suffix}.{os.getpid()}.{os.urandom(4).hex()}"
-                                         ".tmp")
+            path = os.path.join(out_dir, f".{base}{suffix}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
             temporary.append(path)
     except OSError as e:
         _remove(temporary)
-        raise type(e)(f"cannot write the tokenizer to {out_dir}: "
-                      f"{e.strerror or e}") from None
+        raise type(e)(f"cannot write the tokenizer to {out_dir}: {e.strerror or e}") from None
     tmp_model, tmp_vocab = temporary
 
     try:
         stats = ReadStats()
         counts = {"empty": 0, "too_long": 0, "valid": 0}
-        sentences = _normalized_sentences(files, input_format, split_sentences, block_size,
-                                          do_lower_case, max_sentence_length, stats, counts,
-                                          say)
+        sentences = _normalized_sentences(
+            files,
+            input_format,
+            split_sentences,
+            block_size,
+            do_lower_case,
+            max_sentence_length,
+            stats,
+            counts,
+            say,
+        )
         if input_sentence_size:
             sample, order = _reservoir_sample(sentences, input_sentence_size, seed)
             _check_not_empty(counts, stats, files)
-            say(_read_summary(counts, stats, files)
+            say(
+                _read_summary(counts, stats, files)
                 + f"; sampled {len(sample):,} (input_sentence_size={input_sentence_size:,}, "
-                  f"seed={seed})")
+                f"seed={seed})"
+            )
             feed: Iterator[bytes] = _in_order(sample, order)
             n_sampled = len(sample)
         else:
             feed = sentences  # streamed: SentencePiece holds the corpus, we hold nothing
             n_sampled = None
 
-        say(f"training SentencePiece unigram: vocab_size={vocab_size:,}, "
+        say(
+            f"training SentencePiece unigram: vocab_size={vocab_size:,}, "
             f"num_threads={num_threads}"
-            + (f", {n_sampled:,} sentences" if n_sampled is not None else ", every sentence"))
+            + (f", {n_sampled:,} sentences" if n_sampled is not None else ", every sentence")
+        )
         errors: list[BaseException] = []
         model = io.BytesIO()
         spm.set_random_generator_seed(seed)
         try:
             spm.SentencePieceTrainer.train(
-                sentence_iterator=_recording(feed, errors), model_writer=model,
-                model_type="unigram", vocab_size=vocab_size,
-                pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+                sentence_iterator=_recording(feed, errors),
+                model_writer=model,
+                model_type="unigram",
+                vocab_size=vocab_size,
+                pad_id=0,
+                unk_id=1,
+                bos_id=-1,
+                eos_id=-1,
                 control_symbols=list(CONTROL_SYMBOLS),
                 user_defined_symbols=list(user_defined_symbols),
                 character_coverage=character_coverage,
-                input_sentence_size=input_sentence_size, shuffle_input_sentence=True,
-                max_sentence_length=max_sentence_length, num_threads=num_threads,
-                minloglevel=1)
+                input_sentence_size=input_sentence_size,
+                shuffle_input_sentence=True,
+                max_sentence_length=max_sentence_length,
+                num_threads=num_threads,
+                minloglevel=1,
+            )
         except (RuntimeError, ValueError, IndexError) as e:
             if errors:  # the reader failed (e.g. malformed jsonl) while streaming
                 raise errors[0] from None
             if n_sampled is None:
                 _check_not_empty(counts, stats, files)
-            raise _explain(e, vocab_size, character_coverage,
-                           n_sampled if n_sampled is not None else counts["valid"]) from None
+            raise _explain(
+                e,
+                vocab_size,
+                character_coverage,
+                n_sampled if n_sampled is not None else counts["valid"],
+            ) from None
         if n_sampled is None:
             n_sampled = counts["valid"]
             say(_read_summary(counts, stats, files) + "; all used (input_sentence_size=0)")
@@ -191,11 +222,18 @@ def train_sentencepiece(input_files: str | Sequence[str], model_prefix: str, voc
         with open(tmp_model, "wb") as f:
             f.write(proto)
         tokenizer = AlbertTokenizer(tmp_model, do_lower_case=do_lower_case)
-        ids = (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id,
-               tokenizer.mask_id)
+        ids = (
+            tokenizer.pad_id,
+            tokenizer.unk_id,
+            tokenizer.cls_id,
+            tokenizer.sep_id,
+            tokenizer.mask_id,
+        )
         if ids != (0, 1, 2, 3, 4):
-            raise RuntimeError(f"trained model has special ids {ids} for {SPECIAL_PIECES}, "
-                               "expected (0, 1, 2, 3, 4)")
+            raise RuntimeError(
+                f"trained model has special ids {ids} for {SPECIAL_PIECES}, "
+                "expected (0, 1, 2, 3, 4)"
+            )
         with open(tmp_vocab, "w", encoding="utf-8") as f:
             f.write(vocab_text(tokenizer.sp))
         os.replace(tmp_vocab, vocab_file)
@@ -205,8 +243,10 @@ def train_sentencepiece(input_files: str | Sequence[str], model_prefix: str, voc
 
     checksum = hashlib.sha256(proto).hexdigest()
     seconds = time.time() - start
-    say(f"wrote {model_file} ({tokenizer.vocab_size:,} pieces, sha256 {checksum[:16]}...) "
-        f"and {vocab_file} in {seconds:.1f}s")
+    say(
+        f"wrote {model_file} ({tokenizer.vocab_size:,} pieces, sha256 {checksum[:16]}...) "
+        f"and {vocab_file} in {seconds:.1f}s"
+    )
     return {
         "model_file": model_file,
         "vocab_file": vocab_file,
@@ -234,12 +274,14 @@ def train_sentencepiece(input_files: str | Sequence[str], model_prefix: str, voc
 def vocab_text(sp) -> str:
     """The .vocab file of a SentencePieceProcessor: `piece<TAB>score` per line, scores as
     SentencePiece's own trainer prints them (C++ stream default, i.e. %g)."""
-    return "".join(f"{sp.id_to_piece(i)}\t{sp.get_score(i):g}\n"
-                   for i in range(sp.get_piece_size()))
+    return "".join(
+        f"{sp.id_to_piece(i)}\t{sp.get_score(i):g}\n" for i in range(sp.get_piece_size())
+    )
 
 
-def _normalized_sentences(files, input_format, split, block_size, do_lower_case,
-                          max_length, stats, counts, say) -> Iterator[bytes]:
+def _normalized_sentences(
+    files, input_format, split, block_size, do_lower_case, max_length, stats, counts, say
+) -> Iterator[bytes]:
     """Every sentence of the corpus, normalized, as UTF-8; empty and too-long ones are
     counted and skipped (SentencePiece would skip them silently)."""
     blocks = plan_blocks(files, block_size, input_format)
@@ -258,8 +300,10 @@ def _normalized_sentences(files, input_format, split, block_size, do_lower_case,
                         yield data
             if time.time() - last > PROGRESS_SECONDS:
                 last = time.time()
-                say(f"read {stats.bytes / 1e6:,.1f} MB of text (file {block.file_index + 1} "
-                    f"of {len(files)}): {counts['valid']:,} sentences")
+                say(
+                    f"read {stats.bytes / 1e6:,.1f} MB of text (file {block.file_index + 1} "
+                    f"of {len(files)}): {counts['valid']:,} sentences"
+                )
 
 
 def _reservoir_sample(items: Iterable[bytes], size: int, seed: int):
@@ -283,8 +327,8 @@ def _reservoir_sample(items: Iterable[bytes], size: int, seed: int):
 def _in_order(sample: list, position: array.array) -> Iterator[bytes]:
     """The sample in corpus order, releasing each item once SentencePiece has copied it."""
     import numpy as np
-    order = np.argsort(np.frombuffer(position, dtype=np.int64), kind="stable") \
-        if position else ()
+
+    order = np.argsort(np.frombuffer(position, dtype=np.int64), kind="stable") if position else ()
     for j in order:
         item, sample[j] = sample[j], None
         yield item
@@ -305,39 +349,50 @@ def _read_summary(counts, stats, files) -> str:
     if counts["empty"]:
         dropped.append(f"{counts['empty']:,} empty after normalization")
     if counts["too_long"]:
-        dropped.append(f"{counts['too_long']:,} longer than max_sentence_length, skipped "
-                       "(one paragraph a line? try split_sentences)")
+        dropped.append(
+            f"{counts['too_long']:,} longer than max_sentence_length, skipped "
+            "(one paragraph a line? try split_sentences)"
+        )
     if stats.invalid_utf8_lines:
         dropped.append(f"{stats.invalid_utf8_lines:,} lines with invalid UTF-8 (replaced)")
-    return (f"read {counts['valid']:,} sentences in {stats.documents:,} documents from "
-            f"{len(files)} file(s)" + (f" ({'; '.join(dropped)})" if dropped else ""))
+    return (
+        f"read {counts['valid']:,} sentences in {stats.documents:,} documents from "
+        f"{len(files)} file(s)" + (f" ({'; '.join(dropped)})" if dropped else "")
+    )
 
 
 def _check_not_empty(counts, stats, files) -> None:
     if counts["valid"] == 0:
         where = files[0] if len(files) == 1 else f"{len(files)} input files"
-        raise ValueError(f"no sentences to train on in {where} ({stats.empty_files} empty "
-                         f"file(s), {counts['empty']} empty and {counts['too_long']} too long "
-                         "sentence(s))")
+        raise ValueError(
+            f"no sentences to train on in {where} ({stats.empty_files} empty "
+            f"file(s), {counts['empty']} empty and {counts['too_long']} too long "
+            "sentence(s))"
+        )
 
 
-def _explain(error: Exception, vocab_size: int, character_coverage: float,
-             sentences: int) -> Exception:
+def _explain(
+    error: Exception, vocab_size: int, character_coverage: float, sentences: int
+) -> Exception:
     """SentencePiece's error as a one-line message that says what to change."""
     message = str(error)
     if "Vocabulary size too high" in message:
         most = re.search(r"value <= (\d+)", message)
         limit = f" (at most {int(most.group(1)):,} here)" if most else ""
-        return ValueError(f"vocab_size={vocab_size:,} is too large for this corpus: "
-                          f"{sentences:,} sentences do not yield that many pieces{limit}; "
-                          "use a smaller vocab_size or more text")
+        return ValueError(
+            f"vocab_size={vocab_size:,} is too large for this corpus: "
+            f"{sentences:,} sentences do not yield that many pieces{limit}; "
+            "use a smaller vocab_size or more text"
+        )
     if "smaller than required_chars" in message:
         need = re.search(r"(\d+) vs (\d+)", message)
         pieces = f"{int(need.group(2)):,} pieces" if need else "more pieces"
-        return ValueError(f"vocab_size={vocab_size:,} is too small: this corpus needs {pieces} "
-                          "for its characters and special symbols (character_coverage="
-                          f"{character_coverage}); use a larger vocab_size or a lower "
-                          "character_coverage")
+        return ValueError(
+            f"vocab_size={vocab_size:,} is too small: this corpus needs {pieces} "
+            "for its characters and special symbols (character_coverage="
+            f"{character_coverage}); use a larger vocab_size or a lower "
+            "character_coverage"
+        )
     return RuntimeError(f"SentencePiece training failed: {message}")
 
 
@@ -351,30 +406,62 @@ def _remove(paths: Iterable[str]) -> None:
 
 def main(argv=None) -> int:
     from absl import flags
+
     fl = flags.FlagValues()
-    flags.DEFINE_string("input_file", None, "Input text: comma-separated globs (text or jsonl, "
-                        "optionally .gz).", flag_values=fl)
-    flags.DEFINE_string("model_prefix", None, "Output prefix: writes PREFIX.model and "
-                        "PREFIX.vocab.", flag_values=fl)
-    flags.DEFINE_integer("vocab_size", 30000, "Number of pieces (ALBERT: 30000).",
-                         flag_values=fl)
-    flags.DEFINE_bool("do_lower_case", True, "Lowercase (uncased model); use the same value "
-                      "when tokenizing.", flag_values=fl)
-    flags.DEFINE_enum("input_format", "auto", list(FORMATS), "Input format (auto: jsonl for "
-                      "*.jsonl/*.json[.gz], else text).", flag_values=fl)
-    flags.DEFINE_bool("split_sentences", False, "Split each text line into sentences (for "
-                      "one paragraph a line).", flag_values=fl)
-    flags.DEFINE_integer("input_sentence_size", 10_000_000, "Train on a uniform sample of "
-                         "at most this many sentences; 0: every sentence.", flag_values=fl)
+    flags.DEFINE_string(
+        "input_file",
+        None,
+        "Input text: comma-separated globs (text or jsonl, optionally .gz).",
+        flag_values=fl,
+    )
+    flags.DEFINE_string(
+        "model_prefix", None, "Output prefix: writes PREFIX.model and PREFIX.vocab.", flag_values=fl
+    )
+    flags.DEFINE_integer("vocab_size", 30000, "Number of pieces (ALBERT: 30000).", flag_values=fl)
+    flags.DEFINE_bool(
+        "do_lower_case",
+        True,
+        "Lowercase (uncased model); use the same value when tokenizing.",
+        flag_values=fl,
+    )
+    flags.DEFINE_enum(
+        "input_format",
+        "auto",
+        list(FORMATS),
+        "Input format (auto: jsonl for *.jsonl/*.json[.gz], else text).",
+        flag_values=fl,
+    )
+    flags.DEFINE_bool(
+        "split_sentences",
+        False,
+        "Split each text line into sentences (for one paragraph a line).",
+        flag_values=fl,
+    )
+    flags.DEFINE_integer(
+        "input_sentence_size",
+        10_000_000,
+        "Train on a uniform sample of at most this many sentences; 0: every sentence.",
+        flag_values=fl,
+    )
     flags.DEFINE_integer("seed", 12345, "Seed of the sample.", flag_values=fl)
-    flags.DEFINE_integer("num_threads", DEFAULT_NUM_THREADS, "SentencePiece threads (part "
-                         "of what determines the model).", flag_values=fl)
-    flags.DEFINE_float("character_coverage", 0.99995, "SentencePiece character_coverage.",
-                       flag_values=fl)
-    flags.DEFINE_integer("max_sentence_length", MAX_SENTENCE_LENGTH, "Longer sentences "
-                         "(bytes, after normalization) are skipped.", flag_values=fl)
-    flags.DEFINE_integer("block_size", 1 << 20, "Bytes of input per block (memory bound).",
-                         flag_values=fl)
+    flags.DEFINE_integer(
+        "num_threads",
+        DEFAULT_NUM_THREADS,
+        "SentencePiece threads (part of what determines the model).",
+        flag_values=fl,
+    )
+    flags.DEFINE_float(
+        "character_coverage", 0.99995, "SentencePiece character_coverage.", flag_values=fl
+    )
+    flags.DEFINE_integer(
+        "max_sentence_length",
+        MAX_SENTENCE_LENGTH,
+        "Longer sentences (bytes, after normalization) are skipped.",
+        flag_values=fl,
+    )
+    flags.DEFINE_integer(
+        "block_size", 1 << 20, "Bytes of input per block (memory bound).", flag_values=fl
+    )
     for name in ("input_file", "model_prefix"):
         flags.mark_flag_as_required(name, flag_values=fl)
     try:
@@ -387,20 +474,27 @@ def main(argv=None) -> int:
         return 2
     try:
         report = train_sentencepiece(
-            fl.input_file, fl.model_prefix, fl.vocab_size, do_lower_case=fl.do_lower_case,
-            input_format=fl.input_format, split_sentences=fl.split_sentences,
-            input_sentence_size=fl.input_sentence_size, seed=fl.seed,
-            num_threads=fl.num_threads, character_coverage=fl.character_coverage,
-            max_sentence_length=fl.max_sentence_length, block_size=fl.block_size,
-            progress=lambda message: print(f"[train_tokenizer] {message}", flush=True))
+            fl.input_file,
+            fl.model_prefix,
+            fl.vocab_size,
+            do_lower_case=fl.do_lower_case,
+            input_format=fl.input_format,
+            split_sentences=fl.split_sentences,
+            input_sentence_size=fl.input_sentence_size,
+            seed=fl.seed,
+            num_threads=fl.num_threads,
+            character_coverage=fl.character_coverage,
+            max_sentence_length=fl.max_sentence_length,
+            block_size=fl.block_size,
+            progress=lambda message: print(f"[train_tokenizer] {message}", flush=True),
+        )
         tokenizer = AlbertTokenizer(report["model_file"], do_lower_case=fl.do_lower_case)
     except (FileNotFoundError, ValueError, OSError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     ids = {p: tokenizer.sp.piece_to_id(p) for p in SPECIAL_PIECES}
     if list(ids.values()) != list(range(len(SPECIAL_PIECES))):
-        print(f"error: {report['model_file']} has special ids {ids}, expected 0-4",
-              file=sys.stderr)
+        print(f"error: {report['model_file']} has special ids {ids}, expected 0-4", file=sys.stderr)
         return 1
     print("special ids: " + " ".join(f"{p}={i}" for p, i in ids.items()))
     print(json.dumps(report, indent=2))

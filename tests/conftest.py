@@ -21,8 +21,13 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 # What every command-line test runs under: the project importable from anywhere, output
 # unbuffered (a running process can be watched), TensorFlow's C++ logs quiet, and no GPU:
 # these are CPU tests, and their comparisons need one device kind.
-CLI_ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
-               TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="-1")
+CLI_ENV = dict(
+    os.environ,
+    PYTHONPATH=str(ROOT),
+    PYTHONUNBUFFERED="1",
+    TF_CPP_MIN_LOG_LEVEL="2",
+    CUDA_VISIBLE_DEVICES="-1",
+)
 
 
 class Cli:
@@ -45,9 +50,13 @@ class Cli:
         self._out, self._err = open(self.out_path, "w"), open(self.err_path, "w")
         self._logs = None
         self.start = time.time()
-        self.proc = subprocess.Popen([sys.executable, *self.args], cwd=ROOT,
-                                     env=CLI_ENV if env is None else env,
-                                     stdout=self._out, stderr=self._err)
+        self.proc = subprocess.Popen(
+            [sys.executable, *self.args],
+            cwd=ROOT,
+            env=CLI_ENV if env is None else env,
+            stdout=self._out,
+            stderr=self._err,
+        )
 
     def wait(self, timeout=None):
         """Waits for the end (killing the process after the timeout); returns self."""
@@ -89,8 +98,10 @@ class Cli:
         return self._logs[1] if self._logs else self._read(self.err_path)
 
     def report(self):
-        return (f"exit {self.returncode}\n--- stdout ---\n{self.stdout[-3000:]}\n"
-                f"--- stderr ---\n{self.stderr[-5000:]}")
+        return (
+            f"exit {self.returncode}\n--- stdout ---\n{self.stdout[-3000:]}\n"
+            f"--- stderr ---\n{self.stderr[-5000:]}"
+        )
 
 
 def run_cli(*command, **options) -> Cli:
@@ -102,12 +113,14 @@ def two_cpu_driver(runner: str) -> str:
     """A script running `runner` (run_pretraining, run_classifier, ...) with two logical
     CPU devices, so that `--strategy mirrored` has two replicas on a CPU machine (logical
     devices must exist before TensorFlow initializes its runtime)."""
-    return ("import sys\nimport tensorflow as tf\n"
-            "cpus = tf.config.list_physical_devices('CPU')\n"
-            "tf.config.set_logical_device_configuration(\n"
-            "    cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)\n"
-            f"from absl import app\nimport {runner}\n{runner}.define_flags()\n"
-            f"app.run(lambda argv: sys.exit({runner}.main(argv)))\n")
+    return (
+        "import sys\nimport tensorflow as tf\n"
+        "cpus = tf.config.list_physical_devices('CPU')\n"
+        "tf.config.set_logical_device_configuration(\n"
+        "    cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)\n"
+        f"from absl import app\nimport {runner}\n{runner}.define_flags()\n"
+        f"app.run(lambda argv: sys.exit({runner}.main(argv)))\n"
+    )
 
 
 @pytest.fixture
@@ -122,6 +135,7 @@ def shared_data():
 def tok():
     """The German ALBERT SentencePiece model of ../shared/data (lower-cased), or skip."""
     from data_pipeline.tokenization import AlbertTokenizer
+
     path = SHARED_DATA / "spm" / "de-30k-clean.model"
     if not path.exists():
         pytest.skip(f"real data not available: {path} is absent")
@@ -130,8 +144,16 @@ def tok():
 
 def tiny_config(**overrides):
     from albert_tf import AlbertConfig
-    fields = dict(vocab_size=99, embedding_size=16, hidden_size=32, num_hidden_layers=4,
-                  num_attention_heads=4, intermediate_size=37, max_position_embeddings=40)
+
+    fields = dict(
+        vocab_size=99,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=40,
+    )
     fields.update(overrides)
     return AlbertConfig(**fields)
 
@@ -142,21 +164,26 @@ def random_batch(vocab_size=99, batch=3, seq=11, positions=3, seed=0):
     ids = rng.integers(5, vocab_size, (batch, seq)).astype(np.int32)
     mask = np.ones_like(ids)
     if batch > 1:
-        mask[1, seq - 4:] = 0
+        mask[1, seq - 4 :] = 0
     if batch > 2:
         mask[2, 3:] = 0
     ids[mask == 0] = 0
     segments = np.zeros_like(ids)
-    segments[:, seq // 2:] = 1
+    segments[:, seq // 2 :] = 1
     segments[mask == 0] = 0
     lm_positions = np.sort(rng.integers(0, 3, (batch, positions)), axis=1).astype(np.int32)
-    return {"input_ids": ids, "input_mask": mask, "segment_ids": segments,
-            "masked_lm_positions": lm_positions}
+    return {
+        "input_ids": ids,
+        "input_mask": mask,
+        "segment_ids": segments,
+        "masked_lm_positions": lm_positions,
+    }
 
 
 @pytest.fixture(autouse=True)
 def _float32_policy():
     """Tests that switch Keras to mixed precision must not leak it into others."""
     import keras
+
     yield
     keras.config.set_dtype_policy("float32")

@@ -16,11 +16,22 @@ def hf_pretraining_model(directory, seed=0, heads=True, **config):
     import torch
     import transformers
 
-    fields = dict(vocab_size=99, embedding_size=16, hidden_size=32, num_hidden_layers=4,
-                  num_hidden_groups=1, inner_group_num=1, num_attention_heads=4,
-                  intermediate_size=37, hidden_act="gelu_new", hidden_dropout_prob=0.0,
-                  attention_probs_dropout_prob=0.0, classifier_dropout_prob=0.0,
-                  max_position_embeddings=40, type_vocab_size=2)
+    fields = dict(
+        vocab_size=99,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=4,
+        num_hidden_groups=1,
+        inner_group_num=1,
+        num_attention_heads=4,
+        intermediate_size=37,
+        hidden_act="gelu_new",
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        classifier_dropout_prob=0.0,
+        max_position_embeddings=40,
+        type_vocab_size=2,
+    )
     fields.update(config)
     torch.manual_seed(seed)
     hf_config = transformers.AlbertConfig(attn_implementation="eager", **fields)
@@ -38,14 +49,18 @@ def hf_outputs(model, batch):
     positions and SOP logits, as numpy."""
     import torch
 
-    kwargs = dict(input_ids=torch.tensor(batch["input_ids"], dtype=torch.long),
-                  attention_mask=torch.tensor(batch["input_mask"], dtype=torch.long),
-                  token_type_ids=torch.tensor(batch["segment_ids"], dtype=torch.long))
+    kwargs = dict(
+        input_ids=torch.tensor(batch["input_ids"], dtype=torch.long),
+        attention_mask=torch.tensor(batch["input_mask"], dtype=torch.long),
+        token_type_ids=torch.tensor(batch["segment_ids"], dtype=torch.long),
+    )
     with torch.no_grad():
         backbone = model.albert if hasattr(model, "albert") else model
         base = backbone(**kwargs)
-        out = {"sequence_output": base.last_hidden_state.numpy(),
-               "pooled_output": base.pooler_output.numpy()}
+        out = {
+            "sequence_output": base.last_hidden_state.numpy(),
+            "pooled_output": base.pooler_output.numpy(),
+        }
         if hasattr(model, "albert"):
             full = model(**kwargs)
             positions = batch["masked_lm_positions"][:, :, None]
@@ -57,24 +72,30 @@ def hf_outputs(model, batch):
 def official_arrays(model, groups, inner_groups, heads=True):
     """The HF model's values under the official TF1 names and shapes (ALGORITHMS.md)."""
     sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
-    sd = {k[len("albert."):] if k.startswith("albert.") else k: v for k, v in sd.items()}
+    sd = {k[len("albert.") :] if k.startswith("albert.") else k: v for k, v in sd.items()}
     out = {
         "bert/embeddings/word_embeddings": sd["embeddings.word_embeddings.weight"],
         "bert/embeddings/position_embeddings": sd["embeddings.position_embeddings.weight"],
         "bert/embeddings/token_type_embeddings": sd["embeddings.token_type_embeddings.weight"],
         "bert/embeddings/LayerNorm/gamma": sd["embeddings.LayerNorm.weight"],
         "bert/embeddings/LayerNorm/beta": sd["embeddings.LayerNorm.bias"],
-        "bert/encoder/embedding_hidden_mapping_in/kernel":
-            sd["encoder.embedding_hidden_mapping_in.weight"].T,
-        "bert/encoder/embedding_hidden_mapping_in/bias":
-            sd["encoder.embedding_hidden_mapping_in.bias"],
+        "bert/encoder/embedding_hidden_mapping_in/kernel": sd[
+            "encoder.embedding_hidden_mapping_in.weight"
+        ].T,
+        "bert/encoder/embedding_hidden_mapping_in/bias": sd[
+            "encoder.embedding_hidden_mapping_in.bias"
+        ],
         "bert/pooler/dense/kernel": sd["pooler.weight"].T,
         "bert/pooler/dense/bias": sd["pooler.bias"],
     }
-    dense = {"attention_1/self/query": "attention.query", "attention_1/self/key": "attention.key",
-             "attention_1/self/value": "attention.value",
-             "attention_1/output/dense": "attention.dense",
-             "ffn_1/intermediate/dense": "ffn", "ffn_1/intermediate/output/dense": "ffn_output"}
+    dense = {
+        "attention_1/self/query": "attention.query",
+        "attention_1/self/key": "attention.key",
+        "attention_1/self/value": "attention.value",
+        "attention_1/output/dense": "attention.dense",
+        "ffn_1/intermediate/dense": "ffn",
+        "ffn_1/intermediate/output/dense": "ffn_output",
+    }
     norms = {"LayerNorm": "attention.LayerNorm", "LayerNorm_1": "full_layer_layer_norm"}
     for g in range(groups):
         for k in range(inner_groups):
@@ -87,15 +108,17 @@ def official_arrays(model, groups, inner_groups, heads=True):
                 out[tf_prefix + tf_name + "/gamma"] = sd[hf_prefix + hf_name + ".weight"]
                 out[tf_prefix + tf_name + "/beta"] = sd[hf_prefix + hf_name + ".bias"]
     if heads:
-        out.update({
-            "cls/predictions/transform/dense/kernel": sd["predictions.dense.weight"].T,
-            "cls/predictions/transform/dense/bias": sd["predictions.dense.bias"],
-            "cls/predictions/transform/LayerNorm/gamma": sd["predictions.LayerNorm.weight"],
-            "cls/predictions/transform/LayerNorm/beta": sd["predictions.LayerNorm.bias"],
-            "cls/predictions/output_bias": sd["predictions.bias"],
-            "cls/seq_relationship/output_weights": sd["sop_classifier.classifier.weight"],
-            "cls/seq_relationship/output_bias": sd["sop_classifier.classifier.bias"],
-        })
+        out.update(
+            {
+                "cls/predictions/transform/dense/kernel": sd["predictions.dense.weight"].T,
+                "cls/predictions/transform/dense/bias": sd["predictions.dense.bias"],
+                "cls/predictions/transform/LayerNorm/gamma": sd["predictions.LayerNorm.weight"],
+                "cls/predictions/transform/LayerNorm/beta": sd["predictions.LayerNorm.bias"],
+                "cls/predictions/output_bias": sd["predictions.bias"],
+                "cls/seq_relationship/output_weights": sd["sop_classifier.classifier.weight"],
+                "cls/seq_relationship/output_bias": sd["sop_classifier.classifier.bias"],
+            }
+        )
     return out
 
 
@@ -112,8 +135,11 @@ def write_tf1_checkpoint(prefix, arrays, module_prefix=False, optimizer_slots=Tr
             variables.append(tf.compat.v1.Variable(value.astype(np.float32), name=full))
             if optimizer_slots:
                 for slot in ("adam_m", "adam_v"):
-                    variables.append(tf.compat.v1.Variable(
-                        np.full(value.shape, 7.0, np.float32), name=f"{full}/{slot}"))
+                    variables.append(
+                        tf.compat.v1.Variable(
+                            np.full(value.shape, 7.0, np.float32), name=f"{full}/{slot}"
+                        )
+                    )
         variables.append(tf.compat.v1.Variable(np.int64(1000), name="global_step"))
         saver = tf.compat.v1.train.Saver(var_list=variables)
         with tf.compat.v1.Session(graph=graph) as session:

@@ -37,8 +37,9 @@ def test_encoder_checkpoint_into_pretrainer_reports_heads(tmp_path):
     model = AlbertPretrainer(tiny_config())
     report = load_checkpoint(model, str(tmp_path))
     assert report.restored == ["encoder"] and report.missing == ["mlm_head", "sop_head"]
-    np.testing.assert_array_equal(model.encoder.embeddings.word_embeddings.numpy(),
-                                  encoder.embeddings.word_embeddings.numpy())
+    np.testing.assert_array_equal(
+        model.encoder.embeddings.word_embeddings.numpy(), encoder.embeddings.word_embeddings.numpy()
+    )
 
 
 def test_missing_paths(tmp_path):
@@ -51,20 +52,26 @@ def test_missing_paths(tmp_path):
 def test_checkpoint_of_another_size(tmp_path):
     save_checkpoint(AlbertPretrainer(tiny_config()), str(tmp_path))
     bigger = AlbertPretrainer(tiny_config(hidden_size=64))
-    with pytest.raises(CheckpointError,
-                       match=r"does not fit the model's encoder \(.*albert_config.json differs: "
-                             r"hidden_size: checkpoint 32 vs model 64\)"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"does not fit the model's encoder \(.*albert_config.json differs: "
+        r"hidden_size: checkpoint 32 vs model 64\)",
+    ):
         load_checkpoint(bigger, str(tmp_path))
 
 
 def test_official_checkpoint_of_another_size_names_variables(tmp_path):
     hf_model = hf_pretraining_model(tmp_path / "hf")
-    prefix = write_tf1_checkpoint(str(tmp_path / "tf1" / "model.ckpt"),
-                                  official_arrays(hf_model, 1, 1))
+    prefix = write_tf1_checkpoint(
+        str(tmp_path / "tf1" / "model.ckpt"), official_arrays(hf_model, 1, 1)
+    )
     config_file = tmp_path / "albert_config.json"
     tiny_config(intermediate_size=48).to_json_file(config_file)
-    with pytest.raises(CheckpointError, match=r"have another shape than the model .*"
-                       r"ffn_1/intermediate/dense/kernel: source \[32, 37\] vs model \[32, 48\]"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"have another shape than the model .*"
+        r"ffn_1/intermediate/dense/kernel: source \[32, 37\] vs model \[32, 48\]",
+    ):
         convert("tf1", prefix, str(tmp_path / "out"), str(config_file))
     assert not (tmp_path / "out").exists()  # nothing half-written
     tiny_config(num_hidden_groups=2).to_json_file(config_file)
@@ -95,14 +102,17 @@ def test_projection_when_embedding_equals_hidden_is_refused(tmp_path):
 
 
 def test_untied_decoder_is_refused():
-    state = {"albert.embeddings.word_embeddings.weight": np.ones((5, 2), np.float32),
-             "predictions.decoder.weight": np.zeros((5, 2), np.float32)}
+    state = {
+        "albert.embeddings.word_embeddings.weight": np.ones((5, 2), np.float32),
+        "predictions.decoder.weight": np.zeros((5, 2), np.float32),
+    }
     with pytest.raises(CheckpointError, match="untied decoder cannot be imported"):
         transformers_to_official(state)
 
 
 def test_hf_exact_gelu_maps_to_gelu_exact(tmp_path):
     from references import hf_outputs
+
     hf_model = hf_pretraining_model(tmp_path / "hf", hidden_act="gelu")  # HF "gelu" = erf form
     convert("transformers", str(tmp_path / "hf"), str(tmp_path / "out"))
     written = json.loads((tmp_path / "out" / "albert_config.json").read_text())

@@ -15,16 +15,17 @@ REAL = [
     ("mrpc", "glue/MRPC", 3668, 408, 1725, {"1": 279, "0": 129}),
     ("rte", "glue/RTE", 2490, 277, 3000, {"entailment": 146, "not_entailment": 131}),
     ("sts-b", "glue/STS-B", 5749, 1500, 1379, None),
-    ("chnsenticorp", "chinese/ChnSentiCorp", 9600, 1200, 1200,
-     {"negative": 607, "positive": 593}),
+    ("chnsenticorp", "chinese/ChnSentiCorp", 9600, 1200, 1200, {"negative": 607, "positive": 593}),
     ("afqmc", "chinese/AFQMC", 34334, 4316, 3861, {"0": 2978, "1": 1338}),
 ]
 
 
-@pytest.mark.parametrize("task,folder,n_train,n_dev,n_test,dev_labels", REAL,
-                         ids=[r[0] for r in REAL])
-def test_real_files_counts_and_labels(shared_data, task, folder, n_train, n_dev, n_test,
-                                      dev_labels):
+@pytest.mark.parametrize(
+    "task,folder,n_train,n_dev,n_test,dev_labels", REAL, ids=[r[0] for r in REAL]
+)
+def test_real_files_counts_and_labels(
+    shared_data, task, folder, n_train, n_dev, n_test, dev_labels
+):
     data_dir = str(shared_data / folder)
     train, dev, test = (C.read_task(data_dir, task, s) for s in ("train", "dev", "test"))
     assert (len(train), len(dev), len(test)) == (n_train, n_dev, n_test)
@@ -51,17 +52,20 @@ def test_real_file_quirks(shared_data):
     # MRPC: the BOM does not leak into the header check; a sentence opening a quote that
     # never closes stays one field (QUOTE_NONE), the next row is not swallowed.
     dev = C.read_task(str(glue / "MRPC"), "mrpc", "dev")
-    assert dev[0].text_b == '"The foodservice pie business does not fit our long-term ' \
-                            'growth strategy.'
+    assert (
+        dev[0].text_b == '"The foodservice pie business does not fit our long-term growth strategy.'
+    )
     assert dev[0].label == "1"
     # CoLA: no header, so the first row is an example; dev.tsv has no final newline.
     cola = C.read_task(str(glue / "CoLA"), "cola", "dev")
-    assert cola[0] == C.Example("dev-0", "The sailors rode the breeze clear of the rocks.",
-                                None, "1")
+    assert cola[0] == C.Example(
+        "dev-0", "The sailors rode the breeze clear of the rocks.", None, "1"
+    )
     # STS-B: ten columns, the score last, parsed as float.
     sts = C.read_task(str(glue / "STS-B"), "sts-b", "dev")
-    assert sts[0] == C.Example("dev-0", "A man with a hard hat is dancing.",
-                               "A man wearing a hard hat is dancing.", 5.0)
+    assert sts[0] == C.Example(
+        "dev-0", "A man with a hard hat is dancing.", "A man wearing a hard hat is dancing.", 5.0
+    )
     # Chinese text survives unchanged.
     afqmc = C.read_task(str(shared_data / "chinese" / "AFQMC"), "afqmc", "dev")
     assert afqmc[0] == C.Example("dev-0", "双十一花呗提额在哪", "里可以提花呗额度", "0")
@@ -91,8 +95,13 @@ def test_label_names_and_regression():
     assert C.label_names("sts-b") is None and C.is_regression("sts-b")
     with pytest.raises(ValueError, match="'squad' is not one of"):
         C.label_names("squad")
-    assert C.splits("mnli") == ["train", "dev_matched", "dev_mismatched", "test_matched",
-                                "test_mismatched"]
+    assert C.splits("mnli") == [
+        "train",
+        "dev_matched",
+        "dev_mismatched",
+        "test_matched",
+        "test_mismatched",
+    ]
 
 
 def _write(path, text, encoding="utf-8"):
@@ -103,27 +112,40 @@ def _write(path, text, encoding="utf-8"):
 def test_glue_layouts_from_synthetic_files(tmp_path):
     # MNLI: 12-column train, 16-column dev_matched/dev_mismatched, gold label last.
     parse = ["(x)"] * 4
-    train_header = ["index", "promptID", "pairID", "genre", "s1b", "s2b", "s1p", "s2p",
-                    "sentence1", "sentence2", "label1", "gold_label"]
+    train_header = [
+        "index",
+        "promptID",
+        "pairID",
+        "genre",
+        "s1b",
+        "s2b",
+        "s1p",
+        "s2p",
+        "sentence1",
+        "sentence2",
+        "label1",
+        "gold_label",
+    ]
     train_row = ["0", "1", "1e", "gov", *parse, "A man.", 'He "said', "neutral", "neutral"]
     d = tmp_path / "mnli"
     d.mkdir()
     _write(d / "train.tsv", "\t".join(train_header) + "\n" + "\t".join(train_row) + "\n")
-    dev_row = ["7", "1", "1e", "gov", *parse, "A.", "B.", *["entailment"] * 5,
-               "contradiction"]
+    dev_row = ["7", "1", "1e", "gov", *parse, "A.", "B.", *["entailment"] * 5, "contradiction"]
     for split in ("dev_matched", "dev_mismatched"):
-        _write(d / f"{split}.tsv", "\t".join(["index"] + ["c"] * 15) + "\n"
-               + "\t".join(dev_row) + "\n")
+        _write(
+            d / f"{split}.tsv", "\t".join(["index"] + ["c"] * 15) + "\n" + "\t".join(dev_row) + "\n"
+        )
     assert C.read_task(str(d), "mnli", "train") == [
-        C.Example("train-0", "A man.", 'He "said', "neutral")]
-    assert C.read_task(str(d), "mnli", "dev") == [C.Example("dev_matched-7", "A.", "B.",
-                                                            "contradiction")]
+        C.Example("train-0", "A man.", 'He "said', "neutral")
+    ]
+    assert C.read_task(str(d), "mnli", "dev") == [
+        C.Example("dev_matched-7", "A.", "B.", "contradiction")
+    ]
     assert C.read_task(str(d), "mnli", "dev_mismatched")[0].label == "contradiction"
     # QQP, QNLI, WNLI headers and columns.
     q = tmp_path / "qqp.tsv"
     _write(q, "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n5\t1\t2\tWhy?\tHow?\t1\n")
-    assert C.read_task_file(str(q), "qqp", "dev") == [C.Example("dev-5", "Why?", "How?",
-                                                                "1")]
+    assert C.read_task_file(str(q), "qqp", "dev") == [C.Example("dev-5", "Why?", "How?", "1")]
     q = tmp_path / "qnli.tsv"
     _write(q, "index\tquestion\tsentence\tlabel\n3\tWho?\tHim.\tnot_entailment\n")
     assert C.read_task_file(str(q), "qnli", "train")[0].label == "not_entailment"
@@ -133,22 +155,41 @@ def test_glue_layouts_from_synthetic_files(tmp_path):
     # CRLF line ends are tolerated.
     q = tmp_path / "sst.tsv"
     _write(q, "sentence\tlabel\r\ngood .\t1\r\n")
-    assert C.read_task_file(str(q), "sst-2", "train") == [C.Example("train-0", "good .",
-                                                                    None, "1")]
+    assert C.read_task_file(str(q), "sst-2", "train") == [C.Example("train-0", "good .", None, "1")]
 
 
-@pytest.mark.parametrize("task,split,text,line,message", [
-    ("cola", "train", "gj04\t1\t\tFine.\ngj04\t1\tOops.\n", 2, "3 tab-separated fields"),
-    ("cola", "train", "gj04\t1\t\tFine.\ngj04\tyes\t\tBad label.\n", 2, "label 'yes'"),
-    ("rte", "dev", "index\tsentence1\tsentence2\tlabel\n0\tA\tB\tneutral\n", 2,
-     "label 'neutral'"),
-    ("sts-b", "train", "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\t"
-     "sentence1\tsentence2\tscore\n0\tg\tf\ty\to\ts\ts\tA\tB\tfive\n", 2, "'five'"),
-    ("sts-b", "train", "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\t"
-     "sentence1\tsentence2\tscore\n0\tg\tf\ty\to\ts\ts\tA\tB\t7.5\n", 2, "outside"),
-    ("sst-2", "dev", "text\tlabel\ngood\t1\n", 1, "header"),
-    ("afqmc", "train", "a\tb\t0\na\tb\n", 2, "2 tab-separated fields"),
-])
+@pytest.mark.parametrize(
+    "task,split,text,line,message",
+    [
+        ("cola", "train", "gj04\t1\t\tFine.\ngj04\t1\tOops.\n", 2, "3 tab-separated fields"),
+        ("cola", "train", "gj04\t1\t\tFine.\ngj04\tyes\t\tBad label.\n", 2, "label 'yes'"),
+        (
+            "rte",
+            "dev",
+            "index\tsentence1\tsentence2\tlabel\n0\tA\tB\tneutral\n",
+            2,
+            "label 'neutral'",
+        ),
+        (
+            "sts-b",
+            "train",
+            "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\t"
+            "sentence1\tsentence2\tscore\n0\tg\tf\ty\to\ts\ts\tA\tB\tfive\n",
+            2,
+            "'five'",
+        ),
+        (
+            "sts-b",
+            "train",
+            "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\t"
+            "sentence1\tsentence2\tscore\n0\tg\tf\ty\to\ts\ts\tA\tB\t7.5\n",
+            2,
+            "outside",
+        ),
+        ("sst-2", "dev", "text\tlabel\ngood\t1\n", 1, "header"),
+        ("afqmc", "train", "a\tb\t0\na\tb\n", 2, "2 tab-separated fields"),
+    ],
+)
 def test_malformed_rows_name_file_and_line(tmp_path, task, split, text, line, message):
     path = _write(tmp_path / "bad.tsv", text)
     with pytest.raises(ValueError, match=rf"bad\.tsv:{line}: .*{message}"):
@@ -170,37 +211,42 @@ def test_bad_utf8_empty_file_and_missing_file(tmp_path):
 
 
 def test_generic_csv_uses_csv_quoting(tmp_path):
-    text = ('id,review,label\n'
-            '1,"Good, really ""good"".",pos\n'
-            '2,"two\nlines",neg\n'
-            '3,plain,pos\n')
+    text = 'id,review,label\n1,"Good, really ""good"".",pos\n2,"two\nlines",neg\n3,plain,pos\n'
     path = _write(tmp_path / "data.csv", text)
     examples = C.read_delimited(path, "review", label_column="label")
     assert [(e.text_a, e.label) for e in examples] == [
-        ('Good, really "good".', "pos"), ("two\nlines", "neg"), ("plain", "pos")]
+        ('Good, really "good".', "pos"),
+        ("two\nlines", "neg"),
+        ("plain", "pos"),
+    ]
     assert C.discover_labels(examples) == ["neg", "pos"]
     # Line numbers count physical lines, past the multi-line field.
     bad = _write(tmp_path / "bad.csv", text + "4,too,many,fields\n")
     with pytest.raises(ValueError, match=r"bad\.csv:6: 4 fields, expected 3"):
         C.read_delimited(bad, "review", label_column="label")
-    with pytest.raises(ValueError, match=r"data\.csv:1: label_column='gold' is not a "
-                                         r"column; the header has \['id', 'review'"):
+    with pytest.raises(
+        ValueError,
+        match=r"data\.csv:1: label_column='gold' is not a "
+        r"column; the header has \['id', 'review'",
+    ):
         C.read_delimited(path, "review", label_column="gold")
     with pytest.raises(ValueError, match="empty file"):
         C.read_delimited(_write(tmp_path / "empty.csv", ""), "review")
     # A BOM (Excel's csv) does not become part of the first column's name.
     bom = _write(tmp_path / "bom.csv", "\ufeffa,b,y\nx,z,1.5\n")
     assert C.read_delimited(bom, "a", "b", "y", regression=True) == [
-        C.Example("row-0", "x", "z", 1.5)]
+        C.Example("row-0", "x", "z", 1.5)
+    ]
 
 
 def test_generic_tsv_keeps_quotes_as_text(tmp_path):
-    path = _write(tmp_path / "data.tsv",
-                  'a\tb\tlabel\n"open quote\tsecond\t1\nnext\trow\t10\nthird\tx\t2\n')
+    path = _write(
+        tmp_path / "data.tsv", 'a\tb\tlabel\n"open quote\tsecond\t1\nnext\trow\t10\nthird\tx\t2\n'
+    )
     examples = C.read_delimited(path, "a", "b", "label", delimiter="\t")
     assert [e.text_a for e in examples] == ['"open quote', "next", "third"]
     assert C.discover_labels(examples) == ["1", "2", "10"]  # numeric order
-    bad = _write(tmp_path / "bad.tsv", 'a\tlabel\nx\t1.5\ny\thigh\n')
+    bad = _write(tmp_path / "bad.tsv", "a\tlabel\nx\t1.5\ny\thigh\n")
     with pytest.raises(ValueError, match=r"bad\.tsv:3: label 'high' is not a number"):
         C.read_delimited(bad, "a", label_column="label", delimiter="\t", regression=True)
 
@@ -209,8 +255,10 @@ def test_generic_jsonl(tmp_path):
     lines = [{"q": "Is it?", "p": "Yes.", "y": 1}, {"q": "No?", "p": "No.", "y": 0}]
     path = _write(tmp_path / "d.jsonl", "\n".join(json.dumps(o) for o in lines) + "\n\n")
     examples = C.read_jsonl(path, "q", "p", "y")
-    assert examples == [C.Example("row-0", "Is it?", "Yes.", "1"),
-                        C.Example("row-1", "No?", "No.", "0")]
+    assert examples == [
+        C.Example("row-0", "Is it?", "Yes.", "1"),
+        C.Example("row-1", "No?", "No.", "0"),
+    ]
     bad = _write(tmp_path / "bad.jsonl", json.dumps(lines[0]) + '\n{"q": "x"}\n')
     with pytest.raises(ValueError, match=r"bad\.jsonl:2: label_column='y' is not a key"):
         C.read_jsonl(bad, "q", label_column="y")
@@ -218,17 +266,28 @@ def test_generic_jsonl(tmp_path):
     with pytest.raises(ValueError, match=r"bad2\.jsonl:2: invalid JSON"):
         C.read_jsonl(bad, "q", label_column="y")
     with pytest.raises(ValueError, match=r"bad2\.jsonl:1: label 'x' is not a number"):
-        C.read_jsonl(_write(tmp_path / "bad2.jsonl", '{"q": "a", "y": "x"}\n'), "q",
-                     label_column="y", regression=True)
+        C.read_jsonl(
+            _write(tmp_path / "bad2.jsonl", '{"q": "a", "y": "x"}\n'),
+            "q",
+            label_column="y",
+            regression=True,
+        )
 
 
 def test_race_layouts_and_errors(tmp_path):
-    article = {"id": "high123.txt", "article": "Text.", "questions": ["Q1?", "Q2?"],
-               "options": [["a", "b", "c", "d"], ["e", "f", "g", "h"]], "answers": ["D", "A"]}
+    article = {
+        "id": "high123.txt",
+        "article": "Text.",
+        "questions": ["Q1?", "Q2?"],
+        "options": [["a", "b", "c", "d"], ["e", "f", "g", "h"]],
+        "answers": ["D", "A"],
+    }
     path = _write(tmp_path / "high123.json", json.dumps(article))
     examples = C.read_race(path)
     assert [(e.guid, e.label, e.level) for e in examples] == [
-        ("high123.txt-0", 3, "high"), ("high123.txt-1", 0, "high")]
+        ("high123.txt-0", 3, "high"),
+        ("high123.txt-1", 0, "high"),
+    ]
     (tmp_path / "middle").mkdir()
     article["id"] = "abc"
     path = _write(tmp_path / "middle" / "x.json", json.dumps({"data": [article]}))
@@ -237,9 +296,12 @@ def test_race_layouts_and_errors(tmp_path):
     path = _write(tmp_path / "bad.json", json.dumps({"data": [article]}))
     with pytest.raises(ValueError, match="article 0 question 0: answer 'E' but only 4"):
         C.read_race(path)
-    mc = _write(tmp_path / "mc.jsonl",
-                json.dumps({"context": "C", "question": "Q", "options": ["x", "y"],
-                            "label": 1}) + "\n"
-                + json.dumps({"context": "C", "question": "Q", "options": ["x"]}) + "\n")
+    mc = _write(
+        tmp_path / "mc.jsonl",
+        json.dumps({"context": "C", "question": "Q", "options": ["x", "y"], "label": 1})
+        + "\n"
+        + json.dumps({"context": "C", "question": "Q", "options": ["x"]})
+        + "\n",
+    )
     with pytest.raises(ValueError, match=r"mc\.jsonl:2: options must be a list of at least 2"):
         C.read_multiple_choice_jsonl(mc)

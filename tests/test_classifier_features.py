@@ -1,25 +1,29 @@
 """Fine-tuning features: packing, official truncation, the TFRecord cache, the reader."""
 
-
 import numpy as np
 
-from data_pipeline.classification.features import (classifier_dataset, convert_examples,
-                                                   convert_multiple_choice, truncate_pair)
+from data_pipeline.classification.features import (
+    classifier_dataset,
+    convert_examples,
+    convert_multiple_choice,
+    truncate_pair,
+)
 from data_pipeline.records import cached_features, fingerprint
 
 
 def test_truncate_pair_is_the_official_rule():
     a, b = list(range(10)), list(range(4))
     truncate_pair(a, b, 8)
-    assert (a, b) == (list(range(4)), list(range(4)))   # longer side loses its end first
+    assert (a, b) == (list(range(4)), list(range(4)))  # longer side loses its end first
     a, b = [1, 2, 3], [4, 5, 6]
     truncate_pair(a, b, 5)
     assert (a, b) == ([1, 2, 3], [4, 5]) or (a, b) == ([1, 2], [4, 5, 6])
-    assert len(a) + len(b) == 5 and b == [4, 5]          # ties: B loses first
+    assert len(a) + len(b) == 5 and b == [4, 5]  # ties: B loses first
 
 
 def test_pairs_are_packed_as_cls_a_sep_b_sep(tok, shared_data):
     from data_pipeline.classification.data import label_names, read_task
+
     examples = read_task(str(shared_data / "glue" / "MRPC"), "mrpc", "dev")
     stats = {}
     f = convert_examples(examples, tok, 64, label_names("mrpc"), stats)
@@ -31,7 +35,7 @@ def test_pairs_are_packed_as_cls_a_sep_b_sep(tok, shared_data):
         ids, seg = f["input_ids"][i, :n], f["segment_ids"][i, :n]
         assert ids[0] == tok.cls_id and ids[-1] == tok.sep_id
         first_sep = int(np.flatnonzero(ids == tok.sep_id)[0])
-        assert np.all(seg[:first_sep + 1] == 0) and np.all(seg[first_sep + 1:] == 1)
+        assert np.all(seg[: first_sep + 1] == 0) and np.all(seg[first_sep + 1 :] == 1)
         a = tok.encode(examples[i].text_a)
         if n < 64:  # not truncated: A is exactly the tokenizer's ids
             assert list(ids[1:first_sep]) == a
@@ -41,6 +45,7 @@ def test_pairs_are_packed_as_cls_a_sep_b_sep(tok, shared_data):
 
 def test_cache_is_reused_and_rebuilt_when_settings_change(tok, shared_data, tmp_path):
     from data_pipeline.classification.data import read_task, task_file
+
     data_dir = str(shared_data / "glue" / "STS-B")
     examples = read_task(data_dir, "sts-b", "dev")
     source = task_file(data_dir, "sts-b", "dev")
@@ -51,8 +56,9 @@ def test_cache_is_reused_and_rebuilt_when_settings_change(tok, shared_data, tmp_
         return convert_examples(examples, tok, seq, None)
 
     key = fingerprint(source, tok, max_seq_length=32, labels=None)
-    path, count, reused = cached_features(str(tmp_path / "dev"), key, lambda: build(32),
-                                          {"truncated": 7})
+    path, count, reused = cached_features(
+        str(tmp_path / "dev"), key, lambda: build(32), {"truncated": 7}
+    )
     assert (count, reused) == (1500, False)
     info = {}
     _, _, reused = cached_features(str(tmp_path / "dev"), key, lambda: build(32), info)
@@ -70,6 +76,7 @@ def test_cache_is_reused_and_rebuilt_when_settings_change(tok, shared_data, tmp_
 
 def test_multiple_choice_pads_choices_and_fills_blanks(tok, shared_data, tmp_path):
     from data_pipeline.classification.data import read_race
+
     examples = read_race(str(shared_data / "race" / "expmrc-race-dev.json"))
     f = convert_multiple_choice(examples, tok, 512, num_choices=4)
     assert f["input_ids"].shape == (len(examples), 4, 512)
@@ -86,13 +93,17 @@ def test_multiple_choice_pads_choices_and_fills_blanks(tok, shared_data, tmp_pat
             continue  # truncated: the passage lost its end, the pair is not whole
         seg = f["segment_ids"][i, 0, :n]
         second = list(f["input_ids"][i, 0, :n][seg == 1][:-1])
-        qa = (e.question.replace("_", e.options[0]) if "_" in e.question
-              else f"{e.question} {e.options[0]}")
+        qa = (
+            e.question.replace("_", e.options[0])
+            if "_" in e.question
+            else f"{e.question} {e.options[0]}"
+        )
         assert second == tok.encode(qa)
         checked += 1
     assert checked > 0
     assert set(f["label_ids"]) <= {0, 1, 2, 3}
-    path, count, _ = cached_features(str(tmp_path / "race"), "k",
-                                     lambda: {k: v[:8] for k, v in f.items()})
+    path, count, _ = cached_features(
+        str(tmp_path / "race"), "k", lambda: {k: v[:8] for k, v in f.items()}
+    )
     batch = next(iter(classifier_dataset(path, 8, 512, num_choices=4)))
     np.testing.assert_array_equal(batch["input_ids"].numpy(), f["input_ids"][:8])

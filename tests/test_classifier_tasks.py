@@ -39,11 +39,14 @@ def test_glue_task_files_labels_splits_and_metrics():
 
 def test_user_files_default_to_data_dir_and_labels_are_discovered(tmp_path):
     data = tmp_path / "data"
-    _csv(data, "train", [("good day", "x", "pos"), ("bad day", "y", "neg"),
-                         ("fine", "z", "10"), ("ok", "w", "2")])
+    _csv(
+        data,
+        "train",
+        [("good day", "x", "pos"), ("bad day", "y", "neg"), ("fine", "z", "10"), ("ok", "w", "2")],
+    )
     spec = TaskSpec("csv", data_dir=str(data), text_a_column="sentence")
     assert spec.user_files and spec.source("dev") == str(data / "dev.csv")
-    assert spec.labels() == ["10", "2", "neg", "pos"]        # strings: sorted as strings
+    assert spec.labels() == ["10", "2", "neg", "pos"]  # strings: sorted as strings
     given = TaskSpec("csv", data_dir=str(data), dev_file="elsewhere.csv")
     assert given.source("dev") == "elsewhere.csv"
     assert TaskSpec("race", data_dir=str(data)).source("test") == str(data / "test.json")
@@ -62,12 +65,20 @@ def test_user_files_default_to_data_dir_and_labels_are_discovered(tmp_path):
 def test_evaluate_prefixes_several_dev_splits_and_ranks_by_the_first():
     spec = TaskSpec("mnli", data_dir="x")
     logits = np.array([[3.0, 0, 0], [0, 2.0, 0], [0, 0, 1.0], [1.0, 0, 0]])
-    result = spec.evaluate({"dev_matched": (logits, np.array([0, 1, 2, 2])),
-                            "dev_mismatched": (logits, np.array([1, 1, 1, 1]))})
-    assert result == {"dev_matched/accuracy": 0.75, "dev_mismatched/accuracy": 0.25,
-                      "accuracy": 0.75}
+    result = spec.evaluate(
+        {
+            "dev_matched": (logits, np.array([0, 1, 2, 2])),
+            "dev_mismatched": (logits, np.array([1, 1, 1, 1])),
+        }
+    )
+    assert result == {
+        "dev_matched/accuracy": 0.75,
+        "dev_mismatched/accuracy": 0.25,
+        "accuracy": 0.75,
+    }
     stsb = TaskSpec("sts-b", data_dir="x").evaluate(
-        {"dev": (np.array([[0.5], [2.0], [4.0]]), np.array([1.0, 2.0, 5.0]))})
+        {"dev": (np.array([[0.5], [2.0], [4.0]]), np.array([1.0, 2.0, 5.0]))}
+    )
     assert set(stsb) == {"pearson", "spearman", "corr"} and stsb["spearman"] == 1.0
 
 
@@ -79,20 +90,21 @@ def test_task_features_record_text_pair_and_shape_in_the_cache(tok, tmp_path):
     built = task_features(single, "train", tok, cache, 16, ["neg", "pos"])
     assert not built.reused and built.count == 2 and not built.text_pair
     assert (built.max_seq_length, built.num_choices, built.regression) == (16, None, False)
-    pair = TaskSpec("csv", data_dir=str(data), text_a_column="sentence",
-                    text_b_column="other")
+    pair = TaskSpec("csv", data_dir=str(data), text_a_column="sentence", text_b_column="other")
     pairs = task_features(pair, "train", tok, cache, 16, ["neg", "pos"])
-    assert not pairs.reused and pairs.text_pair        # other columns: another cache key
+    assert not pairs.reused and pairs.text_pair  # other columns: another cache key
     again = task_features(pair, "train", tok, cache, 16, ["neg", "pos"])
     assert again.reused and again.text_pair and again.path == pairs.path
-    with open(again.path[:-len(".tfrecord")] + ".json") as f:
+    with open(again.path[: -len(".tfrecord")] + ".json") as f:
         assert json.load(f)["info"]["text_pair"] is True
-    assert "csv train: 2 examples, 0 examples truncated to max_seq_length=16 (cached: " \
+    assert (
+        "csv train: 2 examples, 0 examples truncated to max_seq_length=16 (cached: "
         in again.describe()
+    )
     batch = next(iter(again.dataset(8, drop_remainder=False)))
     assert batch["input_ids"].shape == (2, 16)
-    assert batch["segment_ids"].numpy()[0].max() == 1     # the pair's second segment
-    assert batch["segment_ids"].numpy()[1].max() == 0     # "" is no second segment
+    assert batch["segment_ids"].numpy()[0].max() == 1  # the pair's second segment
+    assert batch["segment_ids"].numpy()[1].max() == 0  # "" is no second segment
     with pytest.raises(FileNotFoundError, match="csv dev file not found: .*dev.csv"):
         task_features(pair, "dev", tok, cache, 16, ["neg", "pos"])
 
@@ -111,6 +123,7 @@ def test_max_examples_draws_a_seeded_subset(tok, tmp_path):
 
 def test_submission_files(tmp_path):
     from data_pipeline.classification.data import Example
+
     examples = [Example("test-7", "a", None, None), Example("row-3", "b", None, None)]
     logits = np.array([[0.0, 2.0], [1.0, -1.0]])
     tsv, jsonl = write_submission(str(tmp_path), "sst-2", examples, logits, ["0", "1"])
@@ -120,10 +133,12 @@ def test_submission_files(tmp_path):
     assert os.path.basename(jsonl) == "sst-2_test_predictions.jsonl"
     assert rows[0]["guid"] == "test-7" and rows[0]["label"] == "1"
     assert rows[0]["probabilities"]["1"] == pytest.approx(1 / (1 + np.exp(-2)), abs=1e-6)
-    tsv, jsonl = write_submission(str(tmp_path), "sts-b", examples,
-                                  np.array([[5.7], [2.25]]), None)
+    tsv, jsonl = write_submission(str(tmp_path), "sts-b", examples, np.array([[5.7], [2.25]]), None)
     assert open(tsv).read() == "index\tprediction\n7\t5.000\nrow-3\t2.250\n"
     assert [json.loads(line)["score"] for line in open(jsonl)] == [5.7, 2.25]
-    assert sorted(os.listdir(tmp_path)) == ["SST-2.tsv", "STS-B.tsv",
-                                            "sst-2_test_predictions.jsonl",
-                                            "sts-b_test_predictions.jsonl"]
+    assert sorted(os.listdir(tmp_path)) == [
+        "SST-2.tsv",
+        "STS-B.tsv",
+        "sst-2_test_predictions.jsonl",
+        "sts-b_test_predictions.jsonl",
+    ]

@@ -8,12 +8,24 @@ from albert_tf import AlbertConfig, ConfigError
 from conftest import tiny_config
 
 OFFICIAL_BASE_V2 = {
-    "attention_probs_dropout_prob": 0, "hidden_act": "gelu", "hidden_dropout_prob": 0,
-    "embedding_size": 128, "hidden_size": 768, "initializer_range": 0.02,
-    "intermediate_size": 3072, "max_position_embeddings": 512, "num_attention_heads": 12,
-    "num_hidden_layers": 12, "num_hidden_groups": 1, "net_structure_type": 0, "gap_size": 0,
-    "num_memory_blocks": 0, "inner_group_num": 1, "down_scale_factor": 1,
-    "type_vocab_size": 2, "vocab_size": 30000,
+    "attention_probs_dropout_prob": 0,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0,
+    "embedding_size": 128,
+    "hidden_size": 768,
+    "initializer_range": 0.02,
+    "intermediate_size": 3072,
+    "max_position_embeddings": 512,
+    "num_attention_heads": 12,
+    "num_hidden_layers": 12,
+    "num_hidden_groups": 1,
+    "net_structure_type": 0,
+    "gap_size": 0,
+    "num_memory_blocks": 0,
+    "inner_group_num": 1,
+    "down_scale_factor": 1,
+    "type_vocab_size": 2,
+    "vocab_size": 30000,
 }
 
 
@@ -22,8 +34,12 @@ def test_official_config_keeps_every_key(tmp_path):
     path.write_text(json.dumps(OFFICIAL_BASE_V2))
     config = AlbertConfig.from_json_file(path)
     assert config.hidden_size == 768 and config.embedding_size == 128
-    assert config.extra == {"net_structure_type": 0, "gap_size": 0, "num_memory_blocks": 0,
-                            "down_scale_factor": 1}
+    assert config.extra == {
+        "net_structure_type": 0,
+        "gap_size": 0,
+        "num_memory_blocks": 0,
+        "down_scale_factor": 1,
+    }
     out = tmp_path / "out.json"
     config.to_json_file(out)
     written = json.loads(out.read_text())
@@ -38,9 +54,15 @@ def test_preset_base_v2_equals_official_file():
 
 def _released(hidden, layers, heads, intermediate, dropout):
     """An albert_config.json as google-research/albert released it on TF-Hub (assets/)."""
-    return dict(OFFICIAL_BASE_V2, hidden_size=hidden, num_hidden_layers=layers,
-                num_attention_heads=heads, intermediate_size=intermediate,
-                hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    return dict(
+        OFFICIAL_BASE_V2,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=intermediate,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+    )
 
 
 # The released English configs. xlarge: 32 heads (the released config; the paper's Table 1
@@ -67,7 +89,9 @@ def test_presets_equal_the_released_configs_key_by_key(name, version):
         assert written[key] == value, (name, version, key)
     # Only this project's two additions besides, at the official values.
     assert {k: written[k] for k in set(written) - set(released)} == {
-        "layer_norm_eps": 1e-12, "sharing": "all"}
+        "layer_norm_eps": 1e-12,
+        "sharing": "all",
+    }
     assert AlbertConfig.preset(f"albert-{name}-v{version}") == preset
     assert AlbertConfig.preset(f"{name}_v{version}") == preset
     assert AlbertConfig.from_dict(released) == preset
@@ -81,8 +105,14 @@ def test_preset_errors():
 
 
 def test_round_trip_identity_every_field():
-    config = tiny_config(num_hidden_groups=2, inner_group_num=3, hidden_act="relu",
-                         sharing="ffn", layer_norm_eps=1e-6, extra={"ln_type": "postln"})
+    config = tiny_config(
+        num_hidden_groups=2,
+        inner_group_num=3,
+        hidden_act="relu",
+        sharing="ffn",
+        layer_norm_eps=1e-6,
+        extra={"ln_type": "postln"},
+    )
     again = AlbertConfig.from_json_string(config.to_json_string())
     assert again == config
     assert again.to_dict() == config.to_dict()
@@ -109,18 +139,25 @@ def test_gelu_aliases_and_relu_accepted():
         assert tiny_config(hidden_act=act).hidden_act == act
 
 
-@pytest.mark.parametrize("overrides,message", [
-    (dict(hidden_size=30, num_attention_heads=4),
-     "hidden_size=30 is not divisible by num_attention_heads=4"),
-    (dict(num_hidden_layers=12, num_hidden_groups=5),
-     "num_hidden_layers=12 is not divisible by num_hidden_groups=5"),
-    (dict(hidden_act="swish"), "hidden_act='swish' is not one of"),
-    (dict(sharing="some"), "sharing='some' is not one of"),
-    (dict(hidden_dropout_prob=1.5), r"hidden_dropout_prob=1.5 must be a number in \[0, 1\)"),
-    (dict(vocab_size=0), "vocab_size=0 must be a positive integer"),
-    (dict(hidden_size="32"), "hidden_size='32' must be a positive integer"),
-    (dict(inner_group_num=True), "inner_group_num=True must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (
+            dict(hidden_size=30, num_attention_heads=4),
+            "hidden_size=30 is not divisible by num_attention_heads=4",
+        ),
+        (
+            dict(num_hidden_layers=12, num_hidden_groups=5),
+            "num_hidden_layers=12 is not divisible by num_hidden_groups=5",
+        ),
+        (dict(hidden_act="swish"), "hidden_act='swish' is not one of"),
+        (dict(sharing="some"), "sharing='some' is not one of"),
+        (dict(hidden_dropout_prob=1.5), r"hidden_dropout_prob=1.5 must be a number in \[0, 1\)"),
+        (dict(vocab_size=0), "vocab_size=0 must be a positive integer"),
+        (dict(hidden_size="32"), "hidden_size='32' must be a positive integer"),
+        (dict(inner_group_num=True), "inner_group_num=True must be a positive integer"),
+    ],
+)
 def test_invalid_combinations_quote_values(overrides, message):
     with pytest.raises(ConfigError, match=message):
         tiny_config(**overrides)
@@ -134,6 +171,7 @@ def test_more_groups_than_layers_is_the_official_mapping():
 
 def test_group_map_is_exact_and_agrees_with_official_on_released_shapes():
     from fractions import Fraction
+
     for layers in range(1, 49):
         for groups in range(1, 2 * layers + 1):
             if groups < layers and layers % groups:
@@ -146,7 +184,8 @@ def test_group_map_is_exact_and_agrees_with_official_on_released_shapes():
         for groups in [g for g in range(1, layers + 1) if layers % g == 0] + [12]:
             config = tiny_config(num_hidden_layers=layers, num_hidden_groups=groups)
             assert [config.group_of_layer(i) for i in range(layers)] == [
-                int(i / layers * groups) for i in range(layers)]
+                int(i / layers * groups) for i in range(layers)
+            ]
     # ... but rounds wrongly elsewhere: with L=G=22 it maps layer 15 to group 14.
     assert int(15 / 22 * 22) == 14
     assert tiny_config(num_hidden_layers=22, num_hidden_groups=22).group_of_layer(15) == 15
@@ -157,7 +196,9 @@ def test_missing_key_and_bad_json_name_the_file(tmp_path):
     del data["hidden_size"]
     path = tmp_path / "albert_config.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(ConfigError, match=r"albert_config.json: missing required key\(s\) \['hidden_size'\]"):
+    with pytest.raises(
+        ConfigError, match=r"albert_config.json: missing required key\(s\) \['hidden_size'\]"
+    ):
         AlbertConfig.from_json_file(path)
     path.write_text('{\n "hidden_size": 768,\n oops\n}')
     with pytest.raises(ConfigError, match=r"albert_config.json:3: invalid JSON"):
@@ -166,6 +207,8 @@ def test_missing_key_and_bad_json_name_the_file(tmp_path):
         AlbertConfig.from_json_file(tmp_path / "nope.json")
     data = dict(OFFICIAL_BASE_V2, num_attention_heads=7)
     path.write_text(json.dumps(data))
-    with pytest.raises(ConfigError, match="albert_config.json: hidden_size=768 is not divisible "
-                                          "by num_attention_heads=7"):
+    with pytest.raises(
+        ConfigError,
+        match="albert_config.json: hidden_size=768 is not divisible by num_attention_heads=7",
+    ):
         AlbertConfig.from_json_file(path)

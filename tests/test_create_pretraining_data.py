@@ -29,6 +29,7 @@ P_NGRAM = np.array([6, 3, 2]) / 11
 
 # --- helpers ----------------------------------------------------------------------------------
 
+
 def _need_data():
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real data not available: {SHARED_DATA} is absent")
@@ -46,9 +47,15 @@ def real_corpus():
 
 
 def config(input_file, output_dir, **kw):
-    args = dict(input_file=input_file, output_dir=str(output_dir), spm_model_file=spm_model(),
-                max_seq_length=SEQ, max_predictions_per_seq=PRED, dupe_factor=1,
-                num_output_shards=4)
+    args = dict(
+        input_file=input_file,
+        output_dir=str(output_dir),
+        spm_model_file=spm_model(),
+        max_seq_length=SEQ,
+        max_predictions_per_seq=PRED,
+        dupe_factor=1,
+        num_output_shards=4,
+    )
     args.update(kw)
     return DataConfig(**args)
 
@@ -68,9 +75,14 @@ def cli_args(cfg: DataConfig, **extra):
 
 def run_cli(args, timeout=300):
     env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, "-m", "data_pipeline.pretraining.create_pretraining_data",
-                           *args], cwd=ROOT, capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "data_pipeline.pretraining.create_pretraining_data", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
 
 
 def make(cfg, **kw):
@@ -80,8 +92,11 @@ def make(cfg, **kw):
 def digests(out_dir):
     """sha256 of every output file (shards, per-shard stats, meta_data.json)."""
     out = {}
-    for path in sorted(glob.glob(f"{out_dir}/*.tfrecord") + glob.glob(f"{out_dir}/stats/*.json")
-                       + glob.glob(f"{out_dir}/meta_data.json")):
+    for path in sorted(
+        glob.glob(f"{out_dir}/*.tfrecord")
+        + glob.glob(f"{out_dir}/stats/*.json")
+        + glob.glob(f"{out_dir}/meta_data.json")
+    ):
         with open(path, "rb") as f:
             out[os.path.relpath(path, out_dir)] = hashlib.sha256(f.read()).hexdigest()
     return out
@@ -94,9 +109,11 @@ def raw_records(out_dir):
 def load(out_dir, seq=SEQ, pred=PRED, dynamic=False):
     """All records of a run (shard order), parsed by TensorFlow, as numpy arrays."""
     import tensorflow as tf
+
     recs = raw_records(out_dir)
-    parsed = tf.io.parse_example(tf.constant(recs, tf.string),
-                                 features.parse_spec(seq, pred, dynamic))
+    parsed = tf.io.parse_example(
+        tf.constant(recs, tf.string), features.parse_spec(seq, pred, dynamic)
+    )
     return {k: v.numpy() for k, v in parsed.items()}
 
 
@@ -126,17 +143,22 @@ def binomial_tol(p, n, sds=4.0):
 
 # --- real text: one static and one dynamic run -------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("real")
     static = config(real_corpus(), base / "static", split_sentences=True)
-    dynamic = dataclasses.replace(static, output_dir=str(base / "dynamic"),
-                                  dynamic_masking=True)
+    dynamic = dataclasses.replace(static, output_dir=str(base / "dynamic"), dynamic_masking=True)
     make(static)
     make(dynamic)
-    return dict(static=static.output_dir, dynamic=dynamic.output_dir,
-                r=load(static.output_dir), d=load(dynamic.output_dir, dynamic=True),
-                meta=meta_of(static.output_dir), dmeta=meta_of(dynamic.output_dir))
+    return dict(
+        static=static.output_dir,
+        dynamic=dynamic.output_dir,
+        r=load(static.output_dir),
+        d=load(dynamic.output_dir, dynamic=True),
+        meta=meta_of(static.output_dir),
+        dmeta=meta_of(dynamic.output_dir),
+    )
 
 
 def test_real_instance_structure(real_run):
@@ -148,14 +170,14 @@ def test_real_instance_structure(real_run):
         assert count > 3000
         n = mask.sum(axis=1)
         assert ids.shape == (count, SEQ) and (n <= SEQ).all() and (n >= 5).all()
-        assert (mask == (np.arange(SEQ) < n[:, None])).all()       # 1…1 0…0
+        assert (mask == (np.arange(SEQ) < n[:, None])).all()  # 1…1 0…0
         assert (ids[mask == 0] == PAD).all() and (seg[mask == 0] == 0).all()
         assert (ids[:, 0] == CLS).all()
         is_sep = ids == SEP
-        assert (is_sep.sum(axis=1) == 2).all()                      # [CLS] A [SEP] B [SEP]
+        assert (is_sep.sum(axis=1) == 2).all()  # [CLS] A [SEP] B [SEP]
         first = is_sep.argmax(axis=1)
         assert (ids[np.arange(count), n - 1] == SEP).all()
-        assert (first >= 2).all() and (n - 1 - first >= 2).all()     # A and B non-empty
+        assert (first >= 2).all() and (n - 1 - first >= 2).all()  # A and B non-empty
         expect_seg = (np.arange(SEQ) > first[:, None]) & (mask == 1)
         np.testing.assert_array_equal(seg, expect_seg.astype(seg.dtype))
         assert not np.isin(ids[:, 1:][mask[:, 1:] == 1], [PAD, CLS, MASK]).any()
@@ -182,8 +204,7 @@ def test_real_meta_matches_records(real_run):
     units = meta["masking"]["ngram_units"]
     masked_words = int((m & (r["token_boundary"] == 1)).sum())
     assert masked_words == sum(int(n) * c for n, c in units.items())
-    assert meta["sentence_order"] == "sop" and meta["instance_creation"][
-        "nsp_random_segments"] == 0
+    assert meta["sentence_order"] == "sop" and meta["instance_creation"]["nsp_random_segments"] == 0
     assert meta["features"] == features.feature_lengths(SEQ, PRED)
     dmeta = real_run["dmeta"]
     assert "masking" not in dmeta and dmeta["instances"] == meta["instances"]
@@ -208,7 +229,7 @@ def test_real_masked_fraction(real_run):
     # than its budget (e.g. 12 tokens, budget 2, words of 3 pieces); rare.
     ids = restore(r)
     for i in np.flatnonzero(masked == 0):
-        starts = np.flatnonzero(r["token_boundary"][i, :n[i]]).tolist() + [int(n[i])]
+        starts = np.flatnonzero(r["token_boundary"][i, : n[i]]).tolist() + [int(n[i])]
         sizes = [b - a for a, b in zip(starts, starts[1:]) if ids[i, a] not in (CLS, SEP)]
         assert min(sizes) > budget[i], (i, sizes, budget[i])
     assert (masked == 0).mean() < 0.001
@@ -288,14 +309,21 @@ def test_short_target_scopes(real_run, tmp_path):
     assert abs(ic["short_target_fraction"] - p) <= binomial_tol(p, ic["target_draws"])
     assert ic["short_target_fraction"] == ic["short_targets"] / ic["target_draws"]
 
-    cfg = config(real_corpus(), tmp_path / "inst", split_sentences=True,
-                 short_seq_scope="instance", dupe_factor=2, dynamic_masking=True)
+    cfg = config(
+        real_corpus(),
+        tmp_path / "inst",
+        split_sentences=True,
+        short_seq_scope="instance",
+        dupe_factor=2,
+        dynamic_masking=True,
+    )
     make(cfg)
     m = meta_of(cfg.output_dir)
     ic = m["instance_creation"]
     inst = m["instances"]
-    assert ic["target_draws"] == (m["documents"]["documents"] * 2 + inst
-                                  + ic["single_sentence_chunks_dropped"])
+    assert ic["target_draws"] == (
+        m["documents"]["documents"] * 2 + inst + ic["single_sentence_chunks_dropped"]
+    )
     assert abs(ic["short_target_fraction"] - p) <= binomial_tol(p, ic["target_draws"])
     frac = ic["short_target_instances"] / inst
     assert abs(frac - p) <= binomial_tol(p, inst), frac
@@ -304,12 +332,14 @@ def test_short_target_scopes(real_run, tmp_path):
 
 # --- documents never mix: a corpus whose every token names its document and position ---------
 
+
 @pytest.fixture(scope="module")
 def marked_corpus(tmp_path_factory):
     """Documents of words that are single pieces of the model, each used once in the whole
     corpus, so each token id identifies (document, position)."""
     from data_pipeline.tokenization import AlbertTokenizer
     import re
+
     tok = AlbertTokenizer(spm_model())
     words = []
     for i in range(5, tok.vocab_size):
@@ -351,7 +381,7 @@ def marked_corpus(tmp_path_factory):
 def _segments(ids, mask):
     n = int(mask.sum())
     seps = np.flatnonzero(ids[:n] == SEP)
-    return ids[1:seps[0]], ids[seps[0] + 1:n - 1] if len(seps) > 1 else ids[:0], seps
+    return ids[1 : seps[0]], ids[seps[0] + 1 : n - 1] if len(seps) > 1 else ids[:0], seps
 
 
 def _locate(where, tokens):
@@ -359,9 +389,15 @@ def _locate(where, tokens):
 
 
 def _marked_run(marked, tmp_path, **kw):
-    cfg = config(marked["path"], tmp_path / kw.get("sentence_order", "sop"),
-                 max_seq_length=32, max_predictions_per_seq=5, dupe_factor=3,
-                 num_output_shards=1, **kw)
+    cfg = config(
+        marked["path"],
+        tmp_path / kw.get("sentence_order", "sop"),
+        max_seq_length=32,
+        max_predictions_per_seq=5,
+        dupe_factor=3,
+        num_output_shards=1,
+        **kw,
+    )
     make(cfg)
     return load(cfg.output_dir, 32, 5), meta_of(cfg.output_dir)
 
@@ -440,15 +476,21 @@ def test_sentence_order_nsp_uses_random_documents(marked_corpus, tmp_path):
 
 # --- reproducibility --------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def repro(tmp_path_factory):
     base = tmp_path_factory.mktemp("repro")
     lines = (_need_data() / "corpus" / "wikitext-2" / "test.txt").read_text().splitlines()
     extra = base / "extra.jsonl.gz"
-    paras = [l.strip() for l in lines[:600] if len(l.strip()) > 40]
-    extra.write_bytes(gzip.compress("".join(
-        json.dumps({"text": "\n".join(paras[i:i + 3])}) + "\n"
-        for i in range(0, len(paras), 3)).encode()))
+    paras = [line.strip() for line in lines[:600] if len(line.strip()) > 40]
+    extra.write_bytes(
+        gzip.compress(
+            "".join(
+                json.dumps({"text": "\n".join(paras[i : i + 3])}) + "\n"
+                for i in range(0, len(paras), 3)
+            ).encode()
+        )
+    )
     inputs = f"{_need_data()}/corpus/wikitext-2/valid.txt,{extra}"
     cfg = config(inputs, base / "w1", split_sentences=True, block_size=65536, dupe_factor=2)
     make(cfg)
@@ -483,8 +525,7 @@ def test_other_seed_other_masks(repro):
     other = dataclasses.replace(cfg, output_dir=str(base / "seed2"), random_seed=2)
     make(other)
     a, b = load(cfg.output_dir), load(other.output_dir)
-    assert digests(cfg.output_dir)["meta_data.json"] != digests(other.output_dir)[
-        "meta_data.json"]
+    assert digests(cfg.output_dir)["meta_data.json"] != digests(other.output_dir)["meta_data.json"]
     if a["input_ids"].shape == b["input_ids"].shape:
         assert not np.array_equal(a["masked_lm_positions"], b["masked_lm_positions"])
         assert not np.array_equal(a["input_ids"], b["input_ids"])
@@ -506,14 +547,17 @@ def test_resume_of_complete_run_skips_everything(repro):
 
 # --- records ----------------------------------------------------------------------------------
 
+
 def official_spec(tf, seq, pred, token_boundary=True):
-    spec = {"input_ids": tf.io.FixedLenFeature([seq], tf.int64),
-            "input_mask": tf.io.FixedLenFeature([seq], tf.int64),
-            "segment_ids": tf.io.FixedLenFeature([seq], tf.int64),
-            "masked_lm_positions": tf.io.FixedLenFeature([pred], tf.int64),
-            "masked_lm_ids": tf.io.FixedLenFeature([pred], tf.int64),
-            "masked_lm_weights": tf.io.FixedLenFeature([pred], tf.float32),
-            "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64)}
+    spec = {
+        "input_ids": tf.io.FixedLenFeature([seq], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([seq], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([seq], tf.int64),
+        "masked_lm_positions": tf.io.FixedLenFeature([pred], tf.int64),
+        "masked_lm_ids": tf.io.FixedLenFeature([pred], tf.int64),
+        "masked_lm_weights": tf.io.FixedLenFeature([pred], tf.float32),
+        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+    }
     if token_boundary:
         spec["token_boundary"] = tf.io.FixedLenFeature([seq], tf.int64)
     return spec
@@ -532,6 +576,7 @@ def _example(tf, values):
 
 def test_records_are_official_examples_byte_for_byte(real_run):
     import tensorflow as tf
+
     spec = official_spec(tf, SEQ, PRED)
     ours = features.parse_spec(SEQ, PRED)
     assert set(ours) == set(spec)
@@ -552,36 +597,50 @@ def test_records_are_official_examples_byte_for_byte(real_run):
 def test_official_layout_record_reads_back(tmp_path):
     """A record as the official tool wrote it (no token_boundary), via TFRecordWriter."""
     import tensorflow as tf
+
     rng = np.random.default_rng(0)
     path = str(tmp_path / "official.tfrecord")
     rows = []
     with tf.io.TFRecordWriter(path) as w:
         for _ in range(3):
-            values = {"input_ids": rng.integers(0, 30000, SEQ),
-                      "input_mask": np.r_[np.ones(100, int), np.zeros(SEQ - 100, int)],
-                      "segment_ids": np.r_[np.zeros(50, int), np.ones(78, int)],
-                      "masked_lm_positions": np.sort(rng.choice(100, PRED, replace=False)),
-                      "masked_lm_ids": rng.integers(5, 30000, PRED),
-                      "masked_lm_weights": np.r_[np.ones(15), np.zeros(5)].astype(np.float32),
-                      "next_sentence_labels": [int(rng.integers(2))]}
+            values = {
+                "input_ids": rng.integers(0, 30000, SEQ),
+                "input_mask": np.r_[np.ones(100, int), np.zeros(SEQ - 100, int)],
+                "segment_ids": np.r_[np.zeros(50, int), np.ones(78, int)],
+                "masked_lm_positions": np.sort(rng.choice(100, PRED, replace=False)),
+                "masked_lm_ids": rng.integers(5, 30000, PRED),
+                "masked_lm_weights": np.r_[np.ones(15), np.zeros(5)].astype(np.float32),
+                "next_sentence_labels": [int(rng.integers(2))],
+            }
             rows.append(values)
             w.write(_example(tf, values).SerializeToString())
     assert len(list(read_records(path))) == 3  # TensorFlow's framing and CRCs check out
     spec = features.parse_spec(SEQ, PRED, with_token_boundary=False)
     assert "token_boundary" not in spec
-    got = next(iter(tf.data.TFRecordDataset(path).batch(3).map(
-        lambda x: tf.io.parse_example(x, spec))))
+    got = next(
+        iter(tf.data.TFRecordDataset(path).batch(3).map(lambda x: tf.io.parse_example(x, spec)))
+    )
     for name in spec:
-        np.testing.assert_array_equal(got[name].numpy(),
-                                      np.stack([np.asarray(r[name]) for r in rows]), name)
+        np.testing.assert_array_equal(
+            got[name].numpy(), np.stack([np.asarray(r[name]) for r in rows]), name
+        )
 
 
 def test_encode_examples_equals_protobuf_on_edge_values():
     import tensorflow as tf
-    values = {"a": np.array([[0, 127, 128, 16383, 16384, (1 << 21) - 1, 1 << 21, (1 << 35) - 1],
-                             [1, 2, 3, 4, 5, 6, 7, 8]], np.int64),
-              "b": np.array([[0.0, 1.0, -2.5, 1e-30], [3.0, 0.0, 0.0, 0.0]], np.float32),
-              "c": np.zeros((2, 0), np.int64), "d": np.zeros((2, 0), np.float32)}
+
+    values = {
+        "a": np.array(
+            [
+                [0, 127, 128, 16383, 16384, (1 << 21) - 1, 1 << 21, (1 << 35) - 1],
+                [1, 2, 3, 4, 5, 6, 7, 8],
+            ],
+            np.int64,
+        ),
+        "b": np.array([[0.0, 1.0, -2.5, 1e-30], [3.0, 0.0, 0.0, 0.0]], np.float32),
+        "c": np.zeros((2, 0), np.int64),
+        "d": np.zeros((2, 0), np.float32),
+    }
     encoded = features.encode_examples(values)
     for r in range(2):
         ex = _example(tf, {k: v[r] for k, v in values.items()})
@@ -589,6 +648,7 @@ def test_encode_examples_equals_protobuf_on_edge_values():
 
 
 # --- bad input, through the command line ------------------------------------------------------
+
 
 def _one_line_error(out, *needles):
     assert out.returncode == 1, (out.returncode, out.stdout, out.stderr)
@@ -610,8 +670,12 @@ def test_cli_empty_or_blank_input_is_a_clear_error(tmp_path):
         cfg = config(inputs, tmp_path / f"out{i}", num_output_shards=2)
         out = run_cli(cli_args(cfg, num_workers=1))
         n = inputs.count(",") + 1
-        _one_line_error(out, "no instances were made", f"{n} input file(s) ({n} empty or "
-                        "blank)", "0 document(s)")
+        _one_line_error(
+            out,
+            "no instances were made",
+            f"{n} input file(s) ({n} empty or blank)",
+            "0 document(s)",
+        )
         assert not os.path.exists(os.path.join(cfg.output_dir, "meta_data.json"))
 
 
@@ -620,7 +684,8 @@ def test_cli_empty_files_among_real_ones_are_counted(tmp_path):
     (tmp_path / "b-blank.txt").write_text("\n\n  \n")
     (tmp_path / "c-real.txt").write_text(
         "The first sentence is here.\nA second one follows it.\nAnd a third.\n\n"
-        "Another document starts.\nIt ends here.\n")
+        "Another document starts.\nIt ends here.\n"
+    )
     cfg = config(f"{tmp_path}/*.txt", tmp_path / "out", num_output_shards=1)
     out = run_cli(cli_args(cfg, num_workers=1))
     assert out.returncode == 0, out.stderr
@@ -631,8 +696,10 @@ def test_cli_empty_files_among_real_ones_are_counted(tmp_path):
 
 def test_cli_invalid_utf8_is_replaced_and_counted(tmp_path):
     good = "A perfectly ordinary sentence number {}.\n"
-    data = b"".join(good.format(i).encode() + (b"Broken \xff\xfe bytes here.\n" if i % 10 == 3
-                                               else b"") for i in range(30))
+    data = b"".join(
+        good.format(i).encode() + (b"Broken \xff\xfe bytes here.\n" if i % 10 == 3 else b"")
+        for i in range(30)
+    )
     (tmp_path / "bad.txt").write_bytes(data + b"\n" + data)
     cfg = config(f"{tmp_path}/bad.txt", tmp_path / "out", num_output_shards=1)
     out = run_cli(cli_args(cfg, num_workers=1))
@@ -653,7 +720,7 @@ def test_cli_one_megabyte_line(tmp_path):
     meta = meta_of(cfg.output_dir)
     assert meta["input"]["sentences"] == 3
     assert meta["documents"]["long_sentences_split"] == 1
-    assert meta["documents"]["sentences"] > 1000   # the long one, cut into pieces that fit
+    assert meta["documents"]["sentences"] > 1000  # the long one, cut into pieces that fit
     assert meta["instances"] > 1000
 
 
@@ -670,8 +737,7 @@ def test_cli_unwritable_output_dir(tmp_path):
     (tmp_path / "a.txt").write_text("Some text.\nMore text.\n")
     under_file = tmp_path / "a.txt" / "sub"  # a path below a regular file: even root fails
     cfg = config(f"{tmp_path}/a.txt", under_file)
-    err = _one_line_error(run_cli(cli_args(cfg, num_workers=1)), str(under_file),
-                          "not writable")
+    err = _one_line_error(run_cli(cli_args(cfg, num_workers=1)), str(under_file), "not writable")
     assert not os.path.exists(under_file) and "output_dir" in err
     if os.geteuid() != 0:  # root writes into read-only directories regardless
         ro = tmp_path / "readonly"
@@ -679,8 +745,7 @@ def test_cli_unwritable_output_dir(tmp_path):
         ro.chmod(0o500)
         try:
             cfg = config(f"{tmp_path}/a.txt", ro / "out")
-            _one_line_error(run_cli(cli_args(cfg, num_workers=1)), str(ro / "out"),
-                            "not writable")
+            _one_line_error(run_cli(cli_args(cfg, num_workers=1)), str(ro / "out"), "not writable")
         finally:
             ro.chmod(0o700)
 
@@ -695,18 +760,29 @@ def test_cli_glob_matching_nothing(tmp_path):
 
 # --- SIGKILL ----------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_sigkill_leaves_no_truncated_shard_and_rerun_completes(tmp_path):
     d = _need_data() / "corpus"
-    inputs = (f"{d}/wikitext-2/valid.txt,{d}/wikitext-2/test.txt,"
-              f"{d}/en_speeches/state_union/*.txt")
-    cfg = config(inputs, tmp_path / "killed", split_sentences=True, dupe_factor=3,
-                 block_size=131072, num_output_shards=6)
+    inputs = f"{d}/wikitext-2/valid.txt,{d}/wikitext-2/test.txt,{d}/en_speeches/state_union/*.txt"
+    cfg = config(
+        inputs,
+        tmp_path / "killed",
+        split_sentences=True,
+        dupe_factor=3,
+        block_size=131072,
+        num_output_shards=6,
+    )
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "data_pipeline.pretraining.create_pretraining_data",
-           *cli_args(cfg, num_workers=1)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    cmd = [
+        sys.executable,
+        "-m",
+        "data_pipeline.pretraining.create_pretraining_data",
+        *cli_args(cfg, num_workers=1),
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.time() + 120
         while not glob.glob(f"{cfg.output_dir}/*.tfrecord"):
@@ -735,8 +811,7 @@ def test_sigkill_leaves_no_truncated_shard_and_rerun_completes(tmp_path):
 
     out = run_cli(cli_args(cfg, num_workers=1))
     assert out.returncode == 0, out.stderr
-    assert f"{complete} of this task's 6 already complete, {6 - complete} to write" \
-        in out.stdout
+    assert f"{complete} of this task's 6 already complete, {6 - complete} to write" in out.stdout
     assert not glob.glob(f"{cfg.output_dir}/*.tmp")
     fresh = dataclasses.replace(cfg, output_dir=str(tmp_path / "fresh"))
     out = run_cli(cli_args(fresh, num_workers=2))
@@ -746,6 +821,7 @@ def test_sigkill_leaves_no_truncated_shard_and_rerun_completes(tmp_path):
     # Other settings into the same directory are refused, whatever they change.
     for change in (dict(dupe_factor=2), dict(num_output_shards=3), dict(random_seed=7)):
         other = dataclasses.replace(cfg, **change)
-        _one_line_error(run_cli(cli_args(other, num_workers=1)), cfg.output_dir,
-                        "use a new --output_dir")
+        _one_line_error(
+            run_cli(cli_args(other, num_workers=1)), cfg.output_dir, "use a new --output_dir"
+        )
     assert digests(cfg.output_dir) == digests(fresh.output_dir)

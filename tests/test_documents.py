@@ -13,6 +13,7 @@ BLOCK_SIZES = (200, 4096, 1 << 20)
 
 # --- expand_input_files -------------------------------------------------------------------
 
+
 def _touch(path, text="x\n"):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -29,11 +30,13 @@ def test_expand_input_files_comma_lists_globs_sorted_dedup(tmp_path):
     # Comma list: each pattern's matches sorted, pattern order kept, duplicates dropped,
     # blanks and spaces around commas ignored.
     files = D.expand_input_files(f"{t}/z.jsonl, {t}/c.txt,{t}/*.txt,,{t}/sub/*.txt")
-    assert files == [f"{t}/z.jsonl", f"{t}/c.txt", f"{t}/a.txt", f"{t}/b.txt",
-                     f"{t}/sub/d.txt"]
+    assert files == [f"{t}/z.jsonl", f"{t}/c.txt", f"{t}/a.txt", f"{t}/b.txt", f"{t}/sub/d.txt"]
     # A list of patterns works like a comma list.
     assert D.expand_input_files([f"{t}/c.txt", f"{t}/[ab].txt"]) == [
-        f"{t}/c.txt", f"{t}/a.txt", f"{t}/b.txt"]
+        f"{t}/c.txt",
+        f"{t}/a.txt",
+        f"{t}/b.txt",
+    ]
 
 
 def test_expand_input_files_pattern_matching_nothing_is_an_error(tmp_path):
@@ -58,6 +61,7 @@ def test_file_format():
 
 # --- blocks ---------------------------------------------------------------------------------
 
+
 def _read_all(files, block_size, split=False, fmt="auto"):
     stats = D.ReadStats()
     docs = []
@@ -71,8 +75,13 @@ def _read_all(files, block_size, split=False, fmt="auto"):
 def _synthetic_docs(seed, count=60):
     r = random.Random(seed)
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
-    return [[" ".join(r.choice(words) for _ in range(r.randint(1, 25))).capitalize() + "."
-             for _ in range(r.randint(1, 8))] for _ in range(count)]
+    return [
+        [
+            " ".join(r.choice(words) for _ in range(r.randint(1, 25))).capitalize() + "."
+            for _ in range(r.randint(1, 8))
+        ]
+        for _ in range(count)
+    ]
 
 
 def _text_file_bytes(docs, seed):
@@ -115,7 +124,7 @@ def test_block_planning_invariance_jsonl_and_gzip(tmp_path):
         text, i = [], 0
         while i < len(doc):
             k = r.randint(1, 3)
-            text.append(" ".join(doc[i:i + k]))
+            text.append(" ".join(doc[i : i + k]))
             i += k
         lines.append(json.dumps({"text": r.choice(["\n", "\r\n"]).join(text), "id": i}))
         if r.random() < 0.2:
@@ -125,9 +134,11 @@ def test_block_planning_invariance_jsonl_and_gzip(tmp_path):
     (tmp_path / "c.jsonl.gz").write_bytes(gzip.compress(jsonl))
     text = _text_file_bytes(docs, 4)
     (tmp_path / "t.txt.gz").write_bytes(gzip.compress(text))
-    for name, expect_lines in (("c.jsonl", jsonl.count(b"\n")),
-                               ("c.jsonl.gz", jsonl.count(b"\n")),
-                               ("t.txt.gz", text.count(b"\n") + 1)):
+    for name, expect_lines in (
+        ("c.jsonl", jsonl.count(b"\n")),
+        ("c.jsonl.gz", jsonl.count(b"\n")),
+        ("t.txt.gz", text.count(b"\n") + 1),
+    ):
         path = str(tmp_path / name)
         for size in BLOCK_SIZES:
             got, stats, blocks = _read_all([path], size)
@@ -145,16 +156,23 @@ def test_split_sentences_flag_and_multiple_files(tmp_path):
     b = _touch(tmp_path / "b.jsonl", json.dumps({"text": "Mr. Smith came. He left."}) + "\n")
     for size in BLOCK_SIZES:
         docs, stats, _ = _read_all([a, b], size, split=True)
-        assert docs == [["First one.", "Second one!", "Third?"], ["Other doc."],
-                        ["Mr. Smith came.", "He left."]]
+        assert docs == [
+            ["First one.", "Second one!", "Third?"],
+            ["Other doc."],
+            ["Mr. Smith came.", "He left."],
+        ]
         docs, _, _ = _read_all([a], size, split=False)
         assert docs == [["First one. Second one!", "Third?"], ["Other doc."]]
 
 
 def test_jsonl_text_field_becomes_sentences(tmp_path):
-    path = _touch(tmp_path / "x.jsonl",
-                  json.dumps({"text": "Hello there. How are you?\nFine, thanks."}) + "\n"
-                  + json.dumps({"text": "   ", "meta": 1}) + "\n")  # blank text: no doc
+    path = _touch(
+        tmp_path / "x.jsonl",
+        json.dumps({"text": "Hello there. How are you?\nFine, thanks."})
+        + "\n"
+        + json.dumps({"text": "   ", "meta": 1})
+        + "\n",
+    )  # blank text: no doc
     docs, stats, _ = _read_all([path], 1 << 20)
     assert docs == [["Hello there.", "How are you?", "Fine, thanks."]]
     assert stats.documents == 1 and stats.sentences == 3
@@ -180,8 +198,10 @@ def test_invalid_json_names_file_and_line(tmp_path, compress):
 
 
 def test_invalid_utf8_is_replaced_and_counted(tmp_path):
-    data = (b"Good line one.\nBad \xff\xfe line.\n\nAnother good.\nAlso \xc3( bad.\n"
-            b"Fine \xc3\xa9t\xc3\xa9.\n")
+    data = (
+        b"Good line one.\nBad \xff\xfe line.\n\nAnother good.\nAlso \xc3( bad.\n"
+        b"Fine \xc3\xa9t\xc3\xa9.\n"
+    )
     path = tmp_path / "bad.txt"
     path.write_bytes(data)
     (tmp_path / "bad.txt.gz").write_bytes(gzip.compress(data))
@@ -189,8 +209,10 @@ def test_invalid_utf8_is_replaced_and_counted(tmp_path):
         for size in BLOCK_SIZES:
             docs, stats, _ = _read_all([str(tmp_path / name)], size)
             assert stats.invalid_utf8_lines == 2, (name, size)
-            assert docs == [["Good line one.", "Bad \ufffd\ufffd line."],
-                            ["Another good.", "Also \ufffd( bad.", "Fine été."]]
+            assert docs == [
+                ["Good line one.", "Bad \ufffd\ufffd line."],
+                ["Another good.", "Also \ufffd( bad.", "Fine été."],
+            ]
 
 
 def test_empty_and_blank_files_are_counted_and_yield_nothing(tmp_path):
@@ -224,25 +246,38 @@ def test_plan_blocks_rejects_bad_size(tmp_path):
 
 # --- sentence splitting ---------------------------------------------------------------------
 
+
 def test_split_sentences_english():
-    text = ("Mr. Smith went to Washington. He met the U.S. President! Did J. R. Tolkien "
-            "write it? yes, he did. Dr. Who arrived (late). Then \"Quoted.\" Next one, "
-            "e.g. this, ends here.")
+    text = (
+        "Mr. Smith went to Washington. He met the U.S. President! Did J. R. Tolkien "
+        'write it? yes, he did. Dr. Who arrived (late). Then "Quoted." Next one, '
+        "e.g. this, ends here."
+    )
     assert D.split_sentences(text) == [
         "Mr. Smith went to Washington.",
         "He met the U.S. President!",
         "Did J. R. Tolkien write it? yes, he did.",
         "Dr. Who arrived (late).",
-        "Then \"Quoted.\"",
-        "Next one, e.g. this, ends here."]
+        'Then "Quoted."',
+        "Next one, e.g. this, ends here.",
+    ]
     assert D.split_sentences("No end punctuation") == ["No end punctuation"]
     assert D.split_sentences("   ") == []
     assert D.split_sentences("Version 3.5 is out. It works.") == [
-        "Version 3.5 is out.", "It works."]
+        "Version 3.5 is out.",
+        "It works.",
+    ]
 
 
 def test_split_sentences_chinese():
     text = "今天天气很好。我们去公园吧！你去吗？“好的。”他说。「走吧！」她笑了"
     assert D.split_sentences(text) == [
-        "今天天气很好。", "我们去公园吧！", "你去吗？", "“好的。”", "他说。", "「走吧！」", "她笑了"]
+        "今天天气很好。",
+        "我们去公园吧！",
+        "你去吗？",
+        "“好的。”",
+        "他说。",
+        "「走吧！」",
+        "她笑了",
+    ]
     assert D.split_sentences("真的吗？！是的。") == ["真的吗？！", "是的。"]

@@ -9,10 +9,8 @@ from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
 from albert_tf.modeling.encoder import count_parameters, sharing_plan
 from conftest import random_batch, tiny_config
 
-BACKBONE = {"base": 11_683_584, "large": 17_683_968, "xlarge": 58_724_864,
-            "xxlarge": 222_595_584}
-PRETRAINER = {"base": 11_813_810, "large": 17_847_474, "xlarge": 59_021_490,
-              "xxlarge": 223_158_450}
+BACKBONE = {"base": 11_683_584, "large": 17_683_968, "xlarge": 58_724_864, "xxlarge": 222_595_584}
+PRETRAINER = {"base": 11_813_810, "large": 17_847_474, "xlarge": 59_021_490, "xxlarge": 223_158_450}
 
 
 def built(model):
@@ -33,8 +31,7 @@ def test_exact_parameter_counts(name):
 
 def test_table4_sharing_modes_at_base_size():
     # Paper Table 4 (E=128): all-shared 12M, shared-attention 64M, shared-FFN 38M, none 89M.
-    expected = {"all": 11_683_584, "attention": 63_647_232, "ffn": 37_686_528,
-                "none": 89_650_176}
+    expected = {"all": 11_683_584, "attention": 63_647_232, "ffn": 37_686_528, "none": 89_650_176}
     for mode, count in expected.items():
         config = AlbertConfig.preset("base", sharing=mode)
         assert built(AlbertEncoder(config)).count_params() == count, mode
@@ -43,13 +40,18 @@ def test_table4_sharing_modes_at_base_size():
 
 
 def test_analytic_count_matches_built_models():
-    for overrides in (dict(num_hidden_groups=2, inner_group_num=2),
-                      dict(num_hidden_groups=12), dict(embedding_size=32),
-                      dict(sharing="attention", num_hidden_groups=2, inner_group_num=3),
-                      dict(sharing="ffn"), dict(sharing="none", inner_group_num=2)):
+    for overrides in (
+        dict(num_hidden_groups=2, inner_group_num=2),
+        dict(num_hidden_groups=12),
+        dict(embedding_size=32),
+        dict(sharing="attention", num_hidden_groups=2, inner_group_num=3),
+        dict(sharing="ffn"),
+        dict(sharing="none", inner_group_num=2),
+    ):
         config = tiny_config(**overrides)
         assert built(AlbertPretrainer(config)).count_params() == count_parameters(
-            config, heads=True), overrides
+            config, heads=True
+        ), overrides
 
 
 def _per_layer(config):
@@ -61,8 +63,10 @@ def _per_layer(config):
 
 @pytest.mark.parametrize("mode", ["all", "attention", "ffn", "none"])
 def test_only_unshared_part_grows_per_layer(mode):
-    counts = [built(AlbertEncoder(tiny_config(num_hidden_layers=n, sharing=mode))).count_params()
-              for n in (1, 2, 3, 6)]
+    counts = [
+        built(AlbertEncoder(tiny_config(num_hidden_layers=n, sharing=mode))).count_params()
+        for n in (1, 2, 3, 6)
+    ]
     attention, ffn = _per_layer(tiny_config())
     growth = {"all": 0, "attention": ffn, "ffn": attention, "none": attention + ffn}[mode]
     assert [b - a for a, b in zip(counts, counts[1:])] == [growth, growth, 3 * growth]
@@ -89,8 +93,11 @@ def test_groups_and_inner_groups_follow_official_order():
     config = tiny_config(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2)
     enc = AlbertEncoder(config)
     names = [b.name for b in enc.blocks]
-    assert names == ["group_0_inner_group_0", "group_0_inner_group_1"] * 2 + [
-        "group_1_inner_group_0", "group_1_inner_group_1"] * 2
+    assert (
+        names
+        == ["group_0_inner_group_0", "group_0_inner_group_1"] * 2
+        + ["group_1_inner_group_0", "group_1_inner_group_1"] * 2
+    )
     assert len(sharing_plan(config)) == config.num_blocks == 8
     out = enc(random_batch(), output_hidden_states=True)
     assert len(out["encoder_outputs"]) == 8
@@ -135,8 +142,9 @@ def test_padding_does_not_change_real_positions():
 def test_defaults_for_mask_and_segments():
     encoder = AlbertEncoder(tiny_config())
     ids = np.arange(5, 15, dtype=np.int32)[None]
-    full = encoder({"input_ids": ids, "input_mask": np.ones_like(ids),
-                    "segment_ids": np.zeros_like(ids)})
+    full = encoder(
+        {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
+    )
     bare = encoder(ids)
     np.testing.assert_allclose(bare["sequence_output"], full["sequence_output"], atol=1e-6)
 
@@ -145,9 +153,15 @@ def test_embedding_projection_only_when_e_differs_from_h():
     assert AlbertEncoder(tiny_config(embedding_size=32)).embedding_hidden_mapping_in is None
     assert AlbertEncoder(tiny_config()).embedding_hidden_mapping_in is not None
     # sharing="none" with E=H is BERT-shaped: no projection, one block per layer.
-    bert = AlbertConfig(vocab_size=30522, embedding_size=768, hidden_size=768,
-                        num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
-                        sharing="none")
+    bert = AlbertConfig(
+        vocab_size=30522,
+        embedding_size=768,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        sharing="none",
+    )
     assert count_parameters(bert) == 109_482_240  # BERT-base, pooler included
     assert built(AlbertEncoder(bert)).count_params() == 109_482_240
 
@@ -189,7 +203,8 @@ def test_xla_matches_eager():
     batch = random_batch()
     eager = model(batch)
     compiled = tf.function(lambda b: model(b), jit_compile=True)(
-        {k: tf.constant(v) for k, v in batch.items()})
+        {k: tf.constant(v) for k, v in batch.items()}
+    )
     for key in eager:
         np.testing.assert_allclose(compiled[key], eager[key], atol=1e-5)
 
@@ -209,8 +224,12 @@ def test_mixed_bfloat16_keeps_layernorm_and_softmax_in_float32():
     block = model.encoder.blocks[0]
     assert block.attention.query.compute_dtype == "bfloat16"
     assert block.ffn.intermediate.compute_dtype == "bfloat16"
-    norms = [block.attention.layer_norm, block.ffn.layer_norm,
-             model.encoder.embeddings.layer_norm, model.mlm_head.layer_norm]
+    norms = [
+        block.attention.layer_norm,
+        block.ffn.layer_norm,
+        model.encoder.embeddings.layer_norm,
+        model.mlm_head.layer_norm,
+    ]
     assert all(n.compute_dtype == "float32" for n in norms)
 
     x = tf.random.normal([2 * 5, config.hidden_size])
@@ -224,16 +243,17 @@ def test_mixed_bfloat16_keeps_layernorm_and_softmax_in_float32():
         assert got[key].dtype == tf.float32
         diff = np.abs(got[key].numpy() - expected[key].numpy())
         scale = np.max(np.abs(expected[key].numpy()))
-        assert np.max(diff) < 0.05 * scale + 0.05, key      # bf16 has ~3 significant digits
-        assert np.max(diff) > 0, key                         # and really ran in bf16
+        assert np.max(diff) < 0.05 * scale + 0.05, key  # bf16 has ~3 significant digits
+        assert np.max(diff) > 0, key  # and really ran in bf16
 
 
 def test_gelu_tanh_values_and_analytic_gradient():
     from albert_tf.modeling.kernels import gelu_tanh
+
     x64 = tf.constant(np.linspace(-6, 6, 1001), tf.float64)
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(x64)
-        truth = keras.activations.gelu(x64, approximate=True)   # autodiff, float64
+        truth = keras.activations.gelu(x64, approximate=True)  # autodiff, float64
         ours64 = gelu_tanh(x64)
     np.testing.assert_allclose(ours64, truth, atol=1e-9)
     truth_grad = tape.gradient(truth, x64)
@@ -276,14 +296,15 @@ def test_mixed_precision_gradients_follow_float32():
         assert error <= 0.05 * norm + floor, (v.path, error, norm)
 
 
-@pytest.mark.parametrize("overrides", [{}, {"num_hidden_groups": 2, "inner_group_num": 2},
-                                       {"sharing": "none"}])
+@pytest.mark.parametrize(
+    "overrides", [{}, {"num_hidden_groups": 2, "inner_group_num": 2}, {"sharing": "none"}]
+)
 def test_last_block_only_at_needed_positions_is_exact(overrides):
     """last_block_at_masked_only=True (the trainer's path) computes the last block only at [CLS]
     and the masked positions: same logits and the same gradients as the full pass."""
     config = tiny_config(**overrides)
     batch = random_batch(positions=4)
-    batch["masked_lm_positions"][0, 3] = 0            # padding prediction slot, as in data
+    batch["masked_lm_positions"][0, 3] = 0  # padding prediction slot, as in data
     model = built(AlbertPretrainer(config))
 
     def run(**kwargs):
@@ -298,14 +319,17 @@ def test_last_block_only_at_needed_positions_is_exact(overrides):
     for key in ("mlm_logits", "sop_logits", "pooled_output"):
         np.testing.assert_allclose(fast[key], full[key], atol=1e-5, rtol=1e-5)
     for g, e, v in zip(fast_grads, full_grads, model.trainable_variables):
-        np.testing.assert_allclose(tf.convert_to_tensor(g), tf.convert_to_tensor(e),
-                                   atol=1e-5, rtol=1e-4, err_msg=v.path)
+        np.testing.assert_allclose(
+            tf.convert_to_tensor(g), tf.convert_to_tensor(e), atol=1e-5, rtol=1e-4, err_msg=v.path
+        )
     gathered = model.encoder(batch, output_positions=batch["masked_lm_positions"])
     want = tf.gather(full["sequence_output"], batch["masked_lm_positions"], batch_dims=1)
     np.testing.assert_allclose(gathered["positions_output"], want, atol=1e-5)
     with pytest.raises(ValueError, match="masked_lm_positions"):
-        model({k: v for k, v in batch.items() if k != "masked_lm_positions"},
-              last_block_at_masked_only=True)
+        model(
+            {k: v for k, v in batch.items() if k != "masked_lm_positions"},
+            last_block_at_masked_only=True,
+        )
 
 
 @pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
@@ -314,6 +338,7 @@ def test_xla_kernels_equal_portable_ops(policy):
     attention softmax) and the plain TensorFlow ops of `portable_kernels()` (used for
     SavedModels) give the same outputs and gradients."""
     from albert_tf.modeling.kernels import portable_kernels
+
     keras.config.set_dtype_policy(policy)
     model = built(AlbertPretrainer(tiny_config(num_hidden_layers=2)))
     batch = random_batch()
@@ -339,6 +364,7 @@ def test_xla_kernels_equal_portable_ops(policy):
 def test_layer_norm_residual_gradients():
     """The fused LayerNorm(x + residual) against autodiff of the textbook formula, float64."""
     from albert_tf.modeling.kernels import layer_norm_residual
+
     rng = np.random.default_rng(0)
     x, r = (tf.constant(rng.normal(size=(2, 3, 8))) for _ in range(2))
     gamma, beta = tf.constant(rng.normal(size=8)), tf.constant(rng.normal(size=8))

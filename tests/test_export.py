@@ -1,5 +1,6 @@
-"""SavedModels that take raw text (albert_tf.serving.export), used as a serving client would: a fresh
-process that imports only tensorflow and tensorflow_text, saved_model_cli, bad input."""
+"""SavedModels that take raw text (albert_tf.serving.export), used as a serving client
+would: a fresh process that imports only tensorflow and tensorflow_text, saved_model_cli,
+bad input."""
 
 import json
 import os
@@ -35,10 +36,21 @@ def client(tmp_path, saved_model, inputs, signature="serving_default"):
     script.write_text(CLIENT)
     (tmp_path / "inputs.json").write_text(json.dumps(inputs))
     out = tmp_path / "out.npz"
-    run = subprocess.run([sys.executable, str(script), str(saved_model), signature,
-                          str(tmp_path / "inputs.json"), str(out)], capture_output=True,
-                         text=True, timeout=300, env=dict(os.environ, PYTHONPATH=""),
-                         cwd=str(tmp_path))
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            str(saved_model),
+            signature,
+            str(tmp_path / "inputs.json"),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=""),
+        cwd=str(tmp_path),
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     return dict(np.load(out, allow_pickle=True))  # (string outputs are object arrays)
 
@@ -46,6 +58,7 @@ def client(tmp_path, saved_model, inputs, signature="serving_default"):
 @pytest.fixture(scope="module")
 def spm(tmp_path_factory):
     import pathlib
+
     path = pathlib.Path(ROOT).parent / "shared" / "data" / "spm" / "de-30k-clean.model"
     if not path.exists():
         pytest.skip(f"{path} is absent (../shared/data)")
@@ -60,14 +73,22 @@ def _finetuned(tmp_path, spm, kind="classifier", **task):
     from albert_tf.serving.finetuned import save_finetuned
     from albert_tf.modeling.models import AlbertClassifier, AlbertMultipleChoice
     import keras
+
     keras.utils.set_random_seed(3)
     if kind == "multiple_choice":
         model = AlbertMultipleChoice(_config(), dropout=0.0)
     else:
         model = AlbertClassifier(_config(), 1 if task.get("regression") else 2, dropout=0.0)
     model.build()
-    info = {"kind": kind, "labels": ["negative", "positive"], "regression": False,
-            "max_seq_length": 48, "do_lower_case": True, "text_pair": False, **task}
+    info = {
+        "kind": kind,
+        "labels": ["negative", "positive"],
+        "regression": False,
+        "max_seq_length": 48,
+        "do_lower_case": True,
+        "text_pair": False,
+        **task,
+    }
     directory = save_finetuned(model, str(tmp_path / "finetuned"), info, spm)
     return model, directory
 
@@ -76,9 +97,11 @@ def _in_memory(model, spm, texts_a, texts_b=None, max_seq_length=48):
     from data_pipeline.classification.data import Example
     from data_pipeline.classification.features import convert_examples
     from data_pipeline.tokenization import AlbertTokenizer
+
     tok = AlbertTokenizer(spm)
-    examples = [Example(str(i), a, texts_b[i] if texts_b else None, None)
-                for i, a in enumerate(texts_a)]
+    examples = [
+        Example(str(i), a, texts_b[i] if texts_b else None, None) for i, a in enumerate(texts_a)
+    ]
     f = convert_examples(examples, tok, max_seq_length, ["negative", "positive"])
     inputs = {k: f[k].astype(np.int32) for k in ("input_ids", "input_mask", "segment_ids")}
     return model(inputs, training=False)["logits"].numpy(), inputs
@@ -87,6 +110,7 @@ def _in_memory(model, spm, texts_a, texts_b=None, max_seq_length=48):
 @pytest.mark.slow
 def test_classifier_serves_sst2_dev_like_the_model_in_memory(tmp_path, spm, shared_data):
     from albert_tf.serving.export import export
+
     model, directory = _finetuned(tmp_path, spm)
     version = export("classifier", directory, str(tmp_path / "serving"))
     assert version == str(tmp_path / "serving" / "1")
@@ -97,18 +121,29 @@ def test_classifier_serves_sst2_dev_like_the_model_in_memory(tmp_path, spm, shar
     probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     np.testing.assert_allclose(out["probabilities"], probs, atol=1e-5)
     assert [x.decode() for x in out["label"]] == [
-        ["negative", "positive"][i] for i in logits.argmax(-1)]
+        ["negative", "positive"][i] for i in logits.argmax(-1)
+    ]
     # saved_model_cli lists the signatures with their string inputs.
-    cli = subprocess.run([os.path.join(os.path.dirname(sys.executable), "saved_model_cli"),
-                          "show", "--dir", version, "--all"], capture_output=True,
-                         text=True, timeout=300)
+    cli = subprocess.run(
+        [
+            os.path.join(os.path.dirname(sys.executable), "saved_model_cli"),
+            "show",
+            "--dir",
+            version,
+            "--all",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert cli.returncode == 0, cli.stderr[-2000:]
     assert "signature_def['serving_default']" in cli.stdout
     assert "inputs['text_a'] tensor_info:\n        dtype: DT_STRING" in cli.stdout
     assert "signature_def['tokenize']" in cli.stdout
     # The vocabulary is an asset of the version; a second export is version 2.
-    assert (tmp_path / "serving" / "1" / "assets" / "spm.model").read_bytes() == \
-        open(spm, "rb").read()
+    assert (tmp_path / "serving" / "1" / "assets" / "spm.model").read_bytes() == open(
+        spm, "rb"
+    ).read()
     assert (tmp_path / "serving" / "1" / "assets.extra" / "finetuned" / "task.json").exists()
     assert export("classifier", directory, str(tmp_path / "serving")).endswith("2")
 
@@ -118,6 +153,7 @@ def test_bad_input_has_defined_behaviour(tmp_path, spm):
     no crash; long text is truncated exactly as training truncates it."""
     import tensorflow as tf
     from albert_tf.serving.export import build_module
+
     model, directory = _finetuned(tmp_path, spm, text_pair=True)
     module = build_module("classifier", directory)
     long_text = " ".join(["word"] * 20000)
@@ -129,8 +165,11 @@ def test_bad_input_has_defined_behaviour(tmp_path, spm):
     np.testing.assert_allclose(out["probabilities"].numpy().sum(-1), 1.0, atol=1e-6)
     ids = module.tokenize(raw_a, b)
     expected_logits, expected = _in_memory(
-        model, spm, ["", long_text, "a short one", "caf\ufffd"],
-        ["", "", "second sentence", "bad \ufffd\ufffd bytes"])
+        model,
+        spm,
+        ["", long_text, "a short one", "caf\ufffd"],
+        ["", "", "second sentence", "bad \ufffd\ufffd bytes"],
+    )
     for key in expected:
         np.testing.assert_array_equal(ids[key].numpy(), expected[key])
     np.testing.assert_allclose(out["logits"].numpy(), expected_logits, atol=1e-5)
@@ -145,8 +184,9 @@ def test_in_graph_ids_equal_python_on_a_corpus_file(tmp_path, spm, shared_data, 
     from data_pipeline.classification.features import _pack
     from data_pipeline.tokenization import AlbertTokenizer
     import tensorflow as tf
+
     path = shared_data / "corpus" / corpus
-    lines = [l for l in open(path, encoding="utf-8").read().splitlines() if l.strip()]
+    lines = [line for line in open(path, encoding="utf-8").read().splitlines() if line.strip()]
     assert len(lines) > 20
     _, directory = _finetuned(tmp_path, spm)
     module = build_module("encoder", directory, max_seq_length=128)
@@ -161,6 +201,7 @@ def test_in_graph_ids_equal_python_on_a_corpus_file(tmp_path, spm, shared_data, 
 def _xla_functions(version):
     """Names of the SavedModel's functions marked for XLA compilation."""
     from tensorflow.core.protobuf import saved_model_pb2
+
     proto = saved_model_pb2.SavedModel()
     with open(os.path.join(version, "saved_model.pb"), "rb") as f:
         proto.ParseFromString(f.read())
@@ -173,21 +214,30 @@ def test_encoder_embed_and_encode(tmp_path, spm):
     from albert_tf.checkpoints import save_checkpoint
     from albert_tf.modeling.encoder import AlbertEncoder
     from albert_tf.serving.export import export
+
     encoder = AlbertEncoder(_config())
     encoder.build()
     save_checkpoint(encoder, str(tmp_path / "enc"))
-    version = export("encoder", str(tmp_path / "enc"), str(tmp_path / "serving"),
-                     spm_model_file=spm, max_seq_length=32)
-    assert _xla_functions(version) == []     # portable: no XLA-compiled kernels inside
+    version = export(
+        "encoder",
+        str(tmp_path / "enc"),
+        str(tmp_path / "serving"),
+        spm_model_file=spm,
+        max_seq_length=32,
+    )
+    assert _xla_functions(version) == []  # portable: no XLA-compiled kernels inside
     loaded = tf.saved_model.load(version)
     texts = ["The quick brown fox.", "", "Ein zweiter Satz, etwas länger als der erste."]
     out = loaded.signatures["embed"](text=tf.constant(texts))
     from data_pipeline.classification.features import _pack
     from data_pipeline.tokenization import AlbertTokenizer
+
     tok = AlbertTokenizer(spm)
     packed = [_pack(tok, tok.encode(t), [], 32) for t in texts]
-    inputs = {k: np.array([p[i] for p in packed], np.int32)
-              for i, k in enumerate(("input_ids", "input_mask", "segment_ids"))}
+    inputs = {
+        k: np.array([p[i] for p in packed], np.int32)
+        for i, k in enumerate(("input_ids", "input_mask", "segment_ids"))
+    }
     want = encoder(inputs, training=False)
     np.testing.assert_allclose(out["pooled_output"], want["pooled_output"], atol=1e-5)
     np.testing.assert_allclose(out["sequence_output"], want["sequence_output"], atol=1e-5)
@@ -202,18 +252,23 @@ def test_multiple_choice_serving(tmp_path, spm):
     from data_pipeline.classification.data import MultipleChoiceExample
     from data_pipeline.classification.features import convert_multiple_choice
     from data_pipeline.tokenization import AlbertTokenizer
-    model, directory = _finetuned(tmp_path, spm, kind="multiple_choice", labels=None,
-                                  num_choices=3, text_pair=True)
+
+    model, directory = _finetuned(
+        tmp_path, spm, kind="multiple_choice", labels=None, num_choices=3, text_pair=True
+    )
     module = build_module("multiple_choice", directory)
     passage = ["Tom has a red ball. He plays in the park.", "Es regnet."]
     question = ["What colour is the ball?", "The weather is _ today."]
     options = [["red", "blue", "green"], ["rainy", "sunny", ""]]
     out = module.choose(tf.constant(passage), tf.constant(question), tf.constant(options))
-    examples = [MultipleChoiceExample(str(i), passage[i], question[i],
-                                      tuple(o for o in options[i] if o), 0) for i in range(2)]
+    examples = [
+        MultipleChoiceExample(str(i), passage[i], question[i], tuple(o for o in options[i] if o), 0)
+        for i in range(2)
+    ]
     f = convert_multiple_choice(examples, AlbertTokenizer(spm), 48, 3)
-    want = model({k: f[k].astype(np.int32) for k in ("input_ids", "input_mask",
-                                                      "segment_ids")})["logits"].numpy()
+    want = model({k: f[k].astype(np.int32) for k in ("input_ids", "input_mask", "segment_ids")})[
+        "logits"
+    ].numpy()
     probs = out["probabilities"].numpy()
     np.testing.assert_allclose(out["logits"].numpy()[:, :2], want[:, :2], atol=1e-5)
     assert probs[1, 2] < 1e-6 and abs(probs.sum(-1) - 1).max() < 1e-6
@@ -221,15 +276,41 @@ def test_multiple_choice_serving(tmp_path, spm):
 
 def test_export_command_line_errors(tmp_path, spm):
     _, directory = _finetuned(tmp_path, spm)
-    run = subprocess.run([sys.executable, "-m", "albert_tf.serving.export", "--task", "squad",
-                          "--init_checkpoint", directory, "--export_dir",
-                          str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT,
-                         timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "albert_tf.serving.export",
+            "--task",
+            "squad",
+            "--init_checkpoint",
+            directory,
+            "--export_dir",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert run.returncode == 1
     assert f"error: {directory} holds a classifier model, not squad" in run.stderr
     assert not (tmp_path / "out" / "1").exists()
-    run = subprocess.run([sys.executable, "-m", "albert_tf.serving.export", "--task", "classifier",
-                          "--init_checkpoint", str(tmp_path / "nowhere"), "--export_dir",
-                          str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT,
-                         timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "albert_tf.serving.export",
+            "--task",
+            "classifier",
+            "--init_checkpoint",
+            str(tmp_path / "nowhere"),
+            "--export_dir",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert run.returncode == 1 and "is not a fine-tuned model directory" in run.stderr

@@ -22,11 +22,21 @@ def corpus_records(tmp_path_factory):
     out = {}
     for name, dynamic in (("static", False), ("dynamic", True)):
         d = str(tmp_path_factory.mktemp(name))
-        create_pretraining_data(DataConfig(
-            input_file=text, output_dir=d, spm_model_file=spm, max_seq_length=SEQ,
-            max_predictions_per_seq=PREDS, dupe_factor=1, split_sentences=True,
-            block_size=1 << 18, num_output_shards=4, dynamic_masking=dynamic),
-            progress_every=1e9)
+        create_pretraining_data(
+            DataConfig(
+                input_file=text,
+                output_dir=d,
+                spm_model_file=spm,
+                max_seq_length=SEQ,
+                max_predictions_per_seq=PREDS,
+                dupe_factor=1,
+                split_sentences=True,
+                block_size=1 << 18,
+                num_output_shards=4,
+                dynamic_masking=dynamic,
+            ),
+            progress_every=1e9,
+        )
         out[name] = d
     out["spm"] = spm
     return out
@@ -34,11 +44,13 @@ def corpus_records(tmp_path_factory):
 
 def _all_records(directory):
     import tensorflow as tf
+
     rows = []
     for name in sorted(os.listdir(directory)):
         if name.endswith(".tfrecord"):
-            rows += [tf.train.Example.FromString(r) for r in read_records(
-                os.path.join(directory, name))]
+            rows += [
+                tf.train.Example.FromString(r) for r in read_records(os.path.join(directory, name))
+            ]
     return rows
 
 
@@ -48,10 +60,18 @@ def _ids(example, key="input_ids"):
 
 def test_static_batches_match_records(corpus_records):
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
-    ds = pretraining_dataset(os.path.join(corpus_records["static"], "*.tfrecord"), 16, SEQ,
-                             PREDS, is_training=False)
-    names = ("input_ids", "segment_ids", "input_mask", "masked_lm_positions",
-             "masked_lm_ids", "next_sentence_labels")
+
+    ds = pretraining_dataset(
+        os.path.join(corpus_records["static"], "*.tfrecord"), 16, SEQ, PREDS, is_training=False
+    )
+    names = (
+        "input_ids",
+        "segment_ids",
+        "input_mask",
+        "masked_lm_positions",
+        "masked_lm_ids",
+        "next_sentence_labels",
+    )
     records = {tuple(_ids(e, n) for n in names) for e in _all_records(corpus_records["static"])}
     total = 0
     for batch in ds:
@@ -62,37 +82,43 @@ def test_static_batches_match_records(corpus_records):
         assert batch["next_sentence_labels"].shape == (16, 1)
         for r in range(16):
             assert tuple(tuple(int(x) for x in batch[n][r].numpy()) for n in names) in records
-            assert np.all(batch["masked_lm_weights"][r].numpy()
-                          == (np.arange(PREDS) < np.count_nonzero(
-                              batch["masked_lm_positions"][r].numpy())))
+            assert np.all(
+                batch["masked_lm_weights"][r].numpy()
+                == (np.arange(PREDS) < np.count_nonzero(batch["masked_lm_positions"][r].numpy()))
+            )
         total += 16
     count = len(_all_records(corpus_records["static"]))
-    assert count - 16 < total <= count   # drop_remainder: one partial batch
+    assert count - 16 < total <= count  # drop_remainder: one partial batch
 
 
 def test_input_context_shards_are_disjoint_and_complete(corpus_records):
     import tensorflow as tf
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
+
     pattern = os.path.join(corpus_records["static"], "*.tfrecord")
     import collections
+
     names = ("input_ids", "segment_ids", "masked_lm_positions", "masked_lm_ids")
     seen = collections.Counter()
     sizes = []
     for pipeline in range(2):
-        ctx = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline,
-                                         num_replicas_in_sync=2)
+        ctx = tf.distribute.InputContext(
+            num_input_pipelines=2, input_pipeline_id=pipeline, num_replicas_in_sync=2
+        )
         ds = pretraining_dataset(pattern, 1, SEQ, PREDS, is_training=False, input_context=ctx)
         rows = [tuple(tuple(int(x) for x in b[n][0].numpy()) for n in names) for b in ds]
         seen.update(rows)
         sizes.append(len(rows))
-    expected = collections.Counter(tuple(_ids(e, n) for n in names)
-                                   for e in _all_records(corpus_records["static"]))
-    assert seen == expected           # every record read exactly once over the pipelines
+    expected = collections.Counter(
+        tuple(_ids(e, n) for n in names) for e in _all_records(corpus_records["static"])
+    )
+    assert seen == expected  # every record read exactly once over the pipelines
     assert min(sizes) > 0.3 * sum(sizes)
 
 
 def test_training_order_is_seeded_and_repeats(corpus_records):
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
+
     pattern = os.path.join(corpus_records["static"], "*.tfrecord")
 
     def first(seed, n=5):
@@ -108,23 +134,32 @@ def test_official_layout_record_feeds_reader(tmp_path):
     """A record as the official tool wrote it (tf.io.TFRecordWriter, no token_boundary)."""
     import tensorflow as tf
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
+
     rng = np.random.default_rng(0)
     path = str(tmp_path / "official.tfrecord")
     values = []
     with tf.io.TFRecordWriter(path) as w:
         for _ in range(4):
-            v = {"input_ids": rng.integers(5, 1000, SEQ), "input_mask": np.ones(SEQ, int),
-                 "segment_ids": np.r_[np.zeros(SEQ // 2, int), np.ones(SEQ // 2, int)],
-                 "masked_lm_positions": np.sort(rng.choice(SEQ, PREDS, replace=False)),
-                 "masked_lm_ids": rng.integers(5, 1000, PREDS),
-                 "masked_lm_weights": np.ones(PREDS, np.float32),
-                 "next_sentence_labels": np.array([1])}
-            feature = {k: (tf.train.Feature(float_list=tf.train.FloatList(value=x))
-                           if k == "masked_lm_weights" else
-                           tf.train.Feature(int64_list=tf.train.Int64List(value=x)))
-                       for k, x in v.items()}
-            w.write(tf.train.Example(features=tf.train.Features(feature=feature))
-                    .SerializeToString())
+            v = {
+                "input_ids": rng.integers(5, 1000, SEQ),
+                "input_mask": np.ones(SEQ, int),
+                "segment_ids": np.r_[np.zeros(SEQ // 2, int), np.ones(SEQ // 2, int)],
+                "masked_lm_positions": np.sort(rng.choice(SEQ, PREDS, replace=False)),
+                "masked_lm_ids": rng.integers(5, 1000, PREDS),
+                "masked_lm_weights": np.ones(PREDS, np.float32),
+                "next_sentence_labels": np.array([1]),
+            }
+            feature = {
+                k: (
+                    tf.train.Feature(float_list=tf.train.FloatList(value=x))
+                    if k == "masked_lm_weights"
+                    else tf.train.Feature(int64_list=tf.train.Int64List(value=x))
+                )
+                for k, x in v.items()
+            }
+            w.write(
+                tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+            )
             values.append(v)
     batch = next(iter(pretraining_dataset(path, 4, SEQ, PREDS, is_training=False)))
     for k in values[0]:
@@ -135,30 +170,45 @@ def test_dynamic_masks_are_new_each_epoch_reproducible_and_faithful(corpus_recor
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
     from data_pipeline.pretraining.masking import NgramMasker
     from data_pipeline.tokenization import AlbertTokenizer
+
     tok = AlbertTokenizer(corpus_records["spm"])
     pattern = os.path.join(corpus_records["dynamic"], "*.tfrecord")
     originals = {}
     for e in _all_records(corpus_records["dynamic"]):
-        assert "masked_lm_ids" not in e.features.feature      # no masks written
-        originals.setdefault(_ids(e)[:SEQ // 2], []).append(np.array(_ids(e)))
+        assert "masked_lm_ids" not in e.features.feature  # no masks written
+        originals.setdefault(_ids(e)[: SEQ // 2], []).append(np.array(_ids(e)))
 
     def batches(seed, n):
         masker = NgramMasker.from_tokenizer(tok, max_predictions_per_seq=PREDS)
-        ds = pretraining_dataset(pattern, 32, SEQ, PREDS, seed=seed, dynamic_masker=masker,
-                                 shuffle_buffer=1, cycle_length=1, keep_token_boundary=True)
+        ds = pretraining_dataset(
+            pattern,
+            32,
+            SEQ,
+            PREDS,
+            seed=seed,
+            dynamic_masker=masker,
+            shuffle_buffer=1,
+            cycle_length=1,
+            keep_token_boundary=True,
+        )
         it = iter(ds)
         return [{k: v.numpy() for k, v in next(it).items()} for _ in range(n)]
 
     epoch = -(-len(_all_records(corpus_records["dynamic"])) // 32)
     a = batches(7, 2 * epoch + 1)
     b = batches(7, 3)
-    for x, y in zip(a, b):                                    # reproducible
+    for x, y in zip(a, b):  # reproducible
         assert all(np.array_equal(x[k], y[k]) for k in x), [
-            k for k in x if not np.array_equal(x[k], y[k])]
+            k for k in x if not np.array_equal(x[k], y[k])
+        ]
     masked = total = 0
     for batch in a:
-        ids, pos, lab, w = (batch["input_ids"], batch["masked_lm_positions"],
-                            batch["masked_lm_ids"], batch["masked_lm_weights"])
+        ids, pos, lab, w = (
+            batch["input_ids"],
+            batch["masked_lm_positions"],
+            batch["masked_lm_ids"],
+            batch["masked_lm_weights"],
+        )
         for r in range(len(ids)):
             k = int(w[r].sum())  # 0 happens: no word fits a budget of round(0.15 n)
             p = pos[r, :k]
@@ -166,15 +216,16 @@ def test_dynamic_masks_are_new_each_epoch_reproducible_and_faithful(corpus_recor
             restored = ids[r].copy()
             restored[p] = lab[r, :k]
             # The label at every masked position is the original token of the record.
-            assert any(np.array_equal(restored, o) for o in originals.get(
-                tuple(restored[:SEQ // 2]), [])), "labels do not restore the record"
+            assert any(
+                np.array_equal(restored, o) for o in originals.get(tuple(restored[: SEQ // 2]), [])
+            ), "labels do not restore the record"
             assert not np.isin(lab[r, :k], [tok.cls_id, tok.sep_id, tok.pad_id]).any()
             masked += k
             total += int(batch["input_mask"][r].sum())
     assert 0.12 < masked / total < 0.16
     # The same record in two epochs gets different masks.
     restored_first = {}
-    for batch in a[:epoch - 1]:
+    for batch in a[: epoch - 1]:
         for r in range(32):
             x = batch["input_ids"][r].copy()
             k = int(batch["masked_lm_weights"][r].sum())
@@ -201,13 +252,22 @@ def test_dynamic_masking_iterator_checkpoints_and_resumes_in_place(corpus_record
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
     from data_pipeline.pretraining.masking import NgramMasker
     from data_pipeline.tokenization import AlbertTokenizer
+
     tok = AlbertTokenizer(corpus_records["spm"])
     pattern = os.path.join(corpus_records["dynamic"], "*.tfrecord")
 
     def make():
-        return iter(pretraining_dataset(
-            pattern, 8, SEQ, PREDS, seed=3, keep_token_boundary=True,
-            dynamic_masker=NgramMasker.from_tokenizer(tok, max_predictions_per_seq=PREDS)))
+        return iter(
+            pretraining_dataset(
+                pattern,
+                8,
+                SEQ,
+                PREDS,
+                seed=3,
+                keep_token_boundary=True,
+                dynamic_masker=NgramMasker.from_tokenizer(tok, max_predictions_per_seq=PREDS),
+            )
+        )
 
     it = make()
     for _ in range(2):

@@ -1,4 +1,5 @@
-"""data_pipeline.pretraining.masking.NgramMasker on synthetic batches (no tokenizer, no TensorFlow)."""
+"""data_pipeline.pretraining.masking.NgramMasker on synthetic batches (no tokenizer, no
+TensorFlow)."""
 
 import numpy as np
 import pytest
@@ -7,9 +8,9 @@ from data_pipeline.pretraining.masking import NgramMasker
 
 PAD, CLS, SEP, MASK = 0, 2, 3, 4
 VOCAB = 1000
-UNUSED = np.arange(500, 520)                          # ids a replacement must never draw
+UNUSED = np.arange(500, 520)  # ids a replacement must never draw
 ORDINARY = np.setdiff1d(np.arange(5, VOCAB), UNUSED)
-P_SHORT = np.array([6, 3, 2]) / 11                    # p(n) ∝ 1/n, n = 1..3
+P_SHORT = np.array([6, 3, 2]) / 11  # p(n) ∝ 1/n, n = 1..3
 
 
 def make_batch(seed, batch=256, seq=128, word_start_prob=0.7, min_len=16):
@@ -74,14 +75,14 @@ def test_budget_formula():
 
 def test_budget_filled_exactly_with_single_piece_words():
     m = new_masker()
-    for (tokens, ws, special, valid), res in run(m, 1, batches=2, word_start_prob=1.0):
+    for (_tokens, _ws, _special, valid), res in run(m, 1, batches=2, word_start_prob=1.0):
         masked = res.weights.sum(axis=1)
         np.testing.assert_array_equal(masked, budgets(valid, m))
 
 
 def test_invariants_specials_padding_sorted_labels():
     m = new_masker()
-    for (tokens, ws, special, valid), res in run(m, 2, batches=3):
+    for (tokens, _ws, special, valid), res in run(m, 2, batches=3):
         b = budgets(valid, m)
         count = res.weights.sum(axis=1).astype(int)
         assert (count <= b).all()
@@ -92,7 +93,7 @@ def test_invariants_specials_padding_sorted_labels():
             assert (res.weights[r, :k] == 1).all() and (res.weights[r, k:] == 0).all()
             assert (pos[k:] == 0).all() and (res.labels[r, k:] == 0).all()
             p = pos[:k]
-            assert (np.diff(p) > 0).all()                       # sorted, unique
+            assert (np.diff(p) > 0).all()  # sorted, unique
             assert valid[r, p].all() and not special[r, p].any()  # no pad, no [CLS]/[SEP]
             np.testing.assert_array_equal(res.labels[r, :k], tokens[r, p])
         m_mat = masked_matrix(res, tokens.shape)
@@ -131,7 +132,7 @@ def test_whole_words_and_consecutive_units():
 def test_random_replacements_only_ordinary_ids():
     m = new_masker()
     seen_random = 0
-    for (tokens, ws, special, valid), res in run(m, 4, batches=3):
+    for (tokens, _ws, _special, _valid), res in run(m, 4, batches=3):
         mm = masked_matrix(res, tokens.shape)
         new = res.tokens[mm]
         old = tokens[mm]
@@ -198,12 +199,11 @@ def test_replacement_kinds_80_10_10():
     m = new_masker()
     kinds = np.zeros(3)
     observed = np.zeros(3)
-    for (tokens, ws, special, valid), res in run(m, 9, batches=16):
+    for (tokens, _ws, _special, _valid), res in run(m, 9, batches=16):
         kinds += res.kinds
         mm = masked_matrix(res, tokens.shape)
         new, old = res.tokens[mm], tokens[mm]
-        observed += [(new == MASK).sum(), ((new != MASK) & (new != old)).sum(),
-                     (new == old).sum()]
+        observed += [(new == MASK).sum(), ((new != MASK) & (new != old)).sum(), (new == old).sum()]
     assert kinds.sum() > 30000
     np.testing.assert_allclose(kinds / kinds.sum(), [0.8, 0.1, 0.1], atol=0.02)
     np.testing.assert_allclose(observed / observed.sum(), [0.8, 0.1, 0.1], atol=0.02)

@@ -14,8 +14,7 @@ from data_pipeline.classification import metrics as M
 
 def _ref_ranks(values):
     """Average ranks by counting: rank = #smaller + (#equal + 1) / 2."""
-    return [sum(w < v for w in values) + (sum(w == v for w in values) + 1) / 2
-            for v in values]
+    return [sum(w < v for w in values) + (sum(w == v for w in values) + 1) / 2 for v in values]
 
 
 def _ref_pearson(x, y):
@@ -40,10 +39,12 @@ def test_golden_values_from_library_documentation():
     assert M.matthews_corrcoef([1, -1, 1, 1], [1, 1, 1, -1]) == pytest.approx(-1 / 3)
     # scipy.stats.pearsonr docstring example.
     assert M.pearson([1, 2, 3, 4, 5], [10, 9, 2.5, 6, 4]) == pytest.approx(
-        -0.7426106572325057, abs=1e-12)
+        -0.7426106572325057, abs=1e-12
+    )
     # scipy.stats.spearmanr docstring example (a tie among the second values).
     assert M.spearman([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]) == pytest.approx(
-        0.8207826816681233, abs=1e-12)
+        0.8207826816681233, abs=1e-12
+    )
     # sklearn.metrics.f1_score: y_true [0,1,1,0,1,1], y_pred [0,1,0,0,1,1]: P=1, R=3/4.
     assert M.f1([0, 1, 0, 0, 1, 1], [0, 1, 1, 0, 1, 1]) == pytest.approx(6 / 7)
     assert M.accuracy([0, 2, 1, 3], [0, 1, 2, 3]) == 0.5
@@ -89,8 +90,7 @@ def test_pearson_spearman_against_brute_force_with_ties(seed):
     y = (np.array(x) + rng.normal(0, 2, 40)).round(1).tolist()
     assert M.average_ranks(x).tolist() == _ref_ranks(x)
     assert M.pearson(x, y) == pytest.approx(_ref_pearson(x, y), abs=1e-12)
-    assert M.spearman(x, y) == pytest.approx(_ref_pearson(_ref_ranks(x), _ref_ranks(y)),
-                                             abs=1e-12)
+    assert M.spearman(x, y) == pytest.approx(_ref_pearson(_ref_ranks(x), _ref_ranks(y)), abs=1e-12)
 
 
 def test_degenerate_cases_are_zero_not_nan():
@@ -120,8 +120,7 @@ def test_task_metrics_keys_and_primary_metric():
     assert M.task_metrics("CoLA", p, y) == {"mcc": pytest.approx(M.matthews_corrcoef(p, y))}
     for task in ("mrpc", "qqp"):
         m = M.task_metrics(task, p, y)
-        assert m == {"f1": pytest.approx(0.8), "accuracy": 0.75,
-                     "acc_and_f1": pytest.approx(0.775)}
+        assert m == {"f1": pytest.approx(0.8), "accuracy": 0.75, "acc_and_f1": pytest.approx(0.775)}
     m = M.task_metrics("sts-b", [0.5, 2.0, 1.0, 4.5], [1.0, 2.0, 3.0, 4.0])
     assert set(m) == {"pearson", "spearman", "corr"}
     assert m["spearman"] == pytest.approx(0.8)
@@ -129,24 +128,43 @@ def test_task_metrics_keys_and_primary_metric():
     for task in ("sst-2", "rte", "mnli", "qnli", "wnli", "afqmc", "race"):
         assert M.task_metrics(task, p, y) == {"accuracy": 0.75}
     assert [M.primary_metric(t) for t in ("cola", "sts-b", "mrpc", "qqp", "sst-2")] == [
-        "mcc", "corr", "acc_and_f1", "acc_and_f1", "accuracy"]
+        "mcc",
+        "corr",
+        "acc_and_f1",
+        "acc_and_f1",
+        "accuracy",
+    ]
     for task in ("cola", "sts-b", "mrpc", "qqp", "sst-2"):
         assert M.primary_metric(task) in M.task_metrics(task, p, y)
 
 
 def test_spread_over_seeds():
-    evals = [{"accuracy": 0.5, "f1": 0.1}, {"accuracy": 0.75, "f1": 0.3},
-             {"accuracy": 0.625, "f1": 0.2}, {"accuracy": 0.25, "f1": 0.2}]
+    evals = [
+        {"accuracy": 0.5, "f1": 0.1},
+        {"accuracy": 0.75, "f1": 0.3},
+        {"accuracy": 0.625, "f1": 0.2},
+        {"accuracy": 0.25, "f1": 0.2},
+    ]
     s = M.spread(evals)
-    assert s["accuracy"] == {"median": 0.5625, "min": 0.25, "max": 0.75,
-                             "std": pytest.approx(math.sqrt(0.0341796875))}
+    assert s["accuracy"] == {
+        "median": 0.5625,
+        "min": 0.25,
+        "max": 0.75,
+        "std": pytest.approx(math.sqrt(0.0341796875)),
+    }
     assert s["f1"]["median"] == pytest.approx(0.2) and s["f1"]["min"] == 0.1
-    assert M.spread([{"mcc": 0.3}]) == {"mcc": {"median": 0.3, "min": 0.3, "max": 0.3,
-                                               "std": 0.0}}
+    assert M.spread([{"mcc": 0.3}]) == {"mcc": {"median": 0.3, "min": 0.3, "max": 0.3, "std": 0.0}}
     with pytest.raises(ValueError, match="no runs"):
         M.spread([])
     report, line = M.seeds_report("rte", [7, 8], evals[:2])
-    assert report == {"task": "rte", "runs": 2, "seeds": [7, 8], "per_run": evals[:2],
-                      "summary": M.spread(evals[:2])}
-    assert line == ("over 2 seeds: accuracy median 0.6250 (min 0.5000, max 0.7500), "
-                    "f1 median 0.2000 (min 0.1000, max 0.3000)")
+    assert report == {
+        "task": "rte",
+        "runs": 2,
+        "seeds": [7, 8],
+        "per_run": evals[:2],
+        "summary": M.spread(evals[:2]),
+    }
+    assert line == (
+        "over 2 seeds: accuracy median 0.6250 (min 0.5000, max 0.7500), "
+        "f1 median 0.2000 (min 0.1000, max 0.3000)"
+    )

@@ -14,16 +14,22 @@ import pytest
 
 from albert_tf import AlbertEncoder, load_checkpoint, save_checkpoint
 from albert_tf.checkpoints import CheckpointError
-from albert_tf.modeling.models import AlbertClassifier, AlbertMultipleChoice, AlbertQuestionAnswering
+from albert_tf.modeling.models import (
+    AlbertClassifier,
+    AlbertMultipleChoice,
+    AlbertQuestionAnswering,
+)
 from conftest import random_batch, tiny_config
 from references import hf_pretraining_model, official_arrays, write_tf1_checkpoint
 
 H = 32
 # kind: (official kernel name, official bias name, outputs)
-HEADS = {"classifier": ("output_weights", "output_bias", 3),
-         "regression": ("output_weights", "output_bias", 1),
-         "race": ("output_weights", "output_bias", 1),
-         "squad_v1": ("cls/squad/output_weights", "cls/squad/output_bias", 2)}
+HEADS = {
+    "classifier": ("output_weights", "output_bias", 3),
+    "regression": ("output_weights", "output_bias", 1),
+    "race": ("output_weights", "output_bias", 1),
+    "squad_v1": ("cls/squad/output_weights", "cls/squad/output_bias", 2),
+}
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +53,7 @@ def _head_by_hand(kind, model, batch, kernel, bias):
     """The official head's logits from our encoder's outputs and the two arrays."""
     if kind == "squad_v1":
         sequence = model.encoder(batch)["sequence_output"].numpy()
-        logits = sequence @ kernel.T + bias                               # [B, S, 2]
+        logits = sequence @ kernel.T + bias  # [B, S, 2]
         return {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
     if kind == "race":
         flat = {k: v.reshape(-1, v.shape[-1]) for k, v in batch.items()}
@@ -58,7 +64,7 @@ def _head_by_hand(kind, model, batch, kernel, bias):
 
 def _batch(kind):
     batch = {k: v for k, v in random_batch().items() if k != "masked_lm_positions"}
-    if kind == "race":   # [3 questions, 2 choices, seq]
+    if kind == "race":  # [3 questions, 2 choices, seq]
         other = random_batch(seed=1)
         batch = {k: np.stack([batch[k], other[k]], axis=1) for k in batch}
     return batch
@@ -117,9 +123,15 @@ def test_own_encoder_checkpoint_reports_every_head_weight(tmp_path):
 
 
 def test_head_of_another_label_count_is_refused(tmp_path, encoder_arrays):
-    arrays = dict(encoder_arrays, output_weights=np.zeros((3, H), np.float32),
-                  output_bias=np.zeros((3,), np.float32))
+    arrays = dict(
+        encoder_arrays,
+        output_weights=np.zeros((3, H), np.float32),
+        output_bias=np.zeros((3,), np.float32),
+    )
     prefix = write_tf1_checkpoint(str(tmp_path / "model.ckpt"), arrays)
-    with pytest.raises(CheckpointError, match=r"output_weights: source \[3, 32\] vs model "
-                                              r"\[2, 32\]"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"output_weights: source \[3, 32\] vs model "
+        r"\[2, 32\]",
+    ):
         load_checkpoint(AlbertClassifier(tiny_config(), 2), prefix)

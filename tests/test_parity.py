@@ -31,8 +31,9 @@ def reference(request, tmp_path_factory):
     return directory, model, batch, hf_outputs(model, batch), CONFIGS[request.param]
 
 
-def assert_parity(ours, expected, keys=("sequence_output", "pooled_output", "mlm_logits",
-                                        "sop_logits")):
+def assert_parity(
+    ours, expected, keys=("sequence_output", "pooled_output", "mlm_logits", "sop_logits")
+):
     for key in keys:
         diff = np.max(np.abs(np.asarray(ours[key]) - expected[key]))
         assert diff <= TOL, f"{key}: max |Δ| = {diff:.2e}"
@@ -60,12 +61,26 @@ def test_transformers_parity(reference, tmp_path):
 
 
 def official_config_file(path, hf_kwargs):
-    config = dict(vocab_size=99, embedding_size=16, hidden_size=32, num_hidden_layers=4,
-                  num_hidden_groups=1, inner_group_num=1, num_attention_heads=4,
-                  intermediate_size=37, hidden_act="gelu", hidden_dropout_prob=0.0,
-                  attention_probs_dropout_prob=0.0, max_position_embeddings=40,
-                  type_vocab_size=2, initializer_range=0.02, net_structure_type=0, gap_size=0,
-                  num_memory_blocks=0, down_scale_factor=1)
+    config = dict(
+        vocab_size=99,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=4,
+        num_hidden_groups=1,
+        inner_group_num=1,
+        num_attention_heads=4,
+        intermediate_size=37,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        max_position_embeddings=40,
+        type_vocab_size=2,
+        initializer_range=0.02,
+        net_structure_type=0,
+        gap_size=0,
+        num_memory_blocks=0,
+        down_scale_factor=1,
+    )
     config.update({k: v for k, v in hf_kwargs.items() if k != "hidden_act"})
     if hf_kwargs.get("hidden_act") == "relu":
         config["hidden_act"] = "relu"
@@ -83,12 +98,13 @@ def test_official_checkpoint_parity(reference, tmp_path, layout):
         source = write_tf1_checkpoint(str(tmp_path / "tf1" / "model.ckpt-1000"), arrays)
     else:  # a TF-Hub v1 module: variables/variables.*, names under module/
         os.makedirs(tmp_path / "hub" / "variables")
-        write_tf1_checkpoint(str(tmp_path / "hub" / "variables" / "variables"), arrays,
-                             module_prefix=True)
+        write_tf1_checkpoint(
+            str(tmp_path / "hub" / "variables" / "variables"), arrays, module_prefix=True
+        )
         source = str(tmp_path / "hub")
     out = tmp_path / "converted"
     report = convert(layout, source, str(out), config_file)
-    assert report["unused_source_variables"] == []   # adam slots and global_step skipped
+    assert report["unused_source_variables"] == []  # adam slots and global_step skipped
     model, _ = load_converted(out)
     assert_parity(model(batch), expected)
     # An official checkpoint also works directly as an init checkpoint.
@@ -106,10 +122,18 @@ def test_keras_hub_parity(reference, tmp_path):
     convert("transformers", str(hf_dir), str(tmp_path))
     encoder, _ = load_converted(tmp_path, AlbertEncoder)
     assert encoder.count_params() == backbone.count_params()
-    theirs = backbone({"token_ids": batch["input_ids"], "segment_ids": batch["segment_ids"],
-                       "padding_mask": batch["input_mask"]})
-    assert_parity(encoder(batch), {k: np.asarray(v) for k, v in theirs.items()},
-                  keys=("sequence_output", "pooled_output"))
+    theirs = backbone(
+        {
+            "token_ids": batch["input_ids"],
+            "segment_ids": batch["segment_ids"],
+            "padding_mask": batch["input_mask"],
+        }
+    )
+    assert_parity(
+        encoder(batch),
+        {k: np.asarray(v) for k, v in theirs.items()},
+        keys=("sequence_output", "pooled_output"),
+    )
 
 
 def test_encoder_only_source_reports_absent_heads(tmp_path):
@@ -128,6 +152,7 @@ def test_encoder_only_source_reports_absent_heads(tmp_path):
 
 def test_pytorch_model_bin(tmp_path):
     import torch
+
     hf_model = hf_pretraining_model(tmp_path / "st", num_hidden_groups=2, inner_group_num=2)
     (tmp_path / "bin").mkdir()
     torch.save(hf_model.state_dict(), tmp_path / "bin" / "pytorch_model.bin")
@@ -149,23 +174,56 @@ def test_encoder_restores_from_pretrainer_checkpoint(reference, tmp_path):
 def test_convert_command_line(tmp_path):
     hf_model = hf_pretraining_model(tmp_path / "hf")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    run = subprocess.run([sys.executable, "-m", "albert_tf.checkpoints.convert", "--source", "transformers",
-                          "--input", str(tmp_path / "hf"), "--output_dir", str(tmp_path / "out")],
-                         capture_output=True, text=True, env=env, cwd=ROOT)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "albert_tf.checkpoints.convert",
+            "--source",
+            "transformers",
+            "--input",
+            str(tmp_path / "hf"),
+            "--output_dir",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stderr
     assert "wrote" in run.stdout and "(32 variables)" in run.stdout
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "albert_config.json", "checkpoint", "ckpt-1.data-00000-of-00001", "ckpt-1.index",
-        "conversion_report.json"]
+        "albert_config.json",
+        "checkpoint",
+        "ckpt-1.data-00000-of-00001",
+        "ckpt-1.index",
+        "conversion_report.json",
+    ]
     batch = random_batch()
     model, _ = load_converted(tmp_path / "out")
     assert_parity(model(batch), hf_outputs(hf_model, batch))
 
-    run = subprocess.run([sys.executable, "-m", "albert_tf.checkpoints.convert", "--source", "tf1",
-                          "--input", str(tmp_path / "hf"), "--output_dir", str(tmp_path / "x")],
-                         capture_output=True, text=True, env=env, cwd=ROOT)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "albert_tf.checkpoints.convert",
+            "--source",
+            "tf1",
+            "--input",
+            str(tmp_path / "hf"),
+            "--output_dir",
+            str(tmp_path / "x"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1] == (
         "error: --albert_config_file is required for --source tf1: a TF1 checkpoint holds "
-        "no model config")
+        "no model config"
+    )
     assert not (tmp_path / "x").exists()

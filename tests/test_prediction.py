@@ -18,6 +18,7 @@ class _Scaler:
 
     def __call__(self, batch, training=False):
         import tensorflow as tf
+
         assert training is False
         self.traces += 1
         total = tf.reduce_sum(tf.cast(batch["input_ids"], tf.float32), axis=1, keepdims=True)
@@ -26,20 +27,32 @@ class _Scaler:
 
 def _dataset(order, batch_size):
     import tensorflow as tf
+
     n = len(order)
     ids = np.array(order, np.int32)[:, None] * np.ones((1, 3), np.int32)
-    return tf.data.Dataset.from_tensor_slices({
-        "input_ids": ids, "input_mask": np.ones((n, 3), np.int32),
-        "segment_ids": np.zeros((n, 3), np.int32), "example_index": np.array(order, np.int32),
-        "label_ids": np.array(order, np.int32) * 10}).batch(batch_size)
+    return tf.data.Dataset.from_tensor_slices(
+        {
+            "input_ids": ids,
+            "input_mask": np.ones((n, 3), np.int32),
+            "segment_ids": np.zeros((n, 3), np.int32),
+            "example_index": np.array(order, np.int32),
+            "label_ids": np.array(order, np.int32) * 10,
+        }
+    ).batch(batch_size)
 
 
 def test_outputs_and_carried_features_in_example_order():
     from albert_tf.training.prediction import predict_logits
+
     model = _Scaler(0.5)
     order = [3, 0, 4, 1, 2]
-    out = predict_logits(model, _dataset(order, 2), outputs=("logits", "doubled"),
-                         carry=("label_ids",), order_by="example_index")
+    out = predict_logits(
+        model,
+        _dataset(order, 2),
+        outputs=("logits", "doubled"),
+        carry=("label_ids",),
+        order_by="example_index",
+    )
     np.testing.assert_allclose(out["logits"][:, 0], [0, 1.5, 3, 4.5, 6])
     np.testing.assert_allclose(out["doubled"][:, 0], [0, 6, 12, 18, 24])
     np.testing.assert_array_equal(out["label_ids"], [0, 10, 20, 30, 40])
@@ -49,10 +62,11 @@ def test_outputs_and_carried_features_in_example_order():
 
 def test_one_traced_function_per_model_freed_with_it():
     from albert_tf.training import prediction
+
     model = _Scaler()
     for batch_size in (2, 2, 4):  # full and short last batches: reduce_retracing
         prediction.predict_logits(model, _dataset(list(range(7)), batch_size))
-    assert model.traces <= 3   # not one per call and batch shape
+    assert model.traces <= 3  # not one per call and batch shape
     traces = model.traces
     prediction.predict_logits(model, _dataset(list(range(7)), 2))
     assert model.traces == traces
@@ -67,5 +81,6 @@ def test_one_traced_function_per_model_freed_with_it():
 
 def test_an_empty_dataset_is_an_error():
     from albert_tf.training.prediction import predict_logits
+
     with pytest.raises(ValueError, match="gave no batch"):
         predict_logits(_Scaler(), _dataset([1, 2], 2).take(0))

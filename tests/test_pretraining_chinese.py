@@ -13,44 +13,60 @@ from data_pipeline.records import read_records
 
 @pytest.fixture(scope="module")
 def zh(tmp_path_factory):
-    root = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "corpus",
-                        "zh_news")
+    root = os.path.join(
+        os.path.dirname(__file__), "..", "..", "shared", "data", "corpus", "zh_news"
+    )
     if not os.path.isdir(root):
         pytest.skip(f"real data not available: {root} is absent")
     from data_pipeline.train_tokenizer import train_sentencepiece
+
     tmp = tmp_path_factory.mktemp("zh")
     # JSONL made from THUCNews articles (label<TAB>article): 150 documents.
     jsonl = tmp / "thucnews.jsonl"
-    with open(os.path.join(root, "thucnews_1000.txt"), encoding="utf-8") as f, \
-            open(jsonl, "w", encoding="utf-8") as out:
+    with (
+        open(os.path.join(root, "thucnews_1000.txt"), encoding="utf-8") as f,
+        open(jsonl, "w", encoding="utf-8") as out,
+    ):
         for _, line in zip(range(150), f):
             label, article = line.rstrip("\n").split("\t", 1)
             out.write(json.dumps({"text": article, "label": label}, ensure_ascii=False) + "\n")
     news = os.path.join(root, "news_zh_1.txt")
-    model = train_sentencepiece([news, str(jsonl)], str(tmp / "zh_spm"), vocab_size=3000,
-                                num_threads=1)["model_file"]
+    model = train_sentencepiece(
+        [news, str(jsonl)], str(tmp / "zh_spm"), vocab_size=3000, num_threads=1
+    )["model_file"]
     return {"news": news, "jsonl": str(jsonl), "model": model, "tmp": tmp}
 
 
 def _examples(directory):
     import tensorflow as tf
+
     out = []
     for name in sorted(os.listdir(directory)):
         if name.endswith(".tfrecord"):
-            out += [tf.train.Example.FromString(r)
-                    for r in read_records(os.path.join(directory, name))]
+            out += [
+                tf.train.Example.FromString(r) for r in read_records(os.path.join(directory, name))
+            ]
     return out
 
 
 @pytest.mark.parametrize("source", ["news", "jsonl"])
 def test_chinese_instances_mask_chinese_words(zh, source):
     from data_pipeline.tokenization import AlbertTokenizer
+
     tok = AlbertTokenizer(zh["model"])
     out = str(zh["tmp"] / f"out-{source}")
-    meta = create_pretraining_data(DataConfig(
-        input_file=zh[source], output_dir=out, spm_model_file=zh["model"],
-        max_seq_length=128, max_predictions_per_seq=20, dupe_factor=2, num_output_shards=2),
-        progress_every=1e9)
+    meta = create_pretraining_data(
+        DataConfig(
+            input_file=zh[source],
+            output_dir=out,
+            spm_model_file=zh["model"],
+            max_seq_length=128,
+            max_predictions_per_seq=20,
+            dupe_factor=2,
+            num_output_shards=2,
+        ),
+        progress_every=1e9,
+    )
     assert meta["instances"] > 100
     assert meta["documents"]["sentences"] > 2 * meta["documents"]["documents"]
     masked_pieces, cjk = 0, 0
@@ -74,6 +90,6 @@ def test_chinese_instances_mask_chinese_words(zh, source):
             if any("\u4e00" <= c <= "\u9fff" for c in piece) and i not in replaced:
                 assert boundary[i] == 1, piece
     assert masked_pieces > 1000
-    assert cjk / masked_pieces > 0.6        # masks fall on Chinese words, not on padding
+    assert cjk / masked_pieces > 0.6  # masks fall on Chinese words, not on padding
     swapped = meta["sentence_order_labels"]["fraction_1"]
-    assert abs(swapped - 0.5) < 4 * 0.5 / np.sqrt(meta["instances"])   # 4 binomial sd
+    assert abs(swapped - 0.5) < 4 * 0.5 / np.sqrt(meta["instances"])  # 4 binomial sd

@@ -14,9 +14,14 @@ from data_pipeline.records import AtomicRecordWriter, encode_examples, feature_l
 
 def _shard(path, seq, preds, dynamic=False, n=2):
     lengths = feature_lengths(seq, preds, dynamic)
-    features = {name: (np.ones((n, length), np.float32) if name == "masked_lm_weights"
-                       else np.ones((n, length), np.int64))
-                for name, length in lengths.items()}
+    features = {
+        name: (
+            np.ones((n, length), np.float32)
+            if name == "masked_lm_weights"
+            else np.ones((n, length), np.int64)
+        )
+        for name, length in lengths.items()
+    }
     os.makedirs(os.path.dirname(path), exist_ok=True)
     writer = AtomicRecordWriter(str(path))
     writer.write_all(encode_examples(features))
@@ -25,10 +30,16 @@ def _shard(path, seq, preds, dynamic=False, n=2):
 
 
 def _meta(directory, seq, preds, dynamic=False, **extra):
-    meta = {"max_seq_length": seq, "max_predictions_per_seq": preds, "dynamic_masking": dynamic,
-            "sentence_order": "sop", "instances": 2, "spm_sha256": "ab" * 32,
-            "settings": {"do_lower_case": True, "masked_lm_prob": 0.2, "ngram": 2,
-                         "random_seed": 1}, **extra}
+    meta = {
+        "max_seq_length": seq,
+        "max_predictions_per_seq": preds,
+        "dynamic_masking": dynamic,
+        "sentence_order": "sop",
+        "instances": 2,
+        "spm_sha256": "ab" * 32,
+        "settings": {"do_lower_case": True, "masked_lm_prob": 0.2, "ngram": 2, "random_seed": 1},
+        **extra,
+    }
     (directory / "meta_data.json").write_text(json.dumps(meta))
 
 
@@ -41,22 +52,40 @@ def test_settings_come_from_meta_data(tmp_path):
     assert data.sentence_order == "none" and data.sop_weight == 0.0
     assert data.masking == {"masked_lm_prob": 0.2, "ngram": 2}
     assert data.meta_file == str(tmp_path / "d" / "meta_data.json")
-    assert data.summary == {"instances": 2, "sentence_order": "none",
-                            "dynamic_masking": False, "spm_sha256": "ab" * 32}
+    assert data.summary == {
+        "instances": 2,
+        "sentence_order": "none",
+        "dynamic_masking": False,
+        "spm_sha256": "ab" * 32,
+    }
     # the same values given again are fine
-    assert pretraining_data(files, max_seq_length=16, max_predictions_per_seq=4,
-                            dynamic_masking=False, do_lower_case=True) == data
+    assert (
+        pretraining_data(
+            files,
+            max_seq_length=16,
+            max_predictions_per_seq=4,
+            dynamic_masking=False,
+            do_lower_case=True,
+        )
+        == data
+    )
 
 
 def test_a_contradicting_setting_is_one_line_naming_the_file(tmp_path):
     files = [_shard(tmp_path / "d" / "s.tfrecord", 16, 4)]
     _meta(tmp_path / "d", 16, 4)
     # the records say otherwise: the record file is named
-    with pytest.raises(ValueError, match=r"s\.tfrecord: input_ids has length 16, but "
-                                         r"--max_seq_length=32$"):
+    with pytest.raises(
+        ValueError,
+        match=r"s\.tfrecord: input_ids has length 16, but "
+        r"--max_seq_length=32$",
+    ):
         pretraining_data(files, max_seq_length=32)
-    with pytest.raises(ValueError, match=r"s\.tfrecord: masked_lm_positions has length 4, "
-                                         r"but --max_predictions_per_seq=5$"):
+    with pytest.raises(
+        ValueError,
+        match=r"s\.tfrecord: masked_lm_positions has length 4, "
+        r"but --max_predictions_per_seq=5$",
+    ):
         pretraining_data(files, max_predictions_per_seq=5)
     # only meta_data.json says otherwise: it is named
     meta = str(tmp_path / "d" / "meta_data.json")
@@ -66,8 +95,11 @@ def test_a_contradicting_setting_is_one_line_naming_the_file(tmp_path):
     # two directories that disagree
     other = _shard(tmp_path / "e" / "s.tfrecord", 32, 4)
     _meta(tmp_path / "e", 32, 4)
-    with pytest.raises(ValueError, match=r"s\.tfrecord: input_ids has length 32, but "
-                                         r".*d/meta_data\.json says max_seq_length=16"):
+    with pytest.raises(
+        ValueError,
+        match=r"s\.tfrecord: input_ids has length 32, but "
+        r".*d/meta_data\.json says max_seq_length=16",
+    ):
         pretraining_data(files + [other])
 
 
@@ -106,8 +138,11 @@ def test_vocabulary_and_corrupt_records(tmp_path):
     class Tokenizer:
         checksum = "cd" * 32
 
-    with pytest.raises(ValueError, match=r"meta_data\.json: the records were written with a "
-                                         r"SentencePiece model of sha256 abababab"):
+    with pytest.raises(
+        ValueError,
+        match=r"meta_data\.json: the records were written with a "
+        r"SentencePiece model of sha256 abababab",
+    ):
         data.check_vocabulary(Tokenizer())
     Tokenizer.checksum = "ab" * 32
     data.check_vocabulary(Tokenizer())

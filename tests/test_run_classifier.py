@@ -7,27 +7,45 @@ import pytest
 
 from conftest import run_cli, two_cpu_driver
 
-TINY = {"vocab_size": 30000, "embedding_size": 32, "hidden_size": 64, "num_hidden_layers": 2,
-        "num_attention_heads": 2, "intermediate_size": 128, "max_position_embeddings": 64,
-        "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+TINY = {
+    "vocab_size": 30000,
+    "embedding_size": 32,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 128,
+    "max_position_embeddings": 64,
+    "hidden_dropout_prob": 0.0,
+    "attention_probs_dropout_prob": 0.0,
+}
 
 
 def _run(tmp_path, shared_data, task, folder, out, *extra):
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(TINY))
-    return run_cli("run_classifier.py", f"--task_name={task}",
-                   f"--data_dir={shared_data / 'glue' / folder}", f"--output_dir={out}",
-                   f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
-                   f"--albert_config_file={config}", "--max_seq_length=64",
-                   "--train_batch_size=32", "--train_step=20", "--steps_per_loop=10",
-                   "--eval_batch_size=128", "--learning_rate=1e-3", *extra)
+    return run_cli(
+        "run_classifier.py",
+        f"--task_name={task}",
+        f"--data_dir={shared_data / 'glue' / folder}",
+        f"--output_dir={out}",
+        f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+        f"--albert_config_file={config}",
+        "--max_seq_length=64",
+        "--train_batch_size=32",
+        "--train_step=20",
+        "--steps_per_loop=10",
+        "--eval_batch_size=128",
+        "--learning_rate=1e-3",
+        *extra,
+    )
 
 
 @pytest.mark.slow
 def test_mrpc_train_eval_predict_and_cache(tmp_path, shared_data):
     out = tmp_path / "mrpc"
-    run = _run(tmp_path, shared_data, "mrpc", "MRPC", out, "--do_train", "--do_eval",
-               "--do_predict")
+    run = _run(
+        tmp_path, shared_data, "mrpc", "MRPC", out, "--do_train", "--do_eval", "--do_predict"
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "converted" in run.stdout
     results = json.loads((out / "eval_results.json").read_text())
@@ -37,8 +55,9 @@ def test_mrpc_train_eval_predict_and_cache(tmp_path, shared_data):
     rows = (out / "MRPC.tsv").read_text().splitlines()
     assert rows[0] == "index\tprediction" and len(rows) == 1 + 1725
     assert {r.split("\t")[1] for r in rows[1:]} <= {"0", "1"}
-    probs = [json.loads(line) for line in (out / "mrpc_test_predictions.jsonl").read_text()
-             .splitlines()]
+    probs = [
+        json.loads(line) for line in (out / "mrpc_test_predictions.jsonl").read_text().splitlines()
+    ]
     assert len(probs) == 1725
     assert abs(sum(probs[0]["probabilities"].values()) - 1) < 1e-4
     # Second run: features come from the cache.
@@ -72,14 +91,18 @@ def test_evaluating_a_random_head_is_an_error(tmp_path, shared_data):
     --init_checkpoint (an encoder or pretraining checkpoint) would report the random head's
     accuracy: one line naming the head instead."""
     from albert_tf import AlbertConfig, AlbertEncoder, save_checkpoint
+
     encoder = AlbertEncoder(AlbertConfig.from_dict(TINY))
     encoder.build()
     save_checkpoint(encoder, str(tmp_path / "encoder"))
     for extra, message in (
-            ([f"--init_checkpoint={tmp_path / 'encoder'}"],
-             "error: --do_eval/--do_predict without --do_train: classifier_head is at random "
-             "initialization (not in --init_checkpoint)"),
-            ([], "the whole model (no --init_checkpoint")):
+        (
+            [f"--init_checkpoint={tmp_path / 'encoder'}"],
+            "error: --do_eval/--do_predict without --do_train: classifier_head is at random "
+            "initialization (not in --init_checkpoint)",
+        ),
+        ([], "the whole model (no --init_checkpoint"),
+    ):
         run = _run(tmp_path, shared_data, "rte", "RTE", tmp_path / "out", "--do_eval", *extra)
         assert run.returncode == 1 and message in run.stderr, run.stderr[-2000:]
         assert not (tmp_path / "out" / "eval_results.json").exists()
@@ -88,6 +111,7 @@ def test_evaluating_a_random_head_is_an_error(tmp_path, shared_data):
 @pytest.mark.slow
 def test_users_csv_with_quotes_and_discovered_labels(tmp_path, shared_data):
     import csv
+
     data = tmp_path / "data"
     data.mkdir()
     for split, n in (("train", 120), ("dev", 40), ("test", 20)):
@@ -96,19 +120,35 @@ def test_users_csv_with_quotes_and_discovered_labels(tmp_path, shared_data):
             w.writerow(["sentence", "label"])
             for i in range(n):
                 good = i % 2 == 0
-                w.writerow([("a wonderful, \"lovely\" day" if good else "an awful mess")
-                            + f" {i}", "pos" if good else "neg"])
+                w.writerow(
+                    [
+                        ('a wonderful, "lovely" day' if good else "an awful mess") + f" {i}",
+                        "pos" if good else "neg",
+                    ]
+                )
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(TINY))
     out = tmp_path / "out"
     # lr 1e-3: the official AdamW (no bias correction) takes first steps (1-β1)/√(1-β2)
     # ≈ 3.2× Keras' size, and 3e-3 left this tiny model at chance.
-    cmd = ["run_classifier.py", "--task_name=csv",
-           f"--data_dir={data}", "--text_a_column=sentence", "--label_column=label",
-           f"--output_dir={out}", f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
-           f"--albert_config_file={config}", "--max_seq_length=32", "--train_batch_size=16",
-           "--train_step=40", "--steps_per_loop=20", "--learning_rate=1e-3", "--do_train",
-           "--do_eval", "--do_predict"]
+    cmd = [
+        "run_classifier.py",
+        "--task_name=csv",
+        f"--data_dir={data}",
+        "--text_a_column=sentence",
+        "--label_column=label",
+        f"--output_dir={out}",
+        f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+        f"--albert_config_file={config}",
+        "--max_seq_length=32",
+        "--train_batch_size=16",
+        "--train_step=40",
+        "--steps_per_loop=20",
+        "--learning_rate=1e-3",
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+    ]
     run = run_cli(*cmd)
     assert run.returncode == 0, run.stderr[-2000:]
     config_written = json.loads((out / "run_config.json").read_text())
@@ -124,48 +164,77 @@ def test_race_multiple_choice(tmp_path, shared_data):
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(dict(TINY, max_position_embeddings=128)))
     out = tmp_path / "race"
-    cmd = ["run_classifier.py", "--task_name=race",
-           f"--train_file={race}", f"--dev_file={race}", f"--test_file={race}",
-           f"--output_dir={out}", f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
-           f"--albert_config_file={config}", "--max_seq_length=128", "--train_batch_size=8",
-           "--train_step=10", "--steps_per_loop=10", "--eval_batch_size=32",
-           "--learning_rate=1e-3", "--do_train", "--do_eval", "--do_predict"]
+    cmd = [
+        "run_classifier.py",
+        "--task_name=race",
+        f"--train_file={race}",
+        f"--dev_file={race}",
+        f"--test_file={race}",
+        f"--output_dir={out}",
+        f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+        f"--albert_config_file={config}",
+        "--max_seq_length=128",
+        "--train_batch_size=8",
+        "--train_step=10",
+        "--steps_per_loop=10",
+        "--eval_batch_size=32",
+        "--learning_rate=1e-3",
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+    ]
     run = run_cli(*cmd)
     assert run.returncode == 0, run.stderr[-2000:]
     final = json.loads((out / "eval_results.json").read_text())["final"]
     assert 0.0 <= final["accuracy"] <= 1.0
-    preds = [json.loads(line) for line in (out / "race_test_predictions.jsonl").read_text()
-             .splitlines()]
+    preds = [
+        json.loads(line) for line in (out / "race_test_predictions.jsonl").read_text().splitlines()
+    ]
     assert len(preds) == 561
     from data_pipeline.classification.data import read_race
+
     for p, e in zip(preds, read_race(str(race))):
         assert p["guid"] == e.guid
         probs = p["probabilities"]
         assert abs(sum(probs.values()) - 1) < 1e-4
         # Padding choices (questions with fewer than 4 options) get no probability.
-        for letter in "ABCD"[len(e.options):]:
+        for letter in "ABCD"[len(e.options) :]:
             assert probs[letter] < 1e-6
 
 
 @pytest.mark.slow
 def test_num_runs_reports_median_and_spread_over_seeds(tmp_path, shared_data):
     out = tmp_path / "rte"
-    run = _run(tmp_path, shared_data, "rte", "RTE", out, "--do_train", "--do_eval",
-               "--num_runs=2", "--train_step=10", "--seed=7")
+    run = _run(
+        tmp_path,
+        shared_data,
+        "rte",
+        "RTE",
+        out,
+        "--do_train",
+        "--do_eval",
+        "--num_runs=2",
+        "--train_step=10",
+        "--seed=7",
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     results = json.loads((out / "eval_results.json").read_text())
     assert results["runs"] == 2 and results["seeds"] == [7, 8]
     acc = results["summary"]["accuracy"]
     assert acc["min"] <= acc["median"] <= acc["max"]
-    per_run = [json.loads((out / f"run_{i}" / "eval_results.json").read_text())
-               for i in range(2)]
+    per_run = [json.loads((out / f"run_{i}" / "eval_results.json").read_text()) for i in range(2)]
     assert [r["seed"] for r in per_run] == [7, 8]
     import tensorflow as tf
+
     a = tf.train.load_checkpoint(str(out / "run_0" / "checkpoints"))
     b = tf.train.load_checkpoint(str(out / "run_1" / "checkpoints"))
     import numpy as np
-    keys = [n for n in a.get_variable_to_shape_map() if n.endswith(".ATTRIBUTES/VARIABLE_VALUE")
-            and "save_counter" not in n and "iter" not in n]
+
+    keys = [
+        n
+        for n in a.get_variable_to_shape_map()
+        if n.endswith(".ATTRIBUTES/VARIABLE_VALUE") and "save_counter" not in n and "iter" not in n
+    ]
     assert any(not np.array_equal(a.get_tensor(k), b.get_tensor(k)) for k in keys)
 
 
@@ -176,12 +245,23 @@ def test_chnsenticorp_chinese_end_to_end(tmp_path, shared_data):
     out = tmp_path / "chn"
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(TINY))
-    cmd = ["run_classifier.py", "--task_name=chnsenticorp",
-           f"--data_dir={shared_data / 'chinese' / 'ChnSentiCorp'}", f"--output_dir={out}",
-           f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
-           f"--albert_config_file={config}", "--max_seq_length=64", "--train_batch_size=32",
-           "--train_step=10", "--steps_per_loop=10", "--eval_batch_size=200",
-           "--learning_rate=1e-3", "--do_train", "--do_eval", "--do_predict"]
+    cmd = [
+        "run_classifier.py",
+        "--task_name=chnsenticorp",
+        f"--data_dir={shared_data / 'chinese' / 'ChnSentiCorp'}",
+        f"--output_dir={out}",
+        f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+        f"--albert_config_file={config}",
+        "--max_seq_length=64",
+        "--train_batch_size=32",
+        "--train_step=10",
+        "--steps_per_loop=10",
+        "--eval_batch_size=200",
+        "--learning_rate=1e-3",
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+    ]
     run = run_cli(*cmd)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "chnsenticorp train: 9,600 examples" in run.stdout
@@ -189,27 +269,45 @@ def test_chnsenticorp_chinese_end_to_end(tmp_path, shared_data):
     assert 0.0 <= final["accuracy"] <= 1.0
     rows = (out / "CHNSENTICORP.tsv").read_text().splitlines()
     assert len(rows) == 1 + 1200 and {r.split("\t")[1] for r in rows[1:]} <= {
-        "negative", "positive"}
+        "negative",
+        "positive",
+    }
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task,folder,metric,names", [
-    ("sst-2", "SST-2", "accuracy", {"0", "1"}),
-    ("cola", "CoLA", "mcc", {"0", "1"}),
-    ("rte", "RTE", "accuracy", {"entailment", "not_entailment"})])
+@pytest.mark.parametrize(
+    "task,folder,metric,names",
+    [
+        ("sst-2", "SST-2", "accuracy", {"0", "1"}),
+        ("cola", "CoLA", "mcc", {"0", "1"}),
+        ("rte", "RTE", "accuracy", {"entailment", "not_entailment"}),
+    ],
+)
 def test_glue_tasks_end_to_end(tmp_path, shared_data, task, folder, metric, names):
     """SST-2, CoLA and RTE (with MRPC and STS-B above: the five tasks of the issue) train,
     evaluate with the task's metric, keep the best checkpoint by it and write the GLUE
     submission file with the label names GLUE expects."""
     out = tmp_path / task
-    run = _run(tmp_path, shared_data, task, folder, out, "--do_train", "--do_eval",
-               "--do_predict", "--eval_every=10")
+    run = _run(
+        tmp_path,
+        shared_data,
+        task,
+        folder,
+        out,
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+        "--eval_every=10",
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     results = json.loads((out / "eval_results.json").read_text())
     assert results["best"]["metric"] == metric
     assert -1.0 <= results["final"][metric] <= 1.0
-    evals = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()
-             if json.loads(line)["split"] == "eval"]
+    evals = [
+        json.loads(line)
+        for line in (out / "metrics.jsonl").read_text().splitlines()
+        if json.loads(line)["split"] == "eval"
+    ]
     assert results["best"]["value"] == max(e[metric] for e in evals)
     name = "SST-2" if task == "sst-2" else task.upper()
     rows = (out / f"{name}.tsv").read_text().splitlines()
@@ -228,9 +326,19 @@ def test_export_dir_writes_a_serving_model_of_the_fine_tuned_weights(tmp_path, s
     from albert_tf.serving.finetuned import load_finetuned
     from data_pipeline.classification.features import classifier_dataset
     from test_export import client
+
     out, export = tmp_path / "sst2", tmp_path / "export"
-    run = _run(tmp_path, shared_data, "sst-2", "SST-2", out, "--do_train", "--do_predict",
-               f"--export_dir={export}", "--classifier_dropout=0.2")
+    run = _run(
+        tmp_path,
+        shared_data,
+        "sst-2",
+        "SST-2",
+        out,
+        "--do_train",
+        "--do_predict",
+        f"--export_dir={export}",
+        "--classifier_dropout=0.2",
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert f"SavedModel: {export / '1'}" in run.stdout
     model, task = load_finetuned(str(export / "1" / "assets.extra" / "finetuned"))
@@ -238,13 +346,17 @@ def test_export_dir_writes_a_serving_model_of_the_fine_tuned_weights(tmp_path, s
     assert task["do_lower_case"] is True and task["kind"] == "classifier"
     assert task["text_pair"] is False
     assert (export / "1" / "assets" / "spm.model").read_bytes() == (
-        shared_data / "spm" / "de-30k-clean.model").read_bytes()
-    expected = [json.loads(line)["probabilities"] for line in
-                (out / "sst-2_test_predictions.jsonl").read_text().splitlines()]
+        shared_data / "spm" / "de-30k-clean.model"
+    ).read_bytes()
+    expected = [
+        json.loads(line)["probabilities"]
+        for line in (out / "sst-2_test_predictions.jsonl").read_text().splitlines()
+    ]
     (records,) = (out / "cache").glob("sst-2-test*.tfrecord")
     batch = next(iter(classifier_dataset(str(records), 256, 64, drop_remainder=False)))
-    logits = model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")},
-                   training=False)["logits"].numpy()
+    logits = model(
+        {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}, training=False
+    )["logits"].numpy()
     probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     order = batch["example_index"].numpy()
     want = np.array([[expected[i]["0"], expected[i]["1"]] for i in order])
@@ -253,11 +365,18 @@ def test_export_dir_writes_a_serving_model_of_the_fine_tuned_weights(tmp_path, s
     sentences = [line.split("\t")[1] for line in lines]
     served = client(tmp_path, export / "1", {"text_a": [sentences[i] for i in order]})
     np.testing.assert_allclose(served["probabilities"], want, atol=1e-5)
-    again = _run(tmp_path, shared_data, "sst-2", "SST-2", tmp_path / "again", "--do_train",
-                 "--train_step=10", f"--export_dir={export}")
+    again = _run(
+        tmp_path,
+        shared_data,
+        "sst-2",
+        "SST-2",
+        tmp_path / "again",
+        "--do_train",
+        "--train_step=10",
+        f"--export_dir={export}",
+    )
     assert again.returncode == 0, again.stderr[-2000:]
-    assert (export / "2" / "saved_model.pb").exists() and (export / "1" / "saved_model.pb"
-                                                          ).exists()
+    assert (export / "2" / "saved_model.pb").exists() and (export / "1" / "saved_model.pb").exists()
 
 
 @pytest.mark.slow
@@ -267,26 +386,39 @@ def test_fine_tunes_from_a_converted_transformers_checkpoint(tmp_path, shared_da
     (the classifier head is new) and fine-tuning lowers the loss."""
     from albert_tf.checkpoints.convert import convert
     from references import hf_pretraining_model
-    hf_pretraining_model(tmp_path / "hf", vocab_size=30000, max_position_embeddings=64,
-                         hidden_act="gelu_new")
+
+    hf_pretraining_model(
+        tmp_path / "hf", vocab_size=30000, max_position_embeddings=64, hidden_act="gelu_new"
+    )
     convert("transformers", str(tmp_path / "hf"), str(tmp_path / "converted"))
     out = tmp_path / "rte"
     config = tmp_path / "converted" / "albert_config.json"
-    cmd = ["run_classifier.py", "--task_name=rte",
-           f"--data_dir={shared_data / 'glue' / 'RTE'}", f"--output_dir={out}",
-           f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
-           f"--albert_config_file={config}", f"--init_checkpoint={tmp_path / 'converted'}",
-           "--max_seq_length=64", "--train_batch_size=32", "--train_step=30",
-           "--steps_per_loop=10", "--eval_batch_size=128", "--learning_rate=1e-3",
-           "--do_train", "--do_eval"]
+    cmd = [
+        "run_classifier.py",
+        "--task_name=rte",
+        f"--data_dir={shared_data / 'glue' / 'RTE'}",
+        f"--output_dir={out}",
+        f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+        f"--albert_config_file={config}",
+        f"--init_checkpoint={tmp_path / 'converted'}",
+        "--max_seq_length=64",
+        "--train_batch_size=32",
+        "--train_step=30",
+        "--steps_per_loop=10",
+        "--eval_batch_size=128",
+        "--learning_rate=1e-3",
+        "--do_train",
+        "--do_eval",
+    ]
     run = run_cli(*cmd)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "init_checkpoint: restored encoder" in run.stdout, run.stdout[-2000:]
-    train = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()
-             if json.loads(line)["split"] == "train"]
+    train = [
+        json.loads(line)
+        for line in (out / "metrics.jsonl").read_text().splitlines()
+        if json.loads(line)["split"] == "train"
+    ]
     assert len(train) == 3 and train[-1]["loss"] < train[0]["loss"]
-
-
 
 
 @pytest.mark.slow
@@ -300,13 +432,24 @@ def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, share
         out = tmp_path / strategy
         config = tmp_path / "albert_config.json"
         config.write_text(json.dumps(TINY))
-        cmd = [str(driver), "--task_name=mrpc",
-               f"--data_dir={shared_data / 'glue' / 'MRPC'}", f"--output_dir={out}",
-               f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
-               f"--albert_config_file={config}", "--max_seq_length=64",
-               "--train_batch_size=32", "--train_step=20", "--steps_per_loop=10",
-               "--eval_batch_size=128", "--learning_rate=1e-3", "--classifier_dropout=0",
-               f"--strategy={strategy}", "--do_train", "--do_eval"]
+        cmd = [
+            str(driver),
+            "--task_name=mrpc",
+            f"--data_dir={shared_data / 'glue' / 'MRPC'}",
+            f"--output_dir={out}",
+            f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+            f"--albert_config_file={config}",
+            "--max_seq_length=64",
+            "--train_batch_size=32",
+            "--train_step=20",
+            "--steps_per_loop=10",
+            "--eval_batch_size=128",
+            "--learning_rate=1e-3",
+            "--classifier_dropout=0",
+            f"--strategy={strategy}",
+            "--do_train",
+            "--do_eval",
+        ]
         run = run_cli(*cmd)
         assert run.returncode == 0, run.stderr[-2000:]
         replicas = json.loads((out / "run_config.json").read_text())["replicas"]
@@ -316,17 +459,30 @@ def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, share
     (ref_rows, ref_final), (rows, final) = results["default"], results["mirrored"]
     # A global batch the two replicas cannot share: one line, before anything is written.
     odd = tmp_path / "odd"
-    run = run_cli(*[a.replace(str(tmp_path / "mirrored"), str(odd)).replace(
-        "--train_batch_size=32", "--train_batch_size=33") for a in cmd])
+    run = run_cli(
+        *[
+            a.replace(str(tmp_path / "mirrored"), str(odd)).replace(
+                "--train_batch_size=32", "--train_batch_size=33"
+            )
+            for a in cmd
+        ]
+    )
     assert run.returncode == 1
-    assert ("error: --train_batch_size=33 must be divisible by --grad_accum_steps=1 × 2 "
-            "replicas") in run.stderr, run.stderr[-2000:]
+    assert (
+        "error: --train_batch_size=33 must be divisible by --grad_accum_steps=1 × 2 replicas"
+    ) in run.stderr, run.stderr[-2000:]
     assert not (odd / "run_config.json").exists()
     # Without --do_train the train batch is not split, so it need not suit the replicas.
     evaluate_only = run_cli(
-        *[a.replace(str(tmp_path / "mirrored"), str(odd)).replace(
-            "--train_batch_size=32", "--train_batch_size=33") for a in cmd
-          if a != "--do_train"], f"--init_checkpoint={tmp_path / 'mirrored' / 'checkpoints'}")
+        *[
+            a.replace(str(tmp_path / "mirrored"), str(odd)).replace(
+                "--train_batch_size=32", "--train_batch_size=33"
+            )
+            for a in cmd
+            if a != "--do_train"
+        ],
+        f"--init_checkpoint={tmp_path / 'mirrored' / 'checkpoints'}",
+    )
     assert evaluate_only.returncode == 0, evaluate_only.stderr[-2000:]
     assert json.loads((odd / "run_config.json").read_text())["replicas"] == 2
     assert [r["step"] for r in rows] == [r["step"] for r in ref_rows]
@@ -340,6 +496,7 @@ def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, share
 
 def test_micro_batch_size_must_divide_exactly():
     from albert_tf.runners.flags import micro_batch_size
+
     assert micro_batch_size(32, 2, 2) == 16
     assert micro_batch_size(24, 3, 8) == 8
     for args in ((33, 1, 2), (32, 3, 1), (12, 2, 4)):

@@ -27,18 +27,27 @@ import pytest
 from conftest import CLI_ENV, SHARED_DATA, Cli, two_cpu_driver
 
 SEQ, PRED = 64, 10
-STEPS = 60              # reference run: optimizer steps
-BATCH = 8               # global batch
+STEPS = 60  # reference run: optimizer steps
+BATCH = 8  # global batch
 CKPT_EVERY = 10
 LOOP = 5
-TIMEOUT = 240           # seconds for one subprocess, whatever happens
+TIMEOUT = 240  # seconds for one subprocess, whatever happens
 
-TINY = {"vocab_size": 30000, "embedding_size": 32, "hidden_size": 64, "num_hidden_layers": 2,
-        "num_attention_heads": 2, "intermediate_size": 128, "max_position_embeddings": 64,
-        "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+TINY = {
+    "vocab_size": 30000,
+    "embedding_size": 32,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 128,
+    "max_position_embeddings": 64,
+    "hidden_dropout_prob": 0.0,
+    "attention_probs_dropout_prob": 0.0,
+}
 
 
 # --- helpers ----------------------------------------------------------------------------------
+
 
 def _need_data():
     if not SHARED_DATA.is_dir():
@@ -72,22 +81,29 @@ def last_rows_by_step(rows):
 
 
 def checkpoint_steps(output_dir):
-    return sorted(int(re.search(r"ckpt-(\d+)\.index$", p).group(1))
-                  for p in glob.glob(os.path.join(output_dir, "checkpoints", "ckpt-*.index")))
+    return sorted(
+        int(re.search(r"ckpt-(\d+)\.index$", p).group(1))
+        for p in glob.glob(os.path.join(output_dir, "checkpoints", "ckpt-*.index"))
+    )
 
 
 def latest_checkpoint(output_dir):
     import tensorflow as tf
+
     return tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints"))
 
 
 def checkpoint_values(prefix):
     import tensorflow as tf
+
     reader = tf.train.load_checkpoint(prefix)
     # (the iterator state is a variant tensor, which has no numpy form)
-    return {k: reader.get_tensor(k) for k, dtype in reader.get_variable_to_dtype_map().items()
-            if k not in ("_CHECKPOINTABLE_OBJECT_GRAPH", "save_counter/.ATTRIBUTES/VARIABLE_VALUE")
-            and dtype != tf.variant}
+    return {
+        k: reader.get_tensor(k)
+        for k, dtype in reader.get_variable_to_dtype_map().items()
+        if k not in ("_CHECKPOINTABLE_OBJECT_GRAPH", "save_counter/.ATTRIBUTES/VARIABLE_VALUE")
+        and dtype != tf.variant
+    }
 
 
 # Another split of the same batch (replicas, micro-batches) sums the gradients in another
@@ -137,12 +153,16 @@ def free_port():
 
 # --- shared data and the reference run -----------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     """Train shards (4), an eval shard from other documents, records of another
     max_seq_length, the tiny config, a config of another size and the run's flagfile."""
-    from data_pipeline.pretraining.create_pretraining_data import (DataConfig,
-                                                                  create_pretraining_data)
+    from data_pipeline.pretraining.create_pretraining_data import (
+        DataConfig,
+        create_pretraining_data,
+    )
+
     data = _need_data()
     root = tmp_path_factory.mktemp("run_pretraining")
     with open(data / "corpus" / "wikitext-2" / "valid.txt", encoding="utf-8") as f:
@@ -151,11 +171,20 @@ def workdir(tmp_path_factory):
     (root / "eval.txt").write_text("".join(lines[800:1000]), encoding="utf-8")
 
     def make(text, out, seq=SEQ, shards=4):
-        return create_pretraining_data(DataConfig(
-            input_file=str(root / text), output_dir=str(root / out),
-            spm_model_file=str(data / "spm" / "de-30k-clean.model"), max_seq_length=seq,
-            max_predictions_per_seq=PRED, dupe_factor=1, split_sentences=True,
-            num_output_shards=shards, block_size=1 << 15), progress_every=1e9)
+        return create_pretraining_data(
+            DataConfig(
+                input_file=str(root / text),
+                output_dir=str(root / out),
+                spm_model_file=str(data / "spm" / "de-30k-clean.model"),
+                max_seq_length=seq,
+                max_predictions_per_seq=PRED,
+                dupe_factor=1,
+                split_sentences=True,
+                num_output_shards=shards,
+                block_size=1 << 15,
+            ),
+            progress_every=1e9,
+        )
 
     meta = make("train.txt", "train")
     assert meta["instances"] > 20 * BATCH
@@ -163,13 +192,22 @@ def workdir(tmp_path_factory):
     make("train.txt", "seq128", seq=128, shards=1)
     (root / "albert_config.json").write_text(json.dumps(TINY))
     (root / "other_config.json").write_text(json.dumps(dict(TINY, hidden_size=48)))
-    flags = {"input_file": f"{root}/train/*.tfrecord",
-             "eval_input_file": f"{root}/eval/*.tfrecord",
-             "albert_config_file": root / "albert_config.json",
-             "max_seq_length": SEQ, "max_predictions_per_seq": PRED,
-             "train_batch_size": BATCH, "eval_batch_size": BATCH, "max_eval_steps": 4,
-             "num_train_steps": STEPS, "num_warmup_steps": 5, "learning_rate": 3e-2,
-             "steps_per_loop": LOOP, "save_checkpoints_steps": CKPT_EVERY, "seed": 7}
+    flags = {
+        "input_file": f"{root}/train/*.tfrecord",
+        "eval_input_file": f"{root}/eval/*.tfrecord",
+        "albert_config_file": root / "albert_config.json",
+        "max_seq_length": SEQ,
+        "max_predictions_per_seq": PRED,
+        "train_batch_size": BATCH,
+        "eval_batch_size": BATCH,
+        "max_eval_steps": 4,
+        "num_train_steps": STEPS,
+        "num_warmup_steps": 5,
+        "learning_rate": 3e-2,
+        "steps_per_loop": LOOP,
+        "save_checkpoints_steps": CKPT_EVERY,
+        "seed": 7,
+    }
     (root / "run.flags").write_text("".join(f"--{k}={v}\n" for k, v in flags.items()))
     return root
 
@@ -188,13 +226,14 @@ def reference(workdir):
 
 # --- 1. a basic run -------------------------------------------------------------------------------
 
+
 def test_basic_run_writes_config_logs_events_checkpoints_and_best(workdir, reference):
     out, r = reference
     # run_config.json: the flags (from --flagfile and the command line) and both configs
     with open(out / "run_config.json") as f:
         config = json.load(f)
     assert config["flags"]["output_dir"] == str(out)
-    assert config["flags"]["input_file"] == f"{workdir}/train/*.tfrecord"   # from the flagfile
+    assert config["flags"]["input_file"] == f"{workdir}/train/*.tfrecord"  # from the flagfile
     assert config["flags"]["num_train_steps"] == STEPS
     assert config["albert_config"]["hidden_size"] == 64
     assert config["albert_config"]["vocab_size"] == 30000
@@ -205,9 +244,13 @@ def test_basic_run_writes_config_logs_events_checkpoints_and_best(workdir, refer
     assert len(config["input_files"]) == 4
 
     # progress lines: step, loss, both accuracies, ETA, one per loop
-    progress = re.findall(r"^step (\d+)/(\d+) \| mlm_loss ([\d.]+), sop_loss ([\d.]+), "
-                          r"mlm_accuracy ([\d.]+), sop_accuracy ([\d.]+), loss ([\d.]+) \|.*"
-                          r"ex/s \| ETA \d+:\d\d:\d\d$", r.stdout, re.M)
+    progress = re.findall(
+        r"^step (\d+)/(\d+) \| mlm_loss ([\d.]+), sop_loss ([\d.]+), "
+        r"mlm_accuracy ([\d.]+), sop_accuracy ([\d.]+), loss ([\d.]+) \|.*"
+        r"ex/s \| ETA \d+:\d\d:\d\d$",
+        r.stdout,
+        re.M,
+    )
     assert [int(p[0]) for p in progress] == list(range(LOOP, STEPS + 1, LOOP)), r.stdout
     assert all(int(p[1]) == STEPS for p in progress)
     assert re.search(r"^eval step 60: .*mlm_accuracy", r.stdout, re.M)
@@ -220,8 +263,8 @@ def test_basic_run_writes_config_logs_events_checkpoints_and_best(workdir, refer
         assert 0 <= row["mlm_accuracy"] <= 1 and 0 <= row["sop_accuracy"] <= 1
         assert np.isfinite(row["grad_norm"]) and row["examples_per_second"] > 0
     assert train[0]["mlm_loss"] == pytest.approx(np.log(30000), rel=0.05)  # untrained
-    assert train[-1]["mlm_loss"] < train[0]["mlm_loss"] - 2.0                 # it learns
-    assert train[-1]["learning_rate"] == 0.0                                  # decayed to 0
+    assert train[-1]["mlm_loss"] < train[0]["mlm_loss"] - 2.0  # it learns
+    assert train[-1]["learning_rate"] == 0.0  # decayed to 0
     (ev,) = metrics(out, "eval")
     assert ev["step"] == STEPS and np.isfinite(ev["loss"])
     with open(out / "final_metrics.json") as f:
@@ -234,8 +277,16 @@ def test_basic_run_writes_config_logs_events_checkpoints_and_best(workdir, refer
         events = glob.glob(str(out / split / "events.out.tfevents.*"))
         assert events, split
         tags[split] = _scalar_tags(events)
-    assert {"loss", "mlm_loss", "sop_loss", "mlm_accuracy", "sop_accuracy", "learning_rate",
-            "examples_per_second", "grad_norm"} <= set(tags["train"])
+    assert {
+        "loss",
+        "mlm_loss",
+        "sop_loss",
+        "mlm_accuracy",
+        "sop_accuracy",
+        "learning_rate",
+        "examples_per_second",
+        "grad_norm",
+    } <= set(tags["train"])
     assert sorted(tags["train"]["loss"]) == list(range(LOOP, STEPS + 1, LOOP))
     assert {"loss", "mlm_accuracy", "sop_accuracy"} <= set(tags["eval"])
     assert tags["eval"]["loss"] == [STEPS]
@@ -253,6 +304,7 @@ def test_basic_run_writes_config_logs_events_checkpoints_and_best(workdir, refer
 def _scalar_tags(paths):
     """{tag: [steps]} of the scalar summaries in TensorBoard event files."""
     import tensorflow as tf
+
     tags = {}
     for path in paths:
         for event in tf.compat.v1.train.summary_iterator(path):
@@ -262,6 +314,7 @@ def _scalar_tags(paths):
 
 
 # --- 2 and 3. SIGKILL and SIGTERM: resume ends where the uninterrupted run ends -----------------
+
 
 @pytest.mark.slow
 def test_sigkill_then_sigterm_resume_ends_with_the_uninterrupted_weights(workdir, reference):
@@ -298,15 +351,14 @@ def test_sigkill_then_sigterm_resume_ends_with_the_uninterrupted_weights(workdir
         termed.wait()
     finally:
         termed.kill()
-    assert f"resumed from {restored} at step {restored_step}" in termed.stdout, \
-        termed.report()
+    assert f"resumed from {restored} at step {restored_step}" in termed.stdout, termed.report()
     assert termed.rc == 143, termed.report()
-    reached = restored_step + LOOP           # the loop running when SIGTERM came is finished
+    reached = restored_step + LOOP  # the loop running when SIGTERM came is finished
     assert metrics(out)[-1]["step"] == reached, termed.report()
     assert re.search(rf"preempted at step {reached}\b", termed.stderr), termed.report()
     assert "SIGTERM" in termed.stdout
-    assert reached % CKPT_EVERY               # so this checkpoint is SIGTERM's own
-    assert latest_checkpoint(out).endswith(f"ckpt-{reached}")   # at the step reached
+    assert reached % CKPT_EVERY  # so this checkpoint is SIGTERM's own
+    assert latest_checkpoint(out).endswith(f"ckpt-{reached}")  # at the step reached
 
     # 3) restart to the end
     final = ok(run(args, workdir / "resumed"))
@@ -322,6 +374,7 @@ def test_sigkill_then_sigterm_resume_ends_with_the_uninterrupted_weights(workdir
 
 
 # --- 4. strategies -----------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_mirrored_on_two_cpus_matches_the_default_strategy_and_resumes(workdir, reference):
@@ -353,12 +406,12 @@ def test_mirrored_on_two_cpus_matches_the_default_strategy_and_resumes(workdir, 
     for ref in ref_rows:
         row = rows[ref["step"]]
         for name in ("loss", "mlm_loss", "sop_loss", "mlm_accuracy", "sop_accuracy"):
-            assert row[name] == pytest.approx(ref[name], rel=1e-4, abs=1e-6), (ref["step"],
-                                                                               name)
+            assert row[name] == pytest.approx(ref[name], rel=1e-4, abs=1e-6), (ref["step"], name)
     (ref_ev,), (ev,) = metrics(ref_out, "eval"), metrics(out, "eval")
     assert ev["loss"] == pytest.approx(ref_ev["loss"], rel=1e-4)
-    assert_same_weights(latest_checkpoint(ref_out), latest_checkpoint(out), rtol=1e-4,
-                        atol=SPLIT_ATOL)
+    assert_same_weights(
+        latest_checkpoint(ref_out), latest_checkpoint(out), rtol=1e-4, atol=SPLIT_ATOL
+    )
 
 
 @pytest.mark.slow
@@ -368,13 +421,25 @@ def test_multi_worker_mirrored_two_local_workers(workdir):
     ports = [free_port(), free_port()]
     cluster = {"chief": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"]}
     out = workdir / "mwms"
-    args = base_args(workdir, out, "--strategy", "multi_worker_mirrored", "--num_train_steps",
-                     6, "--steps_per_loop", 2, "--save_checkpoints_steps", 4)
+    args = base_args(
+        workdir,
+        out,
+        "--strategy",
+        "multi_worker_mirrored",
+        "--num_train_steps",
+        6,
+        "--steps_per_loop",
+        2,
+        "--save_checkpoints_steps",
+        4,
+    )
     runs = []
     try:
         for kind in ("chief", "worker"):
-            env = dict(CLI_ENV, TF_CONFIG=json.dumps({"cluster": cluster,
-                                                  "task": {"type": kind, "index": 0}}))
+            env = dict(
+                CLI_ENV,
+                TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": kind, "index": 0}}),
+            )
             runs.append(start(args, workdir / f"mwms_{kind}", env=env))
         for r in runs:
             r.wait(timeout=180)
@@ -397,14 +462,21 @@ def test_multi_worker_mirrored_two_local_workers(workdir):
 
 # --- 5. bad input: one line naming the file, exit 1 -----------------------------------------------
 
-BAD_INPUTS = ("no_match", "other_seq_length", "init_other_config", "resume_other_config",
-              "corrupt_record", "batch_not_divisible")
+BAD_INPUTS = (
+    "no_match",
+    "other_seq_length",
+    "init_other_config",
+    "resume_other_config",
+    "corrupt_record",
+    "batch_not_divisible",
+)
 
 
 @pytest.fixture(scope="module")
 def bad_runs(workdir, reference):
     """All bad-input runs, started together (each is mostly TensorFlow start-up)."""
     import shutil
+
     ref_out, _ = reference
     root = workdir / "bad"
     root.mkdir()
@@ -415,7 +487,7 @@ def bad_runs(workdir, reference):
     victim = corrupt_dir / "pretrain-00001-of-00004.tfrecord"
     data = bytearray(victim.read_bytes())
     middle = len(data) // 2
-    data[middle:middle + 16] = bytes(b ^ 0xFF for b in data[middle:middle + 16])
+    data[middle : middle + 16] = bytes(b ^ 0xFF for b in data[middle : middle + 16])
     victim.write_bytes(bytes(data))
     # an output_dir holding the reference run's checkpoints (hidden_size 64)
     shutil.copytree(ref_out / "checkpoints", root / "resume_other_config" / "checkpoints")
@@ -425,20 +497,20 @@ def bad_runs(workdir, reference):
         "other_seq_length": ["--input_file", f"{workdir}/seq128/*.tfrecord"],
         "init_other_config": other + ["--init_checkpoint", ref_out / "checkpoints"],
         "resume_other_config": other,
-        "corrupt_record": ["--input_file", f"{corrupt_dir}/*.tfrecord", "--eval_input_file",
-                           ""],
+        "corrupt_record": ["--input_file", f"{corrupt_dir}/*.tfrecord", "--eval_input_file", ""],
         "batch_not_divisible": ["--train_batch_size", 7, "--grad_accum_steps", 2],
     }
-    started = {name: start(base_args(workdir, root / name, *short, *extra), root / name)
-               for name, extra in cases.items()}
+    started = {
+        name: start(base_args(workdir, root / name, *short, *extra), root / name)
+        for name, extra in cases.items()
+    }
     try:
         for r in started.values():
             r.wait()
     finally:
         for r in started.values():
             r.kill()
-    return started, {"victim": victim, "ref_ckpt": latest_checkpoint(ref_out),
-                     "root": root}
+    return started, {"victim": victim, "ref_ckpt": latest_checkpoint(ref_out), "root": root}
 
 
 @pytest.mark.parametrize("case", BAD_INPUTS)
@@ -454,8 +526,7 @@ def test_bad_input_one_line_error_naming_the_file(workdir, bad_runs, case):
         assert info["ref_ckpt"] in line
         assert "hidden" in line or "shape" in line
     elif case == "resume_other_config":
-        assert os.path.join(info["root"], "resume_other_config", "checkpoints", "ckpt-60") \
-            in line
+        assert os.path.join(info["root"], "resume_other_config", "checkpoints", "ckpt-60") in line
         assert "another config" in line and "(64,)" in line and "(48,)" in line
     elif case == "corrupt_record":
         assert f"{info['victim']}: record" in line and "corrupt" in line
@@ -465,6 +536,7 @@ def test_bad_input_one_line_error_naming_the_file(workdir, bad_runs, case):
 
 # --- 6. gradient accumulation, bfloat16; 7. --init_checkpoint ---------------------------------
 
+
 @pytest.mark.slow
 def test_grad_accum_two_half_batches_give_the_reference_run(workdir, reference):
     """--grad_accum_steps 2: two micro-batches of 4 make each update of the global batch 8
@@ -472,15 +544,20 @@ def test_grad_accum_two_half_batches_give_the_reference_run(workdir, reference):
     reference run's."""
     ref_out, _ = reference
     out = workdir / "accum"
-    ok(run(base_args(workdir, out, "--grad_accum_steps", 2, "--eval_input_file", ""),
-           workdir / "accum"))
+    ok(
+        run(
+            base_args(workdir, out, "--grad_accum_steps", 2, "--eval_input_file", ""),
+            workdir / "accum",
+        )
+    )
     ref_rows, rows = metrics(ref_out), metrics(out)
     assert [row["step"] for row in rows] == [row["step"] for row in ref_rows]
     for ref, row in zip(ref_rows, rows):
         assert row["loss"] == pytest.approx(ref["loss"], rel=1e-4), row["step"]
         assert row["mlm_accuracy"] == pytest.approx(ref["mlm_accuracy"], abs=1e-6)
-    assert_same_weights(latest_checkpoint(ref_out), latest_checkpoint(out), rtol=1e-4,
-                        atol=SPLIT_ATOL)
+    assert_same_weights(
+        latest_checkpoint(ref_out), latest_checkpoint(out), rtol=1e-4, atol=SPLIT_ATOL
+    )
 
 
 @pytest.mark.slow
@@ -490,8 +567,12 @@ def test_bfloat16_tracks_the_float32_run(workdir, reference):
     identical (the policy is in effect)."""
     ref_out, _ = reference
     out = workdir / "bf16"
-    ok(run(base_args(workdir, out, "--dtype", "bfloat16", "--eval_input_file", ""),
-           workdir / "bf16"))
+    ok(
+        run(
+            base_args(workdir, out, "--dtype", "bfloat16", "--eval_input_file", ""),
+            workdir / "bf16",
+        )
+    )
     with open(out / "run_config.json") as f:
         assert json.load(f)["trainer_config"]["dtype"] == "bfloat16"
     ref_rows, rows = metrics(ref_out), metrics(out)
@@ -510,13 +591,36 @@ def test_init_checkpoint_loads_a_previous_run(workdir, reference):
     out = workdir / "init"
     spm = SHARED_DATA / "spm" / "de-30k-clean.model"
     # The run's output directory itself (its checkpoints/ latest) is accepted.
-    r = ok(run(base_args(workdir, out, "--init_checkpoint", ref_out,
-                         "--learning_rate", 0, "--num_train_steps", 4, "--steps_per_loop", 2,
-                         "--save_checkpoints_steps", 4, "--export_dir", out / "serving",
-                         "--spm_model_file", spm), workdir / "init"))
+    r = ok(
+        run(
+            base_args(
+                workdir,
+                out,
+                "--init_checkpoint",
+                ref_out,
+                "--learning_rate",
+                0,
+                "--num_train_steps",
+                4,
+                "--steps_per_loop",
+                2,
+                "--save_checkpoints_steps",
+                4,
+                "--export_dir",
+                out / "serving",
+                "--spm_model_file",
+                spm,
+            ),
+            workdir / "init",
+        )
+    )
     ref_ckpt = latest_checkpoint(ref_out)
-    assert re.search(rf"^init_checkpoint: restored encoder, mlm_head, sop_head from "
-                     rf"{re.escape(ref_ckpt)} ", r.stdout, re.M), r.report()
+    assert re.search(
+        rf"^init_checkpoint: restored encoder, mlm_head, sop_head from "
+        rf"{re.escape(ref_ckpt)} ",
+        r.stdout,
+        re.M,
+    ), r.report()
     ref_values, values = checkpoint_values(ref_ckpt), checkpoint_values(latest_checkpoint(out))
     weights = [k for k in ref_values if k.startswith(("model/", "optimizer/_trainable"))]
     assert len(weights) > 30
@@ -530,13 +634,15 @@ def test_init_checkpoint_loads_a_previous_run(workdir, reference):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401 (the SentencePiece op a served model uses)
     from albert_tf import AlbertConfig, AlbertEncoder, load_checkpoint
+
     assert f"SavedModel: {out / 'serving' / '1'}" in r.stdout
     served = tf.saved_model.load(str(out / "serving" / "1"))
     text = tf.constant(["Ein kurzer Satz.", "Noch einer, etwas länger."])
     got = served.signatures["embed"](text=text)
     ids = served.signatures["tokenize"](text_a=text, text_b=tf.constant(["", ""]))
-    encoder = AlbertEncoder(AlbertConfig.from_dict(
-        json.loads((out / "run_config.json").read_text())["albert_config"]))
+    encoder = AlbertEncoder(
+        AlbertConfig.from_dict(json.loads((out / "run_config.json").read_text())["albert_config"])
+    )
     load_checkpoint(encoder, str(ref_out / "checkpoints"))
     want = encoder({k: ids[k] for k in ("input_ids", "input_mask", "segment_ids")})
     np.testing.assert_allclose(got["pooled_output"], want["pooled_output"], atol=1e-5)

@@ -9,9 +9,17 @@ import pytest
 from conftest import run_cli
 from test_export import client
 
-TINY = {"vocab_size": 30000, "embedding_size": 32, "hidden_size": 64, "num_hidden_layers": 2,
-        "num_attention_heads": 2, "intermediate_size": 128, "max_position_embeddings": 128,
-        "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+TINY = {
+    "vocab_size": 30000,
+    "embedding_size": 32,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 128,
+    "max_position_embeddings": 128,
+    "hidden_dropout_prob": 0.0,
+    "attention_probs_dropout_prob": 0.0,
+}
 
 
 def _slices(shared_data, tmp_path, version, **ranges):
@@ -29,11 +37,21 @@ def _slices(shared_data, tmp_path, version, **ranges):
 def _run(tmp_path, shared_data, out, *extra):
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(TINY))
-    run = run_cli("run_squad.py", f"--output_dir={out}",
-                  f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
-                  f"--albert_config_file={config}", "--max_seq_length=128", "--doc_stride=64",
-                  "--max_query_length=32", "--train_batch_size=16", "--predict_batch_size=64",
-                  "--learning_rate=1e-3", "--steps_per_loop=10", *extra, timeout=600)
+    run = run_cli(
+        "run_squad.py",
+        f"--output_dir={out}",
+        f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+        f"--albert_config_file={config}",
+        "--max_seq_length=128",
+        "--doc_stride=64",
+        "--max_query_length=32",
+        "--train_batch_size=16",
+        "--predict_batch_size=64",
+        "--learning_rate=1e-3",
+        "--steps_per_loop=10",
+        *extra,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     return run
 
@@ -41,18 +59,32 @@ def _run(tmp_path, shared_data, out, *extra):
 def _questions(path):
     with open(path) as f:
         data = json.load(f)
-    return [(qa["id"], qa["question"], p["context"]) for a in data["data"]
-            for p in a["paragraphs"] for qa in p["qas"]]
+    return [
+        (qa["id"], qa["question"], p["context"])
+        for a in data["data"]
+        for p in a["paragraphs"]
+        for qa in p["qas"]
+    ]
 
 
 @pytest.mark.slow
 def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
     from data_pipeline.squad import evaluation as squad_eval
+
     files = _slices(shared_data, tmp_path, "v1.1", train=(0, 2), dev=(40, 41))
     out, export = tmp_path / "v1", tmp_path / "serving"
-    run = _run(tmp_path, shared_data, out, f"--train_file={files['train']}",
-               f"--predict_file={files['dev']}", "--train_step=20", "--do_train",
-               "--do_predict", "--do_eval", f"--export_dir={export}")
+    run = _run(
+        tmp_path,
+        shared_data,
+        out,
+        f"--train_file={files['train']}",
+        f"--predict_file={files['dev']}",
+        "--train_step=20",
+        "--do_train",
+        "--do_predict",
+        "--do_eval",
+        f"--export_dir={export}",
+    )
     assert "converted" in run.stdout and "features" in run.stdout
     predictions = json.loads((out / "predictions.json").read_text())
     nbest = json.loads((out / "nbest_predictions.json").read_text())
@@ -66,10 +98,14 @@ def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
     with open(files["dev"]) as f:
         assert report["scores"] == squad_eval.evaluate(json.load(f), predictions)
     # The SavedModel, in a fresh process, answers every question exactly as the runner.
-    served = client(tmp_path, export / "1", {"question": [q for _, q, _ in questions],
-                                             "context": [c for _, _, c in questions]})
-    for (qid, _, context), answer, s, e in zip(questions, served["answer"], served["start"],
-                                               served["end"]):
+    served = client(
+        tmp_path,
+        export / "1",
+        {"question": [q for _, q, _ in questions], "context": [c for _, _, c in questions]},
+    )
+    for (qid, _, context), answer, s, e in zip(
+        questions, served["answer"], served["start"], served["end"]
+    ):
         assert answer.decode() == predictions[qid], qid
         assert context[s:e] == predictions[qid]
     # Bad input has defined behaviour: no context → no answer (-1); an empty question,
@@ -77,16 +113,17 @@ def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
     # taken from their context; invalid UTF-8 bytes read as U+FFFD.
     long_context = " ".join(f"word{i}" for i in range(3000))
     contexts = ["", "Ada wrote it.", "Ada © wrote it.", long_context]
-    odd = client(tmp_path, export / "1", {"question": ["what?", "", "who?", "where?"],
-                                          "context": contexts})
+    odd = client(
+        tmp_path, export / "1", {"question": ["what?", "", "who?", "where?"], "context": contexts}
+    )
     answers = [a.decode() for a in odd["answer"]]
     assert answers[0] == "" and odd["start"][0] == -1 and odd["end"][0] == -1
-    for context, answer, s, e in zip(contexts[1:], answers[1:], odd["start"][1:],
-                                     odd["end"][1:]):
+    for context, answer, s, e in zip(contexts[1:], answers[1:], odd["start"][1:], odd["end"][1:]):
         assert answer and context[s:e] == answer
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
     from albert_tf.serving.export import build_module
+
     module = build_module("squad", str(export / "1" / "assets.extra" / "finetuned"))
     out = module.answer(tf.constant([b"who?"]), tf.constant([b"Ada \xff wrote it."]))
     assert out["answer"].numpy()[0].decode() in "Ada \ufffd wrote it."
@@ -96,13 +133,23 @@ def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
 def test_squad_v2_thresholds_are_tuned_on_held_out_data(tmp_path, shared_data):
     from data_pipeline.squad import evaluation as squad_eval
     from data_pipeline.squad.postprocess import predictions_at_threshold
-    files = _slices(shared_data, tmp_path, "v2.0", train=(0, 2), dev=(30, 31),
-                    tune=(31, 32))
+
+    files = _slices(shared_data, tmp_path, "v2.0", train=(0, 2), dev=(30, 31), tune=(31, 32))
     out, export = tmp_path / "v2", tmp_path / "serving"
-    _run(tmp_path, shared_data, out, f"--train_file={files['train']}",
-         f"--predict_file={files['dev']}", f"--tune_threshold_on={files['tune']}",
-         "--version_2_with_negative", "--train_step=20", "--do_train", "--do_predict",
-         "--do_eval", f"--export_dir={export}")
+    _run(
+        tmp_path,
+        shared_data,
+        out,
+        f"--train_file={files['train']}",
+        f"--predict_file={files['dev']}",
+        f"--tune_threshold_on={files['tune']}",
+        "--version_2_with_negative",
+        "--train_step=20",
+        "--do_train",
+        "--do_predict",
+        "--do_eval",
+        f"--export_dir={export}",
+    )
     report = json.loads((out / "eval_results.json").read_text())
     nbest = json.loads((out / "nbest_predictions.json").read_text())
     null_odds = json.loads((out / "null_odds.json").read_text())
@@ -124,10 +171,12 @@ def test_squad_v2_thresholds_are_tuned_on_held_out_data(tmp_path, shared_data):
     # The exported v2 model uses the tuned threshold and says no answer where the runner
     # would: same answers, and a no-answer probability for each.
     questions = _questions(files["dev"])
-    served = client(tmp_path, export / "1", {"question": [q for _, q, _ in questions],
-                                             "context": [c for _, _, c in questions]})
-    for (qid, _, _), answer, p in zip(questions, served["answer"],
-                                      served["no_answer_probability"]):
+    served = client(
+        tmp_path,
+        export / "1",
+        {"question": [q for _, q, _ in questions], "context": [c for _, _, c in questions]},
+    )
+    for (qid, _, _), answer, p in zip(questions, served["answer"], served["no_answer_probability"]):
         assert answer.decode() == applied[qid], qid
         assert 0.0 <= p <= 1.0
 
@@ -135,28 +184,47 @@ def test_squad_v2_thresholds_are_tuned_on_held_out_data(tmp_path, shared_data):
 def test_bad_command_lines_are_clear_errors(tmp_path, shared_data):
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(TINY))
-    base = ["run_squad.py", f"--output_dir={tmp_path}",
-            f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
-            f"--albert_config_file={config}"]
+    base = [
+        "run_squad.py",
+        f"--output_dir={tmp_path}",
+        f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+        f"--albert_config_file={config}",
+    ]
     train = _slices(shared_data, tmp_path, "v1.1", train=(0, 1))["train"]
     from albert_tf import AlbertConfig, AlbertEncoder, save_checkpoint
+
     encoder = AlbertEncoder(AlbertConfig.from_dict(TINY))
     encoder.build()
     save_checkpoint(encoder, str(tmp_path / "encoder"))
     for extra, message in (
-            (["--do_predict", f"--predict_file={train}",
-              f"--init_checkpoint={tmp_path / 'encoder'}"],
-             "error: --do_predict/--do_eval without --do_train: span_head is at random "
-             "initialization"),
-            (["--do_train"], "--do_train needs --train_file"),
-            (["--do_train", f"--train_file={train}", "--train_batch_size=15",
-              "--grad_accum_steps=2"],
-             "error: --train_batch_size=15 must be divisible by --grad_accum_steps=2 × 1 "
-             "replicas"),
-            (["--do_predict", f"--predict_file={tmp_path / 'nowhere.json'}"],
-             "SQuAD file not found"),
-            (["--do_predict", f"--predict_file={shared_data / 'squad' / 'dev-v1.1.json'}",
-              f"--tune_threshold_on={shared_data / 'squad' / 'dev-v2.0.json'}"],
-             "--tune_threshold_on is for SQuAD v2.0")):
+        (
+            [
+                "--do_predict",
+                f"--predict_file={train}",
+                f"--init_checkpoint={tmp_path / 'encoder'}",
+            ],
+            "error: --do_predict/--do_eval without --do_train: span_head is at random "
+            "initialization",
+        ),
+        (["--do_train"], "--do_train needs --train_file"),
+        (
+            [
+                "--do_train",
+                f"--train_file={train}",
+                "--train_batch_size=15",
+                "--grad_accum_steps=2",
+            ],
+            "error: --train_batch_size=15 must be divisible by --grad_accum_steps=2 × 1 replicas",
+        ),
+        (["--do_predict", f"--predict_file={tmp_path / 'nowhere.json'}"], "SQuAD file not found"),
+        (
+            [
+                "--do_predict",
+                f"--predict_file={shared_data / 'squad' / 'dev-v1.1.json'}",
+                f"--tune_threshold_on={shared_data / 'squad' / 'dev-v2.0.json'}",
+            ],
+            "--tune_threshold_on is for SQuAD v2.0",
+        ),
+    ):
         run = run_cli(*base, *extra)
         assert run.returncode == 1 and message in run.stderr, run.stderr[-1000:]

@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 
 from data_pipeline.squad import evaluation as squad_eval
-from data_pipeline.squad.data import (OffsetTokenizer, SquadExample, convert_squad_examples,
-                                      doc_spans, locate_answer, read_squad, token_span)
+from data_pipeline.squad.data import (
+    OffsetTokenizer,
+    SquadExample,
+    convert_squad_examples,
+    doc_spans,
+    locate_answer,
+    read_squad,
+    token_span,
+)
 from data_pipeline.squad.postprocess import postprocess, predictions_at_threshold
 
 
@@ -17,8 +24,14 @@ from data_pipeline.squad.postprocess import postprocess, predictions_at_threshol
 def tokenizer():
     import pathlib
     from data_pipeline.tokenization import AlbertTokenizer
-    path = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "spm" / \
-        "de-30k-clean.model"
+
+    path = (
+        pathlib.Path(__file__).resolve().parents[2]
+        / "shared"
+        / "data"
+        / "spm"
+        / "de-30k-clean.model"
+    )
     if not path.exists():
         pytest.skip(f"{path} is absent (../shared/data)")
     return AlbertTokenizer(str(path))
@@ -31,7 +44,7 @@ def test_offsets_through_accents_case_quotes_and_digit_commas(tokenizer):
     for answer in ("1990", "CAFÉ Müller", "2,000", "``cheap''", "ﬁne ones"):
         s = text.index(answer)
         a, b = token_span(starts, ends, (s, s + len(answer)))
-        assert text[starts[a]:ends[b]] == answer
+        assert text[starts[a] : ends[b]] == answer
     # Every token covers characters in order, inside the text.
     assert all(0 <= s <= e <= len(text) for s, e in zip(starts, ends))
     assert starts == sorted(starts)
@@ -42,11 +55,19 @@ def test_doc_spans_and_labels(tokenizer):
     assert doc_spans(3, 4, 2) == [(0, 3)]
     context = " ".join(f"w{i}" for i in range(60)) + " the answer is here ."
     start = context.index("answer is")
-    ex = SquadExample("q1", "where is the answer?", context,
-                      [{"text": "answer is", "answer_start": start}])
+    ex = SquadExample(
+        "q1", "where is the answer?", context, [{"text": "answer is", "answer_start": start}]
+    )
     stats = {}
-    f = convert_squad_examples([ex], tokenizer, max_seq_length=48, doc_stride=16,
-                               max_query_length=16, is_training=True, stats=stats)
+    f = convert_squad_examples(
+        [ex],
+        tokenizer,
+        max_seq_length=48,
+        doc_stride=16,
+        max_query_length=16,
+        is_training=True,
+        stats=stats,
+    )
     n = len(f["qa_index"])
     assert n > 2 and stats["features"] == n and stats.get("questions_truncated", 0) == 0
     assert f["input_ids"].shape == (n, 48)
@@ -55,8 +76,7 @@ def test_doc_spans_and_labels(tokenizer):
     for row in with_answer:
         a, b = f["start_positions"][row], f["end_positions"][row]
         assert f["context_mask"][row, a] == 1 and a <= b
-        assert context[f["token_start_char"][row, a]:f["token_end_char"][row, b]] == \
-            "answer is"
+        assert context[f["token_start_char"][row, a] : f["token_end_char"][row, b]] == "answer is"
     assert (f["is_impossible"][with_answer] == 0).all()
     # Exactly one window gives each context token its maximum context.
     first_tokens = {}
@@ -106,7 +126,7 @@ def _round_trip(tokenizer, path):
                 continue
             total += 1
             tokens = span and token_span(starts, ends, span)
-            back = ex.context[starts[tokens[0]]:ends[tokens[1]]] if tokens else None
+            back = ex.context[starts[tokens[0]] : ends[tokens[1]]] if tokens else None
             exact += back == answer["text"]
             if back != answer["text"]:
                 failures.append((answer["text"], back))
@@ -124,7 +144,8 @@ def test_every_gold_answer_round_trips(tokenizer, shared_data, name, answers):
     piece: "6.1" of "6.1%", or gold answers that are word fragments ("onomist"). The ids
     equal AlbertTokenizer.encode on every context."""
     total, exact, failures, id_mismatch, unalignable = _round_trip(
-        tokenizer, str(shared_data / "squad" / name))
+        tokenizer, str(shared_data / "squad" / name)
+    )
     assert total == answers and id_mismatch == 0 and unalignable == 0
     assert exact / total >= 0.995, failures[:20]
     # A failure is always a wider span that contains the answer: never another place.
@@ -137,10 +158,15 @@ def test_chinese_cmrc_round_trips(shared_data, tmp_path):
     hold. The vocabulary is trained (ALBERT's recipe) on the shared Chinese news."""
     from data_pipeline.tokenization import AlbertTokenizer
     from data_pipeline.train_tokenizer import train_sentencepiece
-    model = train_sentencepiece([str(shared_data / "corpus" / "zh_news" / "thucnews_1000.txt")],
-                                str(tmp_path / "zh"), vocab_size=8000)["model_file"]
+
+    model = train_sentencepiece(
+        [str(shared_data / "corpus" / "zh_news" / "thucnews_1000.txt")],
+        str(tmp_path / "zh"),
+        vocab_size=8000,
+    )["model_file"]
     total, exact, failures, id_mismatch, unalignable = _round_trip(
-        AlbertTokenizer(model), str(shared_data / "chinese" / "expmrc-cmrc2018-dev.json"))
+        AlbertTokenizer(model), str(shared_data / "chinese" / "expmrc-cmrc2018-dev.json")
+    )
     # 11 ExpMRC answers are not in their context at all (answer_start -1): counted apart.
     assert unalignable == 11 and total == 1534 and id_mismatch == 0
     assert exact / total >= ZH_ROUND_TRIP, failures[:20]
@@ -168,19 +194,28 @@ def test_oracle_logits_score_almost_100(tokenizer, shared_data, name):
     path = str(shared_data / "squad" / name)
     examples = read_squad(path)[:3000]
     stats = {}
-    features = convert_squad_examples(examples, tokenizer, 384, 128, 64, is_training=True,
-                                      stats=stats)
+    features = convert_squad_examples(
+        examples, tokenizer, 384, 128, 64, is_training=True, stats=stats
+    )
     start, end = _oracle_logits(features)
     v2 = "v2" in name
     # Answers longer than max_answer_length (30 pieces of this German vocabulary) are out
     # of reach by design; allow every length to test the mapping itself.
-    preds, nbest, null_odds = postprocess(examples, features, start, end, version_2=v2,
-                                          max_answer_length=1000)
+    preds, nbest, null_odds = postprocess(
+        examples, features, start, end, version_2=v2, max_answer_length=1000
+    )
     with open(path) as f:
         data = json.load(f)
     ids = {e.qas_id for e in examples}
-    data["data"] = [{"paragraphs": [{"context": p["context"], "qas": [
-        q for q in p["qas"] if q["id"] in ids]} for p in a["paragraphs"]]} for a in data["data"]]
+    data["data"] = [
+        {
+            "paragraphs": [
+                {"context": p["context"], "qas": [q for q in p["qas"] if q["id"] in ids]}
+                for p in a["paragraphs"]
+            ]
+        }
+        for a in data["data"]
+    ]
     scores = squad_eval.evaluate(data, preds, version="2.0" if v2 else "1.1")
     key = "exact" if v2 else "exact_match"
     assert scores[key] >= 99.0 and scores["f1"] >= 99.5, (scores, stats)
@@ -189,5 +224,5 @@ def test_oracle_logits_score_almost_100(tokenizer, shared_data, name):
         unanswerable = [e.qas_id for e in examples if e.is_impossible]
         assert all(null_odds[q] > 0 for q in unanswerable)
         assert predictions_at_threshold(nbest, null_odds, 0.0) == preds
-    for qid, candidates in list(nbest.items())[:50]:
+    for _qid, candidates in list(nbest.items())[:50]:
         assert abs(sum(c["probability"] for c in candidates) - 1) < 1e-5

@@ -11,9 +11,26 @@ from data_pipeline.squad import evaluation as S
 
 def _dataset(qas, version=None):
     """A one-article, one-paragraph SQuAD JSON; qas: (id, [answer texts]) pairs."""
-    out = {"data": [{"title": "t", "paragraphs": [{"context": "c", "qas": [
-        {"id": qid, "question": "q?", "answers": [{"text": t, "answer_start": 0} for t in golds]}
-        for qid, golds in qas]}]}]}
+    out = {
+        "data": [
+            {
+                "title": "t",
+                "paragraphs": [
+                    {
+                        "context": "c",
+                        "qas": [
+                            {
+                                "id": qid,
+                                "question": "q?",
+                                "answers": [{"text": t, "answer_start": 0} for t in golds],
+                            }
+                            for qid, golds in qas
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
     if version is not None:
         out["version"] = version
     return out
@@ -21,18 +38,22 @@ def _dataset(qas, version=None):
 
 # --------------------------------------------------------------------------- normalization
 
-@pytest.mark.parametrize("raw, expected", [
-    ("The cat", "cat"),
-    ("  A  cat  sat on   AN   mat ", "cat sat on mat"),
-    ("Hello, world!", "hello world"),
-    ("don't", "dont"),
-    ("The-end", "theend"),          # punctuation goes first: no word "the" is left
-    ("theatre", "theatre"),         # articles only as whole words
-    ("Café", "café"),               # accents are not stripped
-    ("\u201cHello\u201d", "\u201chello\u201d"),  # curly quotes are not in string.punctuation
-    ("", ""),
-    ("the a an", ""),
-])
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("The cat", "cat"),
+        ("  A  cat  sat on   AN   mat ", "cat sat on mat"),
+        ("Hello, world!", "hello world"),
+        ("don't", "dont"),
+        ("The-end", "theend"),  # punctuation goes first: no word "the" is left
+        ("theatre", "theatre"),  # articles only as whole words
+        ("Café", "café"),  # accents are not stripped
+        ("\u201cHello\u201d", "\u201chello\u201d"),  # curly quotes are not in string.punctuation
+        ("", ""),
+        ("the a an", ""),
+    ],
+)
 def test_normalize_answer(raw, expected):
     assert S.normalize_answer(raw) == expected
 
@@ -62,7 +83,7 @@ def test_empty_sides_v1_versus_v2():
     assert S.f1_v1("", "") == 0
     # v2.0: empty vs empty is a correct no-answer; empty vs non-empty is 0
     assert S.compute_f1("", "") == 1
-    assert S.compute_f1("", "the") == 1   # normalizes to nothing
+    assert S.compute_f1("", "the") == 1  # normalizes to nothing
     assert S.compute_f1("cat", "") == 0
     assert S.compute_f1("", "cat") == 0
     assert S.get_tokens("") == []
@@ -70,9 +91,11 @@ def test_empty_sides_v1_versus_v2():
 
 # --------------------------------------------------------------------------- v1.1
 
+
 def test_v1_multiple_gold_answers_take_the_max():
-    data = _dataset([("q1", ["Denver Broncos", "Broncos", "the Denver Broncos team"]),
-                     ("q2", ["big red dog"])])
+    data = _dataset(
+        [("q1", ["Denver Broncos", "Broncos", "the Denver Broncos team"]), ("q2", ["big red dog"])]
+    )
     preds = {"q1": "broncos", "q2": "red dog"}
     # q1: EM 1 (matches "Broncos"), F1 1. q2: EM 0, F1: P=1, R=2/3 -> 0.8
     out = S.evaluate(data, preds)
@@ -90,12 +113,21 @@ def test_v1_missing_prediction_scores_zero_and_warns(capsys):
 
 # --------------------------------------------------------------------------- v2.0
 
+
 def test_v2_empty_prediction_unanswerable_scores_1_answerable_scores_0():
     data = _dataset([("q1", []), ("q2", ["Paris"])], version="v2.0")
     out = S.evaluate(data, {"q1": "", "q2": ""})
-    assert out == {"exact": 50.0, "f1": 50.0, "total": 2,
-                   "HasAns_exact": 0.0, "HasAns_f1": 0.0, "HasAns_total": 1,
-                   "NoAns_exact": 100.0, "NoAns_f1": 100.0, "NoAns_total": 1}
+    assert out == {
+        "exact": 50.0,
+        "f1": 50.0,
+        "total": 2,
+        "HasAns_exact": 0.0,
+        "HasAns_f1": 0.0,
+        "HasAns_total": 1,
+        "NoAns_exact": 100.0,
+        "NoAns_f1": 100.0,
+        "NoAns_total": 1,
+    }
     # an answer to an unanswerable question scores 0
     out = S.evaluate(data, {"q1": "Paris", "q2": "Paris"})
     assert (out["exact"], out["NoAns_exact"], out["HasAns_exact"]) == (50.0, 0.0, 100.0)
@@ -115,7 +147,13 @@ def test_version_detection():
     answerable["data"][0]["paragraphs"][0]["qas"][0]["is_impossible"] = False
     assert S.detect_version(answerable) == "2.0"
     assert list(S.evaluate(answerable, {"q1": "x"})) == [
-        "exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total"]
+        "exact",
+        "f1",
+        "total",
+        "HasAns_exact",
+        "HasAns_f1",
+        "HasAns_total",
+    ]
     assert list(S.evaluate(answerable, {"q1": "x"}, version="1.1")) == ["exact_match", "f1"]
 
 
@@ -136,16 +174,27 @@ def test_v2_missing_prediction_scored_as_empty(capsys):
 #   q5   blue           green      0.9      0       0         0 /  0
 # Scan starts at #no-answer = 2: EM 2 -> 3 (q1) -> 3 -> 2 -> 2 -> 2: best 3/5 at 0.1;
 # F1 2 -> 3 (q1) -> 3.8 (q2) -> 2.8 -> 2.8 -> 2.8: best 3.8/5 at 0.3.
-THRESH_DATA = _dataset([("q1", ["Paris"]), ("q2", ["big red dog"]), ("q3", []),
-                        ("q4", []), ("q5", ["blue"])], version="v2.0")
+THRESH_DATA = _dataset(
+    [("q1", ["Paris"]), ("q2", ["big red dog"]), ("q3", []), ("q4", []), ("q5", ["blue"])],
+    version="v2.0",
+)
 THRESH_PREDS = {"q1": "Paris", "q2": "red dog", "q3": "London", "q4": "", "q5": "green"}
 THRESH_NA = {"q1": 0.1, "q2": 0.3, "q3": 0.5, "q4": 0.7, "q5": 0.9}
 
 
 def test_v2_default_threshold_no_na_probs():
     out = S.evaluate(THRESH_DATA, THRESH_PREDS)
-    assert list(out) == ["exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total",
-                         "NoAns_exact", "NoAns_f1", "NoAns_total"]
+    assert list(out) == [
+        "exact",
+        "f1",
+        "total",
+        "HasAns_exact",
+        "HasAns_f1",
+        "HasAns_total",
+        "NoAns_exact",
+        "NoAns_f1",
+        "NoAns_total",
+    ]
     assert out["exact"] == pytest.approx(40.0)
     assert out["f1"] == pytest.approx(56.0)
     assert out["total"] == 5
@@ -161,8 +210,8 @@ def test_v2_threshold_and_best_threshold_by_hand():
     # na_prob > 0.4 -> q3, q4, q5 predicted no-answer: q3 1, q4 1, q5 0
     out = S.evaluate(THRESH_DATA, THRESH_PREDS, na_probs=THRESH_NA, na_prob_thresh=0.4)
     assert list(out)[-4:] == ["best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh"]
-    assert out["exact"] == pytest.approx(60.0)        # 1 + 0 + 1 + 1 + 0
-    assert out["f1"] == pytest.approx(76.0)           # 1 + 0.8 + 1 + 1 + 0
+    assert out["exact"] == pytest.approx(60.0)  # 1 + 0 + 1 + 1 + 0
+    assert out["f1"] == pytest.approx(76.0)  # 1 + 0.8 + 1 + 1 + 0
     assert out["HasAns_exact"] == pytest.approx(100 / 3)
     assert out["HasAns_f1"] == pytest.approx(60.0)
     assert out["NoAns_exact"] == pytest.approx(100.0)
@@ -173,8 +222,12 @@ def test_v2_threshold_and_best_threshold_by_hand():
     assert out["best_f1"] == pytest.approx(76.0)
     assert out["best_f1_thresh"] == 0.3
     best = S.best_threshold(THRESH_DATA, THRESH_PREDS, THRESH_NA)
-    assert best == {"best_exact": pytest.approx(60.0), "best_exact_thresh": 0.1,
-                    "best_f1": pytest.approx(76.0), "best_f1_thresh": 0.3}
+    assert best == {
+        "best_exact": pytest.approx(60.0),
+        "best_exact_thresh": 0.1,
+        "best_f1": pytest.approx(76.0),
+        "best_f1_thresh": 0.3,
+    }
     assert S.evaluate(THRESH_DATA, THRESH_PREDS, na_probs=THRESH_NA)["best_f1_thresh"] == 0.3
 
 
@@ -182,8 +235,12 @@ def test_v2_best_threshold_when_predicting_nothing_is_best():
     # every kept answer is wrong: the scan never beats its start (#no-answer / total)
     data = _dataset([("q1", []), ("q2", ["x"])], version="v2.0")
     best = S.best_threshold(data, {"q1": "y", "q2": "z"}, {"q1": 0.2, "q2": 0.6})
-    assert best == {"best_exact": 50.0, "best_exact_thresh": 0.0,
-                    "best_f1": 50.0, "best_f1_thresh": 0.0}
+    assert best == {
+        "best_exact": 50.0,
+        "best_exact_thresh": 0.0,
+        "best_f1": 50.0,
+        "best_f1_thresh": 0.0,
+    }
 
 
 def test_tuned_threshold_applied_to_predictions_gives_the_best_score():
@@ -198,6 +255,7 @@ def test_tuned_threshold_applied_to_predictions_gives_the_best_score():
 
 # --------------------------------------------------------------------------- real data
 
+
 def _load(path):
     with open(path, encoding="utf-8") as f:
         return json.load(f)
@@ -205,16 +263,19 @@ def _load(path):
 
 def test_real_v1_first_gold_answer_scores_100(shared_data):
     data = _load(shared_data / "squad" / "dev-v1.1.json")
-    preds = {qa["id"]: qa["answers"][0]["text"]
-             for art in data["data"] for par in art["paragraphs"] for qa in par["qas"]}
+    preds = {
+        qa["id"]: qa["answers"][0]["text"]
+        for art in data["data"]
+        for par in art["paragraphs"]
+        for qa in par["qas"]
+    }
     assert len(preds) == 10570
     assert S.evaluate(data, preds) == {"exact_match": 100.0, "f1": 100.0}
 
 
 def test_real_v2_empty_everywhere(shared_data):
     data = _load(shared_data / "squad" / "dev-v2.0.json")
-    preds = {qa["id"]: "" for art in data["data"] for par in art["paragraphs"]
-             for qa in par["qas"]}
+    preds = {qa["id"]: "" for art in data["data"] for par in art["paragraphs"] for qa in par["qas"]}
     out = S.evaluate(data, preds)
     assert out["total"] == 11873
     assert out["NoAns_total"] == 5945 and out["HasAns_total"] == 5928
@@ -227,14 +288,19 @@ def test_real_v2_empty_everywhere(shared_data):
 
 def test_real_v2_perfect_predictions(shared_data):
     data = _load(shared_data / "squad" / "dev-v2.0.json")
-    preds = {qa["id"]: (qa["answers"][0]["text"] if qa["answers"] else "")
-             for art in data["data"] for par in art["paragraphs"] for qa in par["qas"]}
+    preds = {
+        qa["id"]: (qa["answers"][0]["text"] if qa["answers"] else "")
+        for art in data["data"]
+        for par in art["paragraphs"]
+        for qa in par["qas"]
+    }
     out = S.evaluate(data, preds)
     assert out["exact"] == 100.0 and out["f1"] == 100.0
     assert out["HasAns_exact"] == 100.0 and out["NoAns_exact"] == 100.0
 
 
 # --------------------------------------------------------------------------- command line
+
 
 def _cli(*args):
     return run_cli("-m", "data_pipeline.squad.evaluation", *args, timeout=120)
@@ -246,8 +312,10 @@ def _write(path, obj):
 
 
 def test_cli_v1(tmp_path):
-    data = _write(tmp_path / "data.json",
-                  _dataset([("q1", ["Denver Broncos"]), ("q2", ["big red dog"])], "1.1"))
+    data = _write(
+        tmp_path / "data.json",
+        _dataset([("q1", ["Denver Broncos"]), ("q2", ["big red dog"])], "1.1"),
+    )
     preds = _write(tmp_path / "preds.json", {"q1": "the Denver Broncos", "q2": "red dog"})
     res = _cli(data, preds)
     assert res.returncode == 0, res.stderr
@@ -264,9 +332,21 @@ def test_cli_v2_with_na_prob_file(tmp_path):
     res = _cli(data, preds, "--na_prob_file", na, "--na_prob_thresh", "0.4")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
-    assert list(out) == ["exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total",
-                         "NoAns_exact", "NoAns_f1", "NoAns_total",
-                         "best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh"]
+    assert list(out) == [
+        "exact",
+        "f1",
+        "total",
+        "HasAns_exact",
+        "HasAns_f1",
+        "HasAns_total",
+        "NoAns_exact",
+        "NoAns_f1",
+        "NoAns_total",
+        "best_exact",
+        "best_exact_thresh",
+        "best_f1",
+        "best_f1_thresh",
+    ]
     assert out["exact"] == pytest.approx(60.0)
     assert out["f1"] == pytest.approx(76.0)
     assert out["total"] == 5
@@ -277,9 +357,10 @@ def test_cli_v2_with_na_prob_file(tmp_path):
 def test_cli_v2_real_data_empty_predictions(shared_data, tmp_path):
     path = shared_data / "squad" / "dev-v2.0.json"
     data = _load(path)
-    preds = _write(tmp_path / "preds.json",
-                   {qa["id"]: "" for art in data["data"] for par in art["paragraphs"]
-                    for qa in par["qas"]})
+    preds = _write(
+        tmp_path / "preds.json",
+        {qa["id"]: "" for art in data["data"] for par in art["paragraphs"] for qa in par["qas"]},
+    )
     res = _cli(path, preds)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)

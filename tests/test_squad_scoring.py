@@ -11,10 +11,30 @@ from data_pipeline.squad import scoring
 
 def _v2(questions):
     """A SQuAD v2.0 JSON; questions: (id, gold answer or None for unanswerable)."""
-    return {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": "c", "qas": [
-        {"id": qid, "question": "q?", "is_impossible": gold is None,
-         "answers": [] if gold is None else [{"text": gold, "answer_start": 0}]}
-        for qid, gold in questions]}]}]}
+    return {
+        "version": "v2.0",
+        "data": [
+            {
+                "title": "t",
+                "paragraphs": [
+                    {
+                        "context": "c",
+                        "qas": [
+                            {
+                                "id": qid,
+                                "question": "q?",
+                                "is_impossible": gold is None,
+                                "answers": []
+                                if gold is None
+                                else [{"text": gold, "answer_start": 0}],
+                            }
+                            for qid, gold in questions
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
 
 
 def _nbest(best):
@@ -46,17 +66,24 @@ def test_report_v1_and_v2(tmp_path):
     v1 = tmp_path / "v1.json"
     v1.write_text(json.dumps({"version": "1.1", "data": _v2([("a", "red")])["data"]}))
     assert scoring.evaluation_report(str(v1), {"a": "red"}, {}, {}, False, 0.0) == {
-        "scores": {"exact_match": 100.0, "f1": 100.0}}
+        "scores": {"exact_match": 100.0, "f1": 100.0}
+    }
     v2 = tmp_path / "v2.json"
     v2.write_text(json.dumps(_v2([("a", "red"), ("n", None)])))
     tune = tmp_path / "tune.json"
     tune.write_text(json.dumps(_v2([("b", "blue"), ("m", None)])))
     nbest = _nbest({"a": "red", "n": "green"})
-    odds = {"a": 1.0, "n": 3.0}   # at threshold 0 both say nothing: F1 50
+    odds = {"a": 1.0, "n": 3.0}  # at threshold 0 both say nothing: F1 50
     predictions = {"a": "", "n": ""}
     report = scoring.evaluation_report(
-        str(v2), predictions, nbest, odds, True, 0.0,
-        (str(tune), _nbest({"b": "blue", "m": "gray"}), {"b": 1.5, "m": 2.0}))
+        str(v2),
+        predictions,
+        nbest,
+        odds,
+        True,
+        0.0,
+        (str(tune), _nbest({"b": "blue", "m": "gray"}), {"b": 1.5, "m": 2.0}),
+    )
     assert report["scores"]["f1"] == 50.0
     assert report["at_threshold"] == {"threshold": 0.0, **report["scores"]}
     tuned = report["tuned_threshold"]
@@ -66,7 +93,8 @@ def test_report_v1_and_v2(tmp_path):
     assert tuned["threshold"] == 1.5 and tuned["f1"] == 100.0 and tuned["HasAns_f1"] == 100.0
     assert report["oracle_threshold_on_this_set"]["best_f1"] == 100.0
     assert "tuned_threshold" not in scoring.evaluation_report(
-        str(v2), predictions, nbest, odds, True, 0.0)
+        str(v2), predictions, nbest, odds, True, 0.0
+    )
 
 
 def test_read_dataset_names_a_missing_file(tmp_path):

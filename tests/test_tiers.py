@@ -15,11 +15,19 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TASK_DATA = ("pretraining", "classification", "squad")
-TIERS = {"data_pipeline": 0, "albert_tf.cli": 0,
-         **{f"data_pipeline.{t}": 1 for t in TASK_DATA},
-         "albert_tf.modeling": 2, "albert_tf.checkpoints": 3, "albert_tf.training": 4,
-         "albert_tf.serving": 5, "albert_tf.tools": 6, "albert_tf.runners": 6, "albert_tf": 6,
-         "runners": 6}
+TIERS = {
+    "data_pipeline": 0,
+    "albert_tf.cli": 0,
+    **{f"data_pipeline.{t}": 1 for t in TASK_DATA},
+    "albert_tf.modeling": 2,
+    "albert_tf.checkpoints": 3,
+    "albert_tf.training": 4,
+    "albert_tf.serving": 5,
+    "albert_tf.tools": 6,
+    "albert_tf.runners": 6,
+    "albert_tf": 6,
+    "runners": 6,
+}
 
 
 def group(module: str) -> str | None:
@@ -28,8 +36,11 @@ def group(module: str) -> str | None:
     if parts[0].startswith("run_"):
         return "runners"
     if parts[0] == "data_pipeline":
-        return f"data_pipeline.{parts[1]}" if len(parts) > 1 and parts[1] in TASK_DATA \
+        return (
+            f"data_pipeline.{parts[1]}"
+            if len(parts) > 1 and parts[1] in TASK_DATA
             else "data_pipeline"
+        )
     if parts[0] == "albert_tf":
         if len(parts) > 1 and f"albert_tf.{parts[1]}" in TIERS:
             return f"albert_tf.{parts[1]}"
@@ -38,8 +49,11 @@ def group(module: str) -> str | None:
 
 
 def project_modules():
-    files = [*ROOT.glob("albert_tf/**/*.py"), *ROOT.glob("data_pipeline/**/*.py"),
-             *ROOT.glob("run_*.py")]
+    files = [
+        *ROOT.glob("albert_tf/**/*.py"),
+        *ROOT.glob("data_pipeline/**/*.py"),
+        *ROOT.glob("run_*.py"),
+    ]
     for path in files:
         parts = path.relative_to(ROOT).with_suffix("").parts
         yield ".".join(p for p in parts if p != "__init__"), path
@@ -71,16 +85,21 @@ def violations(module_imports):
 
 
 def test_no_module_imports_a_higher_tier_or_a_sibling_package():
-    found, checked = violations((module, name) for module, path in project_modules()
-                                for name in imports(path))
+    found, checked = violations(
+        (module, name) for module, path in project_modules() for name in imports(path)
+    )
     assert not found, "\n".join(found)
-    assert checked > 50   # the walk saw the project's cross-tier imports
+    assert checked > 50  # the walk saw the project's cross-tier imports
 
 
 def test_the_check_catches_upward_and_sibling_imports():
-    found, _ = violations([("albert_tf.modeling.encoder", "albert_tf.training.trainer"),
-                           ("data_pipeline.squad.data", "data_pipeline.classification.features"),
-                           ("albert_tf.checkpoints.own", "albert_tf"),
-                           ("albert_tf.serving.export", "albert_tf.checkpoints.loading"),
-                           ("run_squad", "albert_tf.tools.demo")])
+    found, _ = violations(
+        [
+            ("albert_tf.modeling.encoder", "albert_tf.training.trainer"),
+            ("data_pipeline.squad.data", "data_pipeline.classification.features"),
+            ("albert_tf.checkpoints.own", "albert_tf"),
+            ("albert_tf.serving.export", "albert_tf.checkpoints.loading"),
+            ("run_squad", "albert_tf.tools.demo"),
+        ]
+    )
     assert len(found) == 3 and all("serving" not in f and "run_squad" not in f for f in found)

@@ -11,7 +11,10 @@ TRICKY = [
     "Das kostet 1,50 Euro, 2018, und Größe ÄÖÜ café.",
     "  ``Hello''\u00a0 world\t\u3000X \u2028 end ",
     "İstanbul ΟΔΟΣ ὈΔΥΣΣΕΎΣ naïve façade",
-    "ไทย ภาษา हिन्दी", "", "   ", "12, 3,4,5, a1, x9,y",
+    "ไทย ภาษา हिन्दी",
+    "",
+    "   ",
+    "12, 3,4,5, a1, x9,y",
     "最后的南京老城该往何处去 城市化时代呼唤文化自觉，1981年出生于南京。",
     "emoji 🙂 and \x1c control\x85 chars",
 ]
@@ -20,6 +23,7 @@ TRICKY = [
 @pytest.fixture(scope="module")
 def de_model():
     from conftest import SHARED_DATA
+
     path = SHARED_DATA / "spm" / "de-30k-clean.model"
     if not path.is_file():
         pytest.skip(f"real SentencePiece model not available: {path}")
@@ -44,8 +48,11 @@ def test_special_ids_and_checksum(de_model):
 def test_bad_models(tmp_path, shared_data):
     with pytest.raises(FileNotFoundError, match="SentencePiece model not found: .*nope.model"):
         AlbertTokenizer(str(tmp_path / "nope.model"))
-    with pytest.raises(ValueError, match=r"test_sentencepiece_1k.model: not an ALBERT "
-                                         r"SentencePiece model, it lacks the pieces \['<pad>', '\[CLS\]'"):
+    with pytest.raises(
+        ValueError,
+        match=r"test_sentencepiece_1k.model: not an ALBERT "
+        r"SentencePiece model, it lacks the pieces \['<pad>', '\[CLS\]'",
+    ):
         AlbertTokenizer(str(shared_data / "spm" / "test_sentencepiece_1k.model"))
 
 
@@ -54,16 +61,26 @@ def comma_model(tmp_path_factory):
     """A tiny ALBERT-recipe model whose vocabulary has "<digit>," pieces (user symbols
     "1," and "22,"), so that the official digit-comma split is exercised."""
     import sentencepiece as spm
+
     directory = tmp_path_factory.mktemp("spm")
     corpus = directory / "corpus.txt"
     words = ["alpha", "beta", "gamma", "delta", "one", "two", "page", "item", "total"]
     rng = np.random.default_rng(0)
-    corpus.write_text("\n".join(" ".join(rng.choice(words, 8)) + " 1, 22, 3.5"
-                                 for _ in range(300)) + "\n")
+    corpus.write_text(
+        "\n".join(" ".join(rng.choice(words, 8)) + " 1, 22, 3.5" for _ in range(300)) + "\n"
+    )
     spm.SentencePieceTrainer.train(
-        input=str(corpus), model_prefix=str(directory / "m"), vocab_size=28, pad_id=0,
-        unk_id=1, bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"],
-        user_defined_symbols=["1,", "22,"], minloglevel=2)
+        input=str(corpus),
+        model_prefix=str(directory / "m"),
+        vocab_size=28,
+        pad_id=0,
+        unk_id=1,
+        bos_id=-1,
+        eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        user_defined_symbols=["1,", "22,"],
+        minloglevel=2,
+    )
     return str(directory / "m.model")
 
 
@@ -88,10 +105,16 @@ def test_digit_comma_split(comma_model):
 @pytest.mark.parametrize("lower,accents", [(True, False), (False, False), (True, True)])
 def test_graph_tokenizer_equals_python_on_real_text(de_model, shared_data, lower, accents):
     lines = TRICKY[:]
-    lines += (shared_data / "corpus" / "wikitext-2" / "valid.txt").read_text(
-        encoding="utf-8").splitlines()
-    lines += (shared_data / "corpus" / "zh_news" / "news_zh_1.txt").read_text(
-        encoding="utf-8").splitlines()
+    lines += (
+        (shared_data / "corpus" / "wikitext-2" / "valid.txt")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    )
+    lines += (
+        (shared_data / "corpus" / "zh_news" / "news_zh_1.txt")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    )
     for path in sorted((shared_data / "corpus" / "en_speeches" / "inaugural").glob("*.txt"))[:10]:
         lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
     if accents:
@@ -101,7 +124,7 @@ def test_graph_tokenizer_equals_python_on_real_text(de_model, shared_data, lower
     encode = tf.function(graph)
     mismatches = []
     for start in range(0, len(lines), 512):
-        batch = lines[start:start + 512]
+        batch = lines[start : start + 512]
         got = encode(tf.constant(batch)).to_list()
         for text, ids in zip(batch, got):
             if ids != tok.encode(text):

@@ -15,18 +15,64 @@ import pytest
 
 from data_pipeline.documents import split_sentences
 from data_pipeline.tokenization import SPECIAL_PIECES, AlbertTokenizer, normalize_text
-from data_pipeline.train_tokenizer import (CONTROL_SYMBOLS, USER_DEFINED_SYMBOLS,
-                                           _reservoir_sample, main, train_sentencepiece,
-                                           vocab_text)
+from data_pipeline.train_tokenizer import (
+    CONTROL_SYMBOLS,
+    USER_DEFINED_SYMBOLS,
+    _reservoir_sample,
+    main,
+    train_sentencepiece,
+    vocab_text,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-MODULES = ("argparse", "ast", "asyncio", "calendar", "collections", "configparser",
-           "contextlib", "csv", "dataclasses", "datetime", "decimal", "difflib", "email",
-           "enum", "fractions", "functools", "gettext", "heapq", "http.client", "inspect",
-           "ipaddress", "itertools", "json", "logging", "mailbox", "optparse", "os",
-           "pathlib", "pickle", "pydoc", "random", "re", "shutil", "socket", "statistics",
-           "string", "subprocess", "tarfile", "tempfile", "textwrap", "threading", "typing",
-           "unittest", "urllib.parse", "uuid", "zipfile")
+MODULES = (
+    "argparse",
+    "ast",
+    "asyncio",
+    "calendar",
+    "collections",
+    "configparser",
+    "contextlib",
+    "csv",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "difflib",
+    "email",
+    "enum",
+    "fractions",
+    "functools",
+    "gettext",
+    "heapq",
+    "http.client",
+    "inspect",
+    "ipaddress",
+    "itertools",
+    "json",
+    "logging",
+    "mailbox",
+    "optparse",
+    "os",
+    "pathlib",
+    "pickle",
+    "pydoc",
+    "random",
+    "re",
+    "shutil",
+    "socket",
+    "statistics",
+    "string",
+    "subprocess",
+    "tarfile",
+    "tempfile",
+    "textwrap",
+    "threading",
+    "typing",
+    "unittest",
+    "urllib.parse",
+    "uuid",
+    "zipfile",
+)
 
 
 def docstring_documents() -> list[list[str]]:
@@ -34,14 +80,18 @@ def docstring_documents() -> list[list[str]]:
     documents, seen = [], set()
     for name in MODULES:
         module = importlib.import_module(name)
-        for obj in [module] + [o for _, o in sorted(vars(module).items())
-                               if inspect.isclass(o) or inspect.isfunction(o)]:
+        for obj in [module] + [
+            o
+            for _, o in sorted(vars(module).items())
+            if inspect.isclass(o) or inspect.isfunction(o)
+        ]:
             doc = inspect.getdoc(obj)
             if not doc or doc in seen:
                 continue
             seen.add(doc)
-            sentences = [s for para in doc.split("\n\n")
-                         for s in split_sentences(" ".join(para.split()))]
+            sentences = [
+                s for para in doc.split("\n\n") for s in split_sentences(" ".join(para.split()))
+            ]
             if sentences:
                 documents.append(sentences)
     return documents
@@ -74,6 +124,7 @@ def sha256(path) -> str:
 
 def model_proto(path):
     from sentencepiece import sentencepiece_model_pb2
+
     proto = sentencepiece_model_pb2.ModelProto()
     proto.ParseFromString(pathlib.Path(path).read_bytes())
     return proto
@@ -115,10 +166,15 @@ def test_albert_recipe(tmp_path, corpus, documents):
 
 def test_vocab_file_is_sentencepieces_own(tmp_path, documents):
     import sentencepiece as spm
+
     sentences = [s for d in documents[:300] for s in d]
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(sentences),
-                                   model_prefix=str(tmp_path / "sp"), vocab_size=400,
-                                   num_threads=1, minloglevel=2)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences),
+        model_prefix=str(tmp_path / "sp"),
+        vocab_size=400,
+        num_threads=1,
+        minloglevel=2,
+    )
     sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))
     assert vocab_text(sp) == (tmp_path / "sp.vocab").read_text(encoding="utf-8")
 
@@ -127,8 +183,9 @@ def test_lower_case_and_cased(tmp_path, corpus):
     lower = train_sentencepiece(corpus, str(tmp_path / "uncased"), 600, num_threads=1)
     pieces = normal_pieces(lower["model_file"])
     assert pieces and all(p == p.lower() for p in pieces)
-    cased = train_sentencepiece(corpus, str(tmp_path / "cased"), 600, do_lower_case=False,
-                                num_threads=1)
+    cased = train_sentencepiece(
+        corpus, str(tmp_path / "cased"), 600, do_lower_case=False, num_threads=1
+    )
     pieces = normal_pieces(cased["model_file"])
     assert sum(p != p.lower() for p in pieces) > 20
     tok = AlbertTokenizer(cased["model_file"], do_lower_case=False)
@@ -144,9 +201,21 @@ def test_same_seed_same_bytes_across_processes(tmp_path, corpus):
     assert first["sentences_valid"] > 2000
     assert first["sentences_sampled"] == 300 <= options["input_sentence_size"]
     run = subprocess.run(
-        [sys.executable, "-m", "data_pipeline.train_tokenizer", f"--input_file={corpus}",
-         f"--model_prefix={tmp_path / 'b'}", "--vocab_size=300", "--input_sentence_size=300",
-         "--seed=7"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "data_pipeline.train_tokenizer",
+            f"--input_file={corpus}",
+            f"--model_prefix={tmp_path / 'b'}",
+            "--vocab_size=300",
+            "--input_sentence_size=300",
+            "--seed=7",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 0, run.stderr
     assert sha256(tmp_path / "b.model") == first["model_sha256"]
     assert (tmp_path / "b.vocab").read_bytes() == (tmp_path / "a.vocab").read_bytes()
@@ -172,8 +241,9 @@ def test_sampling_everything_equals_streaming(tmp_path, corpus):
     """input_sentence_size above the corpus keeps every sentence in corpus order: the same
     pieces as streaming the whole corpus (input_sentence_size=0)."""
     sampled = train_sentencepiece(corpus, str(tmp_path / "s"), 500, num_threads=1)
-    streamed = train_sentencepiece(corpus, str(tmp_path / "t"), 500, num_threads=1,
-                                   input_sentence_size=0)
+    streamed = train_sentencepiece(
+        corpus, str(tmp_path / "t"), 500, num_threads=1, input_sentence_size=0
+    )
     assert streamed["sentences_sampled"] == sampled["sentences_sampled"]
     a, b = model_proto(sampled["model_file"]), model_proto(streamed["model_file"])
     assert [(p.piece, p.score) for p in a.pieces] == [(p.piece, p.score) for p in b.pieces]
@@ -184,15 +254,15 @@ def test_gzip_jsonl_and_globs(tmp_path, documents):
     (tmp_path / "plain").mkdir()
     plain = write_text(tmp_path / "plain" / "docs.txt", documents[:half])
     zipped = write_text(tmp_path / "docs.txt.gz", documents[:half])
-    assert sha256(train_sentencepiece(plain, str(tmp_path / "p"), 500,
-                                      num_threads=1)["model_file"]) == \
-        sha256(train_sentencepiece(zipped, str(tmp_path / "z"), 500,
-                                   num_threads=1)["model_file"])
+    assert sha256(
+        train_sentencepiece(plain, str(tmp_path / "p"), 500, num_threads=1)["model_file"]
+    ) == sha256(train_sentencepiece(zipped, str(tmp_path / "z"), 500, num_threads=1)["model_file"])
     with gzip.open(tmp_path / "more.jsonl.gz", "wt", encoding="utf-8") as f:
         for d in documents[half:]:
             f.write(json.dumps({"text": " ".join(d), "id": len(d)}) + "\n")
-    report = train_sentencepiece(f"{tmp_path}/*.txt.gz, {tmp_path}/*.jsonl.gz",
-                                 str(tmp_path / "mixed"), 800, num_threads=1)
+    report = train_sentencepiece(
+        f"{tmp_path}/*.txt.gz, {tmp_path}/*.jsonl.gz", str(tmp_path / "mixed"), 800, num_threads=1
+    )
     assert report["input_files"] == 2
     assert report["documents"] == len(documents)
     assert report["sentences_seen"] > sum(len(d) for d in documents[:half]) + 1000
@@ -207,15 +277,20 @@ def test_clear_errors(tmp_path, corpus):
     blank.write_text("\n\n   \n\t\n")
     for size in (10_000_000, 0):
         with pytest.raises(ValueError, match=r"no sentences to train on in .*blank\.txt"):
-            train_sentencepiece(str(blank), str(tmp_path / "m"), 500,
-                                input_sentence_size=size)
+            train_sentencepiece(str(blank), str(tmp_path / "m"), 500, input_sentence_size=size)
     (tmp_path / "m.model").write_bytes(b"an earlier model")
-    with pytest.raises(ValueError, match=r"vocab_size=50,000 is too large for this corpus.*"
-                                         r"at most [\d,]+ here.*use a smaller vocab_size"):
+    with pytest.raises(
+        ValueError,
+        match=r"vocab_size=50,000 is too large for this corpus.*"
+        r"at most [\d,]+ here.*use a smaller vocab_size",
+    ):
         train_sentencepiece(corpus, str(tmp_path / "m"), 50_000, num_threads=1)
     assert (tmp_path / "m.model").read_bytes() == b"an earlier model"  # untouched
-    with pytest.raises(ValueError, match=r"vocab_size=20 is too small: this corpus needs "
-                                         r"\d+ pieces"):
+    with pytest.raises(
+        ValueError,
+        match=r"vocab_size=20 is too small: this corpus needs "
+        r"\d+ pieces",
+    ):
         train_sentencepiece(corpus, str(tmp_path / "m"), 20, num_threads=1)
     with pytest.raises(ValueError, match="input_sentence_size=50"):
         train_sentencepiece(corpus, str(tmp_path / "m"), 500, input_sentence_size=50)
@@ -238,25 +313,41 @@ def test_reader_error_while_streaming(tmp_path):
 
 def test_main_end_to_end(tmp_path, corpus, capsys):
     prefix = tmp_path / "cli" / "spm"
-    assert main(["train_tokenizer", f"--input_file={corpus}", f"--model_prefix={prefix}",
-                 "--vocab_size=400", "--nodo_lower_case", "--num_threads=2",
-                 "--input_sentence_size=1000", "--seed=3"]) == 0
+    assert (
+        main(
+            [
+                "train_tokenizer",
+                f"--input_file={corpus}",
+                f"--model_prefix={prefix}",
+                "--vocab_size=400",
+                "--nodo_lower_case",
+                "--num_threads=2",
+                "--input_sentence_size=1000",
+                "--seed=3",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "special ids: <pad>=0 <unk>=1 [CLS]=2 [SEP]=3 [MASK]=4" in out
     assert "sampled 1,000" in out and "training SentencePiece unigram" in out
-    report = json.loads(out[out.index("\n{") + 1:])
+    report = json.loads(out[out.index("\n{") + 1 :])
     assert report["model_file"] == f"{prefix}.model" and report["vocab_size"] == 400
     assert report["sentences_sampled"] == 1000 and report["seed"] == 3
     assert report["do_lower_case"] is False and report["num_threads"] == 2
     assert report["model_sha256"] == sha256(f"{prefix}.model")
 
-    assert main(["train_tokenizer", f"--input_file={tmp_path}/none*.txt",
-                 f"--model_prefix={prefix}"]) == 1
+    assert (
+        main(["train_tokenizer", f"--input_file={tmp_path}/none*.txt", f"--model_prefix={prefix}"])
+        == 1
+    )
     assert "error: input pattern" in capsys.readouterr().err
     assert main(["train_tokenizer", f"--model_prefix={prefix}"]) == 2
     assert "input_file" in capsys.readouterr().err
-    assert main(["train_tokenizer", f"--input_file={corpus}", f"--model_prefix={prefix}",
-                 "stray"]) == 2
+    assert (
+        main(["train_tokenizer", f"--input_file={corpus}", f"--model_prefix={prefix}", "stray"])
+        == 2
+    )
     assert "unexpected arguments ['stray']" in capsys.readouterr().err
 
 

@@ -14,9 +14,15 @@ from __future__ import annotations
 import os
 import sys
 
-from albert_tf.checkpoints import (CONFIG_NAME, CheckpointError, assign_official,
-                                   read_tf1_checkpoint, read_transformers, resolve_checkpoint,
-                                   save_checkpoint)
+from albert_tf.checkpoints import (
+    CONFIG_NAME,
+    CheckpointError,
+    assign_official,
+    read_tf1_checkpoint,
+    read_transformers,
+    resolve_checkpoint,
+    save_checkpoint,
+)
 from albert_tf.modeling.config import AlbertConfig
 from data_pipeline.atomic import write_json
 from albert_tf.modeling.encoder import AlbertEncoder
@@ -25,8 +31,9 @@ from albert_tf.modeling.models import AlbertPretrainer
 SOURCES = ("tf1", "tfhub", "transformers")
 
 
-def convert(source: str, input_path: str, output_dir: str,
-            albert_config_file: str | None = None) -> dict:
+def convert(
+    source: str, input_path: str, output_dir: str, albert_config_file: str | None = None
+) -> dict:
     """Converts `input_path` and writes `output_dir`. Returns the report (also written as
     `conversion_report.json`).
 
@@ -44,8 +51,10 @@ def convert(source: str, input_path: str, output_dir: str,
             config = AlbertConfig.from_json_file(albert_config_file)
     else:
         if not albert_config_file:
-            raise ValueError(f"--albert_config_file is required for --source {source}: "
-                             f"a TF1 checkpoint holds no model config")
+            raise ValueError(
+                f"--albert_config_file is required for --source {source}: "
+                f"a TF1 checkpoint holds no model config"
+            )
         config = AlbertConfig.from_json_file(albert_config_file)
         weights = read_tf1_checkpoint(resolve_checkpoint(input_path))
 
@@ -58,11 +67,13 @@ def convert(source: str, input_path: str, output_dir: str,
 
     components = None
     if isinstance(model, AlbertPretrainer):
-        components = ["encoder"] + [name for name, present in
-                                    (("mlm_head", has_mlm), ("sop_head", has_sop)) if present]
+        components = ["encoder"] + [
+            name for name, present in (("mlm_head", has_mlm), ("sop_head", has_sop)) if present
+        ]
     prefix = save_checkpoint(model, output_dir, config, components=components)
-    absent = [name for name, present in (("mlm_head", has_mlm), ("sop_head", has_sop))
-              if not present]
+    absent = [
+        name for name, present in (("mlm_head", has_mlm), ("sop_head", has_sop)) if not present
+    ]
     report = {
         "source": source,
         "input": os.path.abspath(input_path),
@@ -75,17 +86,22 @@ def convert(source: str, input_path: str, output_dir: str,
         "unused_source_variables": result.unused,
         "unrecognized_source_keys": unknown,
     }
-    write_json(os.path.join(output_dir, "conversion_report.json"), report, indent=2,
-               sort_keys=False)
+    write_json(
+        os.path.join(output_dir, "conversion_report.json"), report, indent=2, sort_keys=False
+    )
     return report
 
 
 def _print_report(report: dict) -> None:
-    print(f"wrote {report['checkpoint']} ({report['variables_assigned']} variables) "
-          f"and {report['config']}")
+    print(
+        f"wrote {report['checkpoint']} ({report['variables_assigned']} variables) "
+        f"and {report['config']}"
+    )
     if report["heads_absent_from_source"]:
-        print("heads not in the source (not written; a model loading this checkpoint "
-              f"reports them missing): {', '.join(report['heads_absent_from_source'])}")
+        print(
+            "heads not in the source (not written; a model loading this checkpoint "
+            f"reports them missing): {', '.join(report['heads_absent_from_source'])}"
+        )
     if not report["pooler_from_source"]:
         print("the source has no pooler: the checkpoint's pooler is randomly initialized")
     for key in ("unused_source_variables", "unrecognized_source_keys"):
@@ -95,15 +111,28 @@ def _print_report(report: dict) -> None:
 
 def main(argv=None) -> int:
     from absl import flags
+
     fl = flags.FlagValues()
     flags.DEFINE_enum("source", None, list(SOURCES), "Checkpoint kind.", flag_values=fl)
-    flags.DEFINE_string("input", None, "TF1 checkpoint (prefix or directory), TF-Hub v1 module "
-                        "directory, or Hugging Face model directory.", flag_values=fl)
-    flags.DEFINE_string("output_dir", None, "Where to write the converted checkpoint.",
-                        flag_values=fl)
-    flags.DEFINE_string("albert_config_file", None, "albert_config.json (required for tf1 "
-                        "and tfhub; for transformers it replaces config.json).", flag_values=fl)
+    flags.DEFINE_string(
+        "input",
+        None,
+        "TF1 checkpoint (prefix or directory), TF-Hub v1 module "
+        "directory, or Hugging Face model directory.",
+        flag_values=fl,
+    )
+    flags.DEFINE_string(
+        "output_dir", None, "Where to write the converted checkpoint.", flag_values=fl
+    )
+    flags.DEFINE_string(
+        "albert_config_file",
+        None,
+        "albert_config.json (required for tf1 "
+        "and tfhub; for transformers it replaces config.json).",
+        flag_values=fl,
+    )
     from albert_tf.cli import parse_tool_flags
+
     if not parse_tool_flags(fl, argv, ("source", "input", "output_dir")):
         return 2
     try:

@@ -24,15 +24,21 @@ import os
 import shutil
 import sys
 
-from albert_tf.checkpoints import (CONFIG_NAME, CheckpointError, load_checkpoint,
-                                   resolve_checkpoint, save_checkpoint)
+from albert_tf.checkpoints import (
+    CONFIG_NAME,
+    CheckpointError,
+    load_checkpoint,
+    resolve_checkpoint,
+    save_checkpoint,
+)
 from albert_tf.modeling.config import AlbertConfig, ConfigError
 
 RUN_CONFIG_NAME = "run_config.json"
 
 
-def checkpoint_config(init_checkpoint: str,
-                      albert_config: AlbertConfig | str | None = None) -> tuple[AlbertConfig, str]:
+def checkpoint_config(
+    init_checkpoint: str, albert_config: AlbertConfig | str | None = None
+) -> tuple[AlbertConfig, str]:
     """The config of a checkpoint, and where it came from.
 
     `albert_config` (a config or a path) wins; otherwise the first of `albert_config.json`,
@@ -65,8 +71,10 @@ def checkpoint_config(init_checkpoint: str,
             if isinstance(run, dict) and "albert_config" in run:
                 source = f"{run_path} (albert_config)"
                 return AlbertConfig.from_dict(run["albert_config"], source=source), source
-    raise ConfigError(f"no config for checkpoint {prefix}: none of {', '.join(searched)} "
-                      f"holds one; pass --albert_config_file")
+    raise ConfigError(
+        f"no config for checkpoint {prefix}: none of {', '.join(searched)} "
+        f"holds one; pass --albert_config_file"
+    )
 
 
 def _encoder_variables(prefix: str) -> dict[str, str]:
@@ -78,6 +86,7 @@ def _encoder_variables(prefix: str) -> dict[str, str]:
     """
     import tensorflow as tf
     from tensorflow.core.protobuf import trackable_object_graph_pb2
+
     reader = tf.train.load_checkpoint(prefix)
     if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
         return {}
@@ -85,8 +94,7 @@ def _encoder_variables(prefix: str) -> dict[str, str]:
     graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
 
     def child(node, name):
-        return next((c.node_id for c in graph.nodes[node].children if c.local_name == name),
-                    None)
+        return next((c.node_id for c in graph.nodes[node].children if c.local_name == name), None)
 
     model = child(0, "model")
     encoder = child(model, "encoder") if model is not None else None
@@ -109,14 +117,19 @@ def _official_extras(prefix: str, encoder) -> list[str]:
     (e.g. group_1 when the config has one group); load_checkpoint ignores them."""
     import tensorflow as tf
     from albert_tf.checkpoints.official import OPTIMIZER_SUFFIXES, official_name_map, strip_module
+
     known = official_name_map(encoder)
     names = (strip_module(n) for n, _ in tf.train.list_variables(prefix))
-    return sorted(n for n in names if n.startswith("bert/") and n not in known
-                  and not n.endswith(OPTIMIZER_SUFFIXES))
+    return sorted(
+        n
+        for n in names
+        if n.startswith("bert/") and n not in known and not n.endswith(OPTIMIZER_SUFFIXES)
+    )
 
 
-def export_encoder(init_checkpoint: str, output_dir: str,
-                   albert_config: AlbertConfig | str | None = None) -> str:
+def export_encoder(
+    init_checkpoint: str, output_dir: str, albert_config: AlbertConfig | str | None = None
+) -> str:
     """Writes the encoder of `init_checkpoint` as `output_dir/ckpt-1` with
     `output_dir/albert_config.json`. Returns the checkpoint prefix.
 
@@ -133,15 +146,23 @@ def export_encoder(init_checkpoint: str, output_dir: str,
         `output_dir` already holds a checkpoint.
     """
     from albert_tf.modeling.encoder import AlbertEncoder
+
     prefix = resolve_checkpoint(init_checkpoint)
     config, config_source = checkpoint_config(prefix, albert_config)
     output_dir = os.fspath(output_dir)
-    existing = [p for p in (os.path.join(output_dir, "checkpoint"),
-                            *glob.glob(os.path.join(output_dir, "ckpt-*.index")))
-                if os.path.exists(p)]
+    existing = [
+        p
+        for p in (
+            os.path.join(output_dir, "checkpoint"),
+            *glob.glob(os.path.join(output_dir, "ckpt-*.index")),
+        )
+        if os.path.exists(p)
+    ]
     if existing:
-        raise CheckpointError(f"--output_dir {output_dir} already holds a checkpoint "
-                              f"({existing[0]}); choose a new directory")
+        raise CheckpointError(
+            f"--output_dir {output_dir} already holds a checkpoint "
+            f"({existing[0]}); choose a new directory"
+        )
 
     encoder = AlbertEncoder(config)
     try:
@@ -163,7 +184,9 @@ def export_encoder(init_checkpoint: str, output_dir: str,
             raise CheckpointError(
                 f"{prefix} holds {len(extras)} encoder variable(s) that config "
                 f"{config_source} has no place for (another depth or sharing?): "
-                + ", ".join(extras[:5]) + (" ..." if len(extras) > 5 else ""))
+                + ", ".join(extras[:5])
+                + (" ..." if len(extras) > 5 else "")
+            )
         os.makedirs(output_dir, exist_ok=True)
         # The state file last: until it is in place, no reader picks the new checkpoint.
         names = sorted(os.listdir(tmp), key=lambda n: n == "checkpoint")
@@ -176,16 +199,27 @@ def export_encoder(init_checkpoint: str, output_dir: str,
 
 def main(argv=None) -> int:
     from absl import flags
+
     fl = flags.FlagValues()
-    flags.DEFINE_string("init_checkpoint", None, "A run's checkpoint directory or prefix (or "
-                        "its output directory), or any checkpoint load_checkpoint accepts.",
-                        flag_values=fl)
-    flags.DEFINE_string("albert_config_file", None, "albert_config.json; by default found "
-                        "beside the checkpoint (albert_config.json or run_config.json).",
-                        flag_values=fl)
-    flags.DEFINE_string("output_dir", None, "Where to write ckpt-1 and albert_config.json.",
-                        flag_values=fl)
+    flags.DEFINE_string(
+        "init_checkpoint",
+        None,
+        "A run's checkpoint directory or prefix (or "
+        "its output directory), or any checkpoint load_checkpoint accepts.",
+        flag_values=fl,
+    )
+    flags.DEFINE_string(
+        "albert_config_file",
+        None,
+        "albert_config.json; by default found "
+        "beside the checkpoint (albert_config.json or run_config.json).",
+        flag_values=fl,
+    )
+    flags.DEFINE_string(
+        "output_dir", None, "Where to write ckpt-1 and albert_config.json.", flag_values=fl
+    )
     from albert_tf.cli import parse_tool_flags
+
     if not parse_tool_flags(fl, argv, ("init_checkpoint", "output_dir")):
         return 2
     try:
@@ -197,10 +231,16 @@ def main(argv=None) -> int:
         return 1
     import numpy as np
     import tensorflow as tf
-    count = sum(int(np.prod(shape)) for name, shape in tf.train.list_variables(prefix)
-                if name.startswith("model/encoder/"))
-    print(f"wrote {prefix} (encoder only, {count:,} parameters) and "
-          f"{os.path.join(fl.output_dir, CONFIG_NAME)}")
+
+    count = sum(
+        int(np.prod(shape))
+        for name, shape in tf.train.list_variables(prefix)
+        if name.startswith("model/encoder/")
+    )
+    print(
+        f"wrote {prefix} (encoder only, {count:,} parameters) and "
+        f"{os.path.join(fl.output_dir, CONFIG_NAME)}"
+    )
     print(f"  from {source}, config {config_source}")
     return 0
 

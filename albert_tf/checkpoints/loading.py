@@ -14,10 +14,20 @@ import os
 
 import tensorflow as tf
 
-from albert_tf.checkpoints.official import (HEADS, assign_official, official_name_map,
-                                            read_tf1_checkpoint, strip_module)
-from albert_tf.checkpoints.own import (CONFIG_NAME, CheckpointError, head_attributes,
-                                       model_config, resolve_checkpoint)
+from albert_tf.checkpoints.official import (
+    HEADS,
+    assign_official,
+    official_name_map,
+    read_tf1_checkpoint,
+    strip_module,
+)
+from albert_tf.checkpoints.own import (
+    CONFIG_NAME,
+    CheckpointError,
+    head_attributes,
+    model_config,
+    resolve_checkpoint,
+)
 from albert_tf.modeling.config import AlbertConfig, ConfigError
 from albert_tf.modeling.encoder import AlbertEncoder
 
@@ -27,10 +37,11 @@ log = logging.getLogger(__name__)
 @dataclasses.dataclass
 class LoadReport:
     """What `load_checkpoint` restored."""
+
     path: str
-    format: str                      # "albert_tf" or "tf1"
-    restored: list[str]              # components: "encoder", "mlm_head", ...
-    missing: list[str]               # components of the model absent from the checkpoint
+    format: str  # "albert_tf" or "tf1"
+    restored: list[str]  # components: "encoder", "mlm_head", ...
+    missing: list[str]  # components of the model absent from the checkpoint
     not_restored: list[str] = dataclasses.field(default_factory=list)
     # ^ every weight of the model (Keras path) the checkpoint did not provide
 
@@ -39,16 +50,21 @@ class LoadReport:
         if self.missing:
             text += f"; not in the checkpoint, left at initialization: {', '.join(self.missing)}"
         if self.not_restored:
-            text += (f" ({len(self.not_restored)} weight(s): "
-                     + ", ".join(self.not_restored[:6])
-                     + (" ..." if len(self.not_restored) > 6 else "") + ")")
+            text += (
+                f" ({len(self.not_restored)} weight(s): "
+                + ", ".join(self.not_restored[:6])
+                + (" ..." if len(self.not_restored) > 6 else "")
+                + ")"
+            )
         return text
 
     def warnings(self) -> list[str]:
         """One line per component left at its random initialization."""
-        return [f"WARNING: {self.path} has no {name}: it is left at its random "
-                f"initialization ({', '.join(_weight_paths(self.not_restored, name))})"
-                for name in self.missing]
+        return [
+            f"WARNING: {self.path} has no {name}: it is left at its random "
+            f"initialization ({', '.join(_weight_paths(self.not_restored, name))})"
+            for name in self.missing
+        ]
 
 
 def _weight_paths(paths: list[str], component: str) -> list[str]:
@@ -81,12 +97,18 @@ def load_checkpoint(model, path: str) -> LoadReport:
         result.raise_for_errors(allow_missing=HEADS)
         table = official_name_map(model)
         assigned = {id(table[name].variable) for name in result.assigned}
-        report = LoadReport(prefix, "tf1", result.components_restored,
-                            result.components_missing,
-                            [w.path for w in model.weights if id(w) not in assigned])
+        report = LoadReport(
+            prefix,
+            "tf1",
+            result.components_restored,
+            result.components_missing,
+            [w.path for w in model.weights if id(w) not in assigned],
+        )
     else:
-        raise CheckpointError(f"{prefix} is neither an albert_tf checkpoint nor an official "
-                              f"ALBERT TF1 checkpoint (first keys: {sorted(keys)[:3]})")
+        raise CheckpointError(
+            f"{prefix} is neither an albert_tf checkpoint nor an official "
+            f"ALBERT TF1 checkpoint (first keys: {sorted(keys)[:3]})"
+        )
     for line in report.warnings():
         log.warning("%s", line)
     return report
@@ -102,6 +124,7 @@ def _model_children(prefix: str) -> set[str] | None:
     no `model/encoder/...` keys although the model → encoder edges are there.
     """
     from tensorflow.core.protobuf import trackable_object_graph_pb2
+
     reader = tf.train.load_checkpoint(prefix)
     if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
         return None
@@ -119,11 +142,22 @@ def _load_own(model, prefix: str, present: set[str]) -> LoadReport:
     if os.path.isfile(config_path):
         try:
             saved = AlbertConfig.from_json_file(config_path)
-            diffs = [f"{f}: checkpoint {getattr(saved, f)} vs model {getattr(model_config(model), f)}"
-                     for f in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
-                               "num_hidden_groups", "inner_group_num", "intermediate_size",
-                               "sharing", "max_position_embeddings", "type_vocab_size")
-                     if getattr(saved, f) != getattr(model_config(model), f)]
+            diffs = [
+                f"{f}: checkpoint {getattr(saved, f)} vs model {getattr(model_config(model), f)}"
+                for f in (
+                    "vocab_size",
+                    "embedding_size",
+                    "hidden_size",
+                    "num_hidden_layers",
+                    "num_hidden_groups",
+                    "inner_group_num",
+                    "intermediate_size",
+                    "sharing",
+                    "max_position_embeddings",
+                    "type_vocab_size",
+                )
+                if getattr(saved, f) != getattr(model_config(model), f)
+            ]
             if diffs:
                 config_hint = f" ({config_path} differs: {'; '.join(diffs)})"
         except (ConfigError, OSError):
@@ -145,8 +179,9 @@ def _load_own(model, prefix: str, present: set[str]) -> LoadReport:
             status.assert_existing_objects_matched()
             status.expect_partial()  # the other components are read separately, on purpose
         except (AssertionError, ValueError) as e:
-            raise CheckpointError(f"{prefix} does not fit the model's {name}{config_hint}: "
-                                  f"{_first_line(e)}") from None
+            raise CheckpointError(
+                f"{prefix} does not fit the model's {name}{config_hint}: {_first_line(e)}"
+            ) from None
         except tf.errors.OpError as e:
             raise CheckpointError(f"{prefix}: {name}: {e.message}") from None
         restored.append(name)

@@ -23,9 +23,11 @@ from albert_tf.modeling.encoder import AlbertEncoder
 # Task heads and the official names of their (kernel, bias): the kernel is stored
 # transposed, [outputs, H]. run_classifier: `num_labels` outputs (1 for STS-B); run_race:
 # one score per choice; run_squad_v1: start and end.
-_OFFICIAL_HEADS = {"classifier_head": ("output_weights", "output_bias"),
-                   "choice_head": ("output_weights", "output_bias"),
-                   "span_head": ("cls/squad/output_weights", "cls/squad/output_bias")}
+_OFFICIAL_HEADS = {
+    "classifier_head": ("output_weights", "output_bias"),
+    "choice_head": ("output_weights", "output_bias"),
+    "span_head": ("cls/squad/output_weights", "cls/squad/output_bias"),
+}
 # Components a checkpoint may lack (reported, never fatal): the heads.
 HEADS = ("mlm_head", "sop_head", *_OFFICIAL_HEADS)
 
@@ -34,6 +36,7 @@ HEADS = ("mlm_head", "sop_head", *_OFFICIAL_HEADS)
 class OfficialVariable:
     """Where an official TF1 variable goes: our variable, whether the official array is
     its transpose, and the component it belongs to ("encoder", "pooler", a head)."""
+
     variable: object
     transpose: bool
     component: str
@@ -52,7 +55,8 @@ def official_name_map(model) -> dict[str, OfficialVariable]:
         raise CheckpointError(
             f"sharing={c.sharing!r} has no official checkpoint layout; official checkpoints "
             f"share everything within a group (use num_hidden_groups=num_hidden_layers "
-            f"for no sharing)")
+            f"for no sharing)"
+        )
     out = {}
 
     def add_dense(name, layer, component="encoder"):
@@ -65,8 +69,7 @@ def official_name_map(model) -> dict[str, OfficialVariable]:
 
     emb = encoder.embeddings
     for table in ("word_embeddings", "position_embeddings", "token_type_embeddings"):
-        out[f"bert/embeddings/{table}"] = OfficialVariable(getattr(emb, table), False,
-                                                           "encoder")
+        out[f"bert/embeddings/{table}"] = OfficialVariable(getattr(emb, table), False, "encoder")
     add_norm("bert/embeddings/LayerNorm", emb.layer_norm)
     if encoder.embedding_hidden_mapping_in is not None:
         add_dense("bert/encoder/embedding_hidden_mapping_in", encoder.embedding_hidden_mapping_in)
@@ -90,14 +93,15 @@ def official_name_map(model) -> dict[str, OfficialVariable]:
     if mlm is not None:
         add_dense("cls/predictions/transform/dense", mlm.dense, "mlm_head")
         add_norm("cls/predictions/transform/LayerNorm", mlm.layer_norm, "mlm_head")
-        out["cls/predictions/output_bias"] = OfficialVariable(mlm.output_bias, False,
-                                                              "mlm_head")
-    heads = {"sop_head": ("cls/seq_relationship/output_weights",
-                          "cls/seq_relationship/output_bias"), **_OFFICIAL_HEADS}
+        out["cls/predictions/output_bias"] = OfficialVariable(mlm.output_bias, False, "mlm_head")
+    heads = {
+        "sop_head": ("cls/seq_relationship/output_weights", "cls/seq_relationship/output_bias"),
+        **_OFFICIAL_HEADS,
+    }
     for component, (kernel, bias) in heads.items():
         head = getattr(model, component, None)
         if head is not None:
-            dense = getattr(head, "dense", head)   # a head layer, or a Dense itself
+            dense = getattr(head, "dense", head)  # a head layer, or a Dense itself
             out[kernel] = OfficialVariable(dense.kernel, True, component)
             out[bias] = OfficialVariable(dense.bias, False, component)
     return out
@@ -107,9 +111,9 @@ def official_name_map(model) -> dict[str, OfficialVariable]:
 class AssignResult:
     source: str
     assigned: list[str]
-    missing: list[str]               # expected by the model, absent from the source
-    mismatched: list[str]            # "name: source shape vs model shape"
-    unused: list[str]                # in the source, not used by the model
+    missing: list[str]  # expected by the model, absent from the source
+    mismatched: list[str]  # "name: source shape vs model shape"
+    unused: list[str]  # in the source, not used by the model
     components: dict = dataclasses.field(default_factory=dict)  # official name → component
 
     @property
@@ -127,18 +131,23 @@ class AssignResult:
         if self.mismatched:
             raise CheckpointError(
                 f"{self.source}: {len(self.mismatched)} variable(s) have another shape than "
-                f"the model (another model size?): " + "; ".join(self.mismatched[:8]))
-        projection = [n for n in self.unused
-                      if n.startswith("bert/encoder/embedding_hidden_mapping_in/")]
+                f"the model (another model size?): " + "; ".join(self.mismatched[:8])
+            )
+        projection = [
+            n for n in self.unused if n.startswith("bert/encoder/embedding_hidden_mapping_in/")
+        ]
         if projection:
             raise CheckpointError(
                 f"{self.source}: the source has an E→H projection ({projection[0]}) but the "
-                f"model has embedding_size == hidden_size, where the official model has none")
+                f"model has embedding_size == hidden_size, where the official model has none"
+            )
         fatal = [n for n in self.missing if self.components[n] not in allow_missing]
         if fatal:
             raise CheckpointError(
                 f"{self.source}: {len(fatal)} variable(s) the model needs are missing: "
-                + ", ".join(fatal[:8]) + (" ..." if len(fatal) > 8 else ""))
+                + ", ".join(fatal[:8])
+                + (" ..." if len(fatal) > 8 else "")
+            )
 
 
 def assign_official(model, weights: dict[str, np.ndarray], source: str) -> AssignResult:
@@ -157,24 +166,31 @@ def assign_official(model, weights: dict[str, np.ndarray], source: str) -> Assig
             value = value.T
         if tuple(value.shape) != tuple(variable.shape):
             source_shape = tuple(np.asarray(weights[name]).shape)
-            mismatched.append(f"{name}: source {list(source_shape)} vs model "
-                              f"{list(variable.shape)[::-1] if transpose else list(variable.shape)}")
+            mismatched.append(
+                f"{name}: source {list(source_shape)} vs model "
+                f"{list(variable.shape)[::-1] if transpose else list(variable.shape)}"
+            )
             continue
         variable.assign(value.astype(np.float32))
         assigned.append(name)
     unused = sorted(set(weights) - set(table))
-    return AssignResult(source, assigned, missing, mismatched, unused,
-                        {name: entry.component for name, entry in table.items()})
+    return AssignResult(
+        source,
+        assigned,
+        missing,
+        mismatched,
+        unused,
+        {name: entry.component for name, entry in table.items()},
+    )
 
 
 # ----------------------------------------------------------------------------- TF1 / TF-Hub
-OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1", "/Momentum", "/lamb_m",
-                       "/lamb_v")
+OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1", "/Momentum", "/lamb_m", "/lamb_v")
 _SKIPPED = ("global_step", "beta1_power", "beta2_power")
 
 
 def strip_module(name: str) -> str:
-    return name[len("module/"):] if name.startswith("module/") else name
+    return name[len("module/") :] if name.startswith("module/") else name
 
 
 def read_tf1_checkpoint(path: str) -> dict[str, np.ndarray]:

@@ -50,21 +50,25 @@ def resolve_checkpoint(path: str) -> str:
                 return indexes[0][: -len(".index")]
             raise CheckpointError(
                 f"no checkpoint in directory {path} (no 'checkpoint' state file and "
-                f"{len(indexes)} *.index files)")
+                f"{len(indexes)} *.index files)"
+            )
         return latest
     if path.endswith(".index"):
         path = path[: -len(".index")]
     if os.path.exists(path + ".index"):
         return path
-    raise FileNotFoundError(f"checkpoint not found: {path} (expected a directory or a "
-                            f"checkpoint prefix with {os.path.basename(path)}.index)")
+    raise FileNotFoundError(
+        f"checkpoint not found: {path} (expected a directory or a "
+        f"checkpoint prefix with {os.path.basename(path)}.index)"
+    )
 
 
 def _holds_checkpoint(directory: str) -> bool:
     return os.path.isdir(directory) and (
         os.path.exists(os.path.join(directory, "checkpoint"))
         or bool(glob.glob(os.path.join(directory, "*.index")))
-        or os.path.exists(os.path.join(directory, "variables", "variables.index")))
+        or os.path.exists(os.path.join(directory, "variables", "variables.index"))
+    )
 
 
 def _checkpoint_root(model, components: list[str] | None = None):
@@ -77,12 +81,18 @@ def _checkpoint_root(model, components: list[str] | None = None):
         return tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=model))
     if components is None:
         return tf.train.Checkpoint(model=model)
-    return tf.train.Checkpoint(model=tf.train.Checkpoint(
-        **{name: getattr(model, name) for name in components}))
+    return tf.train.Checkpoint(
+        model=tf.train.Checkpoint(**{name: getattr(model, name) for name in components})
+    )
 
 
-def save_checkpoint(model, directory: str, config: AlbertConfig | None = None,
-                    max_to_keep: int = 1, components: list[str] | None = None) -> str:
+def save_checkpoint(
+    model,
+    directory: str,
+    config: AlbertConfig | None = None,
+    max_to_keep: int = 1,
+    components: list[str] | None = None,
+) -> str:
     """Writes `model` (an encoder or any model with `.encoder`) as `directory/ckpt-N`, plus
     `albert_config.json`. Returns the checkpoint prefix.
 
@@ -95,8 +105,9 @@ def save_checkpoint(model, directory: str, config: AlbertConfig | None = None,
     os.makedirs(directory, exist_ok=True)
     config = config or model_config(model)
     config.to_json_file(os.path.join(directory, CONFIG_NAME))
-    manager = tf.train.CheckpointManager(_checkpoint_root(model, components), directory,
-                                         max_to_keep=max_to_keep)
+    manager = tf.train.CheckpointManager(
+        _checkpoint_root(model, components), directory, max_to_keep=max_to_keep
+    )
     return manager.save()
 
 
@@ -108,6 +119,9 @@ def model_config(model) -> AlbertConfig:
 def head_attributes(model) -> list[str]:
     """Named sub-layers of a task model other than its encoder (its heads)."""
     import keras
-    return [name for name, value in vars(model).items()
-            if isinstance(value, keras.layers.Layer) and name != "encoder"
-            and not name.startswith("_")]
+
+    return [
+        name
+        for name, value in vars(model).items()
+        if isinstance(value, keras.layers.Layer) and name != "encoder" and not name.startswith("_")
+    ]

@@ -16,11 +16,23 @@ from albert_tf.modeling.config import AlbertConfig, ConfigError
 
 _HF_LAYER = r"encoder\.albert_layer_groups\.(\d+)\.albert_layers\.(\d+)\."
 _HF_RULES = [  # (pattern, official template, transpose?)
-    (r"embeddings\.(word|position|token_type)_embeddings\.weight", "bert/embeddings/{0}_embeddings", False),
+    (
+        r"embeddings\.(word|position|token_type)_embeddings\.weight",
+        "bert/embeddings/{0}_embeddings",
+        False,
+    ),
     (r"embeddings\.LayerNorm\.weight", "bert/embeddings/LayerNorm/gamma", False),
     (r"embeddings\.LayerNorm\.bias", "bert/embeddings/LayerNorm/beta", False),
-    (r"encoder\.embedding_hidden_mapping_in\.weight", "bert/encoder/embedding_hidden_mapping_in/kernel", True),
-    (r"encoder\.embedding_hidden_mapping_in\.bias", "bert/encoder/embedding_hidden_mapping_in/bias", False),
+    (
+        r"encoder\.embedding_hidden_mapping_in\.weight",
+        "bert/encoder/embedding_hidden_mapping_in/kernel",
+        True,
+    ),
+    (
+        r"encoder\.embedding_hidden_mapping_in\.bias",
+        "bert/encoder/embedding_hidden_mapping_in/bias",
+        False,
+    ),
     (_HF_LAYER + r"attention\.(query|key|value)\.weight", "{L}/attention_1/self/{2}/kernel", True),
     (_HF_LAYER + r"attention\.(query|key|value)\.bias", "{L}/attention_1/self/{2}/bias", False),
     (_HF_LAYER + r"attention\.dense\.weight", "{L}/attention_1/output/dense/kernel", True),
@@ -46,7 +58,9 @@ _HF_RULES = [  # (pattern, official template, transpose?)
 _HF_IGNORED = (r"embeddings\.position_ids", r"predictions\.decoder\.weight")
 
 
-def transformers_to_official(state: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[str]]:
+def transformers_to_official(
+    state: dict[str, np.ndarray],
+) -> tuple[dict[str, np.ndarray], list[str]]:
     """Hugging Face `Albert*` state dict → (official-named arrays, unrecognized keys).
 
     PyTorch Linear weights are [out, in]; TF kernels are [in, out], hence the transposes.
@@ -54,15 +68,18 @@ def transformers_to_official(state: dict[str, np.ndarray]) -> tuple[dict[str, np
     """
     out, unknown = {}, []
     for key, value in state.items():
-        name = key[len("albert."):] if key.startswith("albert.") else key
+        name = key[len("albert.") :] if key.startswith("albert.") else key
         if any(re.fullmatch(p, name) for p in _HF_IGNORED):
             continue
         for pattern, template, transpose in _HF_RULES:
             m = re.fullmatch(pattern, name)
             if m:
                 groups = m.groups()
-                layer = (f"bert/encoder/transformer/group_{groups[0]}/inner_group_{groups[1]}"
-                         if pattern.startswith(_HF_LAYER) else "")
+                layer = (
+                    f"bert/encoder/transformer/group_{groups[0]}/inner_group_{groups[1]}"
+                    if pattern.startswith(_HF_LAYER)
+                    else ""
+                )
                 official = template.format(*groups, L=layer)
                 out[official] = np.asarray(value).T if transpose else np.asarray(value)
                 break
@@ -71,8 +88,10 @@ def transformers_to_official(state: dict[str, np.ndarray]) -> tuple[dict[str, np
     decoder = state.get("predictions.decoder.weight")
     word = out.get("bert/embeddings/word_embeddings")
     if decoder is not None and word is not None and not np.array_equal(np.asarray(decoder), word):
-        raise CheckpointError("predictions.decoder.weight differs from the word embeddings: "
-                              "ALBERT ties them, an untied decoder cannot be imported")
+        raise CheckpointError(
+            "predictions.decoder.weight differs from the word embeddings: "
+            "ALBERT ties them, an untied decoder cannot be imported"
+        )
     return out, unknown
 
 
@@ -81,17 +100,38 @@ def config_from_transformers(hf: dict, source: str = "config.json") -> AlbertCon
 
     Hugging Face's "gelu" is the exact (erf) GELU; its "gelu_new" is the official tanh form.
     """
-    acts = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",
-            "gelu_fast": "gelu", "relu": "relu"}
+    acts = {
+        "gelu": "gelu_exact",
+        "gelu_new": "gelu",
+        "gelu_pytorch_tanh": "gelu",
+        "gelu_fast": "gelu",
+        "relu": "relu",
+    }
     act = hf.get("hidden_act", "gelu_new")
     if act not in acts:
-        raise ConfigError(f"{source}: hidden_act={act!r} has no ALBERT equivalent "
-                          f"(supported: {sorted(acts)})")
-    fields = {k: hf[k] for k in (
-        "vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
-        "num_attention_heads", "intermediate_size", "inner_group_num", "hidden_dropout_prob",
-        "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-        "initializer_range", "layer_norm_eps") if k in hf}
+        raise ConfigError(
+            f"{source}: hidden_act={act!r} has no ALBERT equivalent (supported: {sorted(acts)})"
+        )
+    fields = {
+        k: hf[k]
+        for k in (
+            "vocab_size",
+            "embedding_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_hidden_groups",
+            "num_attention_heads",
+            "intermediate_size",
+            "inner_group_num",
+            "hidden_dropout_prob",
+            "attention_probs_dropout_prob",
+            "max_position_embeddings",
+            "type_vocab_size",
+            "initializer_range",
+            "layer_norm_eps",
+        )
+        if k in hf
+    }
     fields["hidden_act"] = acts[act]
     fields.setdefault("embedding_size", 128)  # Hugging Face's default
     return AlbertConfig.from_dict(fields, source=source)
@@ -122,16 +162,24 @@ def read_transformers(directory: str) -> tuple[AlbertConfig, dict[str, np.ndarra
     binary = os.path.join(directory, "pytorch_model.bin")
     if os.path.isfile(single) or os.path.isfile(index):
         from safetensors.numpy import load_file
-        files = [single] if os.path.isfile(single) else sorted(
-            {os.path.join(directory, v) for v in json.load(open(index))["weight_map"].values()})
+
+        files = (
+            [single]
+            if os.path.isfile(single)
+            else sorted(
+                {os.path.join(directory, v) for v in json.load(open(index))["weight_map"].values()}
+            )
+        )
         for file in files:
             state.update(load_file(file))
     elif os.path.isfile(binary):
         try:
             import torch
         except ImportError:
-            raise CheckpointError(f"{binary}: reading pytorch_model.bin needs torch "
-                                  f"(pip install torch), or re-save with safetensors") from None
+            raise CheckpointError(
+                f"{binary}: reading pytorch_model.bin needs torch "
+                f"(pip install torch), or re-save with safetensors"
+            ) from None
         loaded = torch.load(binary, map_location="cpu", weights_only=True)
         state = {k: v.float().numpy() for k, v in loaded.items()}
     else:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 # Activation names. "gelu" is the official code's tanh approximation of GELU (Hugging Face
 # calls it "gelu_new"); the erf form is available as "gelu_exact" for Hugging Face configs
@@ -25,13 +26,22 @@ ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_exact", "relu")
 # Paper Table 4: which sub-layer parameters are shared across the layers of a group.
 SHARING_MODES = ("all", "attention", "ffn", "none")
 
-_REQUIRED = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-             "intermediate_size")
+_REQUIRED = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+)
 
 # Official keys the modeling code never reads; presets write them so that the JSON looks
 # like a released albert_config.json.
-_OFFICIAL_UNUSED = {"net_structure_type": 0, "gap_size": 0, "num_memory_blocks": 0,
-                    "down_scale_factor": 1}
+_OFFICIAL_UNUSED = {
+    "net_structure_type": 0,
+    "gap_size": 0,
+    "num_memory_blocks": 0,
+    "down_scale_factor": 1,
+}
 
 # The released English models (google-research/albert, TF-Hub albert_{base,large,xlarge,
 # xxlarge} v1 and v2, their assets/albert_config.json): name → (layers, hidden, heads,
@@ -102,9 +112,18 @@ class AlbertConfig:
 
     # ------------------------------------------------------------------ validation
     def _validate(self):
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                     "intermediate_size", "embedding_size", "num_hidden_groups",
-                     "inner_group_num", "max_position_embeddings", "type_vocab_size"):
+        for name in (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "embedding_size",
+            "num_hidden_groups",
+            "inner_group_num",
+            "max_position_embeddings",
+            "type_vocab_size",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name}={value!r} must be a positive integer")
@@ -119,7 +138,8 @@ class AlbertConfig:
         if self.hidden_size % self.num_attention_heads:
             raise ConfigError(
                 f"hidden_size={self.hidden_size} is not divisible by "
-                f"num_attention_heads={self.num_attention_heads}")
+                f"num_attention_heads={self.num_attention_heads}"
+            )
         layers, groups = self.num_hidden_layers, self.num_hidden_groups
         # The official mapping int(i*G/L) is defined for any G, but G < L with L % G != 0
         # gives groups of unequal depth, which no released model uses and is almost always
@@ -127,7 +147,8 @@ class AlbertConfig:
         # configs have G=12 for L=4), so it is accepted.
         if groups < layers and layers % groups:
             raise ConfigError(
-                f"num_hidden_layers={layers} is not divisible by num_hidden_groups={groups}")
+                f"num_hidden_layers={layers} is not divisible by num_hidden_groups={groups}"
+            )
         if self.hidden_act not in ACTIVATIONS:
             raise ConfigError(f"hidden_act={self.hidden_act!r} is not one of {ACTIVATIONS}")
         if self.sharing not in SHARING_MODES:
@@ -149,7 +170,7 @@ class AlbertConfig:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def preset(cls, name: str, version: int | None = None, **overrides) -> "AlbertConfig":
+    def preset(cls, name: str, version: int | None = None, **overrides) -> AlbertConfig:
         """A released ALBERT shape: "base", "large", "xlarge", "xxlarge".
 
         Equal, key by key, to the released albert_config.json (`_PRESET_SHAPES`).
@@ -159,29 +180,38 @@ class AlbertConfig:
         """
         key = name.lower().replace("_", "-")
         if key.startswith("albert-"):
-            key = key[len("albert-"):]
+            key = key[len("albert-") :]
         for suffix, v in (("-v1", 1), ("-v2", 2)):
             if key.endswith(suffix):
                 if version is not None and version != v:
                     raise ConfigError(f"preset {name!r} conflicts with version={version}")
                 key, version = key[: -len(suffix)], v
         if key not in _PRESET_SHAPES:
-            raise ConfigError(f"unknown preset {name!r}; expected one of "
-                              f"{sorted(_PRESET_SHAPES)} (optionally with -v1/-v2)")
+            raise ConfigError(
+                f"unknown preset {name!r}; expected one of "
+                f"{sorted(_PRESET_SHAPES)} (optionally with -v1/-v2)"
+            )
         version = 2 if version is None else version
         if version not in (1, 2):
             raise ConfigError(f"version={version!r} must be 1 or 2")
         layers, hidden, heads, intermediate, v1_dropout = _PRESET_SHAPES[key]
         dropout = v1_dropout if version == 1 else 0.0
-        fields = dict(vocab_size=30000, embedding_size=128, hidden_size=hidden,
-                      num_hidden_layers=layers, num_attention_heads=heads,
-                      intermediate_size=intermediate, hidden_dropout_prob=dropout,
-                      attention_probs_dropout_prob=dropout, extra=dict(_OFFICIAL_UNUSED))
+        fields = dict(
+            vocab_size=30000,
+            embedding_size=128,
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            intermediate_size=intermediate,
+            hidden_dropout_prob=dropout,
+            attention_probs_dropout_prob=dropout,
+            extra=dict(_OFFICIAL_UNUSED),
+        )
         fields.update(overrides)
         return cls(**fields)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str = "config") -> "AlbertConfig":
+    def from_dict(cls, data: Mapping[str, Any], source: str = "config") -> AlbertConfig:
         """Builds a config from an official/brightmart/our JSON object.
 
         A missing `embedding_size` (a BERT config) means E = H: factorization off.
@@ -190,8 +220,10 @@ class AlbertConfig:
             raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}")
         missing = [k for k in _REQUIRED if k not in data]
         if missing:
-            raise ConfigError(f"{source}: missing required key(s) {missing} "
-                              f"(an albert_config.json has {list(_REQUIRED)})")
+            raise ConfigError(
+                f"{source}: missing required key(s) {missing} "
+                f"(an albert_config.json has {list(_REQUIRED)})"
+            )
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         known = {k: v for k, v in data.items() if k in names}
         extra = {k: v for k, v in data.items() if k not in names}
@@ -202,7 +234,7 @@ class AlbertConfig:
             raise ConfigError(f"{source}: {e}") from None
 
     @classmethod
-    def from_json_string(cls, text: str, source: str = "config") -> "AlbertConfig":
+    def from_json_string(cls, text: str, source: str = "config") -> AlbertConfig:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -210,20 +242,19 @@ class AlbertConfig:
         return cls.from_dict(data, source=source)
 
     @classmethod
-    def from_json_file(cls, path: str | os.PathLike) -> "AlbertConfig":
+    def from_json_file(cls, path: str | os.PathLike) -> AlbertConfig:
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"config file not found: {path}")
         with open(path, encoding="utf-8") as f:
             return cls.from_json_string(f.read(), source=path)
 
-    def replace(self, **changes) -> "AlbertConfig":
+    def replace(self, **changes) -> AlbertConfig:
         return dataclasses.replace(self, **changes)
 
     # ------------------------------------------------------------------ output
     def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name != "extra"}
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         out.update(self.extra)
         return out
 
@@ -233,4 +264,5 @@ class AlbertConfig:
     def to_json_file(self, path: str | os.PathLike) -> None:
         """Writes atomically (temporary name, then rename)."""
         from data_pipeline.atomic import write_text
+
         write_text(os.fspath(path), self.to_json_string())

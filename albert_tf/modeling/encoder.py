@@ -13,8 +13,13 @@ import keras
 import tensorflow as tf
 
 from albert_tf.modeling.config import AlbertConfig
-from albert_tf.modeling.layers import (AlbertEmbeddings, AttentionSublayer, FeedForwardSublayer,
-                              TransformerBlock, dense)
+from albert_tf.modeling.layers import (
+    AlbertEmbeddings,
+    AttentionSublayer,
+    FeedForwardSublayer,
+    TransformerBlock,
+    dense,
+)
 
 
 class BlockSlot(NamedTuple):
@@ -23,6 +28,7 @@ class BlockSlot(NamedTuple):
     `attention` and `ffn` are keys ("group", g, k) for a parameter set shared by the
     layers of group g, or ("layer", i, k) for one owned by layer i alone.
     """
+
     layer: int
     inner: int
     attention: tuple
@@ -38,8 +44,9 @@ def sharing_plan(config: AlbertConfig) -> list[BlockSlot]:
         g = config.group_of_layer(i)
         for k in range(config.inner_group_num):
             shared, own = ("group", g, k), ("layer", i, k)
-            plan.append(BlockSlot(i, k, shared if share_attention else own,
-                                  shared if share_ffn else own))
+            plan.append(
+                BlockSlot(i, k, shared if share_attention else own, shared if share_ffn else own)
+            )
     return plan
 
 
@@ -54,8 +61,11 @@ def unpack_inputs(inputs):
     if isinstance(inputs, dict):
         if "input_ids" not in inputs:
             raise ValueError(f"encoder inputs need 'input_ids'; got keys {sorted(inputs)}")
-        ids, mask, segments = (inputs["input_ids"], inputs.get("input_mask"),
-                               inputs.get("segment_ids"))
+        ids, mask, segments = (
+            inputs["input_ids"],
+            inputs.get("input_mask"),
+            inputs.get("segment_ids"),
+        )
     elif isinstance(inputs, (list, tuple)):
         ids, mask, segments = (list(inputs) + [None, None])[:3]
     else:
@@ -104,7 +114,9 @@ class AlbertEncoder(keras.Model):
         # The official code projects only when E != H (modeling.transformer_model).
         self.embedding_hidden_mapping_in = (
             dense(config, config.hidden_size, "embedding_hidden_mapping_in")
-            if config.embedding_size != config.hidden_size else None)
+            if config.embedding_size != config.hidden_size
+            else None
+        )
 
         self.plan = sharing_plan(config)
         attention, ffn, blocks = {}, {}, {}
@@ -115,10 +127,12 @@ class AlbertEncoder(keras.Model):
                 ffn[slot.ffn] = FeedForwardSublayer(config, name="ffn")
             pair = (slot.attention, slot.ffn)
             if pair not in blocks:
-                name = _key_name(slot.attention if slot.attention == slot.ffn
-                                 else ("layer", slot.layer, slot.inner))
-                blocks[pair] = TransformerBlock(attention[slot.attention], ffn[slot.ffn],
-                                                name=name)
+                name = _key_name(
+                    slot.attention
+                    if slot.attention == slot.ffn
+                    else ("layer", slot.layer, slot.inner)
+                )
+                blocks[pair] = TransformerBlock(attention[slot.attention], ffn[slot.ffn], name=name)
                 # A named attribute (not a list entry) so that tf.train.Checkpoint tracks it.
                 setattr(self, name, blocks[pair])
         # The same object appears at every position that shares it.
@@ -138,19 +152,22 @@ class AlbertEncoder(keras.Model):
     def call(self, inputs, training=False, output_hidden_states=False, output_positions=None):
         input_ids, input_mask, segment_ids = unpack_inputs(inputs)
         x = self.embeddings(input_ids, segment_ids, training=training)  # [B, S, E], normalized
-        x = self._project_to_hidden(x)                                  # [B*S, H]
-        run = _BlockRunner(self, input_ids, input_mask, training)       # shared weights once
-        if output_positions is not None:   # pretraining: the losses read only a few positions
-            return self._last_block_at_positions(run, x, input_ids, output_positions,
-                                                 output_hidden_states)
+        x = self._project_to_hidden(x)  # [B*S, H]
+        run = _BlockRunner(self, input_ids, input_mask, training)  # shared weights once
+        if output_positions is not None:  # pretraining: the losses read only a few positions
+            return self._last_block_at_positions(
+                run, x, input_ids, output_positions, output_hidden_states
+            )
         hidden_states = [x]
-        for block in self.blocks:          # L × inner_group_num, shared objects reused
+        for block in self.blocks:  # L × inner_group_num, shared objects reused
             x = run(block, x)
             if output_hidden_states:
                 hidden_states.append(x)
-        sequence_output = run.unflatten(x)                              # [B, S, H]
-        outputs = {"sequence_output": sequence_output,
-                   "pooled_output": self._pool(sequence_output[:, 0])}  # [B, H]
+        sequence_output = run.unflatten(x)  # [B, S, H]
+        outputs = {
+            "sequence_output": sequence_output,
+            "pooled_output": self._pool(sequence_output[:, 0]),
+        }  # [B, H]
         if output_hidden_states:
             outputs["embedding_output"] = run.unflatten(hidden_states[0])
             outputs["encoder_outputs"] = [run.unflatten(h) for h in hidden_states[1:]]
@@ -168,8 +185,7 @@ class AlbertEncoder(keras.Model):
         """tanh(dense(h_[CLS])): [batch, H] → float32 [batch, H]."""
         return tf.cast(self.pooler(first_token), tf.float32)
 
-    def _last_block_at_positions(self, run, x, input_ids, output_positions,
-                                 output_hidden_states):
+    def _last_block_at_positions(self, run, x, input_ids, output_positions, output_hidden_states):
         """The blocks with the last one computed only at [CLS] (for the pooler) and at
         `output_positions` int [batch, P]; `x` is the blocks' input [batch*seq, H].
 
@@ -179,13 +195,17 @@ class AlbertEncoder(keras.Model):
         `pooled_output` [batch, H].
         """
         if output_hidden_states:
-            raise ValueError("output_positions and output_hidden_states exclude each other "
-                             "(with output_positions the last block skips other positions)")
+            raise ValueError(
+                "output_positions and output_hidden_states exclude each other "
+                "(with output_positions the last block skips other positions)"
+            )
         # [CLS] and the requested positions, as rows of the [batch*seq, H] hidden matrix.
-        positions = tf.concat([tf.zeros_like(input_ids[:, :1]),
-                               tf.cast(output_positions, tf.int32)], axis=1)   # [B, 1+P]
-        query_rows = tf.reshape(positions + run.seq_length * tf.range(run.batch_size)[:, None],
-                                [-1])
+        positions = tf.concat(
+            [tf.zeros_like(input_ids[:, :1]), tf.cast(output_positions, tf.int32)], axis=1
+        )  # [B, 1+P]
+        query_rows = tf.reshape(
+            positions + run.seq_length * tf.range(run.batch_size)[:, None], [-1]
+        )
         *body, last = self.blocks
         for block in body:
             x = run(block, x)
@@ -207,16 +227,21 @@ class _BlockRunner:
         self.hidden_size = encoder.config.hidden_size
         self.training = training
         # float32 [B, 1, 1, S]: 0 for real tokens, -10000 for padding (official).
-        self.attention_bias = (
-            (1.0 - tf.cast(input_mask, tf.float32))[:, None, None, :] * -10000.0)
+        self.attention_bias = (1.0 - tf.cast(input_mask, tf.float32))[:, None, None, :] * -10000.0
         sublayers = dict.fromkeys(s for b in encoder.blocks for s in (b.attention, b.ffn))
         self.weights = {s: s.compute_weights(s.compute_dtype) for s in sublayers}
 
     def __call__(self, block, x, query_rows=None):
         """block(x): [batch*seq, H] → [batch*seq, H], or [batch*Q, H] at `query_rows`."""
-        return block(x, self.attention_bias, self.batch_size, self.seq_length,
-                     training=self.training, query_rows=query_rows,
-                     weights=(self.weights[block.attention], self.weights[block.ffn]))
+        return block(
+            x,
+            self.attention_bias,
+            self.batch_size,
+            self.seq_length,
+            training=self.training,
+            query_rows=query_rows,
+            weights=(self.weights[block.attention], self.weights[block.ffn]),
+        )
 
     def unflatten(self, t, length=None):
         """[batch*length, H] (length: seq unless given) → float32 [batch, length, H]."""

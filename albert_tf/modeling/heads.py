@@ -40,16 +40,18 @@ class MaskedLMHead(keras.layers.Layer):
     def __init__(self, config: AlbertConfig, **kwargs):
         super().__init__(**kwargs)
         self.config = config
-        self.dense = dense(config, config.embedding_size, "dense",
-                           activation=get_activation(config.hidden_act))
+        self.dense = dense(
+            config, config.embedding_size, "dense", activation=get_activation(config.hidden_act)
+        )
         self.layer_norm = layer_norm(config)
 
     def build(self, input_shape=None):
         c = self.config
         self.dense.build((None, c.hidden_size))
         self.layer_norm.build((None, c.embedding_size))
-        self.output_bias = self.add_weight(name="output_bias", shape=(c.vocab_size,),
-                                           initializer="zeros")
+        self.output_bias = self.add_weight(
+            name="output_bias", shape=(c.vocab_size,), initializer="zeros"
+        )
 
     def call(self, sequence_output, positions, embedding_table):
         if positions is not None:

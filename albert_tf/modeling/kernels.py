@@ -57,8 +57,9 @@ def _xla_kernels() -> bool:
 def _recording() -> bool:
     try:
         from tensorflow.python.eager import record
+
         return record.could_possibly_record()
-    except (ImportError, AttributeError):   # private API: assume training if it moves
+    except (ImportError, AttributeError):  # private API: assume training if it moves
         return True
 
 
@@ -78,7 +79,8 @@ def _gelu_backward(x, dy):
     x2 = xf * xf
     t = tf.tanh(xf * (_GELU_C + (_GELU_C * _GELU_A) * x2))
     derivative = 0.5 * (1.0 + t) + xf * (1.0 - t * t) * (
-        0.5 * _GELU_C + (1.5 * _GELU_C * _GELU_A) * x2)
+        0.5 * _GELU_C + (1.5 * _GELU_C * _GELU_A) * x2
+    )
     return tf.cast(_wide(dy) * derivative, x.dtype)
 
 
@@ -101,8 +103,9 @@ def gelu_tanh(x):
     t = tf.tanh(_GELU_C * (x + _GELU_A * x * x * x))
 
     def grad(dy):
-        return dy * (0.5 * (1.0 + t) + (0.5 * _GELU_C) * x * (1.0 - t * t)
-                     * (1.0 + 3.0 * _GELU_A * x * x))
+        return dy * (
+            0.5 * (1.0 + t) + (0.5 * _GELU_C) * x * (1.0 - t * t) * (1.0 + 3.0 * _GELU_A * x * x)
+        )
 
     return 0.5 * x * (1.0 + t), grad
 
@@ -120,19 +123,27 @@ def _layer_norm_backward(epsilon, gamma, dy, x, residual=None):
     rstd = tf.math.rsqrt(variance + epsilon)
     normalized = (total - mean) * rstd
     dn = dy * gamma
-    dx = rstd * (dn - tf.reduce_mean(dn, -1, keepdims=True)
-                 - normalized * tf.reduce_mean(dn * normalized, -1, keepdims=True))
+    dx = rstd * (
+        dn
+        - tf.reduce_mean(dn, -1, keepdims=True)
+        - normalized * tf.reduce_mean(dn * normalized, -1, keepdims=True)
+    )
 
     def over_rows(t):
         return tf.reduce_sum(tf.reshape(t, [-1, tf.shape(t)[-1]]), 0)
-    return (tf.cast(dx, x.dtype), None if residual is None else tf.cast(dx, residual.dtype),
-            over_rows(dy * normalized), over_rows(dy))
+
+    return (
+        tf.cast(dx, x.dtype),
+        None if residual is None else tf.cast(dx, residual.dtype),
+        over_rows(dy * normalized),
+        over_rows(dy),
+    )
 
 
-_layer_norm_forward_xla = tf.function(_layer_norm_forward, jit_compile=True,
-                                      reduce_retracing=True)
-_layer_norm_backward_xla = tf.function(_layer_norm_backward, jit_compile=True,
-                                       reduce_retracing=True)
+_layer_norm_forward_xla = tf.function(_layer_norm_forward, jit_compile=True, reduce_retracing=True)
+_layer_norm_backward_xla = tf.function(
+    _layer_norm_backward, jit_compile=True, reduce_retracing=True
+)
 
 
 def layer_norm_residual(x, residual, gamma, beta, epsilon: float):
@@ -148,8 +159,11 @@ def layer_norm_residual(x, residual, gamma, beta, epsilon: float):
     dtype = tf.float64 if x.dtype == tf.float64 else tf.float32
     gamma, beta = tf.cast(gamma, dtype), tf.cast(beta, dtype)
     if not _xla_kernels():
-        total = tf.cast(x, dtype) if residual is None else (
-            tf.cast(x, dtype) + tf.cast(residual, dtype))
+        total = (
+            tf.cast(x, dtype)
+            if residual is None
+            else (tf.cast(x, dtype) + tf.cast(residual, dtype))
+        )
         # Five full-size intermediates (tf.nn.moments + batch_normalization make six, and
         # are slower; docs/performance.md).
         centered = total - tf.reduce_mean(total, axis=-1, keepdims=True)
@@ -157,19 +171,24 @@ def layer_norm_residual(x, residual, gamma, beta, epsilon: float):
         return centered * (tf.math.rsqrt(variance + epsilon) * gamma) + beta
     forward, backward = _layer_norm_forward_xla, _layer_norm_backward_xla
     if residual is None:
+
         @tf.custom_gradient
         def alone(x, gamma, beta):
             def grad(dy):
                 dx, _, dgamma, dbeta = backward(epsilon, gamma, dy, x)
                 return dx, dgamma, dbeta
+
             return forward(epsilon, gamma, beta, x), grad
+
         return alone(x, gamma, beta)
 
     @tf.custom_gradient
     def summed(x, residual, gamma, beta):
         def grad(dy):
             return backward(epsilon, gamma, dy, x, residual)
+
         return forward(epsilon, gamma, beta, x, residual), grad
+
     return summed(x, residual, gamma, beta)
 
 
@@ -185,8 +204,7 @@ def _softmax_backward(logits, bias, dprobs):
 
 
 _softmax_forward_xla = tf.function(_softmax_forward, jit_compile=True, reduce_retracing=True)
-_softmax_backward_xla = tf.function(_softmax_backward, jit_compile=True,
-                                    reduce_retracing=True)
+_softmax_backward_xla = tf.function(_softmax_backward, jit_compile=True, reduce_retracing=True)
 
 
 def attention_softmax(logits, bias):
@@ -203,5 +221,7 @@ def attention_softmax(logits, bias):
     @tf.custom_gradient
     def fused(logits):
         return _softmax_forward_xla(logits, bias), lambda dp: _softmax_backward_xla(
-            logits, bias, dp)
+            logits, bias, dp
+        )
+
     return fused(logits)

@@ -39,8 +39,9 @@ def initializer(config: AlbertConfig):
 
 
 def dense(config: AlbertConfig, units: int, name: str, activation=None) -> keras.layers.Dense:
-    return keras.layers.Dense(units, activation=activation, name=name,
-                              kernel_initializer=initializer(config))
+    return keras.layers.Dense(
+        units, activation=activation, name=name, kernel_initializer=initializer(config)
+    )
 
 
 class LayerNorm(keras.layers.LayerNormalization):
@@ -53,7 +54,7 @@ class LayerNorm(keras.layers.LayerNormalization):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self._convert_input_args = False   # a bf16 x is widened inside the kernel
+        self._convert_input_args = False  # a bf16 x is widened inside the kernel
 
     def call(self, inputs, residual=None):
         out = layer_norm_residual(inputs, residual, self.gamma, self.beta, self.epsilon)
@@ -146,14 +147,20 @@ class AlbertEmbeddings(keras.layers.Layer):
     def build(self, input_shape=None):
         c = self.config
         self.word_embeddings = self.add_weight(
-            name="word_embeddings", shape=(c.vocab_size, c.embedding_size),
-            initializer=initializer(c))
+            name="word_embeddings",
+            shape=(c.vocab_size, c.embedding_size),
+            initializer=initializer(c),
+        )
         self.position_embeddings = self.add_weight(
-            name="position_embeddings", shape=(c.max_position_embeddings, c.embedding_size),
-            initializer=initializer(c))
+            name="position_embeddings",
+            shape=(c.max_position_embeddings, c.embedding_size),
+            initializer=initializer(c),
+        )
         self.token_type_embeddings = self.add_weight(
-            name="token_type_embeddings", shape=(c.type_vocab_size, c.embedding_size),
-            initializer=initializer(c))
+            name="token_type_embeddings",
+            shape=(c.type_vocab_size, c.embedding_size),
+            initializer=initializer(c),
+        )
         self.layer_norm.build((None, c.embedding_size))
 
     def call(self, input_ids, segment_ids, training=False):
@@ -161,7 +168,8 @@ class AlbertEmbeddings(keras.layers.Layer):
         if seq_length is not None and seq_length > self.config.max_position_embeddings:
             raise ValueError(
                 f"sequence length {seq_length} exceeds max_position_embeddings="
-                f"{self.config.max_position_embeddings}")
+                f"{self.config.max_position_embeddings}"
+            )
         x = tf.gather(self.word_embeddings, input_ids)
         x += tf.gather(self.token_type_embeddings, segment_ids)
         x += self.position_embeddings[: tf.shape(input_ids)[1]][tf.newaxis]
@@ -220,9 +228,12 @@ class AttentionSublayer(keras.layers.Layer):
         """
         scale = 1.0 / math.sqrt(self.config.attention_head_size)
         (wq, bq), (wk, bk), (wv, bv), out = variables_of(
-            self.query, self.key, self.value, self.output_dense)
-        fused = (tf.concat([tf.convert_to_tensor(wq) * scale, wk, wv], axis=1),
-                 tf.concat([tf.convert_to_tensor(bq) * scale, bk, bv], axis=0))
+            self.query, self.key, self.value, self.output_dense
+        )
+        fused = (
+            tf.concat([tf.convert_to_tensor(wq) * scale, wk, wv], axis=1),
+            tf.concat([tf.convert_to_tensor(bq) * scale, bk, bv], axis=0),
+        )
         return compute_weights((fused, out), dtype)
 
     def _split_heads(self, x, batch_size, length):
@@ -230,34 +241,46 @@ class AttentionSublayer(keras.layers.Layer):
         x = tf.reshape(x, [batch_size, length, c.num_attention_heads, c.attention_head_size])
         return tf.transpose(x, [0, 2, 1, 3])  # [B, N, length, D]
 
-    def call(self, x, attention_bias, batch_size, seq_length, weights=None, training=False,
-             return_probs=False, query_rows=None):
+    def call(
+        self,
+        x,
+        attention_bias,
+        batch_size,
+        seq_length,
+        weights=None,
+        training=False,
+        return_probs=False,
+        query_rows=None,
+    ):
         c = self.config
         h = c.hidden_size
         w_qkv, w_out = weights or self.compute_weights(self.compute_dtype)
         kernel, bias = _tensor(w_qkv[0]), _tensor(w_qkv[1])
         if query_rows is None:
             queries, query_length = x, seq_length
-            qkv = _dense(x, kernel, bias)                                  # [B*S, 3H]
-            qkv = tf.reshape(qkv, [batch_size, seq_length, 3, c.num_attention_heads,
-                                   c.attention_head_size])
-            q, k, v = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))      # [B, N, S, D] each
+            qkv = _dense(x, kernel, bias)  # [B*S, 3H]
+            qkv = tf.reshape(
+                qkv, [batch_size, seq_length, 3, c.num_attention_heads, c.attention_head_size]
+            )
+            q, k, v = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # [B, N, S, D] each
         else:
-            queries = tf.gather(x, query_rows)                             # [B*Q, H]
+            queries = tf.gather(x, query_rows)  # [B*Q, H]
             query_length = tf.shape(query_rows)[0] // batch_size
-            q = self._split_heads(_dense(queries, kernel[:, :h], bias[:h]), batch_size,
-                                  query_length)
-            kv = _dense(x, kernel[:, h:], bias[h:])                        # [B*S, 2H]
-            kv = tf.reshape(kv, [batch_size, seq_length, 2, c.num_attention_heads,
-                                 c.attention_head_size])
+            q = self._split_heads(
+                _dense(queries, kernel[:, :h], bias[:h]), batch_size, query_length
+            )
+            kv = _dense(x, kernel[:, h:], bias[h:])  # [B*S, 2H]
+            kv = tf.reshape(
+                kv, [batch_size, seq_length, 2, c.num_attention_heads, c.attention_head_size]
+            )
             k, v = tf.unstack(tf.transpose(kv, [2, 0, 3, 1, 4]))
-        logits = tf.matmul(q, k, transpose_b=True)                         # [B, N, Q, S]
-        probs = attention_softmax(logits, attention_bias)   # float32 math, logits' dtype
+        logits = tf.matmul(q, k, transpose_b=True)  # [B, N, Q, S]
+        probs = attention_softmax(logits, attention_bias)  # float32 math, logits' dtype
         context = tf.matmul(self.probs_dropout(probs, training=training), v)
         context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])
         out = self.output_dropout(apply_dense(context, w_out), training=training)
         out = self.layer_norm(out, residual=queries)
-        if return_probs:   # the float32 probabilities (probs may be stored in bf16)
+        if return_probs:  # the float32 probabilities (probs may be stored in bf16)
             return out, tf.nn.softmax(tf.cast(logits, tf.float32) + attention_bias, axis=-1)
         return out
 
@@ -319,13 +342,27 @@ class TransformerBlock(keras.layers.Layer):
             if not sub.built:
                 sub.build(input_shape)
 
-    def call(self, x, attention_bias, batch_size, seq_length, weights=None, training=False,
-             query_rows=None):
+    def call(
+        self,
+        x,
+        attention_bias,
+        batch_size,
+        seq_length,
+        weights=None,
+        training=False,
+        query_rows=None,
+    ):
         """`weights`: optional (attention weights, ffn weights) from the sub-layers'
         `compute_weights`, prepared once per forward pass by the encoder. `query_rows`:
         compute the block's output only at these rows of x (see `AttentionSublayer`)."""
         attention_weights, ffn_weights = weights or (None, None)
-        x = self.attention(x, attention_bias, batch_size, seq_length,
-                           weights=attention_weights, training=training,
-                           query_rows=query_rows)
+        x = self.attention(
+            x,
+            attention_bias,
+            batch_size,
+            seq_length,
+            weights=attention_weights,
+            training=training,
+            query_rows=query_rows,
+        )
         return self.ffn(x, weights=ffn_weights, training=training)

@@ -21,6 +21,7 @@ def pooled_output_only(encoder: AlbertEncoder, inputs, training):
     for ALBERT-base at 128 tokens (keys and values of the last block are still computed
     for every token; its queries, FFN and LayerNorms only for [CLS])."""
     import tensorflow as tf
+
     ids = inputs["input_ids"] if isinstance(inputs, dict) else inputs
     none = tf.zeros_like(tf.cast(ids, tf.int32)[:, :0])
     return encoder(inputs, training=training, output_positions=none)["pooled_output"]
@@ -65,21 +66,27 @@ class AlbertPretrainer(keras.Model):
         self.mlm_head.build()
         self.sop_head.build()
 
-    def call(self, inputs, training=False, output_hidden_states=False,
-             last_block_at_masked_only=False):
+    def call(
+        self, inputs, training=False, output_hidden_states=False, last_block_at_masked_only=False
+    ):
         positions = inputs.get("masked_lm_positions") if isinstance(inputs, dict) else None
         # The MLM output matrix is the word-embedding table itself (tied weights).
         table = self.encoder.embeddings.word_embeddings
         if last_block_at_masked_only:
             if positions is None or output_hidden_states:
-                raise ValueError("last_block_at_masked_only needs masked_lm_positions and no "
-                                 "output_hidden_states")
+                raise ValueError(
+                    "last_block_at_masked_only needs masked_lm_positions and no "
+                    "output_hidden_states"
+                )
             encoded = self.encoder(inputs, training=training, output_positions=positions)
-            return {"pooled_output": encoded["pooled_output"],
-                    "mlm_logits": self.mlm_head(encoded["positions_output"], None, table),
-                    "sop_logits": self.sop_head(encoded["pooled_output"])}
-        outputs = dict(self.encoder(inputs, training=training,
-                                    output_hidden_states=output_hidden_states))
+            return {
+                "pooled_output": encoded["pooled_output"],
+                "mlm_logits": self.mlm_head(encoded["positions_output"], None, table),
+                "sop_logits": self.sop_head(encoded["pooled_output"]),
+            }
+        outputs = dict(
+            self.encoder(inputs, training=training, output_hidden_states=output_hidden_states)
+        )
         if positions is not None:
             outputs["mlm_logits"] = self.mlm_head(outputs["sequence_output"], positions, table)
         outputs["sop_logits"] = self.sop_head(outputs["pooled_output"])
@@ -98,15 +105,22 @@ class AlbertClassifier(keras.Model):
     "pooled_output": [batch, H]}.
     """
 
-    def __init__(self, config: AlbertConfig, num_labels: int, dropout: float = 0.1,
-                 encoder: AlbertEncoder | None = None, **kwargs):
+    def __init__(
+        self,
+        config: AlbertConfig,
+        num_labels: int,
+        dropout: float = 0.1,
+        encoder: AlbertEncoder | None = None,
+        **kwargs,
+    ):
         kwargs.setdefault("name", "albert_classifier")
         super().__init__(**kwargs)
         self.config = config
         self.num_labels = num_labels
         self.encoder = encoder if encoder is not None else AlbertEncoder(config)
-        self.classifier_head = ClassificationHead(config, num_labels, dropout,
-                                                  name="classifier_head")
+        self.classifier_head = ClassificationHead(
+            config, num_labels, dropout, name="classifier_head"
+        )
 
     def build(self, input_shape=None):
         if not self.encoder.built:
@@ -115,8 +129,7 @@ class AlbertClassifier(keras.Model):
 
     def call(self, inputs, training=False):
         pooled = pooled_output_only(self.encoder, inputs, training)
-        return {"logits": self.classifier_head(pooled, training=training),
-                "pooled_output": pooled}
+        return {"logits": self.classifier_head(pooled, training=training), "pooled_output": pooled}
 
 
 class AlbertMultipleChoice(keras.Model):
@@ -129,8 +142,13 @@ class AlbertMultipleChoice(keras.Model):
     all-zero input_mask and gets logit -1e9, so the softmax ignores it.
     """
 
-    def __init__(self, config: AlbertConfig, dropout: float = 0.1,
-                 encoder: AlbertEncoder | None = None, **kwargs):
+    def __init__(
+        self,
+        config: AlbertConfig,
+        dropout: float = 0.1,
+        encoder: AlbertEncoder | None = None,
+        **kwargs,
+    ):
         kwargs.setdefault("name", "albert_multiple_choice")
         super().__init__(**kwargs)
         self.config = config
@@ -144,11 +162,14 @@ class AlbertMultipleChoice(keras.Model):
 
     def call(self, inputs, training=False):
         import tensorflow as tf
+
         ids = inputs["input_ids"]
-        shape = tf.shape(ids)                                   # [B, C, S]
-        flat = {k: tf.reshape(inputs[k], [-1, shape[2]])
-                for k in ("input_ids", "input_mask", "segment_ids")}
-        pooled = pooled_output_only(self.encoder, flat, training)                # [B*C, H]
+        shape = tf.shape(ids)  # [B, C, S]
+        flat = {
+            k: tf.reshape(inputs[k], [-1, shape[2]])
+            for k in ("input_ids", "input_mask", "segment_ids")
+        }
+        pooled = pooled_output_only(self.encoder, flat, training)  # [B*C, H]
         scores = tf.reshape(self.choice_head(pooled, training=training), shape[:2])
         present = tf.reduce_any(tf.cast(inputs["input_mask"], tf.bool), axis=-1)  # [B, C]
         return {"logits": tf.where(present, scores, tf.fill(tf.shape(scores), -1e9))}
@@ -173,8 +194,11 @@ class AlbertQuestionAnswering(keras.Model):
         self.config = config
         self.encoder = encoder if encoder is not None else AlbertEncoder(config)
         self.span_head = keras.layers.Dense(
-            2, kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=config.initializer_range), dtype="float32", name="span_head")
+            2,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            dtype="float32",
+            name="span_head",
+        )
 
     def build(self, input_shape=None):
         if not self.encoder.built:
@@ -183,7 +207,8 @@ class AlbertQuestionAnswering(keras.Model):
 
     def call(self, inputs, training=False):
         import tensorflow as tf
+
         sequence = self.encoder(inputs, training=training)["sequence_output"]
-        logits = self.span_head(tf.cast(sequence, tf.float32))            # [B, S, 2]
+        logits = self.span_head(tf.cast(sequence, tf.float32))  # [B, S, 2]
         pad = (1.0 - tf.cast(inputs["input_mask"], tf.float32)) * -1e4
         return {"start_logits": logits[..., 0] + pad, "end_logits": logits[..., 1] + pad}

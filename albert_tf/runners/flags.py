@@ -12,62 +12,95 @@ from absl import flags
 FLAGS = flags.FLAGS
 
 
-def define_trainer_flags(learning_rate: float, optimizer: str, num_train_steps: int,
-                         num_warmup_steps: int, steps_per_loop: int = 100,
-                         save_checkpoints_steps: int = 1000) -> None:
+def define_trainer_flags(
+    learning_rate: float,
+    optimizer: str,
+    num_train_steps: int,
+    num_warmup_steps: int,
+    steps_per_loop: int = 100,
+    save_checkpoints_steps: int = 1000,
+) -> None:
     f = flags
     f.DEFINE_string("output_dir", None, "Checkpoints, TensorBoard events, run_config.json.")
     f.DEFINE_string("albert_config_file", None, "An albert_config.json (official keys).")
-    f.DEFINE_string("preset", None, "Instead of --albert_config_file: base, large, xlarge, "
-                    "xxlarge (v2: dropout 0), or base-v1 ... (dropout 0.1).")
-    f.DEFINE_string("init_checkpoint", None,
-                    "Start from these weights (ours, albert_tf.checkpoints.convert, "
-                    "official TF1/TF-Hub).")
+    f.DEFINE_string(
+        "preset",
+        None,
+        "Instead of --albert_config_file: base, large, xlarge, "
+        "xxlarge (v2: dropout 0), or base-v1 ... (dropout 0.1).",
+    )
+    f.DEFINE_string(
+        "init_checkpoint",
+        None,
+        "Start from these weights (ours, albert_tf.checkpoints.convert, official TF1/TF-Hub).",
+    )
     f.DEFINE_float("learning_rate", learning_rate, "Peak learning rate.")
     f.DEFINE_integer("num_train_steps", num_train_steps, "Optimizer steps.")
     f.DEFINE_integer("num_warmup_steps", num_warmup_steps, "Linear warmup steps.")
-    f.DEFINE_enum("optimizer", optimizer, ["lamb", "adamw", "lamb_keras", "adamw_keras"],
-                  "lamb / adamw: the official updates (no Adam bias correction; no decay "
-                  "and no trust ratio on LayerNorm and biases); *_keras: with Keras' bias "
-                  "correction (albert_tf.training.optimization).")
+    f.DEFINE_enum(
+        "optimizer",
+        optimizer,
+        ["lamb", "adamw", "lamb_keras", "adamw_keras"],
+        "lamb / adamw: the official updates (no Adam bias correction; no decay "
+        "and no trust ratio on LayerNorm and biases); *_keras: with Keras' bias "
+        "correction (albert_tf.training.optimization).",
+    )
     f.DEFINE_float("poly_power", 1.0, "Power of the polynomial learning-rate decay.")
     f.DEFINE_float("weight_decay_rate", 0.01, "Weight decay (not on LayerNorm and biases).")
     f.DEFINE_float("clip_norm", 1.0, "Global gradient-norm clip.")
-    f.DEFINE_integer("grad_accum_steps", 1,
-                     "Micro-batches per update (train_batch_size is the update's batch).")
-    f.DEFINE_integer("steps_per_loop", steps_per_loop,
-                     "Steps per tf.function call (the official iterations_per_loop).")
+    f.DEFINE_integer(
+        "grad_accum_steps", 1, "Micro-batches per update (train_batch_size is the update's batch)."
+    )
+    f.DEFINE_integer(
+        "steps_per_loop",
+        steps_per_loop,
+        "Steps per tf.function call (the official iterations_per_loop).",
+    )
     f.DEFINE_integer("save_checkpoints_steps", save_checkpoints_steps, "Checkpoint period.")
     f.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
     f.DEFINE_integer("eval_every", 0, "Evaluate every N steps (0: at the end only).")
     f.DEFINE_integer("max_eval_steps", 100, "Evaluation batches at most.")
-    f.DEFINE_enum("strategy", "default",
-                  ["default", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                  "tf.distribute strategy.")
+    f.DEFINE_enum(
+        "strategy",
+        "default",
+        ["default", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+        "tf.distribute strategy.",
+    )
     f.DEFINE_string("tpu", None, "TPU name or grpc:// address (--strategy tpu).")
     f.DEFINE_integer("num_gpus", 0, "GPUs to use (mirrored/one_device; 0: all / CPU).")
-    f.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"],
-                  "Compute dtype (mixed precision; float16 adds loss scaling).")
+    f.DEFINE_enum(
+        "dtype",
+        "float32",
+        ["float32", "bfloat16", "float16"],
+        "Compute dtype (mixed precision; float16 adds loss scaling).",
+    )
     f.DEFINE_bool("jit_compile", False, "XLA-compile the per-replica step.")
     f.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and input order.")
 
 
-def define_finetuning_flags(learning_rate: float, max_seq_length: int,
-                            num_train_epochs: float, export_help: str) -> None:
+def define_finetuning_flags(
+    learning_rate: float, max_seq_length: int, num_train_epochs: float, export_help: str
+) -> None:
     """The trainer's flags plus those every fine-tuning runner shares (official names)."""
-    define_trainer_flags(learning_rate=learning_rate, optimizer="adamw", num_train_steps=0,
-                         num_warmup_steps=0, steps_per_loop=100, save_checkpoints_steps=1000)
+    define_trainer_flags(
+        learning_rate=learning_rate,
+        optimizer="adamw",
+        num_train_steps=0,
+        num_warmup_steps=0,
+        steps_per_loop=100,
+        save_checkpoints_steps=1000,
+    )
     f = flags
     f.DEFINE_string("spm_model_file", None, "SentencePiece model of the pretrained model.")
     f.DEFINE_bool("do_lower_case", True, "Lowercase (uncased models).")
-    f.DEFINE_integer("max_seq_length", max_seq_length, "Tokens per sequence (truncated as "
-                     "the official code).")
+    f.DEFINE_integer(
+        "max_seq_length", max_seq_length, "Tokens per sequence (truncated as the official code)."
+    )
     f.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
     f.DEFINE_float("num_train_epochs", num_train_epochs, "Epochs when no step count is given.")
     f.DEFINE_integer("train_step", 0, "Training steps (official flag; overrides epochs).")
     f.DEFINE_float("warmup_proportion", 0.1, "Warmup as a fraction of training steps.")
-    f.DEFINE_integer("warmup_step", 0, "Warmup steps (official flag; overrides the "
-                     "proportion).")
+    f.DEFINE_integer("warmup_step", 0, "Warmup steps (official flag; overrides the proportion).")
     f.DEFINE_string("export_dir", None, export_help)
 
 
@@ -75,12 +108,19 @@ def define_classification_task_flags() -> None:
     """The flags of a classification task (`data_pipeline.classification.tasks.TaskSpec`):
     which task, and where and how its files are."""
     f = flags
-    f.DEFINE_string("task_name", None, "cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, "
-                    "chnsenticorp, afqmc; race, multiple_choice_jsonl; csv, tsv, jsonl.")
+    f.DEFINE_string(
+        "task_name",
+        None,
+        "cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, "
+        "chnsenticorp, afqmc; race, multiple_choice_jsonl; csv, tsv, jsonl.",
+    )
     f.DEFINE_string("data_dir", None, "The task's directory (its train/dev/test files).")
     # The user's own data and multiple choice.
-    f.DEFINE_string("train_file", None, "csv/tsv/jsonl/race tasks: the training file "
-                    "(default DATA_DIR/train.EXT).")
+    f.DEFINE_string(
+        "train_file",
+        None,
+        "csv/tsv/jsonl/race tasks: the training file (default DATA_DIR/train.EXT).",
+    )
     f.DEFINE_string("dev_file", None, "... the dev file (default DATA_DIR/dev.EXT).")
     f.DEFINE_string("test_file", None, "... the test file (default DATA_DIR/test.EXT).")
     f.DEFINE_string("text_a_column", "text_a", "csv/tsv/jsonl: first text column.")
@@ -93,16 +133,29 @@ def define_classification_task_flags() -> None:
 def classification_task_from_flags():
     """The TaskSpec of the flags of `define_classification_task_flags`."""
     from data_pipeline.classification.tasks import TaskSpec
-    return TaskSpec(FLAGS.task_name, FLAGS.data_dir, FLAGS.train_file, FLAGS.dev_file,
-                    FLAGS.test_file, FLAGS.text_a_column, FLAGS.text_b_column,
-                    FLAGS.label_column, FLAGS.regression, FLAGS.num_choices)
+
+    return TaskSpec(
+        FLAGS.task_name,
+        FLAGS.data_dir,
+        FLAGS.train_file,
+        FLAGS.dev_file,
+        FLAGS.test_file,
+        FLAGS.text_a_column,
+        FLAGS.text_b_column,
+        FLAGS.label_column,
+        FLAGS.regression,
+        FLAGS.num_choices,
+    )
 
 
 def finetuning_schedule(train_examples: int) -> tuple[int, int]:
     """(training steps, warmup steps) from --train_step / --num_train_steps, else epochs ×
     examples / batch; warmup from --warmup_step / --num_warmup_steps, else the proportion."""
-    steps = FLAGS.train_step or FLAGS.num_train_steps or max(
-        1, int(train_examples * FLAGS.num_train_epochs / FLAGS.train_batch_size))
+    steps = (
+        FLAGS.train_step
+        or FLAGS.num_train_steps
+        or max(1, int(train_examples * FLAGS.num_train_epochs / FLAGS.train_batch_size))
+    )
     warmup = FLAGS.warmup_step or FLAGS.num_warmup_steps or int(steps * FLAGS.warmup_proportion)
     return steps, warmup
 
@@ -114,34 +167,47 @@ def micro_batch_size(train_batch_size: int, grad_accum_steps: int, replicas: int
     tf.distribute."""
     micro = train_batch_size // grad_accum_steps
     if micro * grad_accum_steps != train_batch_size or micro % replicas:
-        raise ValueError(f"--train_batch_size={train_batch_size} must be divisible by "
-                         f"--grad_accum_steps={grad_accum_steps} × {replicas} replicas")
+        raise ValueError(
+            f"--train_batch_size={train_batch_size} must be divisible by "
+            f"--grad_accum_steps={grad_accum_steps} × {replicas} replicas"
+        )
     return micro
 
 
-def trainer_config_from_flags(output_dir: str | None = None, num_train_steps: int | None = None,
-                              num_warmup_steps: int | None = None):
+def trainer_config_from_flags(
+    output_dir: str | None = None,
+    num_train_steps: int | None = None,
+    num_warmup_steps: int | None = None,
+):
     """TrainerConfig from the flags; runners that derive the step counts (from epochs) pass
     them in."""
     from albert_tf.training import TrainerConfig
+
     return TrainerConfig(
         output_dir=output_dir or FLAGS.output_dir,
         num_train_steps=num_train_steps or FLAGS.num_train_steps,
         learning_rate=FLAGS.learning_rate,
-        num_warmup_steps=FLAGS.num_warmup_steps if num_warmup_steps is None
-        else num_warmup_steps,
-        poly_power=FLAGS.poly_power, optimizer=FLAGS.optimizer,
-        weight_decay_rate=FLAGS.weight_decay_rate, clip_norm=FLAGS.clip_norm,
-        grad_accum_steps=FLAGS.grad_accum_steps, steps_per_loop=FLAGS.steps_per_loop,
+        num_warmup_steps=FLAGS.num_warmup_steps if num_warmup_steps is None else num_warmup_steps,
+        poly_power=FLAGS.poly_power,
+        optimizer=FLAGS.optimizer,
+        weight_decay_rate=FLAGS.weight_decay_rate,
+        clip_norm=FLAGS.clip_norm,
+        grad_accum_steps=FLAGS.grad_accum_steps,
+        steps_per_loop=FLAGS.steps_per_loop,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        keep_checkpoint_max=FLAGS.keep_checkpoint_max, eval_every=FLAGS.eval_every,
-        max_eval_steps=FLAGS.max_eval_steps, jit_compile=FLAGS.jit_compile,
-        dtype=FLAGS.dtype, seed=FLAGS.seed)
+        keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+        eval_every=FLAGS.eval_every,
+        max_eval_steps=FLAGS.max_eval_steps,
+        jit_compile=FLAGS.jit_compile,
+        dtype=FLAGS.dtype,
+        seed=FLAGS.seed,
+    )
 
 
 def albert_config_from_flags():
     """--albert_config_file or --preset → AlbertConfig (exactly one must be given)."""
     from albert_tf.modeling.config import AlbertConfig
+
     if bool(FLAGS.albert_config_file) == bool(FLAGS.preset):
         raise ValueError("give exactly one of --albert_config_file and --preset")
     if FLAGS.albert_config_file:

@@ -31,30 +31,49 @@ class RunSetup:
     global batch of one micro-step (train batch / grad_accum_steps, checked to split over
     the replicas; one example per replica when the run does not train); output_dir: where
     this worker writes (the chief: the run's output_dir)."""
+
     strategy: object
     replicas: int
     micro_batch: int
     output_dir: str
 
 
-def setup_run(runner: str, trainer_config, *, strategy_name: str, tpu: str | None,
-              num_gpus: int, train_batch_size: int, training: bool,
-              run_config: dict) -> RunSetup:
+def setup_run(
+    runner: str,
+    trainer_config,
+    *,
+    strategy_name: str,
+    tpu: str | None,
+    num_gpus: int,
+    train_batch_size: int,
+    training: bool,
+    run_config: dict,
+) -> RunSetup:
     """Builds the strategy, checks the batch split (ValueError, one line, before anything is
     written), creates the worker's output directory and writes `run_config.json` there:
     {"runner", "trainer_config", "replicas", **run_config}."""
     from albert_tf.training import make_strategy, task_output_dir
+
     strategy = make_strategy(strategy_name, tpu, num_gpus)
     replicas = strategy.num_replicas_in_sync
     # Only training reads the train pipeline; otherwise the trainer just builds it (one
     # example per replica), and the train batch need not suit the replicas.
-    micro = (micro_batch_size(train_batch_size, trainer_config.grad_accum_steps, replicas)
-             if training else replicas)
+    micro = (
+        micro_batch_size(train_batch_size, trainer_config.grad_accum_steps, replicas)
+        if training
+        else replicas
+    )
     output_dir = task_output_dir(strategy, trainer_config.output_dir)
     os.makedirs(output_dir, exist_ok=True)
-    write_json(os.path.join(output_dir, RUN_CONFIG), {
-        "runner": runner, "trainer_config": dataclasses.asdict(trainer_config),
-        "replicas": replicas, **run_config})
+    write_json(
+        os.path.join(output_dir, RUN_CONFIG),
+        {
+            "runner": runner,
+            "trainer_config": dataclasses.asdict(trainer_config),
+            "replicas": replicas,
+            **run_config,
+        },
+    )
     return RunSetup(strategy, replicas, micro, output_dir)
 
 
@@ -63,6 +82,7 @@ def run_main(body: Callable[[], int | None]) -> int:
     error this project raises for bad input) becomes one `error: ...` line and exit code 1,
     a preemption exit code 143 (the conventional SIGTERM code)."""
     from albert_tf.training import Preempted
+
     try:
         return body() or 0
     except Preempted as e:

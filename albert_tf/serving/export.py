@@ -48,6 +48,7 @@ TASKS = ("classifier", "multiple_choice", "squad", "encoder")
 
 # --- in-graph text → ids ------------------------------------------------------------------
 
+
 def _asset_tokenizer(spm_model_file: str, do_lower_case: bool):
     """(GraphTokenizer, Asset of the SentencePiece model file, AlbertTokenizer).
 
@@ -56,15 +57,20 @@ def _asset_tokenizer(spm_model_file: str, do_lower_case: bool):
     sha256 in the `albert_spm_sha256` constant) for clients that tokenize outside the
     graph or audit what the model was trained with."""
     from data_pipeline.tokenization import AlbertTokenizer
+
     python_tokenizer = AlbertTokenizer(spm_model_file, do_lower_case)
-    return (python_tokenizer.graph_tokenizer(), tf.saved_model.Asset(spm_model_file),
-            python_tokenizer)
+    return (
+        python_tokenizer.graph_tokenizer(),
+        tf.saved_model.Asset(spm_model_file),
+        python_tokenizer,
+    )
 
 
 def valid_utf8(text):
     """Invalid UTF-8 bytes → U+FFFD, as Python's decode(errors="replace")."""
-    return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace",
-                                        replacement_char=0xFFFD)
+    return tf.strings.unicode_transcode(
+        text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+    )
 
 
 def truncated_lengths(la, lb, budget):
@@ -74,8 +80,7 @@ def truncated_lengths(la, lb, budget):
     fits = la + lb <= budget
     short = tf.minimum(la, lb)
     half = 2 * short <= budget
-    a = tf.where(fits, la, tf.where(half, tf.where(la > lb, budget - lb, la),
-                                    (budget + 1) // 2))
+    a = tf.where(fits, la, tf.where(half, tf.where(la > lb, budget - lb, la), (budget + 1) // 2))
     b = tf.where(fits, lb, tf.where(half, tf.where(la > lb, lb, budget - la), budget // 2))
     return a, b
 
@@ -96,31 +101,31 @@ def pack(ids_a, ids_b, max_seq_length: int, cls_id: int, sep_id: int):
     a_len, b_len = truncated_lengths(la, lb, max_seq_length - 2 - has_b)
     a, b = _take(ids_a, a_len), _take(ids_b, b_len)
     batch = tf.shape(la)[0]
-    one = tf.RaggedTensor.from_row_lengths(tf.fill([batch], cls_id), tf.ones([batch],
-                                                                              tf.int64))
-    sep = tf.RaggedTensor.from_row_lengths(tf.fill([batch], sep_id), tf.ones([batch],
-                                                                              tf.int64))
-    sep_b = tf.RaggedTensor.from_row_lengths(tf.fill([tf.reduce_sum(has_b)], sep_id),
-                                             tf.cast(has_b, tf.int64))
+    one = tf.RaggedTensor.from_row_lengths(tf.fill([batch], cls_id), tf.ones([batch], tf.int64))
+    sep = tf.RaggedTensor.from_row_lengths(tf.fill([batch], sep_id), tf.ones([batch], tf.int64))
+    sep_b = tf.RaggedTensor.from_row_lengths(
+        tf.fill([tf.reduce_sum(has_b)], sep_id), tf.cast(has_b, tf.int64)
+    )
     ids = tf.concat([one, a, sep, b, sep_b], axis=1)
     first = a_len + 2
     total = first + b_len + has_b
     positions = tf.range(max_seq_length)[None, :]
     input_ids = ids.to_tensor(0, shape=[None, max_seq_length])
     input_mask = tf.cast(positions < total[:, None], tf.int32)
-    segment_ids = tf.cast((positions >= first[:, None]) & (positions < total[:, None]),
-                          tf.int32)
+    segment_ids = tf.cast((positions >= first[:, None]) & (positions < total[:, None]), tf.int32)
     return input_ids, input_mask, segment_ids
 
 
 # --- the exported modules -----------------------------------------------------------------
 
+
 class _Serving(tf.Module):
     def __init__(self, model, spm_model_file, do_lower_case, max_seq_length):
         super().__init__()
         self.model = model
-        self.tokenizer, self.spm_asset, python_tokenizer = _asset_tokenizer(spm_model_file,
-                                                                            do_lower_case)
+        self.tokenizer, self.spm_asset, python_tokenizer = _asset_tokenizer(
+            spm_model_file, do_lower_case
+        )
         self.sentencepiece = self.tokenizer.sp  # tracked: its resource is saved
         self.cls_id, self.sep_id = python_tokenizer.cls_id, python_tokenizer.sep_id
         self.spm_sha256 = tf.constant(python_tokenizer.checksum, name="albert_spm_sha256")
@@ -132,47 +137,67 @@ class _Serving(tf.Module):
     def tokenize(self, text_a, text_b):
         """The model's inputs for (text_a, text_b) as training packs them ("" text_b: a
         single sentence): what a client can compare with its own tokenizer."""
-        ids = pack(self._ids(text_a), self._ids(text_b), self.max_seq_length, self.cls_id,
-                   self.sep_id)
+        ids = pack(
+            self._ids(text_a), self._ids(text_b), self.max_seq_length, self.cls_id, self.sep_id
+        )
         return dict(zip(("input_ids", "input_mask", "segment_ids"), ids))
 
     def _tokenize_signature(self):
-        return tf.function(self.tokenize, input_signature=[
-            tf.TensorSpec([None], tf.string, "text_a"),
-            tf.TensorSpec([None], tf.string, "text_b")]).get_concrete_function()
+        return tf.function(
+            self.tokenize,
+            input_signature=[
+                tf.TensorSpec([None], tf.string, "text_a"),
+                tf.TensorSpec([None], tf.string, "text_b"),
+            ],
+        ).get_concrete_function()
 
     def _forward(self, input_ids, input_mask, segment_ids):
-        return self.model({"input_ids": input_ids, "input_mask": input_mask,
-                           "segment_ids": segment_ids}, training=False)
+        return self.model(
+            {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
+            training=False,
+        )
 
 
 class ClassifierServing(_Serving):
-    def __init__(self, model, spm_model_file, do_lower_case, max_seq_length, labels,
-                 regression, text_pair):
+    def __init__(
+        self, model, spm_model_file, do_lower_case, max_seq_length, labels, regression, text_pair
+    ):
         super().__init__(model, spm_model_file, do_lower_case, max_seq_length)
         self.regression = regression
         self.labels = tf.constant(labels or [""])
         self.text_pair = text_pair
 
     def classify(self, text_a, text_b):
-        ids = pack(self._ids(text_a), self._ids(text_b), self.max_seq_length, self.cls_id,
-                   self.sep_id)
+        ids = pack(
+            self._ids(text_a), self._ids(text_b), self.max_seq_length, self.cls_id, self.sep_id
+        )
         logits = tf.cast(self._forward(*ids)["logits"], tf.float32)
         if self.regression:
             return {"score": logits[:, 0]}
-        return {"probabilities": tf.nn.softmax(logits), "logits": logits,
-                "label": tf.gather(self.labels, tf.argmax(logits, -1, output_type=tf.int32))}
+        return {
+            "probabilities": tf.nn.softmax(logits),
+            "logits": logits,
+            "label": tf.gather(self.labels, tf.argmax(logits, -1, output_type=tf.int32)),
+        }
 
     def signatures(self):
         if self.text_pair:
-            fn = tf.function(lambda text_a, text_b: self.classify(text_a, text_b),
-                             input_signature=[tf.TensorSpec([None], tf.string, "text_a"),
-                                              tf.TensorSpec([None], tf.string, "text_b")])
+            fn = tf.function(
+                lambda text_a, text_b: self.classify(text_a, text_b),
+                input_signature=[
+                    tf.TensorSpec([None], tf.string, "text_a"),
+                    tf.TensorSpec([None], tf.string, "text_b"),
+                ],
+            )
         else:
-            fn = tf.function(lambda text_a: self.classify(text_a, tf.zeros_like(text_a)),
-                             input_signature=[tf.TensorSpec([None], tf.string, "text_a")])
-        return {"serving_default": fn.get_concrete_function(),
-                "tokenize": self._tokenize_signature()}
+            fn = tf.function(
+                lambda text_a: self.classify(text_a, tf.zeros_like(text_a)),
+                input_signature=[tf.TensorSpec([None], tf.string, "text_a")],
+            )
+        return {
+            "serving_default": fn.get_concrete_function(),
+            "tokenize": self._tokenize_signature(),
+        }
 
 
 class MultipleChoiceServing(_Serving):
@@ -183,64 +208,100 @@ class MultipleChoiceServing(_Serving):
         # The training text: the question with "_" filled by the option, else appended.
         q = tf.repeat(question, choices)
         o = tf.reshape(options, [-1])
-        parts = tf.strings.split(q, "_")                                   # [B*C, (P)]
-        last = tf.equal(tf.ragged.range(parts.row_lengths()).flat_values,
-                        tf.gather(parts.row_lengths() - 1, parts.value_rowids()))
-        pieces = tf.where(last, parts.flat_values, tf.strings.join(
-            [parts.flat_values, tf.gather(o, parts.value_rowids())]))
-        filled = tf.where(tf.strings.regex_full_match(q, "(?s).*_.*"),
-                          tf.strings.reduce_join(parts.with_flat_values(pieces), axis=1),
-                          tf.strings.join([q, o], " "))
-        ids = pack(self._ids(tf.repeat(passage, choices)), self._ids(filled),
-                   self.max_seq_length, self.cls_id, self.sep_id)
+        parts = tf.strings.split(q, "_")  # [B*C, (P)]
+        last = tf.equal(
+            tf.ragged.range(parts.row_lengths()).flat_values,
+            tf.gather(parts.row_lengths() - 1, parts.value_rowids()),
+        )
+        pieces = tf.where(
+            last,
+            parts.flat_values,
+            tf.strings.join([parts.flat_values, tf.gather(o, parts.value_rowids())]),
+        )
+        filled = tf.where(
+            tf.strings.regex_full_match(q, "(?s).*_.*"),
+            tf.strings.reduce_join(parts.with_flat_values(pieces), axis=1),
+            tf.strings.join([q, o], " "),
+        )
+        ids = pack(
+            self._ids(tf.repeat(passage, choices)),
+            self._ids(filled),
+            self.max_seq_length,
+            self.cls_id,
+            self.sep_id,
+        )
         keep = tf.cast(tf.reshape(present, [-1, 1]), tf.int32)
         ids = [ids[0] * keep, ids[1] * keep, ids[2] * keep]
         shaped = [tf.reshape(x, [batch, choices, self.max_seq_length]) for x in ids]
         logits = tf.cast(self._forward(*shaped)["logits"], tf.float32)
-        return {"probabilities": tf.nn.softmax(logits), "logits": logits,
-                "choice": tf.argmax(logits, -1, output_type=tf.int32)}
+        return {
+            "probabilities": tf.nn.softmax(logits),
+            "logits": logits,
+            "choice": tf.argmax(logits, -1, output_type=tf.int32),
+        }
 
     def signatures(self):
-        fn = tf.function(self.choose, input_signature=[
-            tf.TensorSpec([None], tf.string, "passage"),
-            tf.TensorSpec([None], tf.string, "question"),
-            tf.TensorSpec([None, None], tf.string, "options")])
-        return {"serving_default": fn.get_concrete_function(),
-                "tokenize": self._tokenize_signature()}
+        fn = tf.function(
+            self.choose,
+            input_signature=[
+                tf.TensorSpec([None], tf.string, "passage"),
+                tf.TensorSpec([None], tf.string, "question"),
+                tf.TensorSpec([None, None], tf.string, "options"),
+            ],
+        )
+        return {
+            "serving_default": fn.get_concrete_function(),
+            "tokenize": self._tokenize_signature(),
+        }
 
 
 class EncoderServing(_Serving):
     def embed(self, text):
-        ids = pack(self._ids(text), self._ids(tf.zeros_like(text)), self.max_seq_length,
-                   self.cls_id, self.sep_id)
+        ids = pack(
+            self._ids(text),
+            self._ids(tf.zeros_like(text)),
+            self.max_seq_length,
+            self.cls_id,
+            self.sep_id,
+        )
         out = self._forward(*ids)
-        return {"pooled_output": tf.cast(out["pooled_output"], tf.float32),
-                "sequence_output": tf.cast(out["sequence_output"], tf.float32),
-                "input_mask": ids[1]}
+        return {
+            "pooled_output": tf.cast(out["pooled_output"], tf.float32),
+            "sequence_output": tf.cast(out["sequence_output"], tf.float32),
+            "input_mask": ids[1],
+        }
 
     def encode(self, input_ids, input_mask, segment_ids):
         out = self._forward(input_ids, input_mask, segment_ids)
-        return {"pooled_output": tf.cast(out["pooled_output"], tf.float32),
-                "sequence_output": tf.cast(out["sequence_output"], tf.float32)}
+        return {
+            "pooled_output": tf.cast(out["pooled_output"], tf.float32),
+            "sequence_output": tf.cast(out["sequence_output"], tf.float32),
+        }
 
     def signatures(self):
-        embed = tf.function(self.embed,
-                            input_signature=[tf.TensorSpec([None], tf.string, "text")])
-        ids = [tf.TensorSpec([None, None], tf.int32, n)
-               for n in ("input_ids", "input_mask", "segment_ids")]
+        embed = tf.function(self.embed, input_signature=[tf.TensorSpec([None], tf.string, "text")])
+        ids = [
+            tf.TensorSpec([None, None], tf.int32, n)
+            for n in ("input_ids", "input_mask", "segment_ids")
+        ]
         encode = tf.function(self.encode, input_signature=ids)
         embed_fn = embed.get_concrete_function()
-        return {"serving_default": embed_fn, "embed": embed_fn,
-                "encode": encode.get_concrete_function(),
-                "tokenize": self._tokenize_signature()}
+        return {
+            "serving_default": embed_fn,
+            "embed": embed_fn,
+            "encode": encode.get_concrete_function(),
+            "tokenize": self._tokenize_signature(),
+        }
 
 
 # --- building and writing -----------------------------------------------------------------
 
+
 def next_version_dir(export_dir: str) -> str:
     """export_dir/N for the next integer N (TF Serving's versions)."""
-    versions = [int(n) for n in os.listdir(export_dir) if n.isdigit()] \
-        if os.path.isdir(export_dir) else []
+    versions = (
+        [int(n) for n in os.listdir(export_dir) if n.isdigit()] if os.path.isdir(export_dir) else []
+    )
     return os.path.join(export_dir, str(max(versions, default=0) + 1))
 
 
@@ -254,6 +315,7 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None)
     the XLA-compiled elementwise kernels used in training, so that runtimes built without
     XLA (TF Serving by default) run it."""
     from albert_tf.modeling.kernels import portable_kernels
+
     os.makedirs(export_dir, exist_ok=True)
     target = next_version_dir(export_dir)
     tmp = os.path.join(export_dir, f".tmp-{os.path.basename(target)}-{os.getpid()}")
@@ -269,23 +331,32 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None)
     return target
 
 
-def build_module(task: str, init_checkpoint: str, albert_config: AlbertConfig | None = None,
-                 spm_model_file: str | None = None, max_seq_length: int | None = None,
-                 do_lower_case: bool | None = None, **squad_options):
+def build_module(
+    task: str,
+    init_checkpoint: str,
+    albert_config: AlbertConfig | None = None,
+    spm_model_file: str | None = None,
+    max_seq_length: int | None = None,
+    do_lower_case: bool | None = None,
+    **squad_options,
+):
     """The serving module of `task` with weights from `init_checkpoint` (a fine-tuned
     model directory brings its own config, vocabulary, labels and settings)."""
     from albert_tf.serving import finetuned
     from albert_tf.checkpoints import load_checkpoint
     from albert_tf.checkpoints.export_encoder import checkpoint_config
+
     if task not in TASKS:
         raise ValueError(f"--task {task!r} is not one of {', '.join(TASKS)}")
     info = {}
     if os.path.exists(os.path.join(init_checkpoint, finetuned.TASK_FILE)):
         info = finetuned.read_task(init_checkpoint)
     elif task != "encoder":
-        raise ValueError(f"{init_checkpoint} is not a fine-tuned model directory (no "
-                         f"{finetuned.TASK_FILE}); export a runner's --export_dir, or use "
-                         f"--task encoder")
+        raise ValueError(
+            f"{init_checkpoint} is not a fine-tuned model directory (no "
+            f"{finetuned.TASK_FILE}); export a runner's --export_dir, or use "
+            f"--task encoder"
+        )
     if task != "encoder" and info.get("kind") != task:
         raise ValueError(f"{init_checkpoint} holds a {info.get('kind')} model, not {task}")
     spm_model_file = spm_model_file or info.get("spm_model")
@@ -295,6 +366,7 @@ def build_module(task: str, init_checkpoint: str, albert_config: AlbertConfig | 
     do_lower_case = info.get("do_lower_case", True) if do_lower_case is None else do_lower_case
     if task == "encoder":
         from albert_tf.modeling.encoder import AlbertEncoder
+
         config, _ = checkpoint_config(init_checkpoint, albert_config)
         model = AlbertEncoder(config)
         model.build()
@@ -302,80 +374,142 @@ def build_module(task: str, init_checkpoint: str, albert_config: AlbertConfig | 
         return EncoderServing(model, spm_model_file, do_lower_case, max_seq_length)
     if task == "squad":
         from albert_tf.serving.squad import SquadServing
+
         model, info = finetuned.load_finetuned(init_checkpoint)
-        return SquadServing(model, spm_model_file, do_lower_case, max_seq_length, info,
-                            **squad_options)
+        return SquadServing(
+            model, spm_model_file, do_lower_case, max_seq_length, info, **squad_options
+        )
     model, info = finetuned.load_finetuned(init_checkpoint)
     if task == "multiple_choice":
         return MultipleChoiceServing(model, spm_model_file, do_lower_case, max_seq_length)
-    return ClassifierServing(model, spm_model_file, do_lower_case, max_seq_length,
-                             info.get("labels"), bool(info.get("regression")),
-                             bool(info.get("text_pair", True)))
+    return ClassifierServing(
+        model,
+        spm_model_file,
+        do_lower_case,
+        max_seq_length,
+        info.get("labels"),
+        bool(info.get("regression")),
+        bool(info.get("text_pair", True)),
+    )
 
 
 def export(task: str, init_checkpoint: str, export_dir: str, **options) -> str:
     """Builds and writes the SavedModel; returns its version directory."""
     from albert_tf.serving import finetuned
-    keep = init_checkpoint if os.path.exists(os.path.join(init_checkpoint,
-                                                          finetuned.TASK_FILE)) else None
-    return write_saved_model(build_module(task, init_checkpoint, **options), export_dir,
-                             keep)
+
+    keep = (
+        init_checkpoint
+        if os.path.exists(os.path.join(init_checkpoint, finetuned.TASK_FILE))
+        else None
+    )
+    return write_saved_model(build_module(task, init_checkpoint, **options), export_dir, keep)
 
 
-def export_trained(model, export_dir: str, task: dict, spm_model_file: str,
-                   **options) -> str:
+def export_trained(model, export_dir: str, task: dict, spm_model_file: str, **options) -> str:
     """A runner's `--export_dir`: `model` (just trained) → fine-tuned model directory →
     SavedModel version `export_dir/N` (with the directory in its assets.extra/finetuned).
     Returns the version directory."""
     import tempfile
     from albert_tf.serving import finetuned
+
     os.makedirs(export_dir, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=export_dir, prefix=".finetuned-") as tmp:
-        directory = finetuned.save_finetuned(model, os.path.join(tmp, "model"), task,
-                                             spm_model_file)
+        directory = finetuned.save_finetuned(
+            model, os.path.join(tmp, "model"), task, spm_model_file
+        )
         return export(task["kind"], directory, export_dir, **options)
 
 
 def main(argv=None) -> int:
     from absl import flags
     from albert_tf.cli import parse_tool_flags
+
     fv = flags.FlagValues()
     flags.DEFINE_enum("task", None, list(TASKS), "What the SavedModel does.", flag_values=fv)
-    flags.DEFINE_string("init_checkpoint", None, "A fine-tuned model directory (a runner's "
-                        "--export_dir), or any checkpoint for --task encoder.", flag_values=fv)
-    flags.DEFINE_string("albert_config_file", None, "Config (encoder exports of plain "
-                        "checkpoints; found beside the checkpoint otherwise).", flag_values=fv)
-    flags.DEFINE_string("spm_model_file", None, "SentencePiece model (default: the fine-tuned "
-                        "directory's).", flag_values=fv)
-    flags.DEFINE_string("export_dir", None, "Versions are written as EXPORT_DIR/N.",
-                        flag_values=fv)
-    flags.DEFINE_integer("max_seq_length", None, "Default: the fine-tuned model's (else 128).",
-                         flag_values=fv)
-    flags.DEFINE_bool("do_lower_case", None, "Default: the fine-tuned model's (else True).",
-                      flag_values=fv)
-    flags.DEFINE_integer("doc_stride", None, "squad: default the model's (else 128).",
-                         flag_values=fv)
-    flags.DEFINE_integer("max_query_length", None, "squad: default the model's (else 64).",
-                         flag_values=fv)
-    flags.DEFINE_integer("max_answer_length", None, "squad: longest answer in tokens "
-                         "(default the model's, else 30).", flag_values=fv)
-    flags.DEFINE_integer("n_best_size", None, "squad: start/end candidates per window "
-                         "(default the model's, else 20).", flag_values=fv)
-    flags.DEFINE_float("null_score_diff_threshold", None, "squad v2.0: default the "
-                       "model's (else 0).", flag_values=fv)
+    flags.DEFINE_string(
+        "init_checkpoint",
+        None,
+        "A fine-tuned model directory (a runner's "
+        "--export_dir), or any checkpoint for --task encoder.",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "albert_config_file",
+        None,
+        "Config (encoder exports of plain checkpoints; found beside the checkpoint otherwise).",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "spm_model_file",
+        None,
+        "SentencePiece model (default: the fine-tuned directory's).",
+        flag_values=fv,
+    )
+    flags.DEFINE_string("export_dir", None, "Versions are written as EXPORT_DIR/N.", flag_values=fv)
+    flags.DEFINE_integer(
+        "max_seq_length", None, "Default: the fine-tuned model's (else 128).", flag_values=fv
+    )
+    flags.DEFINE_bool(
+        "do_lower_case", None, "Default: the fine-tuned model's (else True).", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "doc_stride", None, "squad: default the model's (else 128).", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "max_query_length", None, "squad: default the model's (else 64).", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "max_answer_length",
+        None,
+        "squad: longest answer in tokens (default the model's, else 30).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "n_best_size",
+        None,
+        "squad: start/end candidates per window (default the model's, else 20).",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "null_score_diff_threshold",
+        None,
+        "squad v2.0: default the model's (else 0).",
+        flag_values=fv,
+    )
     if not parse_tool_flags(fv, argv, ["task", "init_checkpoint", "export_dir"]):
         return 2
     from albert_tf.checkpoints import CheckpointError
     from albert_tf.modeling.config import ConfigError
-    squad = {k: fv[k].value for k in ("doc_stride", "max_query_length", "max_answer_length",
-                                      "n_best_size", "null_score_diff_threshold")
-             if fv[k].value is not None} if fv.task == "squad" else {}
+
+    squad = (
+        {
+            k: fv[k].value
+            for k in (
+                "doc_stride",
+                "max_query_length",
+                "max_answer_length",
+                "n_best_size",
+                "null_score_diff_threshold",
+            )
+            if fv[k].value is not None
+        }
+        if fv.task == "squad"
+        else {}
+    )
     try:
-        config = (AlbertConfig.from_json_file(fv.albert_config_file)
-                  if fv.albert_config_file else None)
-        path = export(fv.task, fv.init_checkpoint, fv.export_dir, albert_config=config,
-                      spm_model_file=fv.spm_model_file, max_seq_length=fv.max_seq_length,
-                      do_lower_case=fv.do_lower_case, **squad)
+        config = (
+            AlbertConfig.from_json_file(fv.albert_config_file) if fv.albert_config_file else None
+        )
+        path = export(
+            fv.task,
+            fv.init_checkpoint,
+            fv.export_dir,
+            albert_config=config,
+            spm_model_file=fv.spm_model_file,
+            max_seq_length=fv.max_seq_length,
+            do_lower_case=fv.do_lower_case,
+            **squad,
+        )
     except (ValueError, OSError, CheckpointError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

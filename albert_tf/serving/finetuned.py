@@ -33,11 +33,13 @@ def save_finetuned(model, directory: str, task: dict, spm_model_file: str) -> st
     Raises FileExistsError when `directory` exists and is not empty.
     """
     from albert_tf.checkpoints import save_checkpoint
+
     if task.get("kind") not in KINDS:
         raise ValueError(f"task kind {task.get('kind')!r} is not one of {', '.join(KINDS)}")
     if os.path.isdir(directory) and os.listdir(directory):
-        raise FileExistsError(f"export directory {directory} exists and is not empty; "
-                              f"give a new one")
+        raise FileExistsError(
+            f"export directory {directory} exists and is not empty; give a new one"
+        )
     if not os.path.exists(spm_model_file):
         raise FileNotFoundError(f"SentencePiece model not found: {spm_model_file}")
     tmp = directory.rstrip("/") + ".tmp"
@@ -56,8 +58,10 @@ def read_task(directory: str) -> dict:
     """task.json of a fine-tuned model directory, with `spm_model` made a full path."""
     path = os.path.join(directory, TASK_FILE)
     if not os.path.exists(path):
-        raise FileNotFoundError(f"{path} not found: {directory} is not a fine-tuned model "
-                                f"directory (a runner's --export_dir writes one)")
+        raise FileNotFoundError(
+            f"{path} not found: {directory} is not a fine-tuned model "
+            f"directory (a runner's --export_dir writes one)"
+        )
     with open(path) as f:
         task = json.load(f)
     task["spm_model"] = os.path.join(directory, task.get("spm_model", SPM_FILE))
@@ -69,8 +73,12 @@ def load_finetuned(directory: str):
     restored (a missing head is an error, not a random head), and its task.json."""
     from albert_tf.checkpoints import CheckpointError, load_checkpoint
     from albert_tf.modeling.config import AlbertConfig
-    from albert_tf.modeling.models import (AlbertClassifier, AlbertMultipleChoice,
-                                  AlbertQuestionAnswering)
+    from albert_tf.modeling.models import (
+        AlbertClassifier,
+        AlbertMultipleChoice,
+        AlbertQuestionAnswering,
+    )
+
     task = read_task(directory)
     config = AlbertConfig.from_json_file(os.path.join(directory, "albert_config.json"))
     if task["kind"] == "squad":
@@ -78,8 +86,9 @@ def load_finetuned(directory: str):
     elif task["kind"] == "multiple_choice":
         model = AlbertMultipleChoice(config, dropout=0.0)
     else:
-        model = AlbertClassifier(config, 1 if task.get("regression") else len(task["labels"]),
-                                 dropout=0.0)
+        model = AlbertClassifier(
+            config, 1 if task.get("regression") else len(task["labels"]), dropout=0.0
+        )
     model.build()
     report = load_checkpoint(model, directory)
     if report.missing:

@@ -29,44 +29,60 @@ from albert_tf.serving.export import _Serving, valid_utf8
 
 
 class SquadServing(_Serving):
-    def __init__(self, model, spm_model_file, do_lower_case, max_seq_length, info: dict,
-                 doc_stride: int | None = None, max_query_length: int | None = None,
-                 max_answer_length: int | None = None, n_best_size: int | None = None,
-                 null_score_diff_threshold: float | None = None):
+    def __init__(
+        self,
+        model,
+        spm_model_file,
+        do_lower_case,
+        max_seq_length,
+        info: dict,
+        doc_stride: int | None = None,
+        max_query_length: int | None = None,
+        max_answer_length: int | None = None,
+        n_best_size: int | None = None,
+        null_score_diff_threshold: float | None = None,
+    ):
         super().__init__(model, spm_model_file, do_lower_case, max_seq_length)
         self.doc_stride = doc_stride or info.get("doc_stride", 128)
         self.max_query_length = max_query_length or info.get("max_query_length", 64)
         self.max_answer_length = max_answer_length or info.get("max_answer_length", 30)
         self.n_best_size = n_best_size or info.get("n_best_size", 20)
         self.version_2 = bool(info.get("version_2_with_negative"))
-        self.threshold = (null_score_diff_threshold if null_score_diff_threshold is not None
-                          else info.get("null_score_diff_threshold", 0.0))
+        self.threshold = (
+            null_score_diff_threshold
+            if null_score_diff_threshold is not None
+            else info.get("null_score_diff_threshold", 0.0)
+        )
 
     # --- 1. context tokens with byte offsets ----------------------------------------------
 
     def _context_tokens(self, context):
         """ids, byte starts, byte ends: int32 RaggedTensors [B, (T)]."""
         from data_pipeline.tokenization import SPIECE_UNDERLINE, _whitespace_class
+
         words, w_begin, _ = tf_text.regex_split_with_offsets(
-            context, _whitespace_class() + "+", "")                       # [B, (W)]
-        flat = words.flat_values                                           # [N]
-        pieces = self.tokenizer.tokenize(flat)                             # [N, (P)]
+            context, _whitespace_class() + "+", ""
+        )  # [B, (W)]
+        flat = words.flat_values  # [N]
+        pieces = self.tokenizer.tokenize(flat)  # [N, (P)]
         ids = tf.cast(self.tokenizer.sp.string_to_id(pieces), tf.int32)
-        piece_chars = tf.strings.length(tf.strings.regex_replace(
-            pieces, SPIECE_UNDERLINE, ""), unit="UTF8_CHAR")               # [N, (P)]
+        piece_chars = tf.strings.length(
+            tf.strings.regex_replace(pieces, SPIECE_UNDERLINE, ""), unit="UTF8_CHAR"
+        )  # [N, (P)]
         word_chars = tf.strings.length(flat, unit="UTF8_CHAR")
         norm_chars = tf.strings.length(self.tokenizer.normalize(flat), unit="UTF8_CHAR")
-        exact = (tf.reduce_sum(piece_chars, axis=1) == norm_chars) & (norm_chars ==
-                                                                       word_chars)
-        end_char = tf.cumsum(piece_chars, axis=1)                          # [N, (P)]
+        exact = (tf.reduce_sum(piece_chars, axis=1) == norm_chars) & (norm_chars == word_chars)
+        end_char = tf.cumsum(piece_chars, axis=1)  # [N, (P)]
         start_char = end_char - piece_chars
         # Character → byte offset inside each word (one extra entry: the word's end).
         _, char_bytes = tf.strings.unicode_decode_with_offsets(flat, "UTF-8")
         word_bytes = tf.strings.length(flat)
-        char_bytes = tf.concat([tf.cast(char_bytes, tf.int32),
-                                tf.RaggedTensor.from_tensor(word_bytes[:, None])], axis=1)
+        char_bytes = tf.concat(
+            [tf.cast(char_bytes, tf.int32), tf.RaggedTensor.from_tensor(word_bytes[:, None])],
+            axis=1,
+        )
         splits = char_bytes.row_splits
-        table = char_bytes.flat_values                                     # int32
+        table = char_bytes.flat_values  # int32
         row = pieces.value_rowids()
         base = tf.gather(splits, row)
         start_byte = tf.gather(table, base + tf.cast(start_char.flat_values, splits.dtype))
@@ -86,47 +102,56 @@ class SquadServing(_Serving):
     def answer(self, question, context):
         question, context = valid_utf8(question), valid_utf8(context)
         S = self.max_seq_length
-        q = self.tokenizer(question)[:, :self.max_query_length]            # [B, (Q)]
-        ids, starts, ends = self._context_tokens(context)                  # [B, (T)]
+        q = self.tokenizer(question)[:, : self.max_query_length]  # [B, (Q)]
+        ids, starts, ends = self._context_tokens(context)  # [B, (T)]
         batch = tf.shape(question)[0]
-        lq = tf.cast(q.row_lengths(), tf.int32)                            # [B]
+        lq = tf.cast(q.row_lengths(), tf.int32)  # [B]
         lt = tf.cast(ids.row_lengths(), tf.int32)
-        room = S - lq - 3                                                  # [B]
+        room = S - lq - 3  # [B]
         step = tf.minimum(self.doc_stride, room)
-        windows = tf.where(lt > room, (lt - room + step - 1) // step + 1, 1)   # [B]
+        windows = tf.where(lt > room, (lt - room + step - 1) // step + 1, 1)  # [B]
         K = tf.reduce_max(windows)
-        k = tf.range(K)[None, :]                                           # [1, K]
-        w_start = k * step[:, None]                                        # [B, K]
+        k = tf.range(K)[None, :]  # [1, K]
+        w_start = k * step[:, None]  # [B, K]
         w_len = tf.clip_by_value(lt[:, None] - w_start, 0, room[:, None])
-        valid = k < windows[:, None]                                       # [B, K]
-        p = tf.range(S)[None, None, :]                                     # [1, 1, S]
-        first = (lq + 2)[:, None, None]                                    # context start
-        j = w_start[:, :, None] + p - first                                # doc index
-        in_doc = (p >= first) & (p < first + w_len[:, :, None])            # [B, K, S]
+        valid = k < windows[:, None]  # [B, K]
+        p = tf.range(S)[None, None, :]  # [1, 1, S]
+        first = (lq + 2)[:, None, None]  # context start
+        j = w_start[:, :, None] + p - first  # doc index
+        in_doc = (p >= first) & (p < first + w_len[:, :, None])  # [B, K, S]
         qpos = tf.clip_by_value(p - 1, 0, tf.maximum(tf.reduce_max(lq) - 1, 0))
         # Dense, plus one padding column: index 0 exists even for an empty question or
         # context of the whole batch.
-        qd, ids_d, st_d, en_d = (tf.pad(x.to_tensor(0), [[0, 0], [0, 1]])
-                                 for x in (q, ids, starts, ends))
+        qd, ids_d, st_d, en_d = (
+            tf.pad(x.to_tensor(0), [[0, 0], [0, 1]]) for x in (q, ids, starts, ends)
+        )
         jj = tf.where(in_doc, j, 0)
         gather = lambda t: tf.gather(t, jj, batch_dims=1)  # noqa: E731
         qtok = tf.gather(qd, tf.broadcast_to(qpos, tf.shape(jj)), batch_dims=1)
         is_q = (p >= 1) & (p <= lq[:, None, None])
         sep1 = p == (lq + 1)[:, None, None]
         sep2 = p == first + w_len[:, :, None]
-        input_ids = tf.where(p == 0, self.cls_id, tf.where(
-            is_q, qtok, tf.where(sep1 | sep2, self.sep_id, tf.where(in_doc, gather(ids_d),
-                                                                   0))))
+        input_ids = tf.where(
+            p == 0,
+            self.cls_id,
+            tf.where(
+                is_q, qtok, tf.where(sep1 | sep2, self.sep_id, tf.where(in_doc, gather(ids_d), 0))
+            ),
+        )
         total = first + w_len[:, :, None] + 1
         input_mask = tf.cast(p < total, tf.int32)
         segment_ids = tf.cast((p >= first) & (p < total), tf.int32)
         tok_start, tok_end = gather(st_d), gather(en_d)
         # Most context: min(left, right) + 0.01 × length, first window wins ties.
-        jk = j[:, :, :, None]                                              # [B, K, S, 1]
-        ws, wl = w_start[:, None, None, :], w_len[:, None, None, :]        # [B, 1, 1, K']
+        jk = j[:, :, :, None]  # [B, K, S, 1]
+        ws, wl = w_start[:, None, None, :], w_len[:, None, None, :]  # [B, 1, 1, K']
         inside = (jk >= ws) & (jk < ws + wl) & valid[:, None, None, :]
-        score = tf.where(inside, tf.cast(tf.minimum(jk - ws, ws + wl - 1 - jk), tf.float32)
-                         + 0.01 * tf.cast(wl, tf.float32), -1e9)
+        score = tf.where(
+            inside,
+            tf.cast(tf.minimum(jk - ws, ws + wl - 1 - jk), tf.float32)
+            + 0.01 * tf.cast(wl, tf.float32),
+            -1e9,
+        )
         max_ctx = tf.equal(tf.argmax(score, axis=-1, output_type=tf.int32), k[:, :, None])
         flat = lambda x: tf.reshape(x, [-1, S])  # noqa: E731
         out = self._forward(flat(input_ids), flat(input_mask), flat(segment_ids))
@@ -144,10 +169,11 @@ class SquadServing(_Serving):
         si, ei = s_idx[:, :, :, None], e_idx[:, :, None, :]
         a_byte = g(tok_start, s_idx)[:, :, :, None]
         b_byte = g(tok_end, e_idx)[:, :, None, :]
-        pair_ok = (s_ok & e_ok & (ei >= si) & (ei - si + 1 <= self.max_answer_length)
-                   & (b_byte > a_byte))
+        pair_ok = (
+            s_ok & e_ok & (ei >= si) & (ei - si + 1 <= self.max_answer_length) & (b_byte > a_byte)
+        )
         pair = tf.where(pair_ok, s_val[:, :, :, None] + e_val[:, :, None, :], neg)
-        pair = tf.reshape(pair, [batch, -1])                               # [B, K*n*n]
+        pair = tf.reshape(pair, [batch, -1])  # [B, K*n*n]
         best = tf.argmax(pair, axis=-1, output_type=tf.int32)
         best_score = tf.gather(pair, best, batch_dims=1)
         has_span = best_score > neg / 2
@@ -156,27 +182,39 @@ class SquadServing(_Serving):
         a = tf.gather(a_all, best, batch_dims=1)
         b = tf.gather(b_all, best, batch_dims=1)
         text = tf.strings.substr(context, a, b - a)
-        char = lambda x: tf.strings.length(tf.strings.substr(  # noqa: E731
-            context, tf.zeros_like(x), x), unit="UTF8_CHAR")
+        char = lambda x: tf.strings.length(
+            tf.strings.substr(  # noqa: E731
+                context, tf.zeros_like(x), x
+            ),
+            unit="UTF8_CHAR",
+        )
         start_char, end_char = char(a), char(b)
         result = {}
         answered = has_span
         if self.version_2:
-            null = tf.reduce_min(tf.where(valid, start_logits[:, :, 0] + end_logits[:, :, 0],
-                                          -neg), axis=1)
+            null = tf.reduce_min(
+                tf.where(valid, start_logits[:, :, 0] + end_logits[:, :, 0], -neg), axis=1
+            )
             odds = tf.where(has_span, null - best_score, 1e9)
             answered = has_span & (odds <= self.threshold)
             result["no_answer_probability"] = tf.sigmoid(odds)
             result["null_odds"] = odds
-        result.update({
-            "answer": tf.where(answered, text, ""),
-            "score": tf.where(has_span, best_score, 0.0),
-            "start": tf.where(answered, start_char, -1),
-            "end": tf.where(answered, end_char, -1)})
+        result.update(
+            {
+                "answer": tf.where(answered, text, ""),
+                "score": tf.where(has_span, best_score, 0.0),
+                "start": tf.where(answered, start_char, -1),
+                "end": tf.where(answered, end_char, -1),
+            }
+        )
         return result
 
     def signatures(self):
-        fn = tf.function(self.answer, input_signature=[
-            tf.TensorSpec([None], tf.string, "question"),
-            tf.TensorSpec([None], tf.string, "context")])
+        fn = tf.function(
+            self.answer,
+            input_signature=[
+                tf.TensorSpec([None], tf.string, "question"),
+                tf.TensorSpec([None], tf.string, "context"),
+            ],
+        )
         return {"serving_default": fn.get_concrete_function()}

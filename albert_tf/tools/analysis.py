@@ -29,18 +29,19 @@ import csv
 import os
 import sys
 import time
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
+from collections.abc import Iterable
 
 import numpy as np
 
 CSV_NAME = "figure2.csv"
 PNG_NAME = "figure2.png"
-CSV_COLUMNS = ("model", "sharing", "layer", "l2_distance", "cosine_similarity",
-               "angle_degrees")
+CSV_COLUMNS = ("model", "sharing", "layer", "l2_distance", "cosine_similarity", "angle_degrees")
 
 
 class LayerSimilarity(NamedTuple):
     """Per-layer means over real tokens; arrays of shape [num_hidden_layers]."""
+
     l2_distance: np.ndarray
     cosine_similarity: np.ndarray
     angle_degrees: np.ndarray
@@ -51,11 +52,12 @@ def layer_inputs_outputs(encoder_outputs: dict, inner_group_num: int) -> list:
     """[embedding_output, layer 1 output, ..., layer L output] from an encoder called with
     `output_hidden_states=True` (whose `encoder_outputs` has one entry per block)."""
     blocks = list(encoder_outputs["encoder_outputs"])
-    return [encoder_outputs["embedding_output"]] + blocks[inner_group_num - 1::inner_group_num]
+    return [encoder_outputs["embedding_output"]] + blocks[inner_group_num - 1 :: inner_group_num]
 
 
-def layer_similarity(encoder, batches: Iterable[dict], max_batches: int | None = None,
-                     log=None) -> LayerSimilarity:
+def layer_similarity(
+    encoder, batches: Iterable[dict], max_batches: int | None = None, log=None
+) -> LayerSimilarity:
     """Figure 2's measures for `encoder` over `batches`.
 
     Args:
@@ -68,12 +70,15 @@ def layer_similarity(encoder, batches: Iterable[dict], max_batches: int | None =
     ||out_l - in_l||_2, cos(in_l, out_l) and arccos(cos) in degrees.
     """
     import tensorflow as tf
+
     inner = encoder.config.inner_group_num
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)] * 3)
     def sums(input_ids, input_mask, segment_ids):
-        outputs = encoder({"input_ids": input_ids, "input_mask": input_mask,
-                           "segment_ids": segment_ids}, output_hidden_states=True)
+        outputs = encoder(
+            {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
+            output_hidden_states=True,
+        )
         states = layer_inputs_outputs(outputs, inner)
         mask = tf.cast(input_mask, tf.float32)
         l2, cos, angle = [], [], []
@@ -83,8 +88,11 @@ def layer_similarity(encoder, batches: Iterable[dict], max_batches: int | None =
             l2.append(tf.reduce_sum(tf.norm(y - x, axis=-1) * mask))
             cos.append(tf.reduce_sum(tf.reduce_sum(xn * yn, axis=-1) * mask))
             # 2·atan2(|x̂-ŷ|, |x̂+ŷ|) rather than acos(cos): exact for small angles too.
-            angle.append(tf.reduce_sum(
-                2.0 * tf.atan2(tf.norm(xn - yn, axis=-1), tf.norm(xn + yn, axis=-1)) * mask))
+            angle.append(
+                tf.reduce_sum(
+                    2.0 * tf.atan2(tf.norm(xn - yn, axis=-1), tf.norm(xn + yn, axis=-1)) * mask
+                )
+            )
         return tf.stack(l2), tf.stack(cos), tf.stack(angle), tf.reduce_sum(mask)
 
     layers = encoder.config.num_hidden_layers
@@ -92,20 +100,26 @@ def layer_similarity(encoder, batches: Iterable[dict], max_batches: int | None =
     tokens = 0.0
     start, n = time.time(), 0
     for n, batch in enumerate(batches, 1):
-        l2, cos, angle, count = sums(*(tf.convert_to_tensor(batch[k], tf.int32) for k in
-                                       ("input_ids", "input_mask", "segment_ids")))
+        l2, cos, angle, count = sums(
+            *(
+                tf.convert_to_tensor(batch[k], tf.int32)
+                for k in ("input_ids", "input_mask", "segment_ids")
+            )
+        )
         total += np.stack([l2.numpy(), cos.numpy(), angle.numpy()]).astype(np.float64)
         tokens += float(count)
         if log is not None and (n % 10 == 0 or n == max_batches):
             rate = n / max(time.time() - start, 1e-9)
             eta = f", ETA {(max_batches - n) / rate:.0f} s" if max_batches else ""
-            log(f"  batch {n}{f'/{max_batches}' if max_batches else ''} "
-                f"({rate:.1f} batches/s{eta})")
+            log(
+                f"  batch {n}{f'/{max_batches}' if max_batches else ''} ({rate:.1f} batches/s{eta})"
+            )
         if max_batches is not None and n >= max_batches:
             break
     if tokens == 0:
-        raise ValueError(f"no real token in {n} batch(es): input_mask is all zeros or the "
-                         f"input is empty")
+        raise ValueError(
+            f"no real token in {n} batch(es): input_mask is all zeros or the input is empty"
+        )
     l2, cos, angle = total / tokens
     return LayerSimilarity(l2, cos, np.degrees(angle), int(tokens))
 
@@ -119,26 +133,30 @@ def pretraining_batches(input_file, batch_size: int, max_seq_length: int | None 
     import tensorflow as tf
     from data_pipeline import documents as documents_lib
     from data_pipeline import records as records_lib
+
     files = documents_lib.expand_input_files(input_file)
     if max_seq_length is None:
         max_seq_length = record_seq_length(files[0])
     names = ("input_ids", "input_mask", "segment_ids")
-    spec = {k: v for k, v in records_lib.parse_spec(max_seq_length, 1, True).items()
-            if k in names}
+    spec = {k: v for k, v in records_lib.parse_spec(max_seq_length, 1, True).items() if k in names}
 
     def parse(records):
         parsed = tf.io.parse_example(records, spec)
         return {k: tf.cast(parsed[k], tf.int32) for k in names}
 
-    return (tf.data.TFRecordDataset(files).batch(batch_size)
-            .map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-            .prefetch(tf.data.AUTOTUNE))
+    return (
+        tf.data.TFRecordDataset(files)
+        .batch(batch_size)
+        .map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        .prefetch(tf.data.AUTOTUNE)
+    )
 
 
 def record_seq_length(path: str) -> int:
     """Length of `input_ids` in the first record of `path`."""
     import tensorflow as tf
     from data_pipeline import records as records_lib
+
     for data in records_lib.read_records(path):
         feature = tf.train.Example.FromString(data).features.feature
         if "input_ids" not in feature:
@@ -150,14 +168,22 @@ def record_seq_length(path: str) -> int:
 def write_csv(path: str, results: list[tuple[str, str, LayerSimilarity]]) -> None:
     """`results`: (model label, sharing mode, measures) per model. Written atomically."""
     from data_pipeline.atomic import atomic_open
+
     with atomic_open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(CSV_COLUMNS)
         for label, sharing, r in results:
             for layer in range(len(r.l2_distance)):
-                writer.writerow([label, sharing, layer + 1, f"{r.l2_distance[layer]:.8g}",
-                                 f"{r.cosine_similarity[layer]:.8g}",
-                                 f"{r.angle_degrees[layer]:.8g}"])
+                writer.writerow(
+                    [
+                        label,
+                        sharing,
+                        layer + 1,
+                        f"{r.l2_distance[layer]:.8g}",
+                        f"{r.cosine_similarity[layer]:.8g}",
+                        f"{r.angle_degrees[layer]:.8g}",
+                    ]
+                )
 
 
 def plot(path: str, results: list[tuple[str, str, LayerSimilarity]]) -> None:
@@ -165,6 +191,7 @@ def plot(path: str, results: list[tuple[str, str, LayerSimilarity]]) -> None:
     model. Uses matplotlib's Agg canvas directly (no pyplot, no global backend change)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+
     fig = Figure(figsize=(11, 4.2))
     FigureCanvasAgg(fig)
     left, right = fig.subplots(1, 2)
@@ -183,14 +210,21 @@ def plot(path: str, results: list[tuple[str, str, LayerSimilarity]]) -> None:
     fig.suptitle("Input vs output embedding per layer (ALBERT paper, Figure 2)", fontsize=10)
     fig.tight_layout()
     from data_pipeline.atomic import atomic_open
+
     with atomic_open(path, "wb") as f:
         fig.savefig(f, format="png", dpi=120)
 
 
-def analyze(checkpoints: list[str], input_file, output_dir: str,
-            albert_config_file: str | None = None, batch_size: int = 8,
-            max_seq_length: int | None = None, max_batches: int | None = 20,
-            log=print) -> dict[str, str]:
+def analyze(
+    checkpoints: list[str],
+    input_file,
+    output_dir: str,
+    albert_config_file: str | None = None,
+    batch_size: int = 8,
+    max_seq_length: int | None = None,
+    max_batches: int | None = 20,
+    log=print,
+) -> dict[str, str]:
     """Loads each checkpoint's encoder, measures it on the same batches, writes the CSV and
     the PNG. `albert_config_file` applies to the first checkpoint; the others' configs are
     found beside them. Returns {"csv": path, "png": path}."""
@@ -199,6 +233,7 @@ def analyze(checkpoints: list[str], input_file, output_dir: str,
     from albert_tf.modeling.encoder import AlbertEncoder
     from albert_tf.checkpoints import resolve_checkpoint
     from albert_tf.checkpoints.export_encoder import checkpoint_config
+
     models = []
     for i, path in enumerate(checkpoints):  # all configs first: fail before any work
         config, source = checkpoint_config(path, albert_config_file if i == 0 else None)
@@ -207,8 +242,10 @@ def analyze(checkpoints: list[str], input_file, output_dir: str,
     for label, prefix, config, source in models:
         encoder = AlbertEncoder(config)
         if log:
-            log(f"{label}: sharing={config.sharing}, {config.num_hidden_layers} layers; "
-                f"{load_checkpoint(encoder, prefix)}; config {source}")
+            log(
+                f"{label}: sharing={config.sharing}, {config.num_hidden_layers} layers; "
+                f"{load_checkpoint(encoder, prefix)}; config {source}"
+            )
         else:
             load_checkpoint(encoder, prefix)
         batches = pretraining_batches(input_file, batch_size, max_seq_length)
@@ -216,11 +253,15 @@ def analyze(checkpoints: list[str], input_file, output_dir: str,
             r = layer_similarity(encoder, batches, max_batches, log=log)
         except tf.errors.OpError as e:  # e.g. records of another max_seq_length
             first = e.message.strip().splitlines()[0] if e.message.strip() else type(e).__name__
-            raise ValueError(f"reading {input_file} (max_seq_length="
-                             f"{max_seq_length or 'from the first record'}): {first}") from None
+            raise ValueError(
+                f"reading {input_file} (max_seq_length="
+                f"{max_seq_length or 'from the first record'}): {first}"
+            ) from None
         if log:
-            log(f"  {r.tokens:,} tokens; L2 distance {np.round(r.l2_distance, 3).tolist()}; "
-                f"cosine {np.round(r.cosine_similarity, 4).tolist()}")
+            log(
+                f"  {r.tokens:,} tokens; L2 distance {np.round(r.l2_distance, 3).tolist()}; "
+                f"cosine {np.round(r.cosine_similarity, 4).tolist()}"
+            )
         results.append((label, config.sharing, r))
     os.makedirs(output_dir, exist_ok=True)
     out = {"csv": os.path.join(output_dir, CSV_NAME), "png": os.path.join(output_dir, PNG_NAME)}
@@ -231,31 +272,58 @@ def analyze(checkpoints: list[str], input_file, output_dir: str,
 
 def main(argv=None) -> int:
     from absl import flags
+
     fl = flags.FlagValues()
-    flags.DEFINE_string("init_checkpoint", None, "Checkpoint (directory or prefix) of the "
-                        "model to analyze.", flag_values=fl)
-    flags.DEFINE_string("albert_config_file", None, "Config of --init_checkpoint; by default "
-                        "found beside it (albert_config.json or run_config.json).",
-                        flag_values=fl)
-    flags.DEFINE_multi_string("compare_checkpoint", [], "Another model to plot beside it "
-                              "(typically sharing=none trained the same way); repeatable. "
-                              "Its config must be beside it.", flag_values=fl)
-    flags.DEFINE_string("input_file", None, "Pretraining TFRecords: comma-separated globs.",
-                        flag_values=fl)
-    flags.DEFINE_string("output_dir", None, "Where figure2.csv and figure2.png go.",
-                        flag_values=fl)
-    flags.DEFINE_integer("max_batches", 20, "Batches to average over (0: all).",
-                         flag_values=fl, lower_bound=0)
+    flags.DEFINE_string(
+        "init_checkpoint",
+        None,
+        "Checkpoint (directory or prefix) of the model to analyze.",
+        flag_values=fl,
+    )
+    flags.DEFINE_string(
+        "albert_config_file",
+        None,
+        "Config of --init_checkpoint; by default "
+        "found beside it (albert_config.json or run_config.json).",
+        flag_values=fl,
+    )
+    flags.DEFINE_multi_string(
+        "compare_checkpoint",
+        [],
+        "Another model to plot beside it "
+        "(typically sharing=none trained the same way); repeatable. "
+        "Its config must be beside it.",
+        flag_values=fl,
+    )
+    flags.DEFINE_string(
+        "input_file", None, "Pretraining TFRecords: comma-separated globs.", flag_values=fl
+    )
+    flags.DEFINE_string("output_dir", None, "Where figure2.csv and figure2.png go.", flag_values=fl)
+    flags.DEFINE_integer(
+        "max_batches", 20, "Batches to average over (0: all).", flag_values=fl, lower_bound=0
+    )
     flags.DEFINE_integer("batch_size", 8, "Records per batch.", flag_values=fl, lower_bound=1)
-    flags.DEFINE_integer("max_seq_length", None, "Length of the records' input_ids (default: "
-                         "read from the first record).", flag_values=fl, lower_bound=1)
+    flags.DEFINE_integer(
+        "max_seq_length",
+        None,
+        "Length of the records' input_ids (default: read from the first record).",
+        flag_values=fl,
+        lower_bound=1,
+    )
     from albert_tf.cli import parse_tool_flags
+
     if not parse_tool_flags(fl, argv, ("init_checkpoint", "input_file", "output_dir")):
         return 2
     try:
-        out = analyze([fl.init_checkpoint, *fl.compare_checkpoint], fl.input_file,
-                      fl.output_dir, fl.albert_config_file, fl.batch_size, fl.max_seq_length,
-                      fl.max_batches or None)
+        out = analyze(
+            [fl.init_checkpoint, *fl.compare_checkpoint],
+            fl.input_file,
+            fl.output_dir,
+            fl.albert_config_file,
+            fl.batch_size,
+            fl.max_seq_length,
+            fl.max_batches or None,
+        )
     except (FileNotFoundError, ValueError) as e:  # ConfigError, CheckpointError
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -28,14 +28,68 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # Standard-library modules whose docstrings make the demo corpus (fixed order: reproducible).
 STDLIB_MODULES = (
-    "argparse", "ast", "asyncio", "base64", "bisect", "calendar", "collections", "configparser",
-    "contextlib", "csv", "dataclasses", "datetime", "decimal", "difflib", "email", "enum",
-    "fractions", "functools", "gettext", "gzip", "hashlib", "heapq", "html", "http.client",
-    "inspect", "io", "ipaddress", "itertools", "json", "logging", "mailbox", "math",
-    "multiprocessing", "optparse", "os", "pathlib", "pickle", "pprint", "pydoc", "queue",
-    "random", "re", "shutil", "socket", "sqlite3", "statistics", "string", "subprocess",
-    "tarfile", "tempfile", "textwrap", "threading", "tkinter", "tokenize", "traceback",
-    "typing", "unittest", "urllib.parse", "uuid", "wave", "xml.dom.minidom", "zipfile",
+    "argparse",
+    "ast",
+    "asyncio",
+    "base64",
+    "bisect",
+    "calendar",
+    "collections",
+    "configparser",
+    "contextlib",
+    "csv",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "difflib",
+    "email",
+    "enum",
+    "fractions",
+    "functools",
+    "gettext",
+    "gzip",
+    "hashlib",
+    "heapq",
+    "html",
+    "http.client",
+    "inspect",
+    "io",
+    "ipaddress",
+    "itertools",
+    "json",
+    "logging",
+    "mailbox",
+    "math",
+    "multiprocessing",
+    "optparse",
+    "os",
+    "pathlib",
+    "pickle",
+    "pprint",
+    "pydoc",
+    "queue",
+    "random",
+    "re",
+    "shutil",
+    "socket",
+    "sqlite3",
+    "statistics",
+    "string",
+    "subprocess",
+    "tarfile",
+    "tempfile",
+    "textwrap",
+    "threading",
+    "tkinter",
+    "tokenize",
+    "traceback",
+    "typing",
+    "unittest",
+    "urllib.parse",
+    "uuid",
+    "wave",
+    "xml.dom.minidom",
+    "zipfile",
 )
 
 
@@ -53,8 +107,11 @@ def stdlib_module_documents() -> list[tuple[str, list[str]]]:
             module = importlib.import_module(name)
         except ImportError:
             continue
-        objects = [module] + [obj for _, obj in sorted(vars(module).items())
-                              if inspect.isclass(obj) or inspect.isfunction(obj)]
+        objects = [module] + [
+            obj
+            for _, obj in sorted(vars(module).items())
+            if inspect.isclass(obj) or inspect.isfunction(obj)
+        ]
         for obj in objects:
             doc = inspect.getdoc(obj)
             if not doc or doc in seen:
@@ -81,8 +138,15 @@ def write_corpus(documents: list[list[str]], path: str) -> None:
 TOPICS = ("argparse", "asyncio", "statistics", "typing")
 
 
-def finetune_topics(module_documents, out: str, spm_model_file: str, config_file: str,
-                    checkpoint: str, steps: int, export_dir: str | None = None) -> dict | None:
+def finetune_topics(
+    module_documents,
+    out: str,
+    spm_model_file: str,
+    config_file: str,
+    checkpoint: str,
+    steps: int,
+    export_dir: str | None = None,
+) -> dict | None:
     """A 4-way classification task from the embedded data, fine-tuned by run_classifier.py
     (the real runner, its `jsonl` task) from the demo's pretrained checkpoint and, with the
     same schedule, from scratch. Paragraphs of TOPICS' docstrings are labelled with their
@@ -91,41 +155,67 @@ def finetune_topics(module_documents, out: str, spm_model_file: str, config_file
     Returns {start: dev accuracy}, or None when a run failed."""
     import json
     import subprocess
+
     data_dir = os.path.join(out, "topics")
     os.makedirs(data_dir, exist_ok=True)
     counts = {}
     for split, keep in (("train", lambda i: i % 10 != 9), ("dev", lambda i: i % 10 == 9)):
-        rows = [{"text": p, "label": module} for i, (module, doc) in enumerate(module_documents)
-                if module in TOPICS and keep(i) for p in doc]
+        rows = [
+            {"text": p, "label": module}
+            for i, (module, doc) in enumerate(module_documents)
+            if module in TOPICS and keep(i)
+            for p in doc
+        ]
         with open(os.path.join(data_dir, f"{split}.jsonl"), "w", encoding="utf-8") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)
         counts[split] = rows
     majority = max(sum(r["label"] == t for r in counts["dev"]) for t in TOPICS)
-    print(f"{len(counts['train'])} train / {len(counts['dev'])} dev paragraphs of "
-          f"{', '.join(TOPICS)}; majority-class dev accuracy {majority / len(counts['dev']):.1%}")
+    print(
+        f"{len(counts['train'])} train / {len(counts['dev'])} dev paragraphs of "
+        f"{', '.join(TOPICS)}; majority-class dev accuracy {majority / len(counts['dev']):.1%}"
+    )
     results = {}
     for start, init in (("pretrained", checkpoint), ("from scratch", None)):
         run_dir = os.path.join(out, "finetune_" + start.replace(" ", "_"))
         shutil.rmtree(run_dir, ignore_errors=True)
-        cmd = [sys.executable, "-m", "run_classifier", "--task_name=jsonl",
-               f"--data_dir={data_dir}", "--text_a_column=text", "--label_column=label",
-               f"--spm_model_file={spm_model_file}", f"--albert_config_file={config_file}",
-               f"--output_dir={run_dir}", "--max_seq_length=128", "--train_batch_size=32",
-               f"--train_step={steps}", "--learning_rate=1e-3", "--warmup_proportion=0.1",
-               "--steps_per_loop=50", "--eval_batch_size=64", "--seed=12345", "--do_train",
-               "--do_eval"] + ([f"--init_checkpoint={init}"] if init else [])
+        cmd = [
+            sys.executable,
+            "-m",
+            "run_classifier",
+            "--task_name=jsonl",
+            f"--data_dir={data_dir}",
+            "--text_a_column=text",
+            "--label_column=label",
+            f"--spm_model_file={spm_model_file}",
+            f"--albert_config_file={config_file}",
+            f"--output_dir={run_dir}",
+            "--max_seq_length=128",
+            "--train_batch_size=32",
+            f"--train_step={steps}",
+            "--learning_rate=1e-3",
+            "--warmup_proportion=0.1",
+            "--steps_per_loop=50",
+            "--eval_batch_size=64",
+            "--seed=12345",
+            "--do_train",
+            "--do_eval",
+        ] + ([f"--init_checkpoint={init}"] if init else [])
         if init and export_dir:
             cmd.append(f"--export_dir={export_dir}")
-        run = subprocess.run(cmd, capture_output=True, text=True,
-                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        run = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        )
         if run.returncode:
-            print(f"error: run_classifier.py ({start}) failed:\n{run.stderr[-2000:]}",
-                  file=sys.stderr)
+            print(
+                f"error: run_classifier.py ({start}) failed:\n{run.stderr[-2000:]}", file=sys.stderr
+            )
             return None
         with open(os.path.join(run_dir, "eval_results.json")) as f:
             results[start] = json.load(f)["final"]["accuracy"]
-        print(f"  {start:<13} dev accuracy {results[start]:.1%} after {steps} steps "
-              f"({run_dir})")
+        print(f"  {start:<13} dev accuracy {results[start]:.1%} after {steps} steps ({run_dir})")
     return results
 
 
@@ -146,13 +236,19 @@ def query_saved_model(export_dir: str, texts: list[str]) -> bool:
     tensorflow and tensorflow_text, and prints its answers for `texts`."""
     import json
     import subprocess
-    versions = sorted((int(v) for v in os.listdir(export_dir) if v.isdigit()))
+
+    versions = sorted(int(v) for v in os.listdir(export_dir) if v.isdigit())
     path = os.path.join(export_dir, str(versions[-1]))
-    print(f"{path}: signature serving_default(text_a: string) -> label, probabilities; "
-          f"a separate process answers:")
-    run = subprocess.run([sys.executable, "-c", SERVING_CLIENT, path, json.dumps(texts)],
-                         capture_output=True, text=True,
-                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    print(
+        f"{path}: signature serving_default(text_a: string) -> label, probabilities; "
+        f"a separate process answers:"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", SERVING_CLIENT, path, json.dumps(texts)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
     if run.returncode:
         print(f"error: the serving client failed:\n{run.stderr[-2000:]}", file=sys.stderr)
         return False
@@ -171,25 +267,38 @@ def main(argv=None) -> int:
 
     import numpy as np
     import keras
-    from albert_tf import (AlbertConfig, AlbertEncoder, AlbertPretrainer, load_checkpoint,
-                           save_checkpoint)
+    from albert_tf import (
+        AlbertConfig,
+        AlbertEncoder,
+        AlbertPretrainer,
+        load_checkpoint,
+        save_checkpoint,
+    )
     from albert_tf.modeling.encoder import count_parameters
 
     keras.utils.set_random_seed(12345)
 
     print("== Parameters (backbone incl. pooler; + MLM/SOP heads) ==")
-    print(f"{'preset':<9}" + "".join(f"{m:>14}" for m in ("all", "attention", "ffn", "none"))
-          + f"{'all + heads':>14}")
+    print(
+        f"{'preset':<9}"
+        + "".join(f"{m:>14}" for m in ("all", "attention", "ffn", "none"))
+        + f"{'all + heads':>14}"
+    )
     for name in ("base", "large", "xlarge", "xxlarge"):
         config = AlbertConfig.preset(name)
-        counts = [count_parameters(config.replace(sharing=m))
-                  for m in ("all", "attention", "ffn", "none")]
-        print(f"{name:<9}" + "".join(f"{c:>14,}" for c in counts)
-              + f"{count_parameters(config, heads=True):>14,}")
+        counts = [
+            count_parameters(config.replace(sharing=m)) for m in ("all", "attention", "ffn", "none")
+        ]
+        print(
+            f"{name:<9}"
+            + "".join(f"{c:>14,}" for c in counts)
+            + f"{count_parameters(config, heads=True):>14,}"
+        )
     base = AlbertEncoder(AlbertConfig.preset("base"))
     base.build()
-    print(f"built ALBERT-base: count_params() = {base.count_params():,} "
-          f"(paper: 12M; BERT-base: 108M)")
+    print(
+        f"built ALBERT-base: count_params() = {base.count_params():,} (paper: 12M; BERT-base: 108M)"
+    )
     del base
 
     print("\n== Vocabulary: SentencePiece on the Python standard library's docstrings ==")
@@ -204,121 +313,190 @@ def main(argv=None) -> int:
     write_corpus(held_out, eval_corpus)
     # ALBERT's recipe (data_pipeline.train_tokenizer): <pad>=0 <unk>=1 [CLS]=2 [SEP]=3 [MASK]=4.
     from data_pipeline.train_tokenizer import train_sentencepiece
-    model_file = train_sentencepiece([corpus], os.path.join(args.output_dir, "stdlib_spm"),
-                                     vocab_size=2000, num_threads=1)["model_file"]
+
+    model_file = train_sentencepiece(
+        [corpus], os.path.join(args.output_dir, "stdlib_spm"), vocab_size=2000, num_threads=1
+    )["model_file"]
     from data_pipeline.tokenization import AlbertTokenizer
+
     tok = AlbertTokenizer(model_file, do_lower_case=True)
-    print(f"{len(documents)} docstrings, {sum(map(len, documents))} paragraphs, "
-          f"{tok.vocab_size} pieces -> {model_file}")
+    print(
+        f"{len(documents)} docstrings, {sum(map(len, documents))} paragraphs, "
+        f"{tok.vocab_size} pieces -> {model_file}"
+    )
     assert (tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id) == (0, 1, 2, 3, 4)
     text_a = "Return a new list containing all items from the iterable in ascending order."
     text_b = "A custom key function can be supplied to customize the sort order."
     a, b = tok.encode(text_a), tok.encode(text_b)
     import tensorflow as tf
+
     in_graph = tok.graph_tokenizer()(tf.constant([text_a, text_b])).to_list()
     print("pieces:", " ".join(tok.id_to_piece(i) for i in a))
     print(f"in-graph (tensorflow-text) ids equal the Python tokenizer's: {in_graph == [a, b]}")
 
     print("\n== Pretraining data: SOP pairs + n-gram masks -> TFRecords ==")
-    from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
+    from data_pipeline.pretraining.create_pretraining_data import (
+        DataConfig,
+        create_pretraining_data,
+    )
+
     seq_len, preds = 128, 20
     data_dir = os.path.join(args.output_dir, "pretraining_data")
     eval_dir = os.path.join(args.output_dir, "pretraining_data_heldout")
     for d in (data_dir, eval_dir):
         shutil.rmtree(d, ignore_errors=True)  # a re-run would resume (skip) instead
     meta = create_pretraining_data(
-        DataConfig(input_file=corpus, output_dir=data_dir, spm_model_file=model_file,
-                   max_seq_length=seq_len, max_predictions_per_seq=preds, dupe_factor=5,
-                   split_sentences=True, num_output_shards=4),
-        num_workers=os.cpu_count() or 1, progress_every=1e9)
+        DataConfig(
+            input_file=corpus,
+            output_dir=data_dir,
+            spm_model_file=model_file,
+            max_seq_length=seq_len,
+            max_predictions_per_seq=preds,
+            dupe_factor=5,
+            split_sentences=True,
+            num_output_shards=4,
+        ),
+        num_workers=os.cpu_count() or 1,
+        progress_every=1e9,
+    )
     create_pretraining_data(
-        DataConfig(input_file=eval_corpus, output_dir=eval_dir, spm_model_file=model_file,
-                   max_seq_length=seq_len, max_predictions_per_seq=preds, dupe_factor=1,
-                   split_sentences=True, num_output_shards=1),
-        num_workers=1, progress_every=1e9)
+        DataConfig(
+            input_file=eval_corpus,
+            output_dir=eval_dir,
+            spm_model_file=model_file,
+            max_seq_length=seq_len,
+            max_predictions_per_seq=preds,
+            dupe_factor=1,
+            split_sentences=True,
+            num_output_shards=1,
+        ),
+        num_workers=1,
+        progress_every=1e9,
+    )
     masking = meta["masking"]
-    print(f"n-gram units 1/2/3: {', '.join(f'{x:.1%}' for x in masking['ngram_fraction'])} "
-          f"(paper: 54.5%, 27.3%, 18.2%); masked {masking['masked_fraction']:.1%} of tokens; "
-          f"[MASK]/random/kept {', '.join(f'{x:.0%}' for x in masking['replacement_fraction'])}; "
-          f"SOP swapped {meta['sentence_order_labels']['fraction_1']:.1%}; single-sentence "
-          f"chunks split {meta['instance_creation']['single_sentence_chunks_split']}, dropped "
-          f"{meta['instance_creation']['single_sentence_chunks_dropped']}")
+    print(
+        f"n-gram units 1/2/3: {', '.join(f'{x:.1%}' for x in masking['ngram_fraction'])} "
+        f"(paper: 54.5%, 27.3%, 18.2%); masked {masking['masked_fraction']:.1%} of tokens; "
+        f"[MASK]/random/kept {', '.join(f'{x:.0%}' for x in masking['replacement_fraction'])}; "
+        f"SOP swapped {meta['sentence_order_labels']['fraction_1']:.1%}; single-sentence "
+        f"chunks split {meta['instance_creation']['single_sentence_chunks_split']}, dropped "
+        f"{meta['instance_creation']['single_sentence_chunks_dropped']}"
+    )
 
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
-    batch = next(iter(pretraining_dataset(os.path.join(data_dir, "*.tfrecord"), 8, seq_len,
-                                          preds, seed=12345)))
+
+    batch = next(
+        iter(
+            pretraining_dataset(os.path.join(data_dir, "*.tfrecord"), 8, seq_len, preds, seed=12345)
+        )
+    )
     batch = {k: v.numpy() for k, v in batch.items()}
     n = int(batch["input_mask"][0].sum())
     shown = [tok.id_to_piece(int(i)) for i in batch["input_ids"][0, :n]]
     k = int(batch["masked_lm_weights"][0].sum())
     for pos, label in zip(batch["masked_lm_positions"][0, :k], batch["masked_lm_ids"][0, :k]):
         shown[pos] = f"{shown[pos]}<{tok.id_to_piece(int(label))}>"
-    print(f"an instance from the tf.data pipeline (SOP label "
-          f"{int(batch['next_sentence_labels'][0, 0])}; masked piece<original>):")
+    print(
+        f"an instance from the tf.data pipeline (SOP label "
+        f"{int(batch['next_sentence_labels'][0, 0])}; masked piece<original>):"
+    )
     print("  " + " ".join(shown))
 
     print("\n== Forward pass on that batch: a small ALBERT (E=128, H=256, 4 layers, one block) ==")
-    config = AlbertConfig(vocab_size=tok.vocab_size, embedding_size=128, hidden_size=256,
-                          num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
-                          max_position_embeddings=seq_len)
+    config = AlbertConfig(
+        vocab_size=tok.vocab_size,
+        embedding_size=128,
+        hidden_size=256,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=1024,
+        max_position_embeddings=seq_len,
+    )
     model = AlbertPretrainer(config)
     out = model(batch)
     for key, value in out.items():
         print(f"{key:<16} {str(tuple(value.shape)):<16} {value.dtype.name}")
-    mlm = keras.ops.sparse_categorical_crossentropy(batch["masked_lm_ids"], out["mlm_logits"],
-                                                    from_logits=True).numpy()
+    mlm = keras.ops.sparse_categorical_crossentropy(
+        batch["masked_lm_ids"], out["mlm_logits"], from_logits=True
+    ).numpy()
     mlm_loss = float((mlm * batch["masked_lm_weights"]).sum() / batch["masked_lm_weights"].sum())
-    print(f"untrained MLM loss {mlm_loss:.2f} (ln {tok.vocab_size} = "
-          f"{np.log(tok.vocab_size):.2f}); SOP probabilities of the first pair: "
-          f"{[round(float(p), 3) for p in keras.ops.softmax(out['sop_logits'])[0].numpy()]}")
+    print(
+        f"untrained MLM loss {mlm_loss:.2f} (ln {tok.vocab_size} = "
+        f"{np.log(tok.vocab_size):.2f}); SOP probabilities of the first pair: "
+        f"{[round(float(p), 3) for p in keras.ops.softmax(out['sop_logits'])[0].numpy()]}"
+    )
 
-    print("\n== Pretraining a tiny ALBERT (4 layers sharing one block, H=128) for a few "
-          "minutes ==")
+    print("\n== Pretraining a tiny ALBERT (4 layers sharing one block, H=128) for a few minutes ==")
     from albert_tf.training import PretrainingTask, Trainer, TrainerConfig
-    tiny = AlbertConfig(vocab_size=tok.vocab_size, embedding_size=64, hidden_size=128,
-                        num_hidden_layers=4, num_attention_heads=2, intermediate_size=512,
-                        max_position_embeddings=seq_len)
+
+    tiny = AlbertConfig(
+        vocab_size=tok.vocab_size,
+        embedding_size=64,
+        hidden_size=128,
+        num_hidden_layers=4,
+        num_attention_heads=2,
+        intermediate_size=512,
+        max_position_embeddings=seq_len,
+    )
     run_dir = os.path.join(args.output_dir, "pretraining_run")
     shutil.rmtree(run_dir, ignore_errors=True)
 
     def dataset(pattern, training):
-        return lambda ctx: pretraining_dataset(pattern, 32, seq_len, preds,
-                                               is_training=training, seed=12345)
+        return lambda ctx: pretraining_dataset(
+            pattern, 32, seq_len, preds, is_training=training, seed=12345
+        )
 
     trainer = Trainer(
         PretrainingTask(tiny, seq_len, preds),
-        TrainerConfig(output_dir=run_dir, num_train_steps=args.pretrain_steps,
-                      learning_rate=1e-2, num_warmup_steps=args.pretrain_steps // 10,
-                      optimizer="lamb", steps_per_loop=50,
-                      save_checkpoints_steps=args.pretrain_steps,
-                      eval_every=args.pretrain_steps // 4, max_eval_steps=20),
-        tf.distribute.get_strategy(), dataset(os.path.join(data_dir, "*.tfrecord"), True),
+        TrainerConfig(
+            output_dir=run_dir,
+            num_train_steps=args.pretrain_steps,
+            learning_rate=1e-2,
+            num_warmup_steps=args.pretrain_steps // 10,
+            optimizer="lamb",
+            steps_per_loop=50,
+            save_checkpoints_steps=args.pretrain_steps,
+            eval_every=args.pretrain_steps // 4,
+            max_eval_steps=20,
+        ),
+        tf.distribute.get_strategy(),
+        dataset(os.path.join(data_dir, "*.tfrecord"), True),
         dataset(os.path.join(eval_dir, "*.tfrecord"), False),
-        log=lambda line: print("  " + line))
+        log=lambda line: print("  " + line),
+    )
     before = trainer.evaluate(0)
     after = trainer.train()["eval"]
-    print(f"held-out docstrings: MLM accuracy {before['mlm_accuracy']:.1%} -> "
-          f"{after['mlm_accuracy']:.1%}, SOP accuracy {before['sop_accuracy']:.1%} -> "
-          f"{after['sop_accuracy']:.1%} (TensorBoard: {run_dir})")
+    print(
+        f"held-out docstrings: MLM accuracy {before['mlm_accuracy']:.1%} -> "
+        f"{after['mlm_accuracy']:.1%}, SOP accuracy {before['sop_accuracy']:.1%} -> "
+        f"{after['sop_accuracy']:.1%} (TensorBoard: {run_dir})"
+    )
     keras.config.set_dtype_policy("float32")
     tiny.to_json_file(os.path.join(run_dir, "albert_config.json"))
 
-    print("\n== Fine-tuning (run_classifier.py): which module does a docstring paragraph "
-          "document? ==")
+    print(
+        "\n== Fine-tuning (run_classifier.py): which module does a docstring paragraph document? =="
+    )
     export_dir = os.path.join(args.output_dir, "serving")
     shutil.rmtree(export_dir, ignore_errors=True)
-    results = finetune_topics(module_documents, args.output_dir, model_file,
-                              os.path.join(run_dir, "albert_config.json"),
-                              os.path.join(run_dir, "checkpoints"), args.finetune_steps,
-                              export_dir)
+    results = finetune_topics(
+        module_documents,
+        args.output_dir,
+        model_file,
+        os.path.join(run_dir, "albert_config.json"),
+        os.path.join(run_dir, "checkpoints"),
+        args.finetune_steps,
+        export_dir,
+    )
     if results is None:
         return 1
 
     print("\n== Checkpoint round trip ==")
     ckpt_dir = os.path.join(args.output_dir, "checkpoint")
     prefix = save_checkpoint(model, ckpt_dir)
-    encoder = AlbertEncoder(AlbertConfig.from_json_file(os.path.join(ckpt_dir,
-                                                                     "albert_config.json")))
+    encoder = AlbertEncoder(
+        AlbertConfig.from_json_file(os.path.join(ckpt_dir, "albert_config.json"))
+    )
     report = load_checkpoint(encoder, ckpt_dir)
     again = encoder(batch)["sequence_output"].numpy()
     diff = float(np.max(np.abs(again - out["sequence_output"].numpy())))
@@ -327,10 +505,14 @@ def main(argv=None) -> int:
         print("error: the reloaded encoder differs", file=sys.stderr)
         return 1
     print("\n== Serving: the fine-tuned classifier as a SavedModel that takes raw text ==")
-    if not query_saved_model(export_dir, [p for m, d in module_documents[9::10] if m in TOPICS
-                                          for p in d][:3]
-                             + ["Wait until the coroutine finishes or the timeout expires.",
-                                "Return the sample variance of the data."]):
+    if not query_saved_model(
+        export_dir,
+        [p for m, d in module_documents[9::10] if m in TOPICS for p in d][:3]
+        + [
+            "Wait until the coroutine finishes or the timeout expires.",
+            "Return the sample variance of the data.",
+        ],
+    ):
         return 1
 
     print(f"\ndemo finished in {time.time() - start:.0f}s; artifacts in {args.output_dir}/")

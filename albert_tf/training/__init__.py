@@ -2,10 +2,19 @@
 setup."""
 
 from albert_tf.training.distribution import make_strategy, set_precision, task_output_dir
-from albert_tf.training.tasks import (ClassificationTask, PretrainingTask, SquadTask, Task,
-                                      divisors)
+from albert_tf.training.tasks import ClassificationTask, PretrainingTask, SquadTask, Task, divisors
 from albert_tf.training.trainer import Preempted, Trainer, TrainerConfig
 
-__all__ = ["TrainerConfig", "Trainer", "Task", "PretrainingTask", "ClassificationTask",
-           "SquadTask", "make_strategy", "set_precision", "Preempted",
-           "task_output_dir", "divisors"]
+__all__ = [
+    "TrainerConfig",
+    "Trainer",
+    "Task",
+    "PretrainingTask",
+    "ClassificationTask",
+    "SquadTask",
+    "make_strategy",
+    "set_precision",
+    "Preempted",
+    "task_output_dir",
+    "divisors",
+]

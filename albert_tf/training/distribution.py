@@ -12,6 +12,7 @@ def make_strategy(name: str = "default", tpu: str | None = None, num_gpus: int =
     devices when there is none), `multi_worker_mirrored` (TF_CONFIG), `tpu` (`tpu` names
     the TPU or its grpc:// address; "" or "local" for a TPU VM)."""
     import tensorflow as tf
+
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "one_device":
@@ -20,8 +21,7 @@ def make_strategy(name: str = "default", tpu: str | None = None, num_gpus: int =
         gpus = tf.config.list_logical_devices("GPU")
         if num_gpus:
             gpus = gpus[:num_gpus]
-        devices = [d.name for d in gpus] or [d.name for d in
-                                             tf.config.list_logical_devices("CPU")]
+        devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
         return tf.distribute.MirroredStrategy(devices)
     if name == "multi_worker_mirrored":
         return tf.distribute.MultiWorkerMirroredStrategy()
@@ -30,15 +30,18 @@ def make_strategy(name: str = "default", tpu: str | None = None, num_gpus: int =
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         return tf.distribute.TPUStrategy(resolver)
-    raise ValueError(f"strategy {name!r} is not one of default, one_device, mirrored, "
-                     f"multi_worker_mirrored, tpu")
+    raise ValueError(
+        f"strategy {name!r} is not one of default, one_device, mirrored, multi_worker_mirrored, tpu"
+    )
 
 
 def set_precision(dtype: str) -> None:
     """Keras dtype policy for `dtype` (call before building the model)."""
     import keras
-    keras.config.set_dtype_policy({"float32": "float32", "bfloat16": "mixed_bfloat16",
-                                   "float16": "mixed_float16"}[dtype])
+
+    keras.config.set_dtype_policy(
+        {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}[dtype]
+    )
 
 
 def task_output_dir(strategy, output_dir: str) -> str:
@@ -49,7 +52,8 @@ def task_output_dir(strategy, output_dir: str) -> str:
     if resolver is None or not resolver.task_type:
         return output_dir
     task_type, task_id = resolver.task_type, resolver.task_id or 0
-    if task_type == "chief" or (task_type == "worker" and task_id == 0
-                                and "chief" not in resolver.cluster_spec().as_dict()):
+    if task_type == "chief" or (
+        task_type == "worker" and task_id == 0 and "chief" not in resolver.cluster_spec().as_dict()
+    ):
         return output_dir
     return os.path.join(output_dir, "workers", f"{task_type}_{task_id}")

@@ -45,8 +45,14 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     from step 0 and warmup overrides its start (so the peak is reached a little below
     `peak` when warmup > 0: peak·(1 - warmup/total)^power)."""
 
-    def __init__(self, peak: float, num_train_steps: int, num_warmup_steps: int = 0,
-                 power: float = 1.0, end_learning_rate: float = 0.0):
+    def __init__(
+        self,
+        peak: float,
+        num_train_steps: int,
+        num_warmup_steps: int = 0,
+        power: float = 1.0,
+        end_learning_rate: float = 0.0,
+    ):
         self.peak = float(peak)
         self.num_train_steps = max(1, int(num_train_steps))
         self.num_warmup_steps = int(num_warmup_steps)
@@ -63,9 +69,13 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         return ops.where(step < self.num_warmup_steps, warm, decayed)
 
     def get_config(self):
-        return {"peak": self.peak, "num_train_steps": self.num_train_steps,
-                "num_warmup_steps": self.num_warmup_steps, "power": self.power,
-                "end_learning_rate": self.end}
+        return {
+            "peak": self.peak,
+            "num_train_steps": self.num_train_steps,
+            "num_warmup_steps": self.num_warmup_steps,
+            "power": self.power,
+            "end_learning_rate": self.end,
+        }
 
 
 def excluded_from_decay(variable) -> bool:
@@ -81,8 +91,9 @@ def excluded_from_decay(variable) -> bool:
     return any(re.search(key, local) for key in EXCLUDED_FROM_DECAY)
 
 
-def _adam_family_math(gradient, m, v, w, lr, step, beta_1, beta_2, epsilon, decay,
-                      adapt, bias_correction):
+def _adam_family_math(
+    gradient, m, v, w, lr, step, beta_1, beta_2, epsilon, decay, adapt, bias_correction
+):
     """One official LAMB/AdamW step for one variable → (m, v, w) after it (see the module
     docstring). `decay` 0 and `adapt` False for excluded variables; `adapt` False for
     AdamW. `bias_correction` divides the moments by (1-β^t) as Keras does."""
@@ -90,7 +101,8 @@ def _adam_family_math(gradient, m, v, w, lr, step, beta_1, beta_2, epsilon, deca
     v = v + (tf.square(gradient) - v) * (1.0 - beta_2)
     if bias_correction:
         update = (m / (1.0 - tf.pow(beta_1, step))) / (
-            tf.sqrt(v / (1.0 - tf.pow(beta_2, step))) + epsilon)
+            tf.sqrt(v / (1.0 - tf.pow(beta_2, step))) + epsilon
+        )
     else:
         update = m / (tf.sqrt(v) + epsilon)
     if decay:
@@ -115,8 +127,13 @@ class _OfficialAdamFamily(keras.optimizers.Adam):
 
     layer_adaptation = False
 
-    def __init__(self, learning_rate, weight_decay_rate: float = 0.01,
-                 bias_correction: bool = False, **kwargs):
+    def __init__(
+        self,
+        learning_rate,
+        weight_decay_rate: float = 0.01,
+        bias_correction: bool = False,
+        **kwargs,
+    ):
         kwargs.setdefault("epsilon", 1e-6)
         super().__init__(learning_rate=learning_rate, weight_decay=None, **kwargs)
         self.weight_decay_rate = float(weight_decay_rate)
@@ -131,21 +148,28 @@ class _OfficialAdamFamily(keras.optimizers.Adam):
             self._excluded[key] = excluded_from_decay(variable)
         excluded = self._excluded[key]
         new_m, new_v, new_w = _adam_family_update(
-            tf.cast(gradient, variable.dtype), tf.convert_to_tensor(m),
-            tf.convert_to_tensor(v), tf.convert_to_tensor(variable),
+            tf.cast(gradient, variable.dtype),
+            tf.convert_to_tensor(m),
+            tf.convert_to_tensor(v),
+            tf.convert_to_tensor(variable),
             tf.cast(learning_rate, variable.dtype),
-            tf.cast(self.iterations + 1, variable.dtype), float(self.beta_1),
-            float(self.beta_2), float(self.epsilon),
+            tf.cast(self.iterations + 1, variable.dtype),
+            float(self.beta_1),
+            float(self.beta_2),
+            float(self.epsilon),
             0.0 if excluded else self.weight_decay_rate,
-            self.layer_adaptation and not excluded, self.bias_correction)
+            self.layer_adaptation and not excluded,
+            self.bias_correction,
+        )
         self.assign(m, new_m)
         self.assign(v, new_v)
         self.assign(variable, new_w)
 
     def get_config(self):
         config = super().get_config()
-        config.update(weight_decay_rate=self.weight_decay_rate,
-                      bias_correction=self.bias_correction)
+        config.update(
+            weight_decay_rate=self.weight_decay_rate, bias_correction=self.bias_correction
+        )
         return config
 
 
@@ -170,16 +194,23 @@ class KerasAdamW(keras.optimizers.AdamW):
         return not excluded_from_decay(variable)
 
 
-def create_optimizer(name: str, learning_rate, weight_decay_rate: float = 0.01,
-                     beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-6):
+def create_optimizer(
+    name: str,
+    learning_rate,
+    weight_decay_rate: float = 0.01,
+    beta_1: float = 0.9,
+    beta_2: float = 0.999,
+    epsilon: float = 1e-6,
+):
     """One of `OPTIMIZERS` (see the module docstring); `learning_rate` a float or schedule.
 
     `lamb` (pretraining) and `adamw` (fine-tuning) are the official updates; the `_keras`
     variants add Adam's bias correction."""
     args = dict(beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
     if name in ("lamb", "lamb_keras"):
-        return AlbertLamb(learning_rate, weight_decay_rate,
-                          bias_correction=name == "lamb_keras", **args)
+        return AlbertLamb(
+            learning_rate, weight_decay_rate, bias_correction=name == "lamb_keras", **args
+        )
     if name == "adamw":
         return AlbertAdamW(learning_rate, weight_decay_rate, **args)
     if name == "adamw_keras":

@@ -23,15 +23,16 @@ def _forward(model):
     forward = _FORWARD.get(model)
     if forward is None:
         import tensorflow as tf
+
         ref = weakref.ref(model)  # the function must not keep its model alive
-        forward = tf.function(lambda batch: ref()(batch, training=False),
-                              reduce_retracing=True)
+        forward = tf.function(lambda batch: ref()(batch, training=False), reduce_retracing=True)
         _FORWARD[model] = forward
     return forward
 
 
-def predict_logits(model, dataset, outputs=("logits",), carry=(), order_by=None
-                   ) -> dict[str, np.ndarray]:
+def predict_logits(
+    model, dataset, outputs=("logits",), carry=(), order_by=None
+) -> dict[str, np.ndarray]:
     """Runs `model` over every batch of `dataset` (dicts holding MODEL_INPUTS) and returns
     {name: array} for each of the model's `outputs` (e.g. logits [N, labels]; start/end
     logits [N, S]) and each batch feature named in `carry` (passed through unchanged, e.g.

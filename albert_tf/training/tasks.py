@@ -27,6 +27,7 @@ class Task(abc.ABC):
     best_metric: the metric whose maximum on the evaluation set selects the best
       checkpoint (None: none kept).
     """
+
     losses: dict = {}
     metrics: dict = {}
     denominator_offsets: dict = {}
@@ -54,8 +55,11 @@ def divisors(terms: dict, denominators: dict, offsets: dict) -> dict:
     than 1e-5 (an empty batch divides 0 by 1e-5, not by 0). Takes tensors (in the step)
     or floats (for reports)."""
     import tensorflow as tf
-    return {name: tf.maximum(denominators[key] + offsets.get(name, 0.0), 1e-5)
-            for name, key in terms.items()}
+
+    return {
+        name: tf.maximum(denominators[key] + offsets.get(name, 0.0), 1e-5)
+        for name, key in terms.items()
+    }
 
 
 class PretrainingTask(Task):
@@ -65,8 +69,13 @@ class PretrainingTask(Task):
 
     best_metric = "mlm_accuracy"
 
-    def __init__(self, albert_config, max_seq_length: int, max_predictions_per_seq: int,
-                 sop_weight: float = 1.0):
+    def __init__(
+        self,
+        albert_config,
+        max_seq_length: int,
+        max_predictions_per_seq: int,
+        sop_weight: float = 1.0,
+    ):
         self.albert_config = albert_config
         self.max_seq_length = max_seq_length
         self.max_predictions_per_seq = max_predictions_per_seq
@@ -79,6 +88,7 @@ class PretrainingTask(Task):
 
     def build_model(self):
         from albert_tf.modeling.models import AlbertPretrainer
+
         model = AlbertPretrainer(self.albert_config)
         model.build()
         return model
@@ -89,26 +99,36 @@ class PretrainingTask(Task):
 
     def denominators(self, batch):
         import tensorflow as tf
-        return {"masked": tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
-                "examples": tf.cast(tf.shape(batch["input_ids"])[0], tf.float32)}
+
+        return {
+            "masked": tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
+            "examples": tf.cast(tf.shape(batch["input_ids"])[0], tf.float32),
+        }
 
     def terms(self, batch, outputs):
         import tensorflow as tf
-        weights = tf.cast(batch["masked_lm_weights"], tf.float32)            # [B, P]
-        labels = batch["masked_lm_ids"]                                        # [B, P]
-        logits = tf.cast(outputs["mlm_logits"], tf.float32)                    # [B, P, V]
+
+        weights = tf.cast(batch["masked_lm_weights"], tf.float32)  # [B, P]
+        labels = batch["masked_lm_ids"]  # [B, P]
+        logits = tf.cast(outputs["mlm_logits"], tf.float32)  # [B, P, V]
         nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=labels.dtype), labels),
-                          tf.float32)
-        sop_labels = tf.reshape(batch["next_sentence_labels"], [-1])           # [B]
-        sop_logits = tf.cast(outputs["sop_logits"], tf.float32)                # [B, 2]
-        sop_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=sop_labels,
-                                                                 logits=sop_logits)
-        sop_correct = tf.cast(tf.equal(tf.argmax(sop_logits, -1, output_type=sop_labels.dtype),
-                                       sop_labels), tf.float32)
-        terms = {"mlm_loss": tf.reduce_sum(weights * nll),
-                 "mlm_accuracy": tf.reduce_sum(weights * correct),
-                 "sop_accuracy": tf.reduce_sum(sop_correct)}
+        correct = tf.cast(
+            tf.equal(tf.argmax(logits, -1, output_type=labels.dtype), labels), tf.float32
+        )
+        sop_labels = tf.reshape(batch["next_sentence_labels"], [-1])  # [B]
+        sop_logits = tf.cast(outputs["sop_logits"], tf.float32)  # [B, 2]
+        sop_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=sop_labels, logits=sop_logits
+        )
+        sop_correct = tf.cast(
+            tf.equal(tf.argmax(sop_logits, -1, output_type=sop_labels.dtype), sop_labels),
+            tf.float32,
+        )
+        terms = {
+            "mlm_loss": tf.reduce_sum(weights * nll),
+            "mlm_accuracy": tf.reduce_sum(weights * correct),
+            "sop_accuracy": tf.reduce_sum(sop_correct),
+        }
         if self.sop_weight:
             terms["sop_loss"] = self.sop_weight * tf.reduce_sum(sop_nll)
         return terms
@@ -121,8 +141,13 @@ class ClassificationTask(Task):
     (float32 for regression). Task-specific metrics (MCC, F1, correlations) are computed by
     the runner on predictions (`data_pipeline.classification.metrics`)."""
 
-    def __init__(self, albert_config, num_labels: int = 2, num_choices: int | None = None,
-                 dropout: float = 0.1):
+    def __init__(
+        self,
+        albert_config,
+        num_labels: int = 2,
+        num_choices: int | None = None,
+        dropout: float = 0.1,
+    ):
         self.albert_config = albert_config
         self.num_labels = num_labels
         self.num_choices = num_choices
@@ -134,6 +159,7 @@ class ClassificationTask(Task):
 
     def build_model(self):
         from albert_tf.modeling.models import AlbertClassifier, AlbertMultipleChoice
+
         if self.num_choices:
             model = AlbertMultipleChoice(self.albert_config, self.dropout)
         else:
@@ -143,10 +169,12 @@ class ClassificationTask(Task):
 
     def denominators(self, batch):
         import tensorflow as tf
+
         return {"examples": tf.cast(tf.shape(batch["label_ids"])[0], tf.float32)}
 
     def terms(self, batch, outputs):
         import tensorflow as tf
+
         logits = tf.cast(outputs["logits"], tf.float32)
         if self.regression:
             error = logits[:, 0] - tf.cast(batch["label_ids"], tf.float32)
@@ -154,8 +182,10 @@ class ClassificationTask(Task):
         labels = tf.cast(batch["label_ids"], tf.int32)
         nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
         correct = tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels)
-        return {"task_loss": tf.reduce_sum(nll),
-                "accuracy": tf.reduce_sum(tf.cast(correct, tf.float32))}
+        return {
+            "task_loss": tf.reduce_sum(nll),
+            "accuracy": tf.reduce_sum(tf.cast(correct, tf.float32)),
+        }
 
 
 class SquadTask(Task):
@@ -174,22 +204,25 @@ class SquadTask(Task):
 
     def build_model(self):
         from albert_tf.modeling.models import AlbertQuestionAnswering
+
         model = AlbertQuestionAnswering(self.albert_config)
         model.build()
         return model
 
     def denominators(self, batch):
         import tensorflow as tf
+
         return {"examples": tf.cast(tf.shape(batch["start_positions"])[0], tf.float32)}
 
     def terms(self, batch, outputs):
         import tensorflow as tf
+
         nll, correct = 0.0, 1.0
         for side in ("start", "end"):
             logits = tf.cast(outputs[f"{side}_logits"], tf.float32)
             labels = tf.cast(batch[f"{side}_positions"], tf.int32)
-            nll += tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
-                                                                  logits=logits)
-            correct *= tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels),
-                               tf.float32)
+            nll += tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+            correct *= tf.cast(
+                tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32
+            )
         return {"span_loss": 0.5 * tf.reduce_sum(nll), "span_accuracy": tf.reduce_sum(correct)}

@@ -47,7 +47,7 @@ import math
 import os
 import signal
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from albert_tf.training.distribution import set_precision, task_output_dir
 from data_pipeline.atomic import write_json
@@ -57,6 +57,7 @@ from albert_tf.training.tasks import Task, divisors
 @dataclasses.dataclass(frozen=True)
 class TrainerConfig:
     """How to train (flags map onto these fields one to one)."""
+
     output_dir: str
     num_train_steps: int
     learning_rate: float
@@ -78,11 +79,15 @@ class TrainerConfig:
     def __post_init__(self):
         if self.dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError(f"dtype={self.dtype!r} is not one of float32, bfloat16, float16")
-        for name in ("num_train_steps", "grad_accum_steps", "steps_per_loop",
-                     "save_checkpoints_steps", "keep_checkpoint_max"):
+        for name in (
+            "num_train_steps",
+            "grad_accum_steps",
+            "steps_per_loop",
+            "save_checkpoints_steps",
+            "keep_checkpoint_max",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
-
 
 
 class Preempted(Exception):
@@ -106,17 +111,27 @@ class Trainer:
         `task.best_metric` in its result.
     """
 
-    def __init__(self, task: Task, config: TrainerConfig, strategy, train_dataset_fn: Callable,
-                 eval_dataset_fn: Callable | None = None, init_checkpoint: str | None = None,
-                 log=print, evaluate_fn: Callable | None = None):
+    def __init__(
+        self,
+        task: Task,
+        config: TrainerConfig,
+        strategy,
+        train_dataset_fn: Callable,
+        eval_dataset_fn: Callable | None = None,
+        init_checkpoint: str | None = None,
+        log=print,
+        evaluate_fn: Callable | None = None,
+    ):
         import tensorflow as tf
         import keras
         from albert_tf.training.optimization import WarmupPolynomialDecay, create_optimizer
+
         # Non-chief workers write (checkpoints too: saving may need every worker) to their
         # own directory and resume from the chief's checkpoints, as TensorFlow prescribes.
         restore_dir = os.path.join(config.output_dir, "checkpoints")
-        config = dataclasses.replace(config,
-                                     output_dir=task_output_dir(strategy, config.output_dir))
+        config = dataclasses.replace(
+            config, output_dir=task_output_dir(strategy, config.output_dir)
+        )
         self.task, self.config, self.strategy = task, config, strategy
         self.log = log
         self.eval_dataset_fn = eval_dataset_fn
@@ -126,14 +141,19 @@ class Trainer:
         keras.utils.set_random_seed(config.seed)
         with strategy.scope():
             self.model = task.build_model()
-            schedule = WarmupPolynomialDecay(config.learning_rate, config.num_train_steps,
-                                             config.num_warmup_steps, config.poly_power)
+            schedule = WarmupPolynomialDecay(
+                config.learning_rate,
+                config.num_train_steps,
+                config.num_warmup_steps,
+                config.poly_power,
+            )
             inner = create_optimizer(config.optimizer, schedule, config.weight_decay_rate)
             # The trainer all-reduces (and clips) gradients itself; see the module docstring.
             inner._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
             self.loss_scaling = config.dtype == "float16"
-            self.optimizer = (keras.optimizers.LossScaleOptimizer(inner)
-                              if self.loss_scaling else inner)
+            self.optimizer = (
+                keras.optimizers.LossScaleOptimizer(inner) if self.loss_scaling else inner
+            )
             self.inner_optimizer = inner
             self.schedule = schedule
             self.variables = self.model.trainable_variables
@@ -141,10 +161,14 @@ class Trainer:
             self.accumulators = []
             if config.grad_accum_steps > 1:
                 self.accumulators = [
-                    tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False,
-                                synchronization=tf.VariableSynchronization.ON_READ,
-                                aggregation=tf.VariableAggregation.SUM)
-                    for v in self.variables]
+                    tf.Variable(
+                        tf.zeros(v.shape, v.dtype),
+                        trainable=False,
+                        synchronization=tf.VariableSynchronization.ON_READ,
+                        aggregation=tf.VariableAggregation.SUM,
+                    )
+                    for v in self.variables
+                ]
         self.train_dataset = strategy.distribute_datasets_from_function(train_dataset_fn)
         self.train_iterator = iter(self.train_dataset)
         # Multi-device strategies give a DistributedIterator, which TensorFlow cannot
@@ -152,11 +176,12 @@ class Trainer:
         # batches already consumed (exact; costs reading them once), see below.
         iterator_saved = isinstance(self.train_iterator, tf.__internal__.tracking.Trackable)
         parts = {"iterator": self.train_iterator} if iterator_saved else {}
-        self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
-                                              **parts)
+        self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, **parts)
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, os.path.join(config.output_dir, "checkpoints"),
-            max_to_keep=config.keep_checkpoint_max)
+            self.checkpoint,
+            os.path.join(config.output_dir, "checkpoints"),
+            max_to_keep=config.keep_checkpoint_max,
+        )
         self.restored_from = None
         # Parts of the model still at their random initialization (see `check_trained`).
         self.untrained: list[str] = []
@@ -167,9 +192,11 @@ class Trainer:
             except (AssertionError, ValueError) as e:
                 # e.g. a run with another config in the same output_dir: name the checkpoint.
                 first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-                raise ValueError(f"cannot resume from {latest}: it does not fit this run's "
-                                 f"model and optimizer (written with another config? use a "
-                                 f"new output_dir): {first}") from None
+                raise ValueError(
+                    f"cannot resume from {latest}: it does not fit this run's "
+                    f"model and optimizer (written with another config? use a "
+                    f"new output_dir): {first}"
+                ) from None
             self.restored_from = latest
             if not iterator_saved and self.step:
                 done, k = self.step, config.grad_accum_steps
@@ -182,14 +209,14 @@ class Trainer:
                 self.train_iterator = iter(self.train_dataset)
         elif init_checkpoint:
             from albert_tf.checkpoints import load_checkpoint
+
             report = load_checkpoint(self.model, init_checkpoint)
             self.log(f"init_checkpoint: {report}")
             for line in report.warnings():
                 self.log(line)
             self.untrained = list(report.missing)
         else:
-            self.untrained = ["the whole model (no --init_checkpoint, no checkpoint of "
-                              "this run)"]
+            self.untrained = ["the whole model (no --init_checkpoint, no checkpoint of this run)"]
         self._train_loop = tf.function(self._loop)
         self._eval_step = None
         self._preempted = False
@@ -200,10 +227,12 @@ class Trainer:
         they are: an official pretraining checkpoint has no classifier head, and its
         random logits must not pass for an evaluation."""
         if self.untrained and not self.step:
-            raise ValueError(f"{what}: {', '.join(self.untrained)} "
-                             f"{'is' if len(self.untrained) == 1 else 'are'} at random "
-                             f"initialization (not in --init_checkpoint); train first "
-                             f"(--do_train) or give a fine-tuned checkpoint")
+            raise ValueError(
+                f"{what}: {', '.join(self.untrained)} "
+                f"{'is' if len(self.untrained) == 1 else 'are'} at random "
+                f"initialization (not in --init_checkpoint); train first "
+                f"(--do_train) or give a fine-tuned checkpoint"
+            )
 
     # --- the per-replica computation --------------------------------------------------------
 
@@ -221,22 +250,25 @@ class Trainer:
 
     def _gradients(self, batch, dens):
         import tensorflow as tf
+
         with tf.GradientTape() as tape:
             loss, report = self._loss(batch, dens)
             scaled = self.optimizer.scale_loss(loss) if self.loss_scaling else loss
         # Dense gradients: the embedding gather gives IndexedSlices with repeated rows, whose
         # global norm (and so clipping) would count each repeat separately. A variable the
         # task does not use (the pooler under a span head) gets a zero gradient.
-        grads = [tf.convert_to_tensor(g) if g is not None else tf.zeros_like(v)
-                 for g, v in zip(tape.gradient(scaled, self.variables), self.variables)]
+        grads = [
+            tf.convert_to_tensor(g) if g is not None else tf.zeros_like(v)
+            for g, v in zip(tape.gradient(scaled, self.variables), self.variables)
+        ]
         return grads, report
 
     def _apply(self, grads):
         import tensorflow as tf
+
         ctx = tf.distribute.get_replica_context()
         grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-        scale = (tf.cast(self.optimizer.dynamic_scale, tf.float32) if self.loss_scaling
-                 else 1.0)
+        scale = tf.cast(self.optimizer.dynamic_scale, tf.float32) if self.loss_scaling else 1.0
         # clip(g·s, c·s) = clip(g, c)·s: clipping scaled gradients is exact.
         grads, norm = tf.clip_by_global_norm(grads, self.config.clip_norm * scale)
         self.optimizer.apply_gradients(zip(grads, self.variables))
@@ -255,6 +287,7 @@ class Trainer:
 
     def _replica_apply_accumulated(self):
         import tensorflow as tf
+
         norm = self._apply([acc.read_value() for acc in self.accumulators])
         for acc in self.accumulators:
             acc.assign(tf.zeros_like(acc))
@@ -264,12 +297,16 @@ class Trainer:
 
     def _reduce(self, per_replica):
         import tensorflow as tf
-        return {k: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
-                for k, v in per_replica.items()}
+
+        return {
+            k: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+            for k, v in per_replica.items()
+        }
 
     def _loop(self, iterator, num_steps):
         """`num_steps` optimizer steps; returns summed reports and denominators."""
         import tensorflow as tf
+
         k = self.config.grad_accum_steps
         jit = self.config.jit_compile
         step_fn = tf.function(self._replica_step, jit_compile=jit)
@@ -277,8 +314,9 @@ class Trainer:
         totals = None
         for _ in tf.range(num_steps):
             batches = [next(iterator) for _ in range(k)]
-            dens_parts = [self._reduce(self.strategy.run(self.task.denominators, (b,)))
-                          for b in batches]
+            dens_parts = [
+                self._reduce(self.strategy.run(self.task.denominators, (b,))) for b in batches
+            ]
             dens = {key: tf.add_n([d[key] for d in dens_parts]) for key in dens_parts[0]}
             safe = divisors(self.task.losses, dens, self.task.denominator_offsets)
             if k == 1:
@@ -286,22 +324,28 @@ class Trainer:
             else:
                 parts = [self._reduce(self.strategy.run(micro_fn, (b, safe))) for b in batches]
                 report = {key: tf.add_n([p[key] for p in parts]) for key in parts[0]}
-                report.update(self._reduce(self.strategy.run(
-                    self._replica_apply_accumulated, ())))
+                report.update(self._reduce(self.strategy.run(self._replica_apply_accumulated, ())))
             # grad_norm is identical on every replica: undo the sum.
             report["grad_norm"] = report["grad_norm"] / self.strategy.num_replicas_in_sync
-            step_values = {**{f"sum/{n}": v for n, v in report.items()},
-                           **{f"den/{n}": v for n, v in dens.items()}, "count": 1.0}
+            step_values = {
+                **{f"sum/{n}": v for n, v in report.items()},
+                **{f"den/{n}": v for n, v in dens.items()},
+                "count": 1.0,
+            }
             step_values = {n: tf.cast(v, tf.float32) for n, v in step_values.items()}
-            totals = step_values if totals is None else {
-                n: totals[n] + step_values[n] for n in totals}
+            totals = (
+                step_values if totals is None else {n: totals[n] + step_values[n] for n in totals}
+            )
         return totals
 
     def _summarize(self, totals) -> dict:
         """Loop totals → {name: value}: every term as sum/denominator, averaged grad norm."""
         keys = {**self.task.losses, **self.task.metrics}
-        dens = divisors(keys, {key: float(totals[f"den/{key}"]) for key in keys.values()},
-                        self.task.denominator_offsets)
+        dens = divisors(
+            keys,
+            {key: float(totals[f"den/{key}"]) for key in keys.values()},
+            self.task.denominator_offsets,
+        )
         values = {name: float(totals[f"sum/{name}"]) / float(dens[name]) for name in keys}
         values["loss"] = sum(values[n] for n in self.task.losses)
         if "sum/grad_norm" in totals:
@@ -316,10 +360,10 @@ class Trainer:
         """Runs to `num_train_steps` (resuming if a checkpoint exists); returns the last
         training and evaluation figures."""
         import tensorflow as tf
+
         cfg = self.config
         writer = tf.summary.create_file_writer(os.path.join(cfg.output_dir, "train"))
-        previous = signal.signal(signal.SIGTERM, self._on_sigterm) \
-            if _main_thread() else None
+        previous = signal.signal(signal.SIGTERM, self._on_sigterm) if _main_thread() else None
         step = self.step
         if self.restored_from:
             self.log(f"resumed from {self.restored_from} at step {step}")
@@ -327,9 +371,12 @@ class Trainer:
         last, evaluation = {}, {}
         try:
             while step < cfg.num_train_steps:
-                n = min(cfg.steps_per_loop, cfg.num_train_steps - step,
-                        _until_multiple(step, cfg.save_checkpoints_steps),
-                        _until_multiple(step, cfg.eval_every) if cfg.eval_every else 1 << 30)
+                n = min(
+                    cfg.steps_per_loop,
+                    cfg.num_train_steps - step,
+                    _until_multiple(step, cfg.save_checkpoints_steps),
+                    _until_multiple(step, cfg.eval_every) if cfg.eval_every else 1 << 30,
+                )
                 loop_start = time.time()
                 totals = self._train_loop(self.train_iterator, tf.constant(n))
                 totals = {k: v.numpy() for k, v in totals.items()}
@@ -337,18 +384,27 @@ class Trainer:
                 elapsed = time.time() - loop_start
                 last = self._summarize(totals)
                 last["learning_rate"] = float(self.schedule(step))
-                last["examples_per_second"] = float(totals["den/examples"]) / elapsed \
-                    if "den/examples" in totals else float("nan")
+                last["examples_per_second"] = (
+                    float(totals["den/examples"]) / elapsed
+                    if "den/examples" in totals
+                    else float("nan")
+                )
                 with writer.as_default(step=step):
                     for name, value in last.items():
                         tf.summary.scalar(name, value)
                 self._progress(step, last, start_step, start)
                 self._append_jsonl({"step": step, "split": "train", **last})
-                if step % cfg.save_checkpoints_steps == 0 or step >= cfg.num_train_steps \
-                        or self._preempted:
+                if (
+                    step % cfg.save_checkpoints_steps == 0
+                    or step >= cfg.num_train_steps
+                    or self._preempted
+                ):
                     self.manager.save(checkpoint_number=step)
-                if cfg.eval_every and (self.eval_dataset_fn or self.evaluate_fn) and (
-                        step % cfg.eval_every == 0 or step >= cfg.num_train_steps):
+                if (
+                    cfg.eval_every
+                    and (self.eval_dataset_fn or self.evaluate_fn)
+                    and (step % cfg.eval_every == 0 or step >= cfg.num_train_steps)
+                ):
                     evaluation = self.evaluate(step)
                 if self._preempted:
                     raise Preempted(f"preempted at step {step}; checkpoint written")
@@ -363,12 +419,14 @@ class Trainer:
     def evaluate(self, step: int | None = None) -> dict:
         """One pass over the evaluation set (at most `max_eval_steps` batches)."""
         import tensorflow as tf
+
         step = self.step if step is None else step
         if self.evaluate_fn is not None:
             result = dict(self.evaluate_fn(self.model))
             self._record_eval(step, result)
             return result
         if self._eval_step is None:
+
             def replica_eval(batch):
                 dens = self.task.denominators(batch)
                 outputs = self.task.call_model(self.model, batch, False)
@@ -378,7 +436,8 @@ class Trainer:
 
             fn = tf.function(replica_eval, jit_compile=self.config.jit_compile)
             self._eval_step = tf.function(
-                lambda batch: self._reduce(self.strategy.run(fn, (batch,))))
+                lambda batch: self._reduce(self.strategy.run(fn, (batch,)))
+            )
         dataset = self.strategy.distribute_datasets_from_function(self.eval_dataset_fn)
         totals = None
         for i, batch in enumerate(dataset):
@@ -387,8 +446,9 @@ class Trainer:
             values = {k: v.numpy() for k, v in self._eval_step(batch).items()}
             totals = values if totals is None else {k: totals[k] + values[k] for k in totals}
         if totals is None:
-            raise ValueError("the evaluation set gave no batch (fewer records than one "
-                             "batch? drop_remainder)")
+            raise ValueError(
+                "the evaluation set gave no batch (fewer records than one batch? drop_remainder)"
+            )
         result = self._summarize(totals)
         self._record_eval(step, result)
         return result
@@ -396,6 +456,7 @@ class Trainer:
     def _record_eval(self, step: int, result: dict) -> None:
         """TensorBoard, log line, metrics.jsonl and the best checkpoint for one evaluation."""
         import tensorflow as tf
+
         writer = tf.summary.create_file_writer(os.path.join(self.config.output_dir, "eval"))
         with writer.as_default(step=step):
             for name, value in result.items():
@@ -409,6 +470,7 @@ class Trainer:
 
     def _keep_best(self, step, name, value, result):
         import tensorflow as tf
+
         best_dir = os.path.join(self.config.output_dir, "best")
         record = os.path.join(best_dir, "best.json")
         previous = None
@@ -421,20 +483,27 @@ class Trainer:
         ckpt = tf.train.Checkpoint(model=self.model)
         manager = tf.train.CheckpointManager(ckpt, best_dir, max_to_keep=1)
         path = manager.save(checkpoint_number=step)
-        write_json(record, {"metric": name, "value": value, "step": step, "checkpoint": path,
-                            "eval": result})
+        write_json(
+            record,
+            {"metric": name, "value": value, "step": step, "checkpoint": path, "eval": result},
+        )
         self.log(f"best {name} {value:.4f} at step {step} -> {path}")
 
     def _progress(self, step, values, start_step, start):
         done = step - start_step
         rate = done / max(time.time() - start, 1e-9)
         eta = (self.config.num_train_steps - step) / rate if rate > 0 else float("nan")
-        shown = ", ".join(f"{k} {values[k]:.4f}" for k in values
-                          if k not in ("learning_rate", "examples_per_second", "grad_norm"))
-        self.log(f"step {step}/{self.config.num_train_steps} | {shown} | grad_norm "
-                 f"{values.get('grad_norm', float('nan')):.3f} | lr "
-                 f"{values['learning_rate']:.3g} | {values['examples_per_second']:.1f} ex/s"
-                 f" | ETA {_hms(eta)}")
+        shown = ", ".join(
+            f"{k} {values[k]:.4f}"
+            for k in values
+            if k not in ("learning_rate", "examples_per_second", "grad_norm")
+        )
+        self.log(
+            f"step {step}/{self.config.num_train_steps} | {shown} | grad_norm "
+            f"{values.get('grad_norm', float('nan')):.3f} | lr "
+            f"{values['learning_rate']:.3g} | {values['examples_per_second']:.1f} ex/s"
+            f" | ETA {_hms(eta)}"
+        )
 
     def _append_jsonl(self, row: dict) -> None:
         with open(os.path.join(self.config.output_dir, "metrics.jsonl"), "a") as f:
@@ -447,6 +516,7 @@ def _until_multiple(step: int, every: int) -> int:
 
 def _main_thread() -> bool:
     import threading
+
     return threading.current_thread() is threading.main_thread()
 
 
@@ -455,4 +525,3 @@ def _hms(seconds: float) -> str:
         return "?"
     seconds = int(seconds)
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-

@@ -60,6 +60,7 @@ class Example:
     text_a, text_b: the texts (text_b None for single-sentence tasks).
     label: a label name (str), a float score (regression), or None (test files).
     """
+
     guid: str
     text_a: str
     text_b: str | None
@@ -75,6 +76,7 @@ class MultipleChoiceExample:
       the feature writer pads to a fixed count). label: index into options, or None.
     level: "middle" / "high" where the data says (RACE ids or directories), else None.
     """
+
     guid: str
     context: str
     question: str
@@ -99,44 +101,100 @@ def _pair_layout(header, label=True):
 
 
 GLUE_LAYOUTS: dict[str, dict[str, _Layout]] = {
-    "cola": {"train": _Layout(None, 4, 3, None, 1),
-             "dev": _Layout(None, 4, 3, None, 1),
-             "test": _Layout(("index", "sentence"), 2, 1, None, None, 0)},
-    "sst-2": {"train": _Layout(("sentence", "label"), 2, 0, None, 1),
-              "dev": _Layout(("sentence", "label"), 2, 0, None, 1),
-              "test": _Layout(("index", "sentence"), 2, 1, None, None, 0)},
-    "mrpc": {s: _Layout(("Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"), 5, 3, 4, 0)
-             for s in ("train", "dev")}
-    | {"test": _Layout(("index", "#1 ID", "#2 ID", "#1 String", "#2 String"), 5, 3, 4, None,
-                       0)},
-    "sts-b": {s: _Layout(("index", "genre", "filename", "year", "old_index", "source1",
-                          "source2", "sentence1", "sentence2", "score"), 10, 7, 8, 9, 0)
-              for s in ("train", "dev")}
-    | {"test": _Layout(("index", "genre", "filename", "year", "old_index", "source1",
-                        "source2", "sentence1", "sentence2"), 9, 7, 8, None, 0)},
-    "qqp": {s: _Layout(("id", "qid1", "qid2", "question1", "question2", "is_duplicate"),
-                       6, 3, 4, 5, 0) for s in ("train", "dev")}
+    "cola": {
+        "train": _Layout(None, 4, 3, None, 1),
+        "dev": _Layout(None, 4, 3, None, 1),
+        "test": _Layout(("index", "sentence"), 2, 1, None, None, 0),
+    },
+    "sst-2": {
+        "train": _Layout(("sentence", "label"), 2, 0, None, 1),
+        "dev": _Layout(("sentence", "label"), 2, 0, None, 1),
+        "test": _Layout(("index", "sentence"), 2, 1, None, None, 0),
+    },
+    "mrpc": {
+        s: _Layout(("Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"), 5, 3, 4, 0)
+        for s in ("train", "dev")
+    }
+    | {"test": _Layout(("index", "#1 ID", "#2 ID", "#1 String", "#2 String"), 5, 3, 4, None, 0)},
+    "sts-b": {
+        s: _Layout(
+            (
+                "index",
+                "genre",
+                "filename",
+                "year",
+                "old_index",
+                "source1",
+                "source2",
+                "sentence1",
+                "sentence2",
+                "score",
+            ),
+            10,
+            7,
+            8,
+            9,
+            0,
+        )
+        for s in ("train", "dev")
+    }
+    | {
+        "test": _Layout(
+            (
+                "index",
+                "genre",
+                "filename",
+                "year",
+                "old_index",
+                "source1",
+                "source2",
+                "sentence1",
+                "sentence2",
+            ),
+            9,
+            7,
+            8,
+            None,
+            0,
+        )
+    },
+    "qqp": {
+        s: _Layout(("id", "qid1", "qid2", "question1", "question2", "is_duplicate"), 6, 3, 4, 5, 0)
+        for s in ("train", "dev")
+    }
     | {"test": _Layout(("id", "question1", "question2"), 3, 1, 2, None, 0)},
-    "mnli": {"train": _Layout(None, 12, 8, 9, 11, 0),
-             "dev_matched": _Layout(None, 16, 8, 9, 15, 0),
-             "dev_mismatched": _Layout(None, 16, 8, 9, 15, 0),
-             "test_matched": _Layout(None, 10, 8, 9, None, 0),
-             "test_mismatched": _Layout(None, 10, 8, 9, None, 0)},
-    "qnli": {"train": _pair_layout(("question", "sentence")),
-             "dev": _pair_layout(("question", "sentence")),
-             "test": _pair_layout(("question", "sentence"), label=False)},
-    "rte": {"train": _pair_layout(("sentence1", "sentence2")),
-            "dev": _pair_layout(("sentence1", "sentence2")),
-            "test": _pair_layout(("sentence1", "sentence2"), label=False)},
-    "wnli": {"train": _pair_layout(("sentence1", "sentence2")),
-             "dev": _pair_layout(("sentence1", "sentence2")),
-             "test": _pair_layout(("sentence1", "sentence2"), label=False)},
-    "chnsenticorp": {"train": _Layout(None, 2, 0, None, 1),
-                     "dev": _Layout(None, 2, 0, None, 1),
-                     "test": _Layout(("qid", "text_a"), 2, 1, None, None, 0)},
-    "afqmc": {"train": _Layout(None, 3, 0, 1, 2),
-              "dev": _Layout(None, 3, 0, 1, 2),
-              "test": _Layout(None, 2, 0, 1, None)},
+    "mnli": {
+        "train": _Layout(None, 12, 8, 9, 11, 0),
+        "dev_matched": _Layout(None, 16, 8, 9, 15, 0),
+        "dev_mismatched": _Layout(None, 16, 8, 9, 15, 0),
+        "test_matched": _Layout(None, 10, 8, 9, None, 0),
+        "test_mismatched": _Layout(None, 10, 8, 9, None, 0),
+    },
+    "qnli": {
+        "train": _pair_layout(("question", "sentence")),
+        "dev": _pair_layout(("question", "sentence")),
+        "test": _pair_layout(("question", "sentence"), label=False),
+    },
+    "rte": {
+        "train": _pair_layout(("sentence1", "sentence2")),
+        "dev": _pair_layout(("sentence1", "sentence2")),
+        "test": _pair_layout(("sentence1", "sentence2"), label=False),
+    },
+    "wnli": {
+        "train": _pair_layout(("sentence1", "sentence2")),
+        "dev": _pair_layout(("sentence1", "sentence2")),
+        "test": _pair_layout(("sentence1", "sentence2"), label=False),
+    },
+    "chnsenticorp": {
+        "train": _Layout(None, 2, 0, None, 1),
+        "dev": _Layout(None, 2, 0, None, 1),
+        "test": _Layout(("qid", "text_a"), 2, 1, None, None, 0),
+    },
+    "afqmc": {
+        "train": _Layout(None, 3, 0, 1, 2),
+        "dev": _Layout(None, 3, 0, 1, 2),
+        "test": _Layout(None, 2, 0, 1, None),
+    },
 }
 # MNLI's header is long (parse trees, label1..label5); only its first column is checked.
 _MNLI_FIRST = "index"
@@ -179,8 +237,9 @@ def _split(task: str, split: str) -> str:
     if task == "mnli" and split in ("dev", "test"):
         split += "_matched"
     if split not in GLUE_LAYOUTS[task]:
-        raise ValueError(f"split {split!r} is not one of {list(GLUE_LAYOUTS[task])} "
-                         f"for task {task!r}")
+        raise ValueError(
+            f"split {split!r} is not one of {list(GLUE_LAYOUTS[task])} for task {task!r}"
+        )
     return split
 
 
@@ -193,8 +252,9 @@ def _lines(path: str):
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise ValueError(f"{path}:{number}: invalid UTF-8 ({e.reason} at byte "
-                                 f"{e.start})") from None
+                raise ValueError(
+                    f"{path}:{number}: invalid UTF-8 ({e.reason} at byte {e.start})"
+                ) from None
             yield number, text.rstrip("\r\n")
 
 
@@ -220,16 +280,19 @@ def read_task_file(path: str, task_name: str, split: str) -> list[Example]:
             _check_header(path, task, split, layout, fields)
             continue
         if len(fields) != layout.columns:
-            raise ValueError(f"{path}:{number}: {len(fields)} tab-separated fields, expected "
-                             f"{layout.columns} for {task} {split}")
+            raise ValueError(
+                f"{path}:{number}: {len(fields)} tab-separated fields, expected "
+                f"{layout.columns} for {task} {split}"
+            )
         label = None
         if layout.label is not None:
             label = fields[layout.label].strip()
             if labels is None:
                 label = _score(path, number, label)
             elif label not in labels:
-                raise ValueError(f"{path}:{number}: label {label!r} is not one of "
-                                 f"{label_names(task)} for {task}")
+                raise ValueError(
+                    f"{path}:{number}: label {label!r} is not one of {label_names(task)} for {task}"
+                )
         n = fields[layout.guid] if layout.guid is not None else str(len(examples))
         text_b = fields[layout.text_b] if layout.text_b is not None else None
         examples.append(Example(f"{split}-{n}", fields[layout.text_a], text_b, label))
@@ -241,13 +304,16 @@ def read_task_file(path: str, task_name: str, split: str) -> list[Example]:
 def _check_header(path, task, split, layout, fields):
     if task == "mnli":
         if fields[0] != _MNLI_FIRST or len(fields) != layout.columns:
-            raise ValueError(f"{path}:1: header has {len(fields)} columns starting "
-                             f"{fields[0]!r}; expected {layout.columns} starting "
-                             f"{_MNLI_FIRST!r} for mnli {split}")
+            raise ValueError(
+                f"{path}:1: header has {len(fields)} columns starting "
+                f"{fields[0]!r}; expected {layout.columns} starting "
+                f"{_MNLI_FIRST!r} for mnli {split}"
+            )
         return
     if tuple(f.strip() for f in fields) != layout.header:
-        raise ValueError(f"{path}:1: header {fields} is not the {task} {split} header "
-                         f"{list(layout.header)}")
+        raise ValueError(
+            f"{path}:1: header {fields} is not the {task} {split} header {list(layout.header)}"
+        )
 
 
 def _score(path, number, text) -> float:
@@ -262,9 +328,15 @@ def _score(path, number, text) -> float:
 
 # --- the user's own data ------------------------------------------------------------------
 
-def read_delimited(path: str, text_a_column: str, text_b_column: str | None = None,
-                   label_column: str | None = None, delimiter: str = ",",
-                   regression: bool = False) -> list[Example]:
+
+def read_delimited(
+    path: str,
+    text_a_column: str,
+    text_b_column: str | None = None,
+    label_column: str | None = None,
+    delimiter: str = ",",
+    regression: bool = False,
+) -> list[Example]:
     """Examples from a csv (delimiter ",", CSV quoting) or tsv (delimiter "\\t", split on
     tabs only, as GLUE) file whose first row names the columns.
 
@@ -278,11 +350,10 @@ def read_delimited(path: str, text_a_column: str, text_b_column: str | None = No
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
+        line = data[: e.start].count(b"\n") + 1
         raise ValueError(f"{path}:{line}: invalid UTF-8 ({e.reason})") from None
     if delimiter == "\t":
-        reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t",
-                            quoting=csv.QUOTE_NONE)
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
     else:
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     rows = _numbered_rows(path, reader)
@@ -291,25 +362,27 @@ def read_delimited(path: str, text_a_column: str, text_b_column: str | None = No
     except StopIteration:
         raise ValueError(f"{path}: empty file (expected a header row)") from None
     header = [h.strip() for h in header]
-    wanted = [("text_a_column", text_a_column), ("text_b_column", text_b_column),
-              ("label_column", label_column)]
+    wanted = [
+        ("text_a_column", text_a_column),
+        ("text_b_column", text_b_column),
+        ("label_column", label_column),
+    ]
     index = {}
     for flag, name in wanted:
         if name is None:
             continue
         if name not in header:
-            raise ValueError(f"{path}:1: {flag}={name!r} is not a column; the header has "
-                             f"{header}")
+            raise ValueError(f"{path}:1: {flag}={name!r} is not a column; the header has {header}")
         index[flag] = header.index(name)
     examples = []
     for number, fields in rows:
         if not fields or fields == [""]:
             continue
         if len(fields) != len(header):
-            raise ValueError(f"{path}:{number}: {len(fields)} fields, expected "
-                             f"{len(header)} as in the header")
-        examples.append(_make_example(path, number, len(examples), fields, index,
-                                      regression))
+            raise ValueError(
+                f"{path}:{number}: {len(fields)} fields, expected {len(header)} as in the header"
+            )
+        examples.append(_make_example(path, number, len(examples), fields, index, regression))
     if not examples:
         raise ValueError(f"{path}: no examples (only a header)")
     return examples
@@ -339,8 +412,9 @@ def _make_example(path, number, n, values, index, regression):
             try:
                 label = float(raw)
             except (TypeError, ValueError):
-                raise ValueError(f"{path}:{number}: label {raw!r} is not a number "
-                                 f"(regression)") from None
+                raise ValueError(
+                    f"{path}:{number}: label {raw!r} is not a number (regression)"
+                ) from None
         else:
             label = str(raw).strip()
     texts = []
@@ -355,13 +429,23 @@ def _make_example(path, number, n, values, index, regression):
     return Example(f"row-{n}", texts[0], texts[1], label)
 
 
-def read_jsonl(path: str, text_a_column: str, text_b_column: str | None = None,
-               label_column: str | None = None, regression: bool = False) -> list[Example]:
+def read_jsonl(
+    path: str,
+    text_a_column: str,
+    text_b_column: str | None = None,
+    label_column: str | None = None,
+    regression: bool = False,
+) -> list[Example]:
     """Examples from JSON lines, one object a line; the columns are its keys."""
-    index = {flag: name for flag, name in (("text_a_column", text_a_column),
-                                           ("text_b_column", text_b_column),
-                                           ("label_column", label_column))
-             if name is not None}
+    index = {
+        flag: name
+        for flag, name in (
+            ("text_a_column", text_a_column),
+            ("text_b_column", text_b_column),
+            ("label_column", label_column),
+        )
+        if name is not None
+    }
     examples = []
     for number, line in _lines(path):
         if not line.strip():
@@ -369,8 +453,9 @@ def read_jsonl(path: str, text_a_column: str, text_b_column: str | None = None,
         obj = _json_object(path, number, line)
         for flag, name in index.items():
             if name not in obj:
-                raise ValueError(f"{path}:{number}: {flag}={name!r} is not a key; the "
-                                 f"object has {sorted(obj)}")
+                raise ValueError(
+                    f"{path}:{number}: {flag}={name!r} is not a key; the object has {sorted(obj)}"
+                )
         examples.append(_make_example(path, number, len(examples), obj, index, regression))
     if not examples:
         raise ValueError(f"{path}: no examples (the file is empty)")
@@ -383,8 +468,7 @@ def _json_object(path, number, line) -> dict:
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}:{number}: invalid JSON ({e.msg})") from None
     if not isinstance(obj, dict):
-        raise ValueError(f"{path}:{number}: expected a JSON object, got "
-                         f"{type(obj).__name__}")
+        raise ValueError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
     return obj
 
 
@@ -400,17 +484,16 @@ def discover_labels(examples: Sequence[Example]) -> list[str]:
 
 # --- multiple choice ----------------------------------------------------------------------
 
+
 def _answer_index(path, where, answer, options) -> int:
     if isinstance(answer, str) and len(answer) == 1 and "A" <= answer <= "Z":
         index = ord(answer) - ord("A")
     elif isinstance(answer, int) and not isinstance(answer, bool):
         index = answer
     else:
-        raise ValueError(f"{path}: {where}: answer {answer!r} is not a letter A.. or an "
-                         f"index")
+        raise ValueError(f"{path}: {where}: answer {answer!r} is not a letter A.. or an index")
     if not 0 <= index < len(options):
-        raise ValueError(f"{path}: {where}: answer {answer!r} but only {len(options)} "
-                         f"options")
+        raise ValueError(f"{path}: {where}: answer {answer!r} but only {len(options)} options")
     return index
 
 
@@ -442,21 +525,26 @@ def read_race(path: str) -> list[MultipleChoiceExample]:
         for key in ("article", "questions", "options", "answers"):
             if key not in article:
                 raise ValueError(f"{path}: {where}: missing key {key!r}")
-        questions, options, answers = (article["questions"], article["options"],
-                                       article["answers"])
+        questions, options, answers = (article["questions"], article["options"], article["answers"])
         if not len(questions) == len(options) == len(answers):
-            raise ValueError(f"{path}: {where}: {len(questions)} questions, "
-                             f"{len(options)} option lists, {len(answers)} answers; "
-                             f"expected equal counts")
+            raise ValueError(
+                f"{path}: {where}: {len(questions)} questions, "
+                f"{len(options)} option lists, {len(answers)} answers; "
+                f"expected equal counts"
+            )
         article_id = str(article.get("id", a))
         level = _level(article_id, path)
         for q, (question, opts, answer) in enumerate(zip(questions, options, answers)):
             if len(opts) < 2:
-                raise ValueError(f"{path}: {where} question {q}: {len(opts)} options; "
-                                 f"expected at least 2")
+                raise ValueError(
+                    f"{path}: {where} question {q}: {len(opts)} options; expected at least 2"
+                )
             label = _answer_index(path, f"{where} question {q}", answer, opts)
-            examples.append(MultipleChoiceExample(f"{article_id}-{q}", article["article"],
-                                                  question, tuple(opts), label, level))
+            examples.append(
+                MultipleChoiceExample(
+                    f"{article_id}-{q}", article["article"], question, tuple(opts), label, level
+                )
+            )
     if not examples:
         raise ValueError(f"{path}: no questions")
     return examples
@@ -472,17 +560,26 @@ def read_multiple_choice_jsonl(path: str) -> list[MultipleChoiceExample]:
         obj = _json_object(path, number, line)
         context = obj.get("context", obj.get("article"))
         if context is None or "question" not in obj or "options" not in obj:
-            raise ValueError(f"{path}:{number}: expected keys context (or article), "
-                             f"question, options; got {sorted(obj)}")
+            raise ValueError(
+                f"{path}:{number}: expected keys context (or article), "
+                f"question, options; got {sorted(obj)}"
+            )
         opts = obj["options"]
         if not isinstance(opts, list) or len(opts) < 2:
             raise ValueError(f"{path}:{number}: options must be a list of at least 2")
         label = None
         if obj.get("label") is not None:
             label = _answer_index(path, f"line {number}", obj["label"], opts)
-        examples.append(MultipleChoiceExample(str(obj.get("id", f"row-{len(examples)}")),
-                                              context, obj["question"], tuple(opts), label,
-                                              obj.get("level")))
+        examples.append(
+            MultipleChoiceExample(
+                str(obj.get("id", f"row-{len(examples)}")),
+                context,
+                obj["question"],
+                tuple(opts),
+                label,
+                obj.get("level"),
+            )
+        )
     if not examples:
         raise ValueError(f"{path}: no examples (the file is empty)")
     return examples

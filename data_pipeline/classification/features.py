@@ -50,8 +50,9 @@ def _pack(tokenizer, a, b, max_seq_length, stats=None):
     return ids + [0] * pad, [1] * len(segments) + [0] * pad, segments + [0] * pad
 
 
-def convert_examples(examples, tokenizer, max_seq_length: int, labels: list[str] | None,
-                     stats: dict | None = None):
+def convert_examples(
+    examples, tokenizer, max_seq_length: int, labels: list[str] | None, stats: dict | None = None
+):
     """Examples (`classifier_data.Example`) → {input_ids, input_mask, segment_ids [N, S],
     label_ids [N] (int64 class index, or float32 score when `labels` is None)}.
     `stats["truncated"]` counts the examples that did not fit max_seq_length;
@@ -61,8 +62,7 @@ def convert_examples(examples, tokenizer, max_seq_length: int, labels: list[str]
     index = {name: i for i, name in enumerate(labels)} if labels else None
     ids, mask, seg, label_ids = [], [], [], []
     for e, a, b in zip(examples, texts_a, texts_b):
-        x, m, s = _pack(tokenizer, list(a), list(b) if e.text_b else [], max_seq_length,
-                        stats)
+        x, m, s = _pack(tokenizer, list(a), list(b) if e.text_b else [], max_seq_length, stats)
         ids.append(x)
         mask.append(m)
         seg.append(s)
@@ -72,13 +72,17 @@ def convert_examples(examples, tokenizer, max_seq_length: int, labels: list[str]
             label_ids.append(float(e.label))
         else:
             label_ids.append(index[str(e.label)])
-    return {"input_ids": np.array(ids, np.int64), "input_mask": np.array(mask, np.int64),
-            "segment_ids": np.array(seg, np.int64),
-            "label_ids": np.array(label_ids, np.float32 if index is None else np.int64)}
+    return {
+        "input_ids": np.array(ids, np.int64),
+        "input_mask": np.array(mask, np.int64),
+        "segment_ids": np.array(seg, np.int64),
+        "label_ids": np.array(label_ids, np.float32 if index is None else np.int64),
+    }
 
 
-def convert_multiple_choice(examples, tokenizer, max_seq_length: int, num_choices: int = 4,
-                            stats: dict | None = None):
+def convert_multiple_choice(
+    examples, tokenizer, max_seq_length: int, num_choices: int = 4, stats: dict | None = None
+):
     """`MultipleChoiceExample`s → {input_ids, input_mask, segment_ids [N, C, S],
     label_ids [N]}; questions with fewer options get all-zero rows. `stats["truncated"]`
     counts the (question, option) sequences that did not fit."""
@@ -88,8 +92,10 @@ def convert_multiple_choice(examples, tokenizer, max_seq_length: int, num_choice
     for e, context in zip(examples, contexts):
         if len(e.options) > num_choices:
             raise ValueError(f"{e.guid}: {len(e.options)} options > num_choices={num_choices}")
-        qas = [e.question.replace("_", o) if "_" in e.question else f"{e.question} {o}"
-               for o in e.options]
+        qas = [
+            e.question.replace("_", o) if "_" in e.question else f"{e.question} {o}"
+            for o in e.options
+        ]
         per = {k: [] for k in rows}
         for qa in tokenizer.encode_batch(qas):
             x, m, s = _pack(tokenizer, list(context), list(qa), max_seq_length, stats)
@@ -105,31 +111,45 @@ def convert_multiple_choice(examples, tokenizer, max_seq_length: int, num_choice
     return out
 
 
-def classifier_dataset(record_path: str, batch_size: int, max_seq_length: int,
-                       regression: bool = False, num_choices: int | None = None,
-                       is_training: bool = False, seed: int | None = None,
-                       input_context=None, drop_remainder: bool = True):
+def classifier_dataset(
+    record_path: str,
+    batch_size: int,
+    max_seq_length: int,
+    regression: bool = False,
+    num_choices: int | None = None,
+    is_training: bool = False,
+    seed: int | None = None,
+    input_context=None,
+    drop_remainder: bool = True,
+):
     """Batches of {input_ids, input_mask, segment_ids: int32 [B, S] (or [B, C, S]),
     label_ids: int32 or float32 [B], example_index int32 [B]}."""
     import tensorflow as tf
+
     shape = [num_choices, max_seq_length] if num_choices else [max_seq_length]
     size = int(np.prod(shape))
-    spec = {k: tf.io.FixedLenFeature([size], tf.int64)
-            for k in ("input_ids", "input_mask", "segment_ids")}
+    spec = {
+        k: tf.io.FixedLenFeature([size], tf.int64)
+        for k in ("input_ids", "input_mask", "segment_ids")
+    }
     spec["label_ids"] = tf.io.FixedLenFeature([1], tf.float32 if regression else tf.int64)
     spec["example_index"] = tf.io.FixedLenFeature([1], tf.int64)
 
     def parse(records):
         f = tf.io.parse_example(records, spec)
-        out = {k: tf.reshape(tf.cast(f[k], tf.int32), [-1] + shape)
-               for k in ("input_ids", "input_mask", "segment_ids")}
-        out["label_ids"] = (f["label_ids"][:, 0] if regression
-                            else tf.cast(f["label_ids"][:, 0], tf.int32))
+        out = {
+            k: tf.reshape(tf.cast(f[k], tf.int32), [-1] + shape)
+            for k in ("input_ids", "input_mask", "segment_ids")
+        }
+        out["label_ids"] = (
+            f["label_ids"][:, 0] if regression else tf.cast(f["label_ids"][:, 0], tf.int32)
+        )
         out["example_index"] = tf.cast(f["example_index"][:, 0], tf.int32)
         return out
 
-    return record_dataset(record_path, batch_size, parse, is_training, seed, input_context,
-                          drop_remainder)
+    return record_dataset(
+        record_path, batch_size, parse, is_training, seed, input_context, drop_remainder
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +159,7 @@ class TaskFeatures:
     regression: float scores for labels; text_pair: whether any sequence has a second
     segment; info: what the conversion found (truncated, subset_of); reused: read from
     the cache rather than converted."""
+
     task: str
     split: str
     path: str
@@ -154,20 +175,30 @@ class TaskFeatures:
         """One line: counts, truncation, and where the records are."""
         of = f" (drawn from {self.info['subset_of']:,})" if self.info.get("subset_of") else ""
         unit = "sequences" if self.num_choices else "examples"
-        return (f"{self.task} {self.split}: {self.count:,} examples{of}, "
-                f"{self.info.get('truncated', 0):,} {unit} truncated to max_seq_length="
-                f"{self.max_seq_length} ({'cached' if self.reused else 'converted'}: "
-                f"{self.path})")
+        return (
+            f"{self.task} {self.split}: {self.count:,} examples{of}, "
+            f"{self.info.get('truncated', 0):,} {unit} truncated to max_seq_length="
+            f"{self.max_seq_length} ({'cached' if self.reused else 'converted'}: "
+            f"{self.path})"
+        )
 
     def dataset(self, batch_size: int, **options):
         """`classifier_dataset` of these records (their own shape and label kind)."""
-        return classifier_dataset(self.path, batch_size, self.max_seq_length,
-                                  self.regression, self.num_choices, **options)
+        return classifier_dataset(
+            self.path, batch_size, self.max_seq_length, self.regression, self.num_choices, **options
+        )
 
 
-def task_features(spec, split: str, tokenizer, cache_dir: str, max_seq_length: int,
-                  labels: list[str] | None, max_examples: int = 0, seed: int = 0
-                  ) -> TaskFeatures:
+def task_features(
+    spec,
+    split: str,
+    tokenizer,
+    cache_dir: str,
+    max_seq_length: int,
+    labels: list[str] | None,
+    max_examples: int = 0,
+    seed: int = 0,
+) -> TaskFeatures:
     """The features of `split` of the task `spec` (a `tasks.TaskSpec`), from the cache
     `cache_dir/<task>-<split>` or converted into it. `max_examples` > 0 keeps that many
     examples at most, drawn at random with `seed` (learning curves, low-resource runs).
@@ -177,11 +208,18 @@ def task_features(spec, split: str, tokenizer, cache_dir: str, max_seq_length: i
         raise FileNotFoundError(f"{spec.name} {split} file not found: {source}")
     choices = spec.choices
     subset = max_examples if max_examples > 0 else 0
-    key = fingerprint(source, tokenizer, task=spec.name, split=split, labels=labels,
-                      max_seq_length=max_seq_length, num_choices=choices,
-                      columns=[spec.text_a_column, spec.text_b_column, spec.label_column],
-                      cache_format=CACHE_FORMAT,
-                      **({"subset": subset, "subset_seed": seed} if subset else {}))
+    key = fingerprint(
+        source,
+        tokenizer,
+        task=spec.name,
+        split=split,
+        labels=labels,
+        max_seq_length=max_seq_length,
+        num_choices=choices,
+        columns=[spec.text_a_column, spec.text_b_column, spec.label_column],
+        cache_format=CACHE_FORMAT,
+        **({"subset": subset, "subset_seed": seed} if subset else {}),
+    )
     info = {"truncated": 0}
 
     def build():
@@ -190,14 +228,27 @@ def task_features(spec, split: str, tokenizer, cache_dir: str, max_seq_length: i
             info["subset_of"] = len(examples)
             keep = np.random.default_rng(seed).choice(len(examples), subset, replace=False)
             examples = [examples[i] for i in sorted(keep)]
-        info.update(max_seq_length=max_seq_length, num_choices=choices,
-                    regression=labels is None and not choices)
+        info.update(
+            max_seq_length=max_seq_length,
+            num_choices=choices,
+            regression=labels is None and not choices,
+        )
         if choices:
             return convert_multiple_choice(examples, tokenizer, max_seq_length, choices, info)
         return convert_examples(examples, tokenizer, max_seq_length, labels, info)
 
-    path, count, reused = cached_features(os.path.join(cache_dir, f"{spec.name}-{split}"),
-                                          key, build, info)
-    return TaskFeatures(spec.name, split, path, count, info["max_seq_length"],
-                        info["num_choices"], info["regression"], bool(info.get("text_pair")),
-                        info, reused)
+    path, count, reused = cached_features(
+        os.path.join(cache_dir, f"{spec.name}-{split}"), key, build, info
+    )
+    return TaskFeatures(
+        spec.name,
+        split,
+        path,
+        count,
+        info["max_seq_length"],
+        info["num_choices"],
+        info["regression"],
+        bool(info.get("text_pair")),
+        info,
+        reused,
+    )

@@ -67,7 +67,7 @@ def matthews_corrcoef(predictions, labels) -> float:
     classes, codes = np.unique(np.concatenate([y, p]), return_inverse=True)
     k = classes.size
     confusion = np.zeros((k, k), dtype=np.float64)
-    np.add.at(confusion, (codes[:y.size], codes[y.size:]), 1.0)
+    np.add.at(confusion, (codes[: y.size], codes[y.size :]), 1.0)
     t = confusion.sum(axis=1)
     q = confusion.sum(axis=0)
     c = np.trace(confusion)
@@ -144,8 +144,12 @@ def spread(evals: list[dict]) -> dict[str, dict[str, float]]:
     summary = {}
     for name in evals[0]:
         values = np.array([e[name] for e in evals], dtype=np.float64)
-        summary[name] = {"median": float(np.median(values)), "min": float(values.min()),
-                         "max": float(values.max()), "std": float(np.std(values))}
+        summary[name] = {
+            "median": float(np.median(values)),
+            "min": float(values.min()),
+            "max": float(values.max()),
+            "std": float(np.std(values)),
+        }
     return summary
 
 
@@ -155,6 +159,12 @@ def seeds_report(task_name: str, seeds: list[int], evals: list[dict]) -> tuple[d
     summary = spread(evals)
     line = f"over {len(evals)} seeds: " + ", ".join(
         f"{k} median {v['median']:.4f} (min {v['min']:.4f}, max {v['max']:.4f})"
-        for k, v in summary.items())
-    return {"task": task_name, "runs": len(evals), "seeds": list(seeds), "summary": summary,
-            "per_run": list(evals)}, line
+        for k, v in summary.items()
+    )
+    return {
+        "task": task_name,
+        "runs": len(evals),
+        "seeds": list(seeds),
+        "summary": summary,
+        "per_run": list(evals),
+    }, line

@@ -28,8 +28,9 @@ def _index(guid: str) -> str:
     return rest if split in ("train", "dev", "test") and rest else guid
 
 
-def write_submission(out_dir: str, task_name: str, examples, logits: np.ndarray,
-                     labels: list[str] | None) -> tuple[str, str]:
+def write_submission(
+    out_dir: str, task_name: str, examples, logits: np.ndarray, labels: list[str] | None
+) -> tuple[str, str]:
     """Writes the two files of the module docstring for `examples` (test examples, in the
     order of `logits` [N, labels or choices]); `labels` names the logits' columns, None
     for regression (one column, the score). Returns (tsv path, jsonl path)."""
@@ -47,7 +48,14 @@ def write_submission(out_dir: str, task_name: str, examples, logits: np.ndarray,
             p /= p.sum()
             label = labels[int(row.argmax())]
             f.write(f"{_index(e.guid)}\t{label}\n")
-            g.write(json.dumps({"guid": e.guid, "label": label,
-                                "probabilities": dict(zip(labels, p.round(6).tolist()))})
-                    + "\n")
+            g.write(
+                json.dumps(
+                    {
+                        "guid": e.guid,
+                        "label": label,
+                        "probabilities": dict(zip(labels, p.round(6).tolist())),
+                    }
+                )
+                + "\n"
+            )
     return tsv, jsonl

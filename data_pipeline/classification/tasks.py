@@ -23,8 +23,13 @@ import os
 from data_pipeline.classification import data as classifier_data
 from data_pipeline.classification import metrics
 
-FILE_TASKS = {"csv": "csv", "tsv": "tsv", "jsonl": "jsonl", "race": "json",
-              "multiple_choice_jsonl": "jsonl"}
+FILE_TASKS = {
+    "csv": "csv",
+    "tsv": "tsv",
+    "jsonl": "jsonl",
+    "race": "json",
+    "multiple_choice_jsonl": "jsonl",
+}
 CHOICE_TASKS = ("race", "multiple_choice_jsonl")
 
 
@@ -40,6 +45,7 @@ class TaskSpec:
     regression: csv/tsv/jsonl: the label is a number (GLUE: the task decides; sts-b is).
     num_choices: multiple-choice tasks: logits a question (options padded to it).
     """
+
     name: str
     data_dir: str | None = None
     train_file: str | None = None
@@ -114,11 +120,17 @@ class TaskSpec:
             return classifier_data.read_multiple_choice_jsonl(path)
         if self.name in ("csv", "tsv"):
             return classifier_data.read_delimited(
-                path, self.text_a_column, self.text_b_column, self.label_column,
-                "," if self.name == "csv" else "\t", self.regression)
+                path,
+                self.text_a_column,
+                self.text_b_column,
+                self.label_column,
+                "," if self.name == "csv" else "\t",
+                self.regression,
+            )
         if self.name == "jsonl":
-            return classifier_data.read_jsonl(path, self.text_a_column, self.text_b_column,
-                                              self.label_column, self.regression)
+            return classifier_data.read_jsonl(
+                path, self.text_a_column, self.text_b_column, self.label_column, self.regression
+            )
         return classifier_data.read_task_file(path, self.name, split)
 
     def labels(self) -> list[str] | None:
@@ -132,8 +144,7 @@ class TaskSpec:
             path = self.source(split)
             if os.path.exists(path):
                 return classifier_data.discover_labels(self.read(split, path))
-        raise FileNotFoundError(f"no train or dev file to discover the labels of "
-                                f"{self.name} from")
+        raise FileNotFoundError(f"no train or dev file to discover the labels of {self.name} from")
 
     def output_names(self, labels: list[str] | None) -> list[str] | None:
         """What the logits' columns are: `labels`, choices A, B, C, ... for multiple
@@ -152,16 +163,24 @@ class TaskSpec:
             result.update({prefix + k: v for k, v in values.items()})
         if len(outputs) > 1:
             first = next(iter(outputs)) + "/"
-            result.update({k[len(first):]: v for k, v in list(result.items())
-                           if k.startswith(first)})
+            result.update(
+                {k[len(first) :]: v for k, v in list(result.items()) if k.startswith(first)}
+            )
         return result
 
-    def serving_task(self, labels, text_pair: bool, max_seq_length: int,
-                     do_lower_case: bool, step: int) -> dict:
+    def serving_task(
+        self, labels, text_pair: bool, max_seq_length: int, do_lower_case: bool, step: int
+    ) -> dict:
         """The task.json of the exported model (albert_tf.serving): what it predicts and
         how it tokenizes."""
-        return {"kind": "multiple_choice" if self.choices else "classifier",
-                "task_name": self.name, "text_pair": bool(self.choices) or text_pair,
-                "labels": labels, "regression": self.is_regression,
-                "num_choices": self.choices, "max_seq_length": max_seq_length,
-                "do_lower_case": do_lower_case, "step": step}
+        return {
+            "kind": "multiple_choice" if self.choices else "classifier",
+            "task_name": self.name,
+            "text_pair": bool(self.choices) or text_pair,
+            "labels": labels,
+            "regression": self.is_regression,
+            "num_choices": self.choices,
+            "max_seq_length": max_seq_length,
+            "do_lower_case": do_lower_case,
+            "step": step,
+        }

@@ -40,8 +40,13 @@ from data_pipeline import documents as documents_lib
 from data_pipeline.atomic import write_json
 from data_pipeline.records import AtomicRecordWriter, encode_examples, feature_lengths
 from data_pipeline.pretraining.masking import NgramMasker
-from data_pipeline.pretraining.instances import (SENTENCE_ORDERS, SHORT_SEQ_SCOPES, InstanceMaker,
-                                            InstanceOptions, InstanceStats)
+from data_pipeline.pretraining.instances import (
+    SENTENCE_ORDERS,
+    SHORT_SEQ_SCOPES,
+    InstanceMaker,
+    InstanceOptions,
+    InstanceStats,
+)
 
 META_FILE = "meta_data.json"
 FORMAT_VERSION = 1
@@ -50,6 +55,7 @@ FORMAT_VERSION = 1
 @dataclasses.dataclass(frozen=True)
 class DataConfig:
     """Every setting that determines the output (the official flags and ours)."""
+
     input_file: str
     output_dir: str
     spm_model_file: str
@@ -77,16 +83,20 @@ class DataConfig:
         if self.num_output_shards < 1:
             raise ValueError(f"num_output_shards={self.num_output_shards} must be >= 1")
         if self.max_predictions_per_seq > self.max_seq_length:
-            raise ValueError(f"max_predictions_per_seq={self.max_predictions_per_seq} "
-                             f"exceeds max_seq_length={self.max_seq_length}")
+            raise ValueError(
+                f"max_predictions_per_seq={self.max_predictions_per_seq} "
+                f"exceeds max_seq_length={self.max_seq_length}"
+            )
         self.instance_options()  # validates
 
     def instance_options(self) -> InstanceOptions:
-        return InstanceOptions(max_seq_length=self.max_seq_length,
-                               short_seq_prob=self.short_seq_prob,
-                               dupe_factor=self.dupe_factor,
-                               sentence_order=self.sentence_order,
-                               short_seq_scope=self.short_seq_scope)
+        return InstanceOptions(
+            max_seq_length=self.max_seq_length,
+            short_seq_prob=self.short_seq_prob,
+            dupe_factor=self.dupe_factor,
+            sentence_order=self.sentence_order,
+            short_seq_scope=self.short_seq_scope,
+        )
 
     def shard_name(self, shard: int) -> str:
         return f"pretrain-{shard:05d}-of-{self.num_output_shards:05d}.tfrecord"
@@ -99,16 +109,26 @@ _WORKER = {}
 
 def _init_worker(config: DataConfig, queue) -> None:
     from data_pipeline.tokenization import AlbertTokenizer
-    tokenizer = AlbertTokenizer(config.spm_model_file, config.do_lower_case,
-                                config.keep_accents)
+
+    tokenizer = AlbertTokenizer(config.spm_model_file, config.do_lower_case, config.keep_accents)
     masker = None
     if not config.dynamic_masking:
         _, _, ordinary = tokenizer.vocab_tables()
-        masker = NgramMasker(tokenizer.mask_id, ordinary, config.max_predictions_per_seq,
-                             config.masked_lm_prob, config.ngram, config.favor_shorter_ngram,
-                             config.do_whole_word_mask, config.calibrate_ngrams)
-    _WORKER.update(config=config, queue=queue,
-                   maker=InstanceMaker(tokenizer, config.instance_options(), masker))
+        masker = NgramMasker(
+            tokenizer.mask_id,
+            ordinary,
+            config.max_predictions_per_seq,
+            config.masked_lm_prob,
+            config.ngram,
+            config.favor_shorter_ngram,
+            config.do_whole_word_mask,
+            config.calibrate_ngrams,
+        )
+    _WORKER.update(
+        config=config,
+        queue=queue,
+        maker=InstanceMaker(tokenizer, config.instance_options(), masker),
+    )
 
 
 def _write_shard(job) -> dict:
@@ -125,10 +145,12 @@ def _write_shard(job) -> dict:
         maker.masker.reset()  # calibration state per shard: independent of worker layout
     try:
         for block in blocks:
-            for part, docs in documents_lib.read_block(block, config.block_size,
-                                                       config.split_sentences, read_stats):
+            for part, docs in documents_lib.read_block(
+                block, config.block_size, config.split_sentences, read_stats
+            ):
                 rng = np.random.default_rng(
-                    [config.random_seed, block.file_index, block.block_index, part])
+                    [config.random_seed, block.file_index, block.block_index, part]
+                )
                 before = stats.instances
                 features = maker.make(docs, rng, stats)
                 if stats.instances > before:
@@ -136,15 +158,20 @@ def _write_shard(job) -> dict:
                 if queue is not None:
                     queue.put((0, len(docs), stats.instances - before))
             if queue is not None:
-                done = (block.end - block.start if not block.compressed
-                        else os.path.getsize(block.path))
+                done = (
+                    block.end - block.start if not block.compressed else os.path.getsize(block.path)
+                )
                 queue.put((done, 0, 0))
     except BaseException:
         writer.abort()
         raise
-    result = {"shard": config.shard_name(shard), "fingerprint": fingerprint,
-              "instances": writer.count, "read": dataclasses.asdict(read_stats),
-              "instances_detail": dataclasses.asdict(stats)}
+    result = {
+        "shard": config.shard_name(shard),
+        "fingerprint": fingerprint,
+        "instances": writer.count,
+        "read": dataclasses.asdict(read_stats),
+        "instances_detail": dataclasses.asdict(stats),
+    }
     stats_path = _stats_path(config, shard)
     tmp = stats_path + ".tmp"
     with open(tmp, "w") as f:
@@ -159,6 +186,7 @@ def _stats_path(config: DataConfig, shard: int) -> str:
 
 
 # --- the job ---------------------------------------------------------------------------------
+
 
 def _fingerprint(config: DataConfig, files: list[str], spm_sha256: str) -> str:
     settings = dataclasses.asdict(config)
@@ -182,7 +210,8 @@ def _check_output_dir(path: str) -> None:
 def _load_stats(config: DataConfig, shard: int, fingerprint: str) -> dict | None:
     path = _stats_path(config, shard)
     if not os.path.exists(path) or not os.path.exists(
-            os.path.join(config.output_dir, config.shard_name(shard))):
+        os.path.join(config.output_dir, config.shard_name(shard))
+    ):
         return None
     with open(path) as f:
         stats = json.load(f)
@@ -190,7 +219,8 @@ def _load_stats(config: DataConfig, shard: int, fingerprint: str) -> dict | None
         raise ValueError(
             f"{config.output_dir} already holds {config.shard_name(shard)} made from other "
             f"inputs or settings (fingerprint {stats.get('fingerprint')} != {fingerprint}); "
-            f"use a new --output_dir or delete it")
+            f"use a new --output_dir or delete it"
+        )
     return stats
 
 
@@ -209,13 +239,15 @@ def _check_existing(config: DataConfig, fingerprint: str) -> None:
             raise ValueError(
                 f"{config.output_dir} already holds {entry[:-5]} made from other inputs or "
                 f"settings (fingerprint {other} != {fingerprint}); use a new --output_dir "
-                f"or delete it")
+                f"or delete it"
+            )
     for entry in sorted(os.listdir(config.output_dir)):
         if entry.endswith(".tfrecord") and entry not in names:
             raise ValueError(
                 f"{config.output_dir} already holds {entry}, which is not a shard of this "
                 f"job ({config.num_output_shards} shards); use a new --output_dir or "
-                f"delete it")
+                f"delete it"
+            )
 
 
 def _summary(config: DataConfig, tokenizer, files: list[str], shard_stats: list[dict]) -> dict:
@@ -237,8 +269,9 @@ def _summary(config: DataConfig, tokenizer, files: list[str], shard_stats: list[
         "max_predictions_per_seq": config.max_predictions_per_seq,
         "dynamic_masking": config.dynamic_masking,
         "sentence_order": config.sentence_order,
-        "features": feature_lengths(config.max_seq_length, config.max_predictions_per_seq,
-                                    config.dynamic_masking),
+        "features": feature_lengths(
+            config.max_seq_length, config.max_predictions_per_seq, config.dynamic_masking
+        ),
         "shards": [{"file": s["shard"], "instances": s["instances"]} for s in shard_stats],
         "spm_model_file": os.path.basename(config.spm_model_file),
         "spm_sha256": tokenizer.checksum,
@@ -246,21 +279,27 @@ def _summary(config: DataConfig, tokenizer, files: list[str], shard_stats: list[
         "settings": settings,
         "input": {"files": files, **dataclasses.asdict(read)},
         "documents": {
-            "documents": made.documents, "sentences": made.sentences,
+            "documents": made.documents,
+            "sentences": made.sentences,
             "empty_sentences": made.empty_sentences,
-            "long_sentences_split": made.long_sentences_split},
+            "long_sentences_split": made.long_sentences_split,
+        },
         "instance_creation": {
-            "target_draws": made.target_draws, "short_targets": made.short_targets,
+            "target_draws": made.target_draws,
+            "short_targets": made.short_targets,
             "short_target_fraction": made.short_targets / max(made.target_draws, 1),
             "short_target_instances": made.short_target_instances,
             "single_sentence_chunks_split": made.single_sentence_chunks_split,
             "single_sentence_chunks_dropped": made.single_sentence_chunks_dropped,
             "nsp_random_segments": made.nsp_random_segments,
             "truncated_tokens": made.truncated_tokens,
-            "tokens": made.instance_tokens},
+            "tokens": made.instance_tokens,
+        },
         "sentence_order_labels": {
-            "0": made.labels[0], "1": made.labels[1],
-            "fraction_1": made.labels[1] / max(labels, 1)},
+            "0": made.labels[0],
+            "1": made.labels[1],
+            "fraction_1": made.labels[1] / max(labels, 1),
+        },
     }
     if not config.dynamic_masking:
         meta["masking"] = {
@@ -268,9 +307,13 @@ def _summary(config: DataConfig, tokenizer, files: list[str], shard_stats: list[
             "masked_fraction": masked / max(made.instance_tokens, 1),
             "ngram_units": {str(i + 1): c for i, c in enumerate(made.ngrams)},
             "ngram_fraction": [c / max(units, 1) for c in made.ngrams],
-            "replacements": {"mask": made.replacements[0], "random": made.replacements[1],
-                             "unchanged": made.replacements[2]},
-            "replacement_fraction": [c / max(masked, 1) for c in made.replacements]}
+            "replacements": {
+                "mask": made.replacements[0],
+                "random": made.replacements[1],
+                "unchanged": made.replacements[2],
+            },
+            "replacement_fraction": [c / max(masked, 1) for c in made.replacements],
+        }
     return meta
 
 
@@ -279,39 +322,55 @@ def _progress(start, total_bytes, done_bytes, docs, instances, shards_done, shar
     rate = instances / max(elapsed, 1e-9)
     eta = (elapsed * (total_bytes - done_bytes) / done_bytes) if done_bytes else float("nan")
     eta_text = "?" if eta != eta else time.strftime("%H:%M:%S", time.gmtime(eta))
-    print(f"[create_pretraining_data] {done_bytes / max(total_bytes, 1):6.1%} of input, "
-          f"{docs:,} documents, {instances:,} instances ({rate:,.0f}/s), "
-          f"shards {shards_done}/{shards_total}, ETA {eta_text}", flush=True)
+    print(
+        f"[create_pretraining_data] {done_bytes / max(total_bytes, 1):6.1%} of input, "
+        f"{docs:,} documents, {instances:,} instances ({rate:,.0f}/s), "
+        f"shards {shards_done}/{shards_total}, ETA {eta_text}",
+        flush=True,
+    )
 
 
-def create_pretraining_data(config: DataConfig, num_workers: int = 1, num_tasks: int = 1,
-                            task_index: int = 0, progress_every: float = 10.0) -> dict:
+def create_pretraining_data(
+    config: DataConfig,
+    num_workers: int = 1,
+    num_tasks: int = 1,
+    task_index: int = 0,
+    progress_every: float = 10.0,
+) -> dict:
     """Writes this task's shards (skipping complete ones) and, once every shard of every
     task is complete, meta_data.json. Returns the meta data, or this task's summary."""
     from data_pipeline.tokenization import AlbertTokenizer
+
     if not 0 <= task_index < num_tasks:
         raise ValueError(f"task_index={task_index} is not in [0, num_tasks={num_tasks})")
     files = documents_lib.expand_input_files(config.input_file)
-    tokenizer = AlbertTokenizer(config.spm_model_file, config.do_lower_case,
-                                config.keep_accents)
+    tokenizer = AlbertTokenizer(config.spm_model_file, config.do_lower_case, config.keep_accents)
     _check_output_dir(config.output_dir)
     fingerprint = _fingerprint(config, files, tokenizer.checksum)
     _check_existing(config, fingerprint)
     blocks = documents_lib.plan_blocks(files, config.block_size, config.input_format)
     n = config.num_output_shards
     mine = [s for s in range(n) if s % num_tasks == task_index]
-    jobs = [(s, blocks[s::n], fingerprint) for s in mine
-            if _load_stats(config, s, fingerprint) is None]
-    total_bytes = sum(os.path.getsize(b.path) if b.compressed else b.end - b.start
-                      for s, bl, _ in jobs for b in bl)
-    print(f"[create_pretraining_data] {len(files)} files, {len(blocks)} blocks, "
-          f"{n} shards: {len(mine) - len(jobs)} of this task's {len(mine)} already complete, "
-          f"{len(jobs)} to write with {num_workers} worker(s)", flush=True)
+    jobs = [
+        (s, blocks[s::n], fingerprint) for s in mine if _load_stats(config, s, fingerprint) is None
+    ]
+    total_bytes = sum(
+        os.path.getsize(b.path) if b.compressed else b.end - b.start
+        for s, bl, _ in jobs
+        for b in bl
+    )
+    print(
+        f"[create_pretraining_data] {len(files)} files, {len(blocks)} blocks, "
+        f"{n} shards: {len(mine) - len(jobs)} of this task's {len(mine)} already complete, "
+        f"{len(jobs)} to write with {num_workers} worker(s)",
+        flush=True,
+    )
     start = time.time()
     done = [0, 0, 0]
 
     def drain(queue, block=False):
         import queue as queue_lib
+
         while True:
             try:
                 item = queue.get(timeout=0.2) if block else queue.get_nowait()
@@ -325,6 +384,7 @@ def create_pretraining_data(config: DataConfig, num_workers: int = 1, num_tasks:
     results = []
     if jobs and num_workers <= 1:
         import queue as queue_lib
+
         queue = queue_lib.SimpleQueue()
         _init_worker(config, queue)
         for job in jobs:
@@ -332,8 +392,7 @@ def create_pretraining_data(config: DataConfig, num_workers: int = 1, num_tasks:
             drain(queue)
             if time.time() - last >= progress_every:
                 last = time.time()
-                _progress(start, total_bytes, done[0], done[1], done[2], len(results),
-                          len(jobs))
+                _progress(start, total_bytes, done[0], done[1], done[2], len(results), len(jobs))
     elif jobs:
         ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
         queue = ctx.Queue()
@@ -343,8 +402,15 @@ def create_pretraining_data(config: DataConfig, num_workers: int = 1, num_tasks:
                 drain(queue, block=True)
                 if time.time() - last >= progress_every:
                     last = time.time()
-                    _progress(start, total_bytes, done[0], done[1], done[2],
-                              sum(p.ready() for p in pending), len(jobs))
+                    _progress(
+                        start,
+                        total_bytes,
+                        done[0],
+                        done[1],
+                        done[2],
+                        sum(p.ready() for p in pending),
+                        len(jobs),
+                    )
             results = [p.get() for p in pending]  # re-raises a worker's error
         drain(queue)
     if jobs:
@@ -352,28 +418,40 @@ def create_pretraining_data(config: DataConfig, num_workers: int = 1, num_tasks:
     all_stats = [_load_stats(config, s, fingerprint) for s in range(n)]
     if any(s is None for s in all_stats):
         missing = sum(s is None for s in all_stats)
-        summary = {"complete": False, "shards_missing": missing,
-                   "instances_written": sum(r["instances"] for r in results)}
-        print(f"[create_pretraining_data] task {task_index}/{num_tasks} done; {missing} "
-              f"shard(s) of other tasks still missing, so no {META_FILE} yet", flush=True)
+        summary = {
+            "complete": False,
+            "shards_missing": missing,
+            "instances_written": sum(r["instances"] for r in results),
+        }
+        print(
+            f"[create_pretraining_data] task {task_index}/{num_tasks} done; {missing} "
+            f"shard(s) of other tasks still missing, so no {META_FILE} yet",
+            flush=True,
+        )
         return summary
     meta = _summary(config, tokenizer, files, all_stats)
     if meta["instances"] == 0:  # an empty dataset must not look like a finished one
         raise ValueError(
             f"no instances were made: {len(files)} input file(s) "
             f"({meta['input']['empty_files']} empty or blank) held "
-            f"{meta['documents']['documents']} document(s) with text; no {META_FILE} written")
+            f"{meta['documents']['documents']} document(s) with text; no {META_FILE} written"
+        )
     write_json(os.path.join(config.output_dir, META_FILE), meta)
     elapsed = time.time() - start
-    print(f"[create_pretraining_data] {meta['instances']:,} instances in {n} shards → "
-          f"{config.output_dir} ({elapsed:.1f}s this run)", flush=True)
+    print(
+        f"[create_pretraining_data] {meta['instances']:,} instances in {n} shards → "
+        f"{config.output_dir} ({elapsed:.1f}s this run)",
+        flush=True,
+    )
     return meta
 
 
 # --- command line ----------------------------------------------------------------------------
 
+
 def _define_flags():
     from absl import flags
+
     f = flags
     f.DEFINE_string("input_file", None, "Input text: comma-separated globs (gzip ok).")
     f.DEFINE_string("output_dir", None, "Where the TFRecord shards and meta_data.json go.")
@@ -386,21 +464,32 @@ def _define_flags():
     f.DEFINE_integer("ngram", 3, "Maximum n-gram (in words) of a masked unit.")
     f.DEFINE_bool("favor_shorter_ngram", True, "p(n) ∝ 1/n (else ∝ n).")
     f.DEFINE_bool("do_whole_word_mask", True, "Mask whole words (n-grams of words).")
-    f.DEFINE_bool("calibrate_ngrams", True,
-                  "Make the realized n-gram mix match p(n) (see masking.py).")
+    f.DEFINE_bool(
+        "calibrate_ngrams", True, "Make the realized n-gram mix match p(n) (see masking.py)."
+    )
     f.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length.")
-    f.DEFINE_enum("short_seq_scope", "document", SHORT_SEQ_SCOPES,
-                  "Draw the target length once per document and pass (official) or per "
-                  "instance.")
+    f.DEFINE_enum(
+        "short_seq_scope",
+        "document",
+        SHORT_SEQ_SCOPES,
+        "Draw the target length once per document and pass (official) or per instance.",
+    )
     f.DEFINE_integer("dupe_factor", 40, "Passes over the input, each with other masks/pairs.")
     f.DEFINE_integer("random_seed", 12345, "Seed of every random draw.")
-    f.DEFINE_enum("sentence_order", "sop", SENTENCE_ORDERS,
-                  "sop (ALBERT), nsp (BERT) or none (MLM only).")
-    f.DEFINE_bool("dynamic_masking", False,
-                  "Write no masks (token_boundary only); the input pipeline masks each epoch.")
+    f.DEFINE_enum(
+        "sentence_order", "sop", SENTENCE_ORDERS, "sop (ALBERT), nsp (BERT) or none (MLM only)."
+    )
+    f.DEFINE_bool(
+        "dynamic_masking",
+        False,
+        "Write no masks (token_boundary only); the input pipeline masks each epoch.",
+    )
     f.DEFINE_enum("input_format", "auto", documents_lib.FORMATS, "Input file format.")
-    f.DEFINE_bool("split_sentences", False,
-                  "Split each text line into sentences (one-paragraph-per-line corpora).")
+    f.DEFINE_bool(
+        "split_sentences",
+        False,
+        "Split each text line into sentences (one-paragraph-per-line corpora).",
+    )
     f.DEFINE_integer("block_size", 1 << 20, "Bytes of input per block (memory bound).")
     f.DEFINE_integer("num_output_shards", 16, "Number of TFRecord shards.")
     f.DEFINE_integer("num_workers", os.cpu_count() or 1, "Worker processes.")
@@ -408,10 +497,12 @@ def _define_flags():
     f.DEFINE_integer("task_index", 0, "This machine's index in [0, num_tasks).")
     f.DEFINE_float("progress_every", 10.0, "Seconds between progress lines.")
     # Official flags kept so existing command lines run unchanged.
-    f.DEFINE_string("vocab_file", None, "Official flag, accepted and unused: the SentencePiece "
-                    "model holds the vocabulary.")
-    f.DEFINE_bool("random_next_sentence", False,
-                  "Official flag: true means --sentence_order nsp.")
+    f.DEFINE_string(
+        "vocab_file",
+        None,
+        "Official flag, accepted and unused: the SentencePiece model holds the vocabulary.",
+    )
+    f.DEFINE_bool("random_next_sentence", False, "Official flag: true means --sentence_order nsp.")
     for name in ("input_file", "output_dir", "spm_model_file"):
         f.mark_flag_as_required(name)
     return f.FLAGS
@@ -419,6 +510,7 @@ def _define_flags():
 
 def main(argv) -> int:
     from absl import flags
+
     flag_values = flags.FLAGS
     if len(argv) > 1:
         print(f"error: unexpected arguments {argv[1:]}", file=sys.stderr)
@@ -429,8 +521,13 @@ def main(argv) -> int:
         values["sentence_order"] = "nsp"
     try:
         config = DataConfig(**values)
-        create_pretraining_data(config, flag_values.num_workers, flag_values.num_tasks,
-                                flag_values.task_index, flag_values.progress_every)
+        create_pretraining_data(
+            config,
+            flag_values.num_workers,
+            flag_values.num_tasks,
+            flag_values.task_index,
+            flag_values.progress_every,
+        )
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -439,5 +536,6 @@ def main(argv) -> int:
 
 if __name__ == "__main__":
     from absl import app
+
     _define_flags()
     app.run(lambda argv: sys.exit(main(argv)))

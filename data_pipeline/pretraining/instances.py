@@ -45,6 +45,7 @@ SHORT_SEQ_SCOPES = ("document", "instance")
 @dataclasses.dataclass(frozen=True)
 class InstanceOptions:
     """How instances are made (the official flags, plus this project's choices)."""
+
     max_seq_length: int = 512
     short_seq_prob: float = 0.1
     dupe_factor: int = 40
@@ -53,11 +54,13 @@ class InstanceOptions:
 
     def __post_init__(self):
         if self.sentence_order not in SENTENCE_ORDERS:
-            raise ValueError(f"sentence_order={self.sentence_order!r} is not one of "
-                             f"{SENTENCE_ORDERS}")
+            raise ValueError(
+                f"sentence_order={self.sentence_order!r} is not one of {SENTENCE_ORDERS}"
+            )
         if self.short_seq_scope not in SHORT_SEQ_SCOPES:
-            raise ValueError(f"short_seq_scope={self.short_seq_scope!r} is not one of "
-                             f"{SHORT_SEQ_SCOPES}")
+            raise ValueError(
+                f"short_seq_scope={self.short_seq_scope!r} is not one of {SHORT_SEQ_SCOPES}"
+            )
         if self.max_seq_length < 5:
             raise ValueError(f"max_seq_length={self.max_seq_length} is too small (>= 5)")
         if not 0.0 <= self.short_seq_prob <= 1.0:
@@ -73,6 +76,7 @@ class InstanceOptions:
 @dataclasses.dataclass
 class InstanceStats:
     """What making instances produced and fixed; summed over parts into meta_data.json."""
+
     documents: int = 0
     sentences: int = 0
     empty_sentences: int = 0
@@ -92,19 +96,26 @@ class InstanceStats:
     ngrams: list = dataclasses.field(default_factory=list)
     replacements: list = dataclasses.field(default_factory=lambda: [0, 0, 0])
 
-    def add(self, other: "InstanceStats") -> None:
+    def add(self, other: InstanceStats) -> None:
         for f in dataclasses.fields(self):
             a, b = getattr(self, f.name), getattr(other, f.name)
             if isinstance(a, list):
                 size = max(len(a), len(b))
-                setattr(self, f.name, [(a[i] if i < len(a) else 0) + (b[i] if i < len(b) else 0)
-                                       for i in range(size)])
+                setattr(
+                    self,
+                    f.name,
+                    [
+                        (a[i] if i < len(a) else 0) + (b[i] if i < len(b) else 0)
+                        for i in range(size)
+                    ],
+                )
             else:
                 setattr(self, f.name, a + b)
 
 
 class _Doc:
     """A tokenized document: `tokens` [T] int32, `offsets` [sentences+1] sentence starts."""
+
     __slots__ = ("tokens", "offsets")
 
     def __init__(self, tokens, offsets):
@@ -140,7 +151,7 @@ class InstanceMaker:
         docs, k = [], 0
         for doc in documents:
             pieces, lengths = [], []
-            for ids in encoded[k:k + len(doc)]:
+            for ids in encoded[k : k + len(doc)]:
                 if not ids:
                     stats.empty_sentences += 1
                     continue
@@ -155,8 +166,7 @@ class InstanceMaker:
             k += len(doc)
             if not pieces:
                 continue
-            tokens = np.fromiter((t for p in pieces for t in p), np.int32,
-                                 count=sum(lengths))
+            tokens = np.fromiter((t for p in pieces for t in p), np.int32, count=sum(lengths))
             offsets = np.zeros(len(lengths) + 1, np.int64)
             np.cumsum(lengths, out=offsets[1:])
             docs.append(_Doc(tokens, offsets.tolist()))
@@ -177,14 +187,15 @@ class InstanceMaker:
 
     # --- instances --------------------------------------------------------------------------
 
-    def make(self, documents: list[list[str]], rng: np.random.Generator,
-             stats: InstanceStats) -> dict[str, np.ndarray]:
+    def make(
+        self, documents: list[list[str]], rng: np.random.Generator, stats: InstanceStats
+    ) -> dict[str, np.ndarray]:
         """Raw documents of one part → {feature: [instances, length]} arrays, shuffled."""
         docs = self.tokenize(documents, stats)
         py = random.Random(int(rng.integers(1 << 62)))  # fast scalar draws, same seed tree
         pairs = []
         for _ in range(self.options.dupe_factor):
-            for index, doc in enumerate(docs):
+            for index, _doc in enumerate(docs):
                 self._document_instances(docs, index, py, stats, pairs)
         order = rng.permutation(len(pairs))
         return self._features([pairs[i] for i in order], rng, stats)
@@ -208,8 +219,7 @@ class InstanceMaker:
         while i < n_sent:
             length += off[i + 1] - off[i]
             if i == n_sent - 1 or length >= target:
-                unused = self._chunk(docs, index, first, i + 1, target, py, stats, out,
-                                     short)
+                unused = self._chunk(docs, index, first, i + 1, target, py, stats, out, short)
                 i -= unused
                 first, length = i + 1, 0
                 if per_instance:
@@ -233,7 +243,7 @@ class InstanceMaker:
                 label, unused = 1, 0
                 stats.nsp_random_segments += 1
             else:  # pure SOP: split the sentence at a word boundary, or drop it
-                inner = np.flatnonzero(self.word_start[tokens[begin + 1:end]])
+                inner = np.flatnonzero(self.word_start[tokens[begin + 1 : end]])
                 if len(inner) == 0:
                     stats.single_sentence_chunks_dropped += 1
                     return 0
@@ -273,7 +283,7 @@ class InstanceMaker:
         end = start + 1
         while end < len(off) - 1 and off[end] - off[start] < target_length:
             end += 1
-        return doc.tokens[off[start]:off[end]]
+        return doc.tokens[off[start] : off[end]]
 
     def _truncate(self, a, b, py, stats):
         """Official truncate_seq_pair in closed form: the longer side (B on ties) loses a
@@ -293,7 +303,7 @@ class InstanceMaker:
         ka += rest // 2
         fa = bin(py.getrandbits(ka)).count("1") if ka else 0
         fb = bin(py.getrandbits(kb)).count("1") if kb else 0
-        return a[fa:la - (ka - fa)], b[fb:lb - (kb - fb)]
+        return a[fa : la - (ka - fa)], b[fb : lb - (kb - fb)]
 
     def _features(self, pairs, rng, stats) -> dict[str, np.ndarray]:
         seq = self.options.max_seq_length
@@ -311,12 +321,12 @@ class InstanceMaker:
             n = la + lb + (3 if two else 2)
             row = ids[r]
             row[0] = self.cls_id
-            row[1:la + 1] = a
+            row[1 : la + 1] = a
             row[la + 1] = self.sep_id
             if two:
-                row[la + 2:n - 1] = b
+                row[la + 2 : n - 1] = b
                 row[n - 1] = self.sep_id
-                segment[r, la + 2:n] = 1
+                segment[r, la + 2 : n] = 1
             mask[r, :n] = 1
             labels[r, 0] = label
             seps[r] = (la + 1, n - 1)
@@ -332,15 +342,25 @@ class InstanceMaker:
         after_special = np.zeros_like(special)
         after_special[:, 1:] = special[:, :-1]
         boundary[:] = (starts | special | after_special) & valid
-        features = {"input_ids": ids, "input_mask": mask, "segment_ids": segment,
-                    "token_boundary": boundary, "next_sentence_labels": labels}
+        features = {
+            "input_ids": ids,
+            "input_mask": mask,
+            "segment_ids": segment,
+            "token_boundary": boundary,
+            "next_sentence_labels": labels,
+        }
         if self.masker is not None and count:
             res = self.masker(ids, starts, special, valid, rng)
-            features.update(input_ids=res.tokens, masked_lm_positions=res.positions,
-                            masked_lm_ids=res.labels, masked_lm_weights=res.weights)
+            features.update(
+                input_ids=res.tokens,
+                masked_lm_positions=res.positions,
+                masked_lm_ids=res.labels,
+                masked_lm_weights=res.weights,
+            )
             stats.masked_tokens += int(res.weights.sum())
-            stats.ngrams = [x + int(y) for x, y in
-                            zip(stats.ngrams or [0] * len(res.ngrams), res.ngrams)]
+            stats.ngrams = [
+                x + int(y) for x, y in zip(stats.ngrams or [0] * len(res.ngrams), res.ngrams)
+            ]
             stats.replacements = [x + int(y) for x, y in zip(stats.replacements, res.kinds)]
         stats.instance_tokens += int(mask.sum(dtype=np.int64))
         return features

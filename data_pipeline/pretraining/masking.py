@@ -44,6 +44,7 @@ class MaskResult:
     `labels` [B, P] int32 and `weights` [B, P] float32 (P = max_predictions_per_seq; sorted
     positions, zero-padded with weight 0); `ngrams` [ngram] count of selected units by n;
     `kinds` [3] count of tokens set to [MASK], to a random piece, and left unchanged."""
+
     tokens: np.ndarray
     positions: np.ndarray
     labels: np.ndarray
@@ -63,10 +64,17 @@ class NgramMasker:
       calibrate: match the realized n-gram mix to p(n) (see the module docstring).
     """
 
-    def __init__(self, mask_id: int, ordinary_ids, max_predictions_per_seq: int = 20,
-                 masked_lm_prob: float = 0.15, ngram: int = 3,
-                 favor_shorter_ngram: bool = True, do_whole_word_mask: bool = True,
-                 calibrate: bool = True):
+    def __init__(
+        self,
+        mask_id: int,
+        ordinary_ids,
+        max_predictions_per_seq: int = 20,
+        masked_lm_prob: float = 0.15,
+        ngram: int = 3,
+        favor_shorter_ngram: bool = True,
+        do_whole_word_mask: bool = True,
+        calibrate: bool = True,
+    ):
         if ngram < 1:
             raise ValueError(f"ngram={ngram} must be at least 1")
         if not 0.0 < masked_lm_prob < 1.0:
@@ -92,14 +100,19 @@ class NgramMasker:
     HORIZON = 200
 
     @classmethod
-    def from_tokenizer(cls, tokenizer, **options) -> "NgramMasker":
+    def from_tokenizer(cls, tokenizer, **options) -> NgramMasker:
         """A masker for `tokenizer`'s vocabulary ([MASK] id, ordinary pieces)."""
         _, _, ordinary = tokenizer.vocab_tables()
         return cls(tokenizer.mask_id, ordinary, **options)
 
-    def mask_records(self, input_ids: np.ndarray, token_boundary: np.ndarray,
-                     input_mask: np.ndarray, special_ids, rng: np.random.Generator
-                     ) -> MaskResult:
+    def mask_records(
+        self,
+        input_ids: np.ndarray,
+        token_boundary: np.ndarray,
+        input_mask: np.ndarray,
+        special_ids,
+        rng: np.random.Generator,
+    ) -> MaskResult:
         """Masks records written with dynamic masking ([B, S] arrays): words from the
         stored `token_boundary`, specials by id (`special_ids`: [CLS], [SEP])."""
         special = np.isin(input_ids, np.asarray(special_ids)) & (input_mask > 0)
@@ -114,15 +127,23 @@ class NgramMasker:
         if not self.calibrate:
             return list(itertools.accumulate(self._p))
         total = sum(self.realized) + self.HORIZON
-        return list(itertools.accumulate(
-            max(p * total - c, 1e-3 * p) for p, c in zip(self._p, self.realized)))
+        return list(
+            itertools.accumulate(
+                max(p * total - c, 1e-3 * p) for p, c in zip(self._p, self.realized)
+            )
+        )
 
     def budget(self, num_tokens: int) -> int:
-        return min(self.max_predictions,
-                   max(1, int(round(num_tokens * self.masked_lm_prob))))
+        return min(self.max_predictions, max(1, int(round(num_tokens * self.masked_lm_prob))))
 
-    def __call__(self, tokens: np.ndarray, word_start: np.ndarray, special: np.ndarray,
-                 valid: np.ndarray, rng: np.random.Generator) -> MaskResult:
+    def __call__(
+        self,
+        tokens: np.ndarray,
+        word_start: np.ndarray,
+        special: np.ndarray,
+        valid: np.ndarray,
+        rng: np.random.Generator,
+    ) -> MaskResult:
         """Masks a batch. tokens [B, S] int; word_start, special, valid [B, S] bool (valid:
         the input mask; special: [CLS]/[SEP]). Rows are processed in order, so the result
         depends only on the inputs, the generator state and the calibration counts."""
@@ -138,7 +159,7 @@ class NgramMasker:
         else:
             starts = candidate
         words_per_row = starts.sum(axis=1)
-        row_first = np.zeros(batch + 1, np.int64)           # first global word of each row
+        row_first = np.zeros(batch + 1, np.int64)  # first global word of each row
         np.cumsum(words_per_row, out=row_first[1:])
         total = int(row_first[-1])
         # Global word index of every token (only meaningful where `candidate`).
@@ -174,9 +195,9 @@ class NgramMasker:
                 while count + size > budget and n > 1:
                     n -= 1
                     size = cum_l[w + n] - cum_l[w]
-                if count + size > budget or any(selected[w:w + n]):
+                if count + size > budget or any(selected[w : w + n]):
                     continue
-                selected[w:w + n] = b"\x01" * n
+                selected[w : w + n] = b"\x01" * n
                 realized[n - 1] += 1
                 count += size
             for i in range(top):
@@ -184,7 +205,7 @@ class NgramMasker:
                 self.realized[i] += realized[i]
         chosen = np.frombuffer(bytes(selected), np.uint8).astype(bool)
         picked = candidate & chosen[np.where(candidate, word_of, 0)]
-        rows, cols = np.nonzero(picked)                        # row-major: sorted per row
+        rows, cols = np.nonzero(picked)  # row-major: sorted per row
         k = len(rows)
         rank = np.cumsum(picked, axis=1)[rows, cols] - 1
         labels = tokens[rows, cols]
@@ -193,8 +214,7 @@ class NgramMasker:
         to_random = ~to_mask & (draws[1] >= 0.5)
         random_ids = self.ordinary_ids[rng.integers(0, len(self.ordinary_ids), k)]
         out = tokens.copy()
-        out[rows, cols] = np.where(to_mask, self.mask_id,
-                                   np.where(to_random, random_ids, labels))
+        out[rows, cols] = np.where(to_mask, self.mask_id, np.where(to_random, random_ids, labels))
         positions = np.zeros((batch, self.max_predictions), np.int32)
         label_ids = np.zeros((batch, self.max_predictions), np.int32)
         weights = np.zeros((batch, self.max_predictions), np.float32)
@@ -202,5 +222,11 @@ class NgramMasker:
         label_ids[rows, rank] = labels
         weights[rows, rank] = 1.0
         n_mask, n_random = int(to_mask.sum()), int(to_random.sum())
-        return MaskResult(out, positions, label_ids, weights, np.array(ngrams, np.int64),
-                          np.array([n_mask, n_random, k - n_mask - n_random], np.int64))
+        return MaskResult(
+            out,
+            positions,
+            label_ids,
+            weights,
+            np.array(ngrams, np.int64),
+            np.array([n_mask, n_random, k - n_mask - n_random], np.int64),
+        )

@@ -45,6 +45,7 @@ class PretrainingData:
     meta_file: the meta_data.json these come from (None: the records alone).
     summary: the parts of meta_data.json a run records in its run_config.json.
     """
+
     max_seq_length: int
     max_predictions_per_seq: int
     dynamic_masking: bool
@@ -64,9 +65,11 @@ class PretrainingData:
         """ValueError unless `tokenizer` is the SentencePiece model the records were
         written with (masks drawn or text exported with another vocabulary are wrong)."""
         if self.spm_sha256 and tokenizer.checksum != self.spm_sha256:
-            raise ValueError(f"{self.meta_file}: the records were written with a "
-                             f"SentencePiece model of sha256 {self.spm_sha256[:16]}..., "
-                             f"but {flag} has sha256 {tokenizer.checksum[:16]}...")
+            raise ValueError(
+                f"{self.meta_file}: the records were written with a "
+                f"SentencePiece model of sha256 {self.spm_sha256[:16]}..., "
+                f"but {flag} has sha256 {tokenizer.checksum[:16]}..."
+            )
 
 
 def read_meta_data(directory: str) -> tuple[str, dict] | None:
@@ -84,6 +87,7 @@ def read_meta_data(directory: str) -> tuple[str, dict] | None:
 def _first_record(path: str):
     """The features of the first record of `path` (None: an empty file)."""
     import tensorflow as tf
+
     first = next(read_records(path), None)
     return None if first is None else tf.train.Example.FromString(first).features.feature
 
@@ -133,7 +137,8 @@ def pretraining_data(files: list[str], **given) -> PretrainingData:
         masking={k: settings[k] for k in MASKING_OPTIONS if k in settings},
         spm_sha256=main.get("spm_sha256"),
         meta_file=metas[0][0] if metas else None,
-        summary={k: main[k] for k in SUMMARY if k in main} if metas else None)
+        summary={k: main[k] for k in SUMMARY if k in main} if metas else None,
+    )
 
 
 def _lengths_of_first(files, want) -> dict:
@@ -142,12 +147,17 @@ def _lengths_of_first(files, want) -> dict:
     if len(out) < 2:
         feature = next((f for f in map(_first_record, files) if f is not None), None)
         if feature is None:
-            raise ValueError(f"no record in {files[0]}{' ...' if len(files) > 1 else ''} "
-                             f"to read max_seq_length from (and no {META_FILE})")
+            raise ValueError(
+                f"no record in {files[0]}{' ...' if len(files) > 1 else ''} "
+                f"to read max_seq_length from (and no {META_FILE})"
+            )
         out.setdefault("max_seq_length", len(feature["input_ids"].int64_list.value))
-        out.setdefault("max_predictions_per_seq",
-                       len(feature["masked_lm_positions"].int64_list.value)
-                       if "masked_lm_positions" in feature else DEFAULT_MAX_PREDICTIONS)
+        out.setdefault(
+            "max_predictions_per_seq",
+            len(feature["masked_lm_positions"].int64_list.value)
+            if "masked_lm_positions" in feature
+            else DEFAULT_MAX_PREDICTIONS,
+        )
     return out
 
 
@@ -164,9 +174,14 @@ def _check_records(files: list[str], want: dict) -> None:
             continue
         for name, key in names.items():
             if name not in feature:
-                raise ValueError(f"{path}: records have no {name!r} feature"
-                                 + (" (written with --dynamic_masking? then pass it here)"
-                                    if name.startswith("masked_lm") else ""))
+                raise ValueError(
+                    f"{path}: records have no {name!r} feature"
+                    + (
+                        " (written with --dynamic_masking? then pass it here)"
+                        if name.startswith("masked_lm")
+                        else ""
+                    )
+                )
             got = len(feature[name].int64_list.value)
             if key in want and got != want[key][0]:
                 raise ValueError(f"{path}: {name} has length {got}, but {want[key][1]}")

@@ -48,6 +48,7 @@ _WORD = re.compile(r"\S+")
 class SquadExample:
     """One question. `answers`: [{"text", "answer_start"}] (all gold answers; the first is
     trained on); `is_impossible`: a v2.0 unanswerable question."""
+
     qas_id: str
     question: str
     context: str
@@ -66,7 +67,7 @@ def read_squad(path: str) -> list[SquadExample]:
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}: not UTF-8 ({e.reason} at byte {e.start})") from None
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
-        raise ValueError(f"{path}: not a SQuAD file (expected {{\"data\": [articles]}})")
+        raise ValueError(f'{path}: not a SQuAD file (expected {{"data": [articles]}})')
     examples = []
     for a, article in enumerate(data["data"]):
         for p, paragraph in enumerate(article.get("paragraphs", [])):
@@ -77,12 +78,21 @@ def read_squad(path: str) -> list[SquadExample]:
             for q, qa in enumerate(paragraph["qas"]):
                 if "id" not in qa or "question" not in qa:
                     raise ValueError(f"{where}.qas[{q}] lacks 'id' or 'question'")
-                answers = [{"text": x["text"], "answer_start": int(x["answer_start"])}
-                           for x in qa.get("answers", [])]
+                answers = [
+                    {"text": x["text"], "answer_start": int(x["answer_start"])}
+                    for x in qa.get("answers", [])
+                ]
                 impossible = bool(qa.get("is_impossible", False))
-                examples.append(SquadExample(str(qa["id"]), qa["question"], context,
-                                             answers, impossible or not answers,
-                                             article.get("title", "")))
+                examples.append(
+                    SquadExample(
+                        str(qa["id"]),
+                        qa["question"],
+                        context,
+                        answers,
+                        impossible or not answers,
+                        article.get("title", ""),
+                    )
+                )
     if not examples:
         raise ValueError(f"{path}: no questions")
     return examples
@@ -93,11 +103,15 @@ def is_v2(path: str) -> bool:
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     return "2.0" in str(data.get("version", "")) or any(
-        "is_impossible" in qa for art in data["data"] for par in art["paragraphs"]
-        for qa in par["qas"])
+        "is_impossible" in qa
+        for art in data["data"]
+        for par in art["paragraphs"]
+        for qa in par["qas"]
+    )
 
 
 # --- tokens with character offsets --------------------------------------------------------
+
 
 class OffsetTokenizer:
     """`AlbertTokenizer` ids plus, for each token, the original characters it covers."""
@@ -113,14 +127,15 @@ class OffsetTokenizer:
         chars, starts, ends = [], [], []
         i = 0
         while i < len(word):
-            if word[i:i + 2] in ("``", "''"):
+            if word[i : i + 2] in ("``", "''"):
                 out, width = '"', 2
             else:
                 c = word[i]
                 out, width = c, 1
                 if not tok.keep_accents and not c.isascii():
-                    out = "".join(x for x in unicodedata.normalize("NFKD", c)
-                                  if not unicodedata.combining(x))
+                    out = "".join(
+                        x for x in unicodedata.normalize("NFKD", c) if not unicodedata.combining(x)
+                    )
                 if tok.do_lower_case:
                     out = out.lower()
             for x in out:
@@ -207,13 +222,13 @@ def _char_index_of_bytes(text: str) -> list[int]:
 
 # --- answers ------------------------------------------------------------------------------
 
-def locate_answer(context: str, answer: dict, stats: collections.Counter
-                  ) -> tuple[int, int] | None:
+
+def locate_answer(context: str, answer: dict, stats: collections.Counter) -> tuple[int, int] | None:
     """The answer's character span [s, e) in `context`: at its `answer_start` when the text
     is there, else the nearest occurrence of the text (counted `misplaced_offset`), else
     None (counted `unalignable`)."""
     text, start = answer["text"], answer["answer_start"]
-    if context[start:start + len(text)] == text and text.strip():
+    if context[start : start + len(text)] == text and text.strip():
         return start, start + len(text)
     hits = [m.start() for m in re.finditer(re.escape(text), context)] if text.strip() else []
     if hits:
@@ -224,8 +239,7 @@ def locate_answer(context: str, answer: dict, stats: collections.Counter
     return None
 
 
-def token_span(starts: list[int], ends: list[int], span: tuple[int, int]
-               ) -> tuple[int, int] | None:
+def token_span(starts: list[int], ends: list[int], span: tuple[int, int]) -> tuple[int, int] | None:
     """First token ending after span start, last token starting before span end."""
     s, e = span
     first = next((i for i, end in enumerate(ends) if end > s), None)
@@ -237,12 +251,21 @@ def token_span(starts: list[int], ends: list[int], span: tuple[int, int]
 
 # --- features -----------------------------------------------------------------------------
 
-FEATURE_KEYS = ("input_ids", "input_mask", "segment_ids", "start_positions",
-                "end_positions", "is_impossible", "qa_index", "context_mask", "max_context",
-                "token_start_char", "token_end_char")
+FEATURE_KEYS = (
+    "input_ids",
+    "input_mask",
+    "segment_ids",
+    "start_positions",
+    "end_positions",
+    "is_impossible",
+    "qa_index",
+    "context_mask",
+    "max_context",
+    "token_start_char",
+    "token_end_char",
+)
 # What postprocessing needs of each feature besides the model's logits.
-PREDICTION_KEYS = ("qa_index", "context_mask", "max_context", "token_start_char",
-                   "token_end_char")
+PREDICTION_KEYS = ("qa_index", "context_mask", "max_context", "token_start_char", "token_end_char")
 
 
 def doc_spans(num_tokens: int, max_tokens: int, doc_stride: int) -> list[tuple[int, int]]:
@@ -270,10 +293,15 @@ def _is_max_context(spans, span_index: int, position: int) -> bool:
     return best_index == span_index
 
 
-def convert_squad_examples(examples: list[SquadExample], tokenizer, max_seq_length: int = 384,
-                           doc_stride: int = 128, max_query_length: int = 64,
-                           is_training: bool = False, stats: dict | None = None
-                           ) -> dict[str, np.ndarray]:
+def convert_squad_examples(
+    examples: list[SquadExample],
+    tokenizer,
+    max_seq_length: int = 384,
+    doc_stride: int = 128,
+    max_query_length: int = 64,
+    is_training: bool = False,
+    stats: dict | None = None,
+) -> dict[str, np.ndarray]:
     """Features of `examples` as {key: array [F, ...]} (keys: FEATURE_KEYS; per-token
     arrays [F, max_seq_length] int64, the rest [F]). `qa_index` is the example's index.
 
@@ -282,8 +310,10 @@ def convert_squad_examples(examples: list[SquadExample], tokenizer, max_seq_leng
     `max_query_length`, examples spread over several windows and features.
     """
     if max_seq_length < max_query_length + 3 + 1:
-        raise ValueError(f"max_seq_length {max_seq_length} leaves no room for context "
-                         f"after max_query_length {max_query_length}")
+        raise ValueError(
+            f"max_seq_length {max_seq_length} leaves no room for context "
+            f"after max_query_length {max_query_length}"
+        )
     counts = collections.Counter()
     offsets = OffsetTokenizer(tokenizer)
     rows = {k: [] for k in FEATURE_KEYS}
@@ -307,8 +337,10 @@ def convert_squad_examples(examples: list[SquadExample], tokenizer, max_seq_leng
                 if span is not None:
                     counts["unalignable"] += 1
                 continue
-            if (ex.context[starts[answer_tokens[0]]:ends[answer_tokens[1]]]
-                    != ex.context[span[0]:span[1]]):
+            if (
+                ex.context[starts[answer_tokens[0]] : ends[answer_tokens[1]]]
+                != ex.context[span[0] : span[1]]
+            ):
                 counts["boundary_inside_piece"] += 1
         max_tokens = max_seq_length - len(query) - 3
         spans = doc_spans(len(ids), max_tokens, doc_stride)
@@ -316,14 +348,22 @@ def convert_squad_examples(examples: list[SquadExample], tokenizer, max_seq_leng
             counts["examples_with_several_windows"] += 1
         for s, (start, length) in enumerate(spans):
             n_query = len(query) + 2
-            input_ids = [tokenizer.cls_id] + query + [tokenizer.sep_id] + \
-                ids[start:start + length] + [tokenizer.sep_id]
+            input_ids = (
+                [tokenizer.cls_id]
+                + query
+                + [tokenizer.sep_id]
+                + ids[start : start + length]
+                + [tokenizer.sep_id]
+            )
             pad = max_seq_length - len(input_ids)
             context_mask = [0] * n_query + [1] * length + [0] * (pad + 1)
-            max_ctx = [0] * n_query + [int(_is_max_context(spans, s, start + j))
-                                       for j in range(length)] + [0] * (pad + 1)
-            tok_s = [0] * n_query + starts[start:start + length] + [0] * (pad + 1)
-            tok_e = [0] * n_query + ends[start:start + length] + [0] * (pad + 1)
+            max_ctx = (
+                [0] * n_query
+                + [int(_is_max_context(spans, s, start + j)) for j in range(length)]
+                + [0] * (pad + 1)
+            )
+            tok_s = [0] * n_query + starts[start : start + length] + [0] * (pad + 1)
+            tok_e = [0] * n_query + ends[start : start + length] + [0] * (pad + 1)
             start_pos = end_pos = 0
             if answer_tokens is not None:
                 a, b = answer_tokens
@@ -345,27 +385,60 @@ def convert_squad_examples(examples: list[SquadExample], tokenizer, max_seq_leng
     if stats is not None:
         stats.update(counts)
     shape = (len(rows["qa_index"]), max_seq_length)
-    return {k: np.asarray(v, np.int64).reshape(shape if isinstance(v[0], list) else (-1,))
-            if v else np.zeros((0,) + ((max_seq_length,) if k not in (
-                "start_positions", "end_positions", "is_impossible", "qa_index") else ()),
-                np.int64)
-            for k, v in rows.items()}
+    return {
+        k: np.asarray(v, np.int64).reshape(shape if isinstance(v[0], list) else (-1,))
+        if v
+        else np.zeros(
+            (0,)
+            + (
+                (max_seq_length,)
+                if k not in ("start_positions", "end_positions", "is_impossible", "qa_index")
+                else ()
+            ),
+            np.int64,
+        )
+        for k, v in rows.items()
+    }
 
 
-def squad_dataset(record_path: str, batch_size: int, max_seq_length: int,
-                  is_training: bool = False, seed: int | None = None, input_context=None,
-                  drop_remainder: bool = True, keys=None):
+def squad_dataset(
+    record_path: str,
+    batch_size: int,
+    max_seq_length: int,
+    is_training: bool = False,
+    seed: int | None = None,
+    input_context=None,
+    drop_remainder: bool = True,
+    keys=None,
+):
     """Batches of {input_ids, input_mask, segment_ids: int32 [B, S], start_positions,
     end_positions, is_impossible: int32 [B], feature_index int32 [B]} (plus the prediction
     keys context_mask, max_context, token_start_char, token_end_char [B, S] when asked in
     `keys`)."""
     import tensorflow as tf
-    per_token = ("input_ids", "input_mask", "segment_ids", "context_mask", "max_context",
-                 "token_start_char", "token_end_char")
-    wanted = keys or ("input_ids", "input_mask", "segment_ids", "start_positions",
-                      "end_positions", "is_impossible", "example_index")
-    spec = {k: tf.io.FixedLenFeature([max_seq_length if k in per_token else 1], tf.int64)
-            for k in wanted}
+
+    per_token = (
+        "input_ids",
+        "input_mask",
+        "segment_ids",
+        "context_mask",
+        "max_context",
+        "token_start_char",
+        "token_end_char",
+    )
+    wanted = keys or (
+        "input_ids",
+        "input_mask",
+        "segment_ids",
+        "start_positions",
+        "end_positions",
+        "is_impossible",
+        "example_index",
+    )
+    spec = {
+        k: tf.io.FixedLenFeature([max_seq_length if k in per_token else 1], tf.int64)
+        for k in wanted
+    }
 
     def parse(records):
         f = tf.io.parse_example(records, spec)
@@ -375,8 +448,10 @@ def squad_dataset(record_path: str, batch_size: int, max_seq_length: int,
         return out
 
     from data_pipeline.records import record_dataset
-    return record_dataset(record_path, batch_size, parse, is_training, seed, input_context,
-                          drop_remainder)
+
+    return record_dataset(
+        record_path, batch_size, parse, is_training, seed, input_context, drop_remainder
+    )
 
 
 # Bumped when the cached `info` gains a field older caches lack (2: max_seq_length).
@@ -389,6 +464,7 @@ class SquadFeatures:
     questions (postprocessing maps features back to them); path: the cached TFRecords;
     count: features; max_seq_length: their length; info: what the conversion counted
     (`convert_squad_examples` stats); reused: read from the cache rather than converted."""
+
     source: str
     examples: list
     path: str
@@ -399,10 +475,15 @@ class SquadFeatures:
 
     def describe(self) -> str:
         """One line: questions, features, where they are, the conversion's counts."""
-        counts = ", ".join(f"{k} {v:,}" for k, v in sorted(self.info.items())
-                           if k not in ("features", "examples", "max_seq_length"))
-        return (f"{self.source}: {len(self.examples):,} questions -> {self.count:,} features "
-                f"({'cached' if self.reused else 'converted'}: {self.path}); {counts}")
+        counts = ", ".join(
+            f"{k} {v:,}"
+            for k, v in sorted(self.info.items())
+            if k not in ("features", "examples", "max_seq_length")
+        )
+        return (
+            f"{self.source}: {len(self.examples):,} questions -> {self.count:,} features "
+            f"({'cached' if self.reused else 'converted'}: {self.path}); {counts}"
+        )
 
     def dataset(self, batch_size: int, **options):
         """`squad_dataset` of these records (their own length)."""
@@ -410,28 +491,49 @@ class SquadFeatures:
 
     def prediction_dataset(self, batch_size: int):
         """Every feature once, in order: the model's inputs and PREDICTION_KEYS."""
-        return self.dataset(batch_size, drop_remainder=False,
-                            keys=("input_ids", "input_mask", "segment_ids") + PREDICTION_KEYS)
+        return self.dataset(
+            batch_size,
+            drop_remainder=False,
+            keys=("input_ids", "input_mask", "segment_ids") + PREDICTION_KEYS,
+        )
 
 
-def squad_features(source: str, tokenizer, cache_dir: str, max_seq_length: int,
-                   doc_stride: int, max_query_length: int, is_training: bool
-                   ) -> SquadFeatures:
+def squad_features(
+    source: str,
+    tokenizer,
+    cache_dir: str,
+    max_seq_length: int,
+    doc_stride: int,
+    max_query_length: int,
+    is_training: bool,
+) -> SquadFeatures:
     """The features of the SQuAD file `source`, from the cache `cache_dir/<name>[-train]`
     or converted into it (`convert_squad_examples`); the cache is keyed by the file's and
     the vocabulary's checksums and every argument. A missing file is a FileNotFoundError
     naming it."""
     from data_pipeline.records import cached_features, fingerprint
+
     if not os.path.exists(source):
         raise FileNotFoundError(f"SQuAD file not found: {source}")
-    key = fingerprint(source, tokenizer, kind="squad", is_training=is_training,
-                      max_seq_length=max_seq_length, doc_stride=doc_stride,
-                      max_query_length=max_query_length, cache_format=CACHE_FORMAT)
+    key = fingerprint(
+        source,
+        tokenizer,
+        kind="squad",
+        is_training=is_training,
+        max_seq_length=max_seq_length,
+        doc_stride=doc_stride,
+        max_query_length=max_query_length,
+        cache_format=CACHE_FORMAT,
+    )
     examples = read_squad(source)
     info = {"max_seq_length": max_seq_length}
     name = os.path.splitext(os.path.basename(source))[0] + ("-train" if is_training else "")
     path, count, reused = cached_features(
-        os.path.join(cache_dir, name), key,
-        lambda: convert_squad_examples(examples, tokenizer, max_seq_length, doc_stride,
-                                       max_query_length, is_training, info), info)
+        os.path.join(cache_dir, name),
+        key,
+        lambda: convert_squad_examples(
+            examples, tokenizer, max_seq_length, doc_stride, max_query_length, is_training, info
+        ),
+        info,
+    )
     return SquadFeatures(source, examples, path, count, info["max_seq_length"], info, reused)

@@ -43,6 +43,7 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 
 # --------------------------------------------------------------------------- normalization
 
+
 def normalize_answer(s: str) -> str:
     """Lowercase, remove punctuation, remove articles, collapse whitespace (official order)."""
     s = s.lower()
@@ -62,6 +63,7 @@ def _token_f1(pred_tokens: list, gold_tokens: list) -> float:
 
 
 # --------------------------------------------------------------------------- SQuAD v1.1
+
 
 def f1_v1(prediction: str, ground_truth: str) -> float:
     """Token-level F1 of the v1.1 script (0 when nothing overlaps, empty sides included)."""
@@ -86,8 +88,10 @@ def evaluate_v1(dataset: list, predictions: dict) -> dict:
                     continue
                 ground_truths = [a["text"] for a in qa["answers"]]
                 if not ground_truths:
-                    raise ValueError(f"question {qid} has no gold answers: a SQuAD v1.1 "
-                                     "evaluation needs them (is this a v2.0 file?)")
+                    raise ValueError(
+                        f"question {qid} has no gold answers: a SQuAD v1.1 "
+                        "evaluation needs them (is this a v2.0 file?)"
+                    )
                 prediction = predictions[qid]
                 exact_match += max(exact_match_v1(prediction, g) for g in ground_truths)
                 f1 += max(f1_v1(prediction, g) for g in ground_truths)
@@ -97,6 +101,7 @@ def evaluate_v1(dataset: list, predictions: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- SQuAD v2.0
+
 
 def get_tokens(s: str) -> list:
     if not s:
@@ -145,8 +150,9 @@ def get_raw_scores(dataset: list, predictions: dict) -> tuple:
     return exact_scores, f1_scores
 
 
-def apply_no_ans_threshold(scores: dict, na_probs: dict, qid_to_has_ans: dict,
-                           thresh: float) -> dict:
+def apply_no_ans_threshold(
+    scores: dict, na_probs: dict, qid_to_has_ans: dict, thresh: float
+) -> dict:
     """Questions with na_prob > thresh count as predicted "no answer"."""
     new_scores = {}
     for qid, score in scores.items():
@@ -161,11 +167,13 @@ def make_eval_dict(exact_scores: dict, f1_scores: dict, qid_list: list | None = 
     if qid_list is None:
         qid_list = list(exact_scores)
     total = len(qid_list)
-    return collections.OrderedDict([
-        ("exact", 100.0 * sum(exact_scores[k] for k in qid_list) / total),
-        ("f1", 100.0 * sum(f1_scores[k] for k in qid_list) / total),
-        ("total", total),
-    ])
+    return collections.OrderedDict(
+        [
+            ("exact", 100.0 * sum(exact_scores[k] for k in qid_list) / total),
+            ("f1", 100.0 * sum(f1_scores[k] for k in qid_list) / total),
+            ("total", total),
+        ]
+    )
 
 
 def merge_eval(main_eval: dict, new_eval: dict, prefix: str) -> None:
@@ -196,8 +204,14 @@ def find_best_thresh(preds: dict, scores: dict, na_probs: dict, qid_to_has_ans: 
     return 100.0 * best_score / len(scores), best_thresh
 
 
-def find_all_best_thresh(main_eval: dict, preds: dict, exact_raw: dict, f1_raw: dict,
-                         na_probs: dict, qid_to_has_ans: dict) -> None:
+def find_all_best_thresh(
+    main_eval: dict,
+    preds: dict,
+    exact_raw: dict,
+    f1_raw: dict,
+    na_probs: dict,
+    qid_to_has_ans: dict,
+) -> None:
     best_exact, exact_thresh = find_best_thresh(preds, exact_raw, na_probs, qid_to_has_ans)
     best_f1, f1_thresh = find_best_thresh(preds, f1_raw, na_probs, qid_to_has_ans)
     main_eval["best_exact"] = best_exact
@@ -224,8 +238,9 @@ def _complete(dataset: list, predictions: dict, na_probs: dict | None) -> tuple:
     return preds, full
 
 
-def evaluate_v2(dataset: list, predictions: dict, na_probs: dict | None = None,
-                na_prob_thresh: float = 1.0) -> dict:
+def evaluate_v2(
+    dataset: list, predictions: dict, na_probs: dict | None = None, na_prob_thresh: float = 1.0
+) -> dict:
     """`dataset` is the JSON's "data" list. Best-threshold keys only when na_probs is given."""
     qid_to_has_ans = make_qid_to_has_ans(dataset)
     if not qid_to_has_ans:
@@ -248,8 +263,9 @@ def evaluate_v2(dataset: list, predictions: dict, na_probs: dict | None = None,
 
 # --------------------------------------------------------------------------- entry points
 
+
 def detect_version(dataset_json: dict) -> str:
-    """"2.0" if the "version" string says so or any question has "is_impossible"."""
+    """ "2.0" if the "version" string says so or any question has "is_impossible"."""
     if "2.0" in str(dataset_json.get("version", "")):
         return "2.0"
     if any("is_impossible" in qa for qa in _iter_qas(dataset_json["data"])):
@@ -257,8 +273,13 @@ def detect_version(dataset_json: dict) -> str:
     return "1.1"
 
 
-def evaluate(dataset_json: dict, predictions: dict, na_probs: dict | None = None,
-             na_prob_thresh: float = 1.0, version: str | None = None) -> dict:
+def evaluate(
+    dataset_json: dict,
+    predictions: dict,
+    na_probs: dict | None = None,
+    na_prob_thresh: float = 1.0,
+    version: str | None = None,
+) -> dict:
     """Scores of `predictions` (id -> answer text) on a whole SQuAD JSON file's content."""
     version = version or detect_version(dataset_json)
     if version == "1.1":
@@ -285,8 +306,10 @@ def best_threshold(dataset_json: dict, predictions: dict, na_probs: dict) -> dic
 
 def apply_threshold(predictions: dict, null_odds: dict, threshold: float) -> dict:
     """Predictions with "" (no answer) wherever null_odds[qid] > threshold."""
-    return {qid: ("" if qid in null_odds and null_odds[qid] > threshold else text)
-            for qid, text in predictions.items()}
+    return {
+        qid: ("" if qid in null_odds and null_odds[qid] > threshold else text)
+        for qid, text in predictions.items()
+    }
 
 
 class InputError(Exception):
@@ -306,7 +329,7 @@ def _load_json(path: str):
 def _load_dataset(path: str) -> dict:
     data = _load_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
-        raise InputError(f"{path} is not a SQuAD dataset (a JSON object with a \"data\" list)")
+        raise InputError(f'{path} is not a SQuAD dataset (a JSON object with a "data" list)')
     return data
 
 
@@ -329,15 +352,24 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(
         prog="python -m data_pipeline.squad.evaluation",
-        description="Score SQuAD v1.1 / v2.0 predictions as the official scripts do.")
+        description="Score SQuAD v1.1 / v2.0 predictions as the official scripts do.",
+    )
     parser.add_argument("data_file", help="SQuAD dataset JSON (e.g. dev-v2.0.json)")
     parser.add_argument("pred_file", help="JSON object: question id -> predicted answer text")
-    parser.add_argument("--na_prob_file", default=None,
-                        help="JSON object: question id -> no-answer probability (v2.0)")
-    parser.add_argument("--na_prob_thresh", type=float, default=1.0,
-                        help="predict no-answer when the probability is above this (v2.0)")
-    parser.add_argument("--version", choices=["1.1", "2.0"], default=None,
-                        help="default: detected from the dataset")
+    parser.add_argument(
+        "--na_prob_file",
+        default=None,
+        help="JSON object: question id -> no-answer probability (v2.0)",
+    )
+    parser.add_argument(
+        "--na_prob_thresh",
+        type=float,
+        default=1.0,
+        help="predict no-answer when the probability is above this (v2.0)",
+    )
+    parser.add_argument(
+        "--version", choices=["1.1", "2.0"], default=None, help="default: detected from the dataset"
+    )
     args = parser.parse_args(argv)
     try:
         dataset_json = _load_dataset(args.data_file)
@@ -346,8 +378,13 @@ def main(argv=None) -> int:
         if args.na_prob_file is not None:
             na_probs = _load_mapping(args.na_prob_file, "number", _is_number)
         try:
-            result = evaluate(dataset_json, predictions, na_probs=na_probs,
-                              na_prob_thresh=args.na_prob_thresh, version=args.version)
+            result = evaluate(
+                dataset_json,
+                predictions,
+                na_probs=na_probs,
+                na_prob_thresh=args.na_prob_thresh,
+                version=args.version,
+            )
         except (KeyError, TypeError, AttributeError, ValueError) as e:
             raise InputError(f"{args.data_file}: malformed SQuAD data: {e!r}") from e
     except InputError as e:

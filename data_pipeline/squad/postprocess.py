@@ -29,9 +29,16 @@ def _top(values: np.ndarray, k: int) -> np.ndarray:
     return idx[np.argsort(-values[idx], kind="stable")]
 
 
-def postprocess(examples, features: dict, start_logits: np.ndarray, end_logits: np.ndarray,
-                n_best_size: int = 20, max_answer_length: int = 30, version_2: bool = False,
-                null_score_diff_threshold: float = 0.0):
+def postprocess(
+    examples,
+    features: dict,
+    start_logits: np.ndarray,
+    end_logits: np.ndarray,
+    n_best_size: int = 20,
+    max_answer_length: int = 30,
+    version_2: bool = False,
+    null_score_diff_threshold: float = 0.0,
+):
     """(predictions {qas_id: text}, nbest {qas_id: [{text, probability, start_logit,
     end_logit, start, end}]}, null_odds {qas_id: float}, empty for v1.1).
 
@@ -62,9 +69,15 @@ def postprocess(examples, features: dict, start_logits: np.ndarray, end_logits: 
                 for e in ends:
                     if not context[e] or e < s or e - s + 1 > max_answer_length:
                         continue
-                    candidates.append((float(start[s] + end[e]), float(start[s]),
-                                       float(end[e]), int(features["token_start_char"][row][s]),
-                                       int(features["token_end_char"][row][e])))
+                    candidates.append(
+                        (
+                            float(start[s] + end[e]),
+                            float(start[s]),
+                            float(end[e]),
+                            int(features["token_start_char"][row][s]),
+                            int(features["token_end_char"][row][e]),
+                        )
+                    )
         candidates.sort(key=lambda c: -c[0])
         seen, nbest = set(), []
         for score, s_logit, e_logit, a, b in candidates:
@@ -72,16 +85,31 @@ def postprocess(examples, features: dict, start_logits: np.ndarray, end_logits: 
             if not text or text in seen:  # a lone "▁" covers no character
                 continue
             seen.add(text)
-            nbest.append({"text": text, "start_logit": s_logit, "end_logit": e_logit,
-                          "score": score, "start": a, "end": b})
+            nbest.append(
+                {
+                    "text": text,
+                    "start_logit": s_logit,
+                    "end_logit": e_logit,
+                    "score": score,
+                    "start": a,
+                    "end": b,
+                }
+            )
             if len(nbest) >= n_best_size:
                 break
         best_text = nbest[0]["text"] if nbest else ""
         best_score = nbest[0]["score"] if nbest else None
         if version_2:
-            nbest.append({"text": "", "start_logit": null_parts[0], "end_logit": null_parts[1],
-                          "score": null_score if null_score is not None else 0.0,
-                          "start": -1, "end": -1})
+            nbest.append(
+                {
+                    "text": "",
+                    "start_logit": null_parts[0],
+                    "end_logit": null_parts[1],
+                    "score": null_score if null_score is not None else 0.0,
+                    "start": -1,
+                    "end": -1,
+                }
+            )
             nbest.sort(key=lambda c: -c["score"])
             # No span at all (no window, or no valid pair): certainly "no answer".
             odds = (null_score - best_score) if best_score is not None and rows else 1e9

@@ -30,7 +30,8 @@ def tune_threshold(dataset_json: dict, nbest: dict, null_odds: dict) -> tuple[fl
     nothing" for probabilities in [0, 1] but not for null odds (which can be negative):
     the threshold is then put below every odds seen instead."""
     best = squad_eval.best_threshold(
-        dataset_json, predictions_at_threshold(nbest, null_odds, float("inf")), null_odds)
+        dataset_json, predictions_at_threshold(nbest, null_odds, float("inf")), null_odds
+    )
     threshold = best["best_f1_thresh"]
     nothing = squad_eval.evaluate(dataset_json, {q: "" for q in null_odds}, version="2.0")
     if best["best_f1"] <= nothing["f1"]:
@@ -38,8 +39,15 @@ def tune_threshold(dataset_json: dict, nbest: dict, null_odds: dict) -> tuple[fl
     return threshold, best["best_f1"]
 
 
-def evaluation_report(data_path: str, predictions: dict, nbest: dict, null_odds: dict,
-                      version_2: bool, threshold: float, tune_on: tuple | None = None) -> dict:
+def evaluation_report(
+    data_path: str,
+    predictions: dict,
+    nbest: dict,
+    null_odds: dict,
+    version_2: bool,
+    threshold: float,
+    tune_on: tuple | None = None,
+) -> dict:
     """The scores of `predictions` (made at `threshold`) on the SQuAD file `data_path`:
     {"scores"} for v1.1; for v2.0 also {"at_threshold": {threshold, **scores}}, the
     optimistic {"oracle_threshold_on_this_set"} (module docstring) and, when `tune_on` =
@@ -54,9 +62,13 @@ def evaluation_report(data_path: str, predictions: dict, nbest: dict, null_odds:
         tune_path, tune_nbest, tune_odds = tune_on
         tuned, tune_f1 = tune_threshold(read_dataset(tune_path), tune_nbest, tune_odds)
         applied = predictions_at_threshold(nbest, null_odds, tuned)
-        report["tuned_threshold"] = {"tuned_on": tune_path, "threshold": tuned,
-                                     "tuning_set_f1": tune_f1,
-                                     **squad_eval.evaluate(dataset, applied, version="2.0")}
+        report["tuned_threshold"] = {
+            "tuned_on": tune_path,
+            "threshold": tuned,
+            "tuning_set_f1": tune_f1,
+            **squad_eval.evaluate(dataset, applied, version="2.0"),
+        }
     report["oracle_threshold_on_this_set"] = squad_eval.best_threshold(
-        dataset, predictions_at_threshold(nbest, null_odds, float("inf")), null_odds)
+        dataset, predictions_at_threshold(nbest, null_odds, float("inf")), null_odds
+    )
     return report

@@ -202,12 +202,9 @@ def finetune_topics(
         ] + ([f"--init_checkpoint={init}"] if init else [])
         if init and export_dir:
             cmd.append(f"--export_dir={export_dir}")
-        run = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-        )
+        # The runner is an installed module: it runs from the caller's directory, where the
+        # demo's relative paths point.
+        run = subprocess.run(cmd, capture_output=True, text=True)
         if run.returncode:
             print(
                 f"error: run_classifier.py ({start}) failed:\n{run.stderr[-2000:]}", file=sys.stderr

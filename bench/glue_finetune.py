@@ -52,7 +52,7 @@ def finetune(task: str, init: str | None, out: str, pretrained_dir: str, seed: i
         f"--train_step={int(steps * args.step_scale)}",
         "--warmup_proportion=0.1",
         f"--learning_rate={args.learning_rate}",
-        "--optimizer=adamw",
+        f"--optimizer={args.optimizer}",
         "--steps_per_loop=50",
         "--save_checkpoints_steps=100000",
         f"--seed={seed}",
@@ -85,6 +85,12 @@ def main() -> int:
     p.add_argument("--scratch_tasks", default="sst-2")
     p.add_argument("--seeds", type=int, default=1, help="fine-tuning seeds per setting")
     p.add_argument("--learning_rate", type=float, default=1e-3)
+    p.add_argument(
+        "--optimizer",
+        default="adamw",
+        choices=["adamw", "adamw_keras", "lamb", "lamb_keras"],
+        help="adamw: the official update; adamw_keras: Keras' bias-corrected AdamW",
+    )
     p.add_argument(
         "--step_scale", type=float, default=1.0, help="multiply every task's training steps"
     )

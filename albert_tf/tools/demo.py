@@ -192,7 +192,7 @@ def finetune_topics(
             "--max_seq_length=128",
             "--train_batch_size=32",
             f"--train_step={steps}",
-            "--learning_rate=1e-3",
+            "--learning_rate=3e-4",  # the official AdamW (no bias correction): 1e-3 is too high
             "--warmup_proportion=0.1",
             "--steps_per_loop=50",
             "--eval_batch_size=64",

@@ -27,7 +27,7 @@ import sys
 from absl import app, flags
 
 from albert_tf.runners import flags as shared_flags
-from albert_tf.runners.run_setup import run_main, setup_run
+from albert_tf.runners.run_setup import run_main
 
 FLAGS = flags.FLAGS
 
@@ -145,20 +145,13 @@ def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> 
     from data_pipeline.atomic import write_json
     from data_pipeline.classification.submission import write_submission
 
-    run = setup_run(
+    run = shared_flags.setup_run_from_flags(
         "run_classifier",
         trainer_config,
-        strategy_name=FLAGS.strategy,
-        tpu=FLAGS.tpu,
-        num_gpus=FLAGS.num_gpus,
-        train_batch_size=FLAGS.train_batch_size,
-        training=FLAGS.do_train,
-        run_config={
-            "flags": FLAGS.flag_values_dict(),
-            "albert_config": albert_config.to_dict(),
-            "labels": labels,
-            "train_examples": train.count if train else 0,
-        },
+        albert_config,
+        FLAGS.do_train,
+        labels=labels,
+        train_examples=train.count if train else 0,
     )
     task = ClassificationTask(
         albert_config,

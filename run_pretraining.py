@@ -23,7 +23,7 @@ import sys
 from absl import app, flags
 
 from albert_tf.runners import flags as shared_flags
-from albert_tf.runners.run_setup import run_main, setup_run
+from albert_tf.runners.run_setup import run_main
 
 FLAGS = flags.FLAGS
 
@@ -122,22 +122,15 @@ def _main() -> int:
             tokenizer, max_predictions_per_seq=data.max_predictions_per_seq, **data.masking
         )
 
-    run = setup_run(
+    run = shared_flags.setup_run_from_flags(
         "run_pretraining",
         trainer_config,
-        strategy_name=FLAGS.strategy,
-        tpu=FLAGS.tpu,
-        num_gpus=FLAGS.num_gpus,
-        train_batch_size=FLAGS.train_batch_size,
-        training=True,
-        run_config={
-            "flags": FLAGS.flag_values_dict(),
-            "albert_config": albert_config.to_dict(),
-            "input_files": files,
-            "data_meta": data.summary,
-            "data": dataclasses.asdict(data),
-            "sop_weight": data.sop_weight,
-        },
+        albert_config,
+        True,
+        input_files=files,
+        data_meta=data.summary,
+        data=dataclasses.asdict(data),
+        sop_weight=data.sop_weight,
     )
 
     def dataset_fn(patterns, global_batch, training):

@@ -26,7 +26,7 @@ import sys
 from absl import app, flags
 
 from albert_tf.runners import flags as shared_flags
-from albert_tf.runners.run_setup import run_main, setup_run
+from albert_tf.runners.run_setup import run_main
 
 FLAGS = flags.FLAGS
 
@@ -139,20 +139,13 @@ def _main() -> int:
     trainer_config = shared_flags.trainer_config_from_flags(
         output_dir=FLAGS.output_dir, num_train_steps=steps, num_warmup_steps=warmup
     )
-    run = setup_run(
+    run = shared_flags.setup_run_from_flags(
         "run_squad",
         trainer_config,
-        strategy_name=FLAGS.strategy,
-        tpu=FLAGS.tpu,
-        num_gpus=FLAGS.num_gpus,
-        train_batch_size=FLAGS.train_batch_size,
-        training=FLAGS.do_train,
-        run_config={
-            "flags": FLAGS.flag_values_dict(),
-            "version": version,
-            "albert_config": albert_config.to_dict(),
-            "train_features": train.count if train else 0,
-        },
+        albert_config,
+        FLAGS.do_train,
+        version=version,
+        train_features=train.count if train else 0,
     )
 
     def train_fn(ctx):  # (without --do_train the trainer only builds the model)

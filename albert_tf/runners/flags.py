@@ -213,3 +213,24 @@ def albert_config_from_flags():
     if FLAGS.albert_config_file:
         return AlbertConfig.from_json_file(FLAGS.albert_config_file)
     return AlbertConfig.preset(FLAGS.preset)
+
+
+def setup_run_from_flags(runner: str, trainer_config, albert_config, training: bool, **extra):
+    """`run_setup.setup_run` with the flags every runner shares (strategy, TPU, GPUs, train
+    batch) and a run_config.json of {"flags", "albert_config", **extra}."""
+    from albert_tf.runners.run_setup import setup_run  # run_setup imports this module
+
+    return setup_run(
+        runner,
+        trainer_config,
+        strategy_name=FLAGS.strategy,
+        tpu=FLAGS.tpu,
+        num_gpus=FLAGS.num_gpus,
+        train_batch_size=FLAGS.train_batch_size,
+        training=training,
+        run_config={
+            "flags": FLAGS.flag_values_dict(),
+            "albert_config": albert_config.to_dict(),
+            **extra,
+        },
+    )

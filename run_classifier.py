@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import pathlib
 import sys
 
 from absl import app, flags
@@ -32,35 +31,8 @@ from albert_tf.runners.run_setup import run_main
 FLAGS = flags.FLAGS
 
 
-def define_flags():
-    shared_flags.define_finetuning_flags(
-        learning_rate=3e-5,
-        max_seq_length=512,
-        num_train_epochs=3.0,
-        export_help="When done, export a SavedModel that takes raw text as EXPORT_DIR/N "
-        "(next version; albert_tf.serving.export), with the fine-tuned checkpoint, "
-        "vocabulary and task.json in N/assets.extra/finetuned. With --num_runs, one per run.",
-    )
-    shared_flags.define_classification_task_flags()
-    flags.DEFINE_bool("do_train", False, "Fine-tune on the train split.")
-    flags.DEFINE_bool("do_eval", False, "Evaluate on the dev split(s).")
-    flags.DEFINE_bool("do_predict", False, "Predict the test split.")
-    flags.DEFINE_integer("eval_batch_size", 8, "Evaluation/prediction batch size.")
-    flags.DEFINE_float("classifier_dropout", 0.1, "Dropout on the pooled output.")
-    flags.DEFINE_integer(
-        "max_train_examples",
-        0,
-        "Fine-tune on this many training examples "
-        "at most, drawn at random with --seed (0: all): learning curves, "
-        "low-resource comparisons.",
-    )
-    flags.DEFINE_integer(
-        "num_runs",
-        1,
-        "Fine-tune with seeds seed, seed+1, ...; "
-        "eval_results.json reports median, min, max and std.",
-    )
-    flags.mark_flags_as_required(["task_name", "output_dir", "spm_model_file"])
+# The runner's flags are defined in albert_tf.runners.flags.
+define_flags = shared_flags.define_classifier_flags
 
 
 def main(argv):
@@ -96,17 +68,11 @@ def _main() -> int:
     spec = shared_flags.classification_task_from_flags()
     labels = spec.labels()
     tokenizer = AlbertTokenizer(FLAGS.spm_model_file, FLAGS.do_lower_case)
+    cache = os.path.join(FLAGS.output_dir, "cache")
 
-    def features(split, max_examples=0):
+    def features(split, limit=0):
         found = task_features(
-            spec,
-            split,
-            tokenizer,
-            os.path.join(FLAGS.output_dir, "cache"),
-            FLAGS.max_seq_length,
-            labels,
-            max_examples,
-            FLAGS.seed,
+            spec, split, tokenizer, cache, FLAGS.max_seq_length, labels, limit, FLAGS.seed
         )
         print(found.describe(), flush=True)
         return found
@@ -116,23 +82,17 @@ def _main() -> int:
     test = features("test") if FLAGS.do_predict else None
     steps, warmup = shared_flags.finetuning_schedule(train.count if train else 0)
     runs = max(1, FLAGS.num_runs)
+    seeds = [FLAGS.seed + i for i in range(runs)]
     results = []
-    for i in range(runs):
-        trainer_config = dataclasses.replace(
-            shared_flags.trainer_config_from_flags(
-                output_dir=FLAGS.output_dir
-                if runs == 1
-                else os.path.join(FLAGS.output_dir, f"run_{i}"),
-                num_train_steps=steps,
-                num_warmup_steps=warmup,
-            ),
-            seed=FLAGS.seed + i,
+    for i, seed in enumerate(seeds):  # one output directory per seed with --num_runs
+        output_dir = FLAGS.output_dir if runs == 1 else os.path.join(FLAGS.output_dir, f"run_{i}")
+        trainer_config = shared_flags.trainer_config_from_flags(
+            output_dir=output_dir, num_train_steps=steps, num_warmup_steps=warmup
         )
+        trainer_config = dataclasses.replace(trainer_config, seed=seed)
         results.append(_run_once(spec, albert_config, trainer_config, labels, train, dev, test))
     if runs > 1 and FLAGS.do_eval:
-        report, line = metrics.seeds_report(
-            spec.name, [FLAGS.seed + i for i in range(runs)], [r["eval"] for r in results]
-        )
+        report, line = metrics.seeds_report(spec.name, seeds, [r["eval"] for r in results])
         write_json(os.path.join(FLAGS.output_dir, "eval_results.json"), report)
         print(line, flush=True)
     print(json.dumps(results[-1] if runs == 1 else results, default=str))
@@ -153,23 +113,13 @@ def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> 
         labels=labels,
         train_examples=train.count if train else 0,
     )
-    task = ClassificationTask(
-        albert_config,
-        num_labels=1 if spec.is_regression else len(labels or [0, 1]),
-        num_choices=spec.choices,
-        dropout=FLAGS.classifier_dropout,
-    )
-    task.best_metric = spec.best_metric
+    task = ClassificationTask.for_task(albert_config, spec, labels, FLAGS.classifier_dropout)
     # Without --do_train the trainer only builds its pipeline: any split will do.
     source = train or next(iter(dev.values()), None) or test
 
     def train_fn(ctx):
-        return source.dataset(
-            ctx.get_per_replica_batch_size(run.micro_batch),
-            is_training=True,
-            seed=trainer_config.seed,
-            input_context=ctx,
-        )
+        batch = ctx.get_per_replica_batch_size(run.micro_batch)
+        return source.dataset(batch, is_training=True, seed=trainer_config.seed, input_context=ctx)
 
     def evaluate(model):
         return spec.evaluate({s: _predict(model, f) for s, f in dev.items()})
@@ -187,48 +137,26 @@ def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> 
     result = trainer.train() if FLAGS.do_train else {}
     if FLAGS.do_eval:
         result["eval"] = trainer.evaluate()
-        best_path = pathlib.Path(run.output_dir, "best", "best.json")
-        best = json.loads(best_path.read_text()) if best_path.exists() else None
-        write_json(
-            os.path.join(run.output_dir, "eval_results.json"),
-            {
-                "task": spec.name,
-                "seed": trainer_config.seed,
-                "step": trainer.step,
-                "final": result["eval"],
-                "best": best and {k: best[k] for k in ("metric", "value", "step", "eval")},
-            },
-        )
+        report = {"task": spec.name, "seed": trainer_config.seed, "step": trainer.step}
+        report.update(final=result["eval"], best=trainer.best_record())
+        write_json(os.path.join(run.output_dir, "eval_results.json"), report)
     if FLAGS.do_predict:
-        tsv, jsonl = write_submission(
-            run.output_dir,
-            spec.name,
-            spec.read("test"),
-            _predict(trainer.model, test)[0],
-            spec.output_names(labels),
-        )
+        logits = _predict(trainer.model, test)[0]
+        names = spec.output_names(labels)
+        tsv, jsonl = write_submission(run.output_dir, spec.name, spec.read("test"), logits, names)
         print(f"predictions: {tsv}, {jsonl}", flush=True)
     if FLAGS.export_dir:
         from albert_tf.serving.export import export_trained
 
-        export_dir = (
-            FLAGS.export_dir
-            if trainer_config.output_dir == FLAGS.output_dir
-            else os.path.join(FLAGS.export_dir, os.path.basename(run.output_dir))
+        export_dir = FLAGS.export_dir  # with --num_runs: EXPORT_DIR/run_i/N
+        if trainer_config.output_dir != FLAGS.output_dir:
+            export_dir = os.path.join(export_dir, os.path.basename(run.output_dir))
+        serving = spec.serving_task(
+            labels, source.text_pair, source.max_seq_length, FLAGS.do_lower_case, trainer.step
         )
-        version = export_trained(
-            trainer.model,
-            export_dir,
-            spec.serving_task(
-                labels, source.text_pair, source.max_seq_length, FLAGS.do_lower_case, trainer.step
-            ),
-            FLAGS.spm_model_file,
-        )
-        print(
-            f"SavedModel: {version} (fine-tuned checkpoint in "
-            f"{os.path.join(version, 'assets.extra', 'finetuned')})",
-            flush=True,
-        )
+        version = export_trained(trainer.model, export_dir, serving, FLAGS.spm_model_file)
+        finetuned = os.path.join(version, "assets.extra", "finetuned")
+        print(f"SavedModel: {version} (fine-tuned checkpoint in {finetuned})", flush=True)
         result["export_dir"] = version
     return result
 

@@ -28,54 +28,8 @@ from albert_tf.runners.run_setup import run_main
 FLAGS = flags.FLAGS
 
 
-def define_flags():
-    shared_flags.define_trainer_flags(
-        learning_rate=0.00176,
-        optimizer="lamb",
-        num_train_steps=125000,
-        num_warmup_steps=3125,
-        steps_per_loop=1000,
-        save_checkpoints_steps=5000,
-    )
-    flags.DEFINE_string("input_file", None, "Training TFRecords: comma-separated globs.")
-    flags.DEFINE_string("eval_input_file", None, "Evaluation TFRecords (held-out documents).")
-    flags.DEFINE_integer(
-        "max_seq_length",
-        None,
-        "As the records were written (default: their meta_data.json, else their first record).",
-    )
-    flags.DEFINE_integer(
-        "max_predictions_per_seq",
-        None,
-        "As the records were written (default: their meta_data.json, else their first record).",
-    )
-    flags.DEFINE_integer("train_batch_size", 4096, "Global batch size of one update.")
-    flags.DEFINE_integer("eval_batch_size", 64, "Global evaluation batch size.")
-    flags.DEFINE_bool(
-        "dynamic_masking",
-        None,
-        "Records written with --dynamic_masking: "
-        "draw masks each epoch (default: as their meta_data.json says).",
-    )
-    flags.DEFINE_string(
-        "spm_model_file",
-        None,
-        "SentencePiece model of the records (needed for dynamic masking and --export_dir).",
-    )
-    flags.DEFINE_string(
-        "export_dir",
-        None,
-        "When done, export the encoder as a SavedModel "
-        "that embeds raw text (albert_tf.serving.export: embed, encode, "
-        "tokenize) as EXPORT_DIR/N.",
-    )
-    flags.DEFINE_bool(
-        "do_lower_case",
-        None,
-        "--export_dir: the casing of the vocabulary "
-        "(default: the records' meta_data.json, else lower-cased).",
-    )
-    flags.mark_flags_as_required(["input_file", "output_dir"])
+# The runner's flags are defined in albert_tf.runners.flags.
+define_flags = shared_flags.define_pretraining_flags
 
 
 def main(argv):

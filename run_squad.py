@@ -31,38 +31,8 @@ from albert_tf.runners.run_setup import run_main
 FLAGS = flags.FLAGS
 
 
-def define_flags():
-    shared_flags.define_finetuning_flags(
-        learning_rate=5e-5,
-        max_seq_length=384,
-        num_train_epochs=2.0,
-        export_help="When done, export a SavedModel that answers questions from raw text "
-        "as EXPORT_DIR/N (albert_tf.serving.export; v2.0 with the tuned threshold when "
-        "--tune_threshold_on is given).",
-    )
-    flags.DEFINE_string("train_file", None, "SQuAD-format JSON to train on.")
-    flags.DEFINE_string("predict_file", None, "SQuAD-format JSON to predict (and score).")
-    flags.DEFINE_bool("do_train", False, "Fine-tune on --train_file.")
-    flags.DEFINE_bool("do_predict", False, "Write predictions for --predict_file.")
-    flags.DEFINE_bool("do_eval", False, "Score the predictions of --predict_file (EM, F1).")
-    flags.DEFINE_bool("version_2_with_negative", False, "SQuAD v2.0: unanswerable questions.")
-    flags.DEFINE_integer("doc_stride", 128, "Context tokens between window starts.")
-    flags.DEFINE_integer("max_query_length", 64, "Question tokens kept.")
-    flags.DEFINE_integer("predict_batch_size", 32, "Prediction batch size.")
-    flags.DEFINE_integer("n_best_size", 20, "Start and end candidates per window.")
-    flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in tokens.")
-    flags.DEFINE_float(
-        "null_score_diff_threshold",
-        0.0,
-        "v2.0: predict no answer when null score - best span score > this.",
-    )
-    flags.DEFINE_string(
-        "tune_threshold_on",
-        None,
-        "v2.0: a separate SQuAD v2.0 file; the threshold maximizing F1 on "
-        "it is reported and applied to --predict_file as well.",
-    )
-    flags.mark_flags_as_required(["output_dir", "spm_model_file"])
+# The runner's flags are defined in albert_tf.runners.flags.
+define_flags = shared_flags.define_squad_flags
 
 
 def main(argv):
@@ -103,6 +73,7 @@ def _main() -> int:
     from data_pipeline.squad import evaluation as squad_eval
     from data_pipeline.squad import scoring
     from data_pipeline.squad.data import squad_features
+    from data_pipeline.squad.postprocess import write_predictions
     from data_pipeline.tokenization import AlbertTokenizer
 
     v2 = FLAGS.version_2_with_negative
@@ -117,17 +88,11 @@ def _main() -> int:
         raise ValueError("--tune_threshold_on is for SQuAD v2.0 (--version_2_with_negative)")
     albert_config = shared_flags.albert_config_from_flags()
     tokenizer = AlbertTokenizer(FLAGS.spm_model_file, FLAGS.do_lower_case)
+    cache = os.path.join(FLAGS.output_dir, "cache")
+    windows = (FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
 
     def features(path, is_training):
-        found = squad_features(
-            path,
-            tokenizer,
-            os.path.join(FLAGS.output_dir, "cache"),
-            FLAGS.max_seq_length,
-            FLAGS.doc_stride,
-            FLAGS.max_query_length,
-            is_training,
-        )
+        found = squad_features(path, tokenizer, cache, *windows, is_training)
         print(found.describe(), flush=True)
         return found
 
@@ -139,28 +104,25 @@ def _main() -> int:
     trainer_config = shared_flags.trainer_config_from_flags(
         output_dir=FLAGS.output_dir, num_train_steps=steps, num_warmup_steps=warmup
     )
+    train_features = train.count if train else 0
     run = shared_flags.setup_run_from_flags(
         "run_squad",
         trainer_config,
         albert_config,
         FLAGS.do_train,
         version=version,
-        train_features=train.count if train else 0,
+        train_features=train_features,
     )
 
     def train_fn(ctx):  # (without --do_train the trainer only builds the model)
-        return (train or predict_set).dataset(
-            ctx.get_per_replica_batch_size(run.micro_batch),
-            is_training=True,
-            seed=trainer_config.seed,
-            input_context=ctx,
-        )
+        batch = ctx.get_per_replica_batch_size(run.micro_batch)
+        seed = trainer_config.seed
+        return (train or predict_set).dataset(batch, is_training=True, seed=seed, input_context=ctx)
 
     def evaluate_fn(model):
         predictions = _predict(model, predict_set, FLAGS.null_score_diff_threshold)[0]
-        return squad_eval.evaluate(
-            scoring.read_dataset(FLAGS.predict_file), predictions, version=version
-        )
+        dataset = scoring.read_dataset(FLAGS.predict_file)
+        return squad_eval.evaluate(dataset, predictions, version=version)
 
     trainer = Trainer(
         SquadTask(albert_config),
@@ -175,56 +137,39 @@ def _main() -> int:
     else:
         trainer.train()
     threshold = FLAGS.null_score_diff_threshold
-    if predict_set:
+    if predict_set:  # (written before they are scored)
         predictions, nbest, null_odds = _predict(trainer.model, predict_set, threshold)
-        for name, obj in (
-            ("predictions", predictions),
-            ("nbest_predictions", nbest),
-            ("null_odds", null_odds if v2 else None),
-        ):
-            if obj is not None:
-                write_json(os.path.join(run.output_dir, f"{name}.json"), obj)
-        print(f"predictions: {os.path.join(run.output_dir, 'predictions.json')}", flush=True)
+        path = write_predictions(run.output_dir, predictions, nbest, null_odds if v2 else None)
+        print(f"predictions: {path}", flush=True)
     if predict_set and FLAGS.do_eval:
-        tune_on = (
-            None
-            if tune_set is None
-            else (  # (held-out file, its nbest, null_odds)
-                tune_set.source,
-                *_predict(trainer.model, tune_set, threshold)[1:],
-            )
+        # (held-out file, its nbest, its null_odds) to tune the v2.0 threshold on
+        tune_on = None
+        if tune_set is not None:
+            tune_on = (tune_set.source, *_predict(trainer.model, tune_set, threshold)[1:])
+        scores = scoring.evaluation_report(
+            FLAGS.predict_file, predictions, nbest, null_odds, v2, threshold, tune_on
         )
-        report = {
-            "predict_file": FLAGS.predict_file,
-            "version": version,
-            "step": trainer.step,
-            **scoring.evaluation_report(
-                FLAGS.predict_file, predictions, nbest, null_odds, v2, threshold, tune_on
-            ),
-        }
+        report = {"predict_file": FLAGS.predict_file, "version": version, "step": trainer.step}
+        report.update(scores)
         threshold = report.get("tuned_threshold", {}).get("threshold", threshold)
         write_json(os.path.join(run.output_dir, "eval_results.json"), report)
         print(json.dumps(report), flush=True)
     if FLAGS.export_dir:  # (v2.0: with the tuned threshold when there is one)
         from albert_tf.serving.export import export_trained
 
-        version_dir = export_trained(
-            trainer.model,
-            FLAGS.export_dir,
-            {
-                "kind": "squad",
-                "version_2_with_negative": v2,
-                "max_seq_length": (train or predict_set).max_seq_length,
-                "doc_stride": FLAGS.doc_stride,
-                "max_query_length": FLAGS.max_query_length,
-                "do_lower_case": FLAGS.do_lower_case,
-                "max_answer_length": FLAGS.max_answer_length,
-                "n_best_size": FLAGS.n_best_size,
-                "null_score_diff_threshold": threshold,
-                "step": trainer.step,
-            },
-            FLAGS.spm_model_file,
+        serving = dict(
+            kind="squad",
+            version_2_with_negative=v2,
+            do_lower_case=FLAGS.do_lower_case,
+            max_seq_length=(train or predict_set).max_seq_length,
+            doc_stride=FLAGS.doc_stride,
+            max_query_length=FLAGS.max_query_length,
+            max_answer_length=FLAGS.max_answer_length,
+            n_best_size=FLAGS.n_best_size,
+            null_score_diff_threshold=threshold,
+            step=trainer.step,
         )
+        version_dir = export_trained(trainer.model, FLAGS.export_dir, serving, FLAGS.spm_model_file)
         print(f"SavedModel: {version_dir}", flush=True)
     return 0
 

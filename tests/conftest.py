@@ -32,7 +32,7 @@ CLI_ENV = dict(
 
 class Cli:
     """A command line (a runner script, a driver file, or `-m module`) run by this Python
-    in a subprocess from the project root, as a user runs it. stdout and stderr go to
+    in a subprocess from the project root (or `cwd`), as a user runs it. stdout and stderr go to
     files (`log_prefix`.out/.err, else temporary ones read back and removed at the end), so
     several can run at once without pipe deadlocks, and a running one can be watched
     (`stdout`) and signalled (`proc`). `timeout` (seconds from the start) bounds `wait`.
@@ -41,7 +41,7 @@ class Cli:
         assert run.returncode == 0, run.report()
     """
 
-    def __init__(self, *command, log_prefix=None, env=None, timeout=300):
+    def __init__(self, *command, log_prefix=None, env=None, timeout=300, cwd=ROOT):
         self.args = [str(a) for a in command]
         self.timeout = timeout
         self._tmp = None if log_prefix else tempfile.mkdtemp(prefix="cli-")
@@ -52,7 +52,7 @@ class Cli:
         self.start = time.time()
         self.proc = subprocess.Popen(
             [sys.executable, *self.args],
-            cwd=ROOT,
+            cwd=cwd,
             env=CLI_ENV if env is None else env,
             stdout=self._out,
             stderr=self._err,

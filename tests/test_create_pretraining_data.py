@@ -10,14 +10,12 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
 
-from conftest import ROOT, SHARED_DATA
+from conftest import SHARED_DATA, Cli, run_cli
 from data_pipeline import records as features
 from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
 from data_pipeline.records import read_records
@@ -73,16 +71,12 @@ def cli_args(cfg: DataConfig, **extra):
     return args
 
 
-def run_cli(args, timeout=300):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run(
-        [sys.executable, "-m", "data_pipeline.pretraining.create_pretraining_data", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-    )
+TOOL = ("-m", "data_pipeline.pretraining.create_pretraining_data")
+
+
+def run_tool(args, timeout=300):
+    """create_pretraining_data with `args`, in its own process (conftest's harness)."""
+    return run_cli(*TOOL, *args, timeout=timeout)
 
 
 def make(cfg, **kw):
@@ -506,16 +500,16 @@ def test_reproducible_across_workers_and_tasks(repro):
     assert all(s["instances"] > 0 for s in meta["shards"])
 
     w2 = dataclasses.replace(cfg, output_dir=str(base / "w2"))
-    out = run_cli(cli_args(w2, num_workers=2))
+    out = run_tool(cli_args(w2, num_workers=2))
     assert out.returncode == 0, out.stderr
     assert digests(w2.output_dir) == {**ref}
 
     tasks = dataclasses.replace(cfg, output_dir=str(base / "tasks"))
-    out = run_cli(cli_args(tasks, num_workers=1, num_tasks=2, task_index=0))
+    out = run_tool(cli_args(tasks, num_workers=1, num_tasks=2, task_index=0))
     assert out.returncode == 0, out.stderr
     assert "still missing" in out.stdout
     assert not os.path.exists(os.path.join(tasks.output_dir, "meta_data.json"))
-    out = run_cli(cli_args(tasks, num_workers=1, num_tasks=2, task_index=1))
+    out = run_tool(cli_args(tasks, num_workers=1, num_tasks=2, task_index=1))
     assert out.returncode == 0, out.stderr
     assert digests(tasks.output_dir) == ref
 
@@ -538,7 +532,7 @@ def test_resume_of_complete_run_skips_everything(repro):
     before = digests(cfg.output_dir)
     shards = sorted(glob.glob(f"{cfg.output_dir}/*.tfrecord"))
     mtimes = [os.stat(p).st_mtime_ns for p in shards]
-    out = run_cli(cli_args(cfg, num_workers=2))
+    out = run_tool(cli_args(cfg, num_workers=2))
     assert out.returncode == 0, out.stderr
     assert "4 of this task's 4 already complete, 0 to write" in out.stdout
     assert digests(cfg.output_dir) == before
@@ -668,7 +662,7 @@ def test_cli_empty_or_blank_input_is_a_clear_error(tmp_path):
     blank.write_text("\n \n\t\n\r\n\n")
     for i, inputs in enumerate((str(empty), str(blank), f"{empty},{blank}")):
         cfg = config(inputs, tmp_path / f"out{i}", num_output_shards=2)
-        out = run_cli(cli_args(cfg, num_workers=1))
+        out = run_tool(cli_args(cfg, num_workers=1))
         n = inputs.count(",") + 1
         _one_line_error(
             out,
@@ -687,7 +681,7 @@ def test_cli_empty_files_among_real_ones_are_counted(tmp_path):
         "Another document starts.\nIt ends here.\n"
     )
     cfg = config(f"{tmp_path}/*.txt", tmp_path / "out", num_output_shards=1)
-    out = run_cli(cli_args(cfg, num_workers=1))
+    out = run_tool(cli_args(cfg, num_workers=1))
     assert out.returncode == 0, out.stderr
     meta = meta_of(cfg.output_dir)
     assert meta["input"]["empty_files"] == 2 and len(meta["input"]["files"]) == 3
@@ -702,7 +696,7 @@ def test_cli_invalid_utf8_is_replaced_and_counted(tmp_path):
     )
     (tmp_path / "bad.txt").write_bytes(data + b"\n" + data)
     cfg = config(f"{tmp_path}/bad.txt", tmp_path / "out", num_output_shards=1)
-    out = run_cli(cli_args(cfg, num_workers=1))
+    out = run_tool(cli_args(cfg, num_workers=1))
     assert out.returncode == 0, out.stderr
     meta = meta_of(cfg.output_dir)
     assert meta["input"]["invalid_utf8_lines"] == 6
@@ -715,7 +709,7 @@ def test_cli_one_megabyte_line(tmp_path):
     line = " ".join(rnd.choice(words) for _ in range(200_000))[:1_000_000]
     (tmp_path / "long.txt").write_text("A short sentence.\nAnother one.\n\n" + line + "\n")
     cfg = config(f"{tmp_path}/long.txt", tmp_path / "out", num_output_shards=1)
-    out = run_cli(cli_args(cfg, num_workers=1))
+    out = run_tool(cli_args(cfg, num_workers=1))
     assert out.returncode == 0, out.stderr
     meta = meta_of(cfg.output_dir)
     assert meta["input"]["sentences"] == 3
@@ -729,7 +723,7 @@ def test_cli_missing_spm_model(tmp_path):
     cfg = config(f"{tmp_path}/a.txt", tmp_path / "out")
     missing = str(tmp_path / "nope" / "30k-clean.model")
     cfg = dataclasses.replace(cfg, spm_model_file=missing)
-    err = _one_line_error(run_cli(cli_args(cfg, num_workers=1)), missing, "not found")
+    err = _one_line_error(run_tool(cli_args(cfg, num_workers=1)), missing, "not found")
     assert err.startswith("error: SentencePiece model not found")
 
 
@@ -737,7 +731,7 @@ def test_cli_unwritable_output_dir(tmp_path):
     (tmp_path / "a.txt").write_text("Some text.\nMore text.\n")
     under_file = tmp_path / "a.txt" / "sub"  # a path below a regular file: even root fails
     cfg = config(f"{tmp_path}/a.txt", under_file)
-    err = _one_line_error(run_cli(cli_args(cfg, num_workers=1)), str(under_file), "not writable")
+    err = _one_line_error(run_tool(cli_args(cfg, num_workers=1)), str(under_file), "not writable")
     assert not os.path.exists(under_file) and "output_dir" in err
     if os.geteuid() != 0:  # root writes into read-only directories regardless
         ro = tmp_path / "readonly"
@@ -745,7 +739,7 @@ def test_cli_unwritable_output_dir(tmp_path):
         ro.chmod(0o500)
         try:
             cfg = config(f"{tmp_path}/a.txt", ro / "out")
-            _one_line_error(run_cli(cli_args(cfg, num_workers=1)), str(ro / "out"), "not writable")
+            _one_line_error(run_tool(cli_args(cfg, num_workers=1)), str(ro / "out"), "not writable")
         finally:
             ro.chmod(0o700)
 
@@ -754,7 +748,7 @@ def test_cli_glob_matching_nothing(tmp_path):
     (tmp_path / "a.txt").write_text("Some text.\nMore text.\n")
     pattern = f"{tmp_path}/typo-*.txt"
     cfg = config(f"{tmp_path}/a.txt,{pattern}", tmp_path / "out")
-    _one_line_error(run_cli(cli_args(cfg, num_workers=1)), pattern, "matches no file")
+    _one_line_error(run_tool(cli_args(cfg, num_workers=1)), pattern, "matches no file")
     assert not os.path.exists(cfg.output_dir)
 
 
@@ -773,16 +767,8 @@ def test_sigkill_leaves_no_truncated_shard_and_rerun_completes(tmp_path):
         block_size=131072,
         num_output_shards=6,
     )
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = [
-        sys.executable,
-        "-m",
-        "data_pipeline.pretraining.create_pretraining_data",
-        *cli_args(cfg, num_workers=1),
-    ]
-    proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    cli = Cli(*TOOL, *cli_args(cfg, num_workers=1))
+    proc = cli.proc
     try:
         deadline = time.time() + 120
         while not glob.glob(f"{cfg.output_dir}/*.tfrecord"):
@@ -793,8 +779,7 @@ def test_sigkill_leaves_no_truncated_shard_and_rerun_completes(tmp_path):
         assert proc.poll() is None, "the run finished before it could be killed"
         os.kill(proc.pid, signal.SIGKILL)
     finally:
-        proc.kill()
-        proc.wait()
+        cli.kill()
     assert proc.returncode == -signal.SIGKILL
     shards = sorted(glob.glob(f"{cfg.output_dir}/*.tfrecord"))
     assert 1 <= len(shards) < 6
@@ -809,12 +794,12 @@ def test_sigkill_leaves_no_truncated_shard_and_rerun_completes(tmp_path):
                 assert json.load(f)["instances"] == count
             complete += 1
 
-    out = run_cli(cli_args(cfg, num_workers=1))
+    out = run_tool(cli_args(cfg, num_workers=1))
     assert out.returncode == 0, out.stderr
     assert f"{complete} of this task's 6 already complete, {6 - complete} to write" in out.stdout
     assert not glob.glob(f"{cfg.output_dir}/*.tmp")
     fresh = dataclasses.replace(cfg, output_dir=str(tmp_path / "fresh"))
-    out = run_cli(cli_args(fresh, num_workers=2))
+    out = run_tool(cli_args(fresh, num_workers=2))
     assert out.returncode == 0, out.stderr
     assert digests(cfg.output_dir) == digests(fresh.output_dir)
 
@@ -822,6 +807,6 @@ def test_sigkill_leaves_no_truncated_shard_and_rerun_completes(tmp_path):
     for change in (dict(dupe_factor=2), dict(num_output_shards=3), dict(random_seed=7)):
         other = dataclasses.replace(cfg, **change)
         _one_line_error(
-            run_cli(cli_args(other, num_workers=1)), cfg.output_dir, "use a new --output_dir"
+            run_tool(cli_args(other, num_workers=1)), cfg.output_dir, "use a new --output_dir"
         )
     assert digests(cfg.output_dir) == digests(fresh.output_dir)

@@ -4,13 +4,11 @@ bad input."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import tiny_config
+from conftest import run_cli, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,22 +34,16 @@ def client(tmp_path, saved_model, inputs, signature="serving_default"):
     script.write_text(CLIENT)
     (tmp_path / "inputs.json").write_text(json.dumps(inputs))
     out = tmp_path / "out.npz"
-    run = subprocess.run(
-        [
-            sys.executable,
-            str(script),
-            str(saved_model),
-            signature,
-            str(tmp_path / "inputs.json"),
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    run = run_cli(
+        script,
+        saved_model,
+        signature,
+        tmp_path / "inputs.json",
+        out,
         env=dict(os.environ, PYTHONPATH=""),
-        cwd=str(tmp_path),
+        cwd=tmp_path,
     )
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.returncode == 0, run.report()
     return dict(np.load(out, allow_pickle=True))  # (string outputs are object arrays)
 
 
@@ -124,19 +116,10 @@ def test_classifier_serves_sst2_dev_like_the_model_in_memory(tmp_path, spm, shar
         ["negative", "positive"][i] for i in logits.argmax(-1)
     ]
     # saved_model_cli lists the signatures with their string inputs.
-    cli = subprocess.run(
-        [
-            os.path.join(os.path.dirname(sys.executable), "saved_model_cli"),
-            "show",
-            "--dir",
-            version,
-            "--all",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    cli = run_cli(
+        "-m", "tensorflow.python.tools.saved_model_cli", "show", "--dir", version, "--all"
     )
-    assert cli.returncode == 0, cli.stderr[-2000:]
+    assert cli.returncode == 0, cli.report()
     assert "signature_def['serving_default']" in cli.stdout
     assert "inputs['text_a'] tensor_info:\n        dtype: DT_STRING" in cli.stdout
     assert "signature_def['tokenize']" in cli.stdout
@@ -276,41 +259,21 @@ def test_multiple_choice_serving(tmp_path, spm):
 
 def test_export_command_line_errors(tmp_path, spm):
     _, directory = _finetuned(tmp_path, spm)
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "albert_tf.serving.export",
-            "--task",
-            "squad",
-            "--init_checkpoint",
-            directory,
-            "--export_dir",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
+    run = run_cli(
+        "-m",
+        "albert_tf.serving.export",
+        "--task=squad",
+        f"--init_checkpoint={directory}",
+        f"--export_dir={tmp_path / 'out'}",
     )
     assert run.returncode == 1
     assert f"error: {directory} holds a classifier model, not squad" in run.stderr
     assert not (tmp_path / "out" / "1").exists()
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "albert_tf.serving.export",
-            "--task",
-            "classifier",
-            "--init_checkpoint",
-            str(tmp_path / "nowhere"),
-            "--export_dir",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
+    run = run_cli(
+        "-m",
+        "albert_tf.serving.export",
+        "--task=classifier",
+        f"--init_checkpoint={tmp_path / 'nowhere'}",
+        f"--export_dir={tmp_path / 'out'}",
     )
     assert run.returncode == 1 and "is not a fine-tuned model directory" in run.stderr

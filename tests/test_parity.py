@@ -3,15 +3,13 @@ KerasHub, all carrying the same random weights. Tolerance: 1e-5 in float32."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, load_checkpoint
 from albert_tf.checkpoints.convert import convert
-from conftest import ROOT, random_batch
+from conftest import random_batch, run_cli
 from references import hf_outputs, hf_pretraining_model, official_arrays, write_tf1_checkpoint
 
 TOL = 1e-5
@@ -173,25 +171,14 @@ def test_encoder_restores_from_pretrainer_checkpoint(reference, tmp_path):
 
 def test_convert_command_line(tmp_path):
     hf_model = hf_pretraining_model(tmp_path / "hf")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "albert_tf.checkpoints.convert",
-            "--source",
-            "transformers",
-            "--input",
-            str(tmp_path / "hf"),
-            "--output_dir",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
+    run = run_cli(
+        "-m",
+        "albert_tf.checkpoints.convert",
+        "--source=transformers",
+        f"--input={tmp_path / 'hf'}",
+        f"--output_dir={tmp_path / 'out'}",
     )
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 0, run.report()
     assert "wrote" in run.stdout and "(32 variables)" in run.stdout
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "albert_config.json",
@@ -204,22 +191,12 @@ def test_convert_command_line(tmp_path):
     model, _ = load_converted(tmp_path / "out")
     assert_parity(model(batch), hf_outputs(hf_model, batch))
 
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "albert_tf.checkpoints.convert",
-            "--source",
-            "tf1",
-            "--input",
-            str(tmp_path / "hf"),
-            "--output_dir",
-            str(tmp_path / "x"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
+    run = run_cli(
+        "-m",
+        "albert_tf.checkpoints.convert",
+        "--source=tf1",
+        f"--input={tmp_path / 'hf'}",
+        f"--output_dir={tmp_path / 'x'}",
     )
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1] == (

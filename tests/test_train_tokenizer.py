@@ -8,10 +8,10 @@ import inspect
 import json
 import os
 import pathlib
-import subprocess
-import sys
 
 import pytest
+
+from conftest import run_cli
 
 from data_pipeline.documents import split_sentences
 from data_pipeline.tokenization import SPECIAL_PIECES, AlbertTokenizer, normalize_text
@@ -200,23 +200,17 @@ def test_same_seed_same_bytes_across_processes(tmp_path, corpus):
     first = train_sentencepiece(corpus, str(tmp_path / "a"), **options)
     assert first["sentences_valid"] > 2000
     assert first["sentences_sampled"] == 300 <= options["input_sentence_size"]
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "data_pipeline.train_tokenizer",
-            f"--input_file={corpus}",
-            f"--model_prefix={tmp_path / 'b'}",
-            "--vocab_size=300",
-            "--input_sentence_size=300",
-            "--seed=7",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    run = run_cli(
+        "-m",
+        "data_pipeline.train_tokenizer",
+        f"--input_file={corpus}",
+        f"--model_prefix={tmp_path / 'b'}",
+        "--vocab_size=300",
+        "--input_sentence_size=300",
+        "--seed=7",
         timeout=60,
     )
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 0, run.report()
     assert sha256(tmp_path / "b.model") == first["model_sha256"]
     assert (tmp_path / "b.vocab").read_bytes() == (tmp_path / "a.vocab").read_bytes()
     other = train_sentencepiece(corpus, str(tmp_path / "c"), **{**options, "seed": 8})

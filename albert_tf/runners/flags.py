@@ -1,8 +1,9 @@
-"""Flags shared by every runner, defined once (DESIGN.md convention 3).
+"""The runners' flags, defined once (DESIGN.md convention 3).
 
-Runners call `define_trainer_flags(...)` with their own defaults, add their task's flags,
-and turn the parsed values into frozen configs with `trainer_config_from_flags` and
-`albert_config_from_flags`; library code never reads flags.
+`define_pretraining_flags`, `define_classifier_flags` and `define_squad_flags` are each
+runner's whole flag set, built on the shared groups (`define_trainer_flags`,
+`define_finetuning_flags`, ...). Runners turn the parsed values into frozen configs with
+`trainer_config_from_flags` and `albert_config_from_flags`; library code never reads flags.
 """
 
 from __future__ import annotations
@@ -234,3 +235,121 @@ def setup_run_from_flags(runner: str, trainer_config, albert_config, training: b
             **extra,
         },
     )
+
+
+def define_pretraining_flags() -> None:
+    """The flags of run_pretraining.py (its own, then the shared groups they build on)."""
+    define_trainer_flags(
+        learning_rate=0.00176,
+        optimizer="lamb",
+        num_train_steps=125000,
+        num_warmup_steps=3125,
+        steps_per_loop=1000,
+        save_checkpoints_steps=5000,
+    )
+    flags.DEFINE_string("input_file", None, "Training TFRecords: comma-separated globs.")
+    flags.DEFINE_string("eval_input_file", None, "Evaluation TFRecords (held-out documents).")
+    flags.DEFINE_integer(
+        "max_seq_length",
+        None,
+        "As the records were written (default: their meta_data.json, else their first record).",
+    )
+    flags.DEFINE_integer(
+        "max_predictions_per_seq",
+        None,
+        "As the records were written (default: their meta_data.json, else their first record).",
+    )
+    flags.DEFINE_integer("train_batch_size", 4096, "Global batch size of one update.")
+    flags.DEFINE_integer("eval_batch_size", 64, "Global evaluation batch size.")
+    flags.DEFINE_bool(
+        "dynamic_masking",
+        None,
+        "Records written with --dynamic_masking: "
+        "draw masks each epoch (default: as their meta_data.json says).",
+    )
+    flags.DEFINE_string(
+        "spm_model_file",
+        None,
+        "SentencePiece model of the records (needed for dynamic masking and --export_dir).",
+    )
+    flags.DEFINE_string(
+        "export_dir",
+        None,
+        "When done, export the encoder as a SavedModel "
+        "that embeds raw text (albert_tf.serving.export: embed, encode, "
+        "tokenize) as EXPORT_DIR/N.",
+    )
+    flags.DEFINE_bool(
+        "do_lower_case",
+        None,
+        "--export_dir: the casing of the vocabulary "
+        "(default: the records' meta_data.json, else lower-cased).",
+    )
+    flags.mark_flags_as_required(["input_file", "output_dir"])
+
+
+def define_classifier_flags() -> None:
+    """The flags of run_classifier.py (its own, then the shared groups they build on)."""
+    define_finetuning_flags(
+        learning_rate=3e-5,
+        max_seq_length=512,
+        num_train_epochs=3.0,
+        export_help="When done, export a SavedModel that takes raw text as EXPORT_DIR/N "
+        "(next version; albert_tf.serving.export), with the fine-tuned checkpoint, "
+        "vocabulary and task.json in N/assets.extra/finetuned. With --num_runs, one per run.",
+    )
+    define_classification_task_flags()
+    flags.DEFINE_bool("do_train", False, "Fine-tune on the train split.")
+    flags.DEFINE_bool("do_eval", False, "Evaluate on the dev split(s).")
+    flags.DEFINE_bool("do_predict", False, "Predict the test split.")
+    flags.DEFINE_integer("eval_batch_size", 8, "Evaluation/prediction batch size.")
+    flags.DEFINE_float("classifier_dropout", 0.1, "Dropout on the pooled output.")
+    flags.DEFINE_integer(
+        "max_train_examples",
+        0,
+        "Fine-tune on this many training examples "
+        "at most, drawn at random with --seed (0: all): learning curves, "
+        "low-resource comparisons.",
+    )
+    flags.DEFINE_integer(
+        "num_runs",
+        1,
+        "Fine-tune with seeds seed, seed+1, ...; "
+        "eval_results.json reports median, min, max and std.",
+    )
+    flags.mark_flags_as_required(["task_name", "output_dir", "spm_model_file"])
+
+
+def define_squad_flags() -> None:
+    """The flags of run_squad.py (its own, then the shared groups they build on)."""
+    define_finetuning_flags(
+        learning_rate=5e-5,
+        max_seq_length=384,
+        num_train_epochs=2.0,
+        export_help="When done, export a SavedModel that answers questions from raw text "
+        "as EXPORT_DIR/N (albert_tf.serving.export; v2.0 with the tuned threshold when "
+        "--tune_threshold_on is given).",
+    )
+    flags.DEFINE_string("train_file", None, "SQuAD-format JSON to train on.")
+    flags.DEFINE_string("predict_file", None, "SQuAD-format JSON to predict (and score).")
+    flags.DEFINE_bool("do_train", False, "Fine-tune on --train_file.")
+    flags.DEFINE_bool("do_predict", False, "Write predictions for --predict_file.")
+    flags.DEFINE_bool("do_eval", False, "Score the predictions of --predict_file (EM, F1).")
+    flags.DEFINE_bool("version_2_with_negative", False, "SQuAD v2.0: unanswerable questions.")
+    flags.DEFINE_integer("doc_stride", 128, "Context tokens between window starts.")
+    flags.DEFINE_integer("max_query_length", 64, "Question tokens kept.")
+    flags.DEFINE_integer("predict_batch_size", 32, "Prediction batch size.")
+    flags.DEFINE_integer("n_best_size", 20, "Start and end candidates per window.")
+    flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in tokens.")
+    flags.DEFINE_float(
+        "null_score_diff_threshold",
+        0.0,
+        "v2.0: predict no answer when null score - best span score > this.",
+    )
+    flags.DEFINE_string(
+        "tune_threshold_on",
+        None,
+        "v2.0: a separate SQuAD v2.0 file; the threshold maximizing F1 on "
+        "it is reported and applied to --predict_file as well.",
+    )
+    flags.mark_flags_as_required(["output_dir", "spm_model_file"])

@@ -157,6 +157,20 @@ class ClassificationTask(Task):
         self.metrics = {} if self.regression else {"accuracy": "examples"}
         self.best_metric = None if self.regression else "accuracy"
 
+    @classmethod
+    def for_task(cls, albert_config, spec, labels, dropout: float = 0.1):
+        """The task of a `data_pipeline.classification.tasks.TaskSpec` with its `labels`
+        (None for regression): its head size, choices and the metric the best checkpoint
+        follows."""
+        task = cls(
+            albert_config,
+            num_labels=1 if spec.is_regression else len(labels or [0, 1]),
+            num_choices=spec.choices,
+            dropout=dropout,
+        )
+        task.best_metric = spec.best_metric
+        return task
+
     def build_model(self):
         from albert_tf.modeling.models import AlbertClassifier, AlbertMultipleChoice
 

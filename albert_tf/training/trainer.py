@@ -468,6 +468,16 @@ class Trainer:
         if best and best in result:
             self._keep_best(step, best, result[best], result)
 
+    def best_record(self) -> dict | None:
+        """The best evaluation so far ({"metric", "value", "step", "eval"}; `checkpoint`
+        is in best/best.json), or None before the first evaluation with a best metric."""
+        record = os.path.join(self.config.output_dir, "best", "best.json")
+        if not os.path.exists(record):
+            return None
+        with open(record) as f:
+            best = json.load(f)
+        return {k: best[k] for k in ("metric", "value", "step", "eval")}
+
     def _keep_best(self, step, name, value, result):
         import tensorflow as tf
 

@@ -136,3 +136,18 @@ def predictions_at_threshold(nbest: dict, null_odds: dict, threshold: float) -> 
         best = next((c["text"] for c in candidates if c["text"]), "")
         out[qid] = "" if null_odds.get(qid, 0.0) > threshold else best
     return out
+
+
+def write_predictions(output_dir: str, predictions: dict, nbest: dict, null_odds: dict | None):
+    """OUTPUT_DIR/predictions.json ({qas_id: text}), nbest_predictions.json and, for v2.0,
+    null_odds.json — the official script's three files, each written atomically. Returns
+    the path of predictions.json."""
+    import os
+
+    from data_pipeline.atomic import write_json
+
+    files = {"predictions": predictions, "nbest_predictions": nbest, "null_odds": null_odds}
+    for name, obj in files.items():
+        if obj is not None:
+            write_json(os.path.join(output_dir, f"{name}.json"), obj)
+    return os.path.join(output_dir, "predictions.json")

@@ -64,10 +64,20 @@ def _main() -> int:
     logging.set_verbosity(logging.WARNING)
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         raise ValueError("nothing to do: give --do_train, --do_eval and/or --do_predict")
+    # Everything is checked before the first write (the feature cache in OUTPUT_DIR/cache).
+    shared_flags.check_classifier_flags()
+    shared_flags.check_output_dir(FLAGS.output_dir)
     albert_config = shared_flags.albert_config_from_flags()
+    shared_flags.check_sequence_length(albert_config, FLAGS.max_seq_length)
+    tokenizer = AlbertTokenizer(FLAGS.spm_model_file, FLAGS.do_lower_case)
+    shared_flags.check_vocab_size(
+        albert_config, tokenizer.vocab_size, f"--spm_model_file={FLAGS.spm_model_file}"
+    )
     spec = shared_flags.classification_task_from_flags()
     labels = spec.labels()
-    tokenizer = AlbertTokenizer(FLAGS.spm_model_file, FLAGS.do_lower_case)
+    evaluated = spec.dev_splits if FLAGS.do_eval or FLAGS.do_train else []
+    for split in evaluated + (["test"] if FLAGS.do_predict else []):
+        spec.check_labels(split, labels)
     cache = os.path.join(FLAGS.output_dir, "cache")
 
     def features(split, limit=0):
@@ -78,7 +88,7 @@ def _main() -> int:
         return found
 
     train = features("train", FLAGS.max_train_examples) if FLAGS.do_train else None
-    dev = {s: features(s) for s in spec.dev_splits} if FLAGS.do_eval or FLAGS.do_train else {}
+    dev = {s: features(s) for s in evaluated}
     test = features("test") if FLAGS.do_predict else None
     steps, warmup = shared_flags.finetuning_schedule(train.count if train else 0)
     runs = max(1, FLAGS.num_runs)

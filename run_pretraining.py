@@ -48,6 +48,9 @@ def _main() -> int:
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
     from data_pipeline.pretraining.meta_data import find_corrupt, pretraining_data
 
+    # Everything is checked before the first write (setup_run creates the output directory).
+    shared_flags.check_pretraining_flags()
+    shared_flags.check_output_dir(FLAGS.output_dir)
     albert_config = shared_flags.albert_config_from_flags()
     trainer_config = shared_flags.trainer_config_from_flags()
     files = expand_input_files(FLAGS.input_file)
@@ -59,6 +62,14 @@ def _main() -> int:
         dynamic_masking=FLAGS.dynamic_masking,
         do_lower_case=FLAGS.do_lower_case,
     )
+    shared_flags.check_sequence_length(
+        albert_config,
+        data.max_seq_length,
+        "--max_seq_length"
+        if FLAGS.max_seq_length
+        else f"{data.meta_file or files[0]}: the records' max_seq_length",
+    )
+    shared_flags.check_records_vocabulary(albert_config, files + eval_files)
     if FLAGS.export_dir and not FLAGS.spm_model_file:
         raise ValueError("--export_dir needs --spm_model_file")
     if data.dynamic_masking and not FLAGS.spm_model_file:
@@ -69,6 +80,9 @@ def _main() -> int:
 
         tokenizer = AlbertTokenizer(FLAGS.spm_model_file)
         data.check_vocabulary(tokenizer)
+        shared_flags.check_vocab_size(
+            albert_config, tokenizer.vocab_size, f"--spm_model_file={FLAGS.spm_model_file}"
+        )
     if data.dynamic_masking:
         from data_pipeline.pretraining.masking import NgramMasker
 

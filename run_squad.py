@@ -15,6 +15,8 @@ nbest_predictions.json, and for v2.0 null_odds.json. `--do_eval` scores the pred
 exactly as the official evaluation script of the version (data_pipeline.squad.evaluation) into
 eval_results.json; for v2.0 at `--null_score_diff_threshold`, and at a threshold tuned on
 `--tune_threshold_on` (a separate file) — never tuned silently on the evaluated set.
+A v2.0 file (a question marked `is_impossible`, or one to train or score without answers)
+without --version_2_with_negative is an error; a v1.1 file in v2.0 mode is fine.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def _main() -> int:
     from data_pipeline.atomic import write_json
     from data_pipeline.squad import evaluation as squad_eval
     from data_pipeline.squad import scoring
-    from data_pipeline.squad.data import squad_features
+    from data_pipeline.squad.data import check_version, read_squad, squad_features
     from data_pipeline.squad.postprocess import write_predictions
     from data_pipeline.tokenization import AlbertTokenizer
 
@@ -86,13 +88,33 @@ def _main() -> int:
         raise ValueError("--do_predict/--do_eval need --predict_file")
     if FLAGS.tune_threshold_on and not v2:
         raise ValueError("--tune_threshold_on is for SQuAD v2.0 (--version_2_with_negative)")
+    # Everything is checked before the first write (the feature cache in OUTPUT_DIR/cache).
+    shared_flags.check_squad_flags()
+    shared_flags.check_output_dir(FLAGS.output_dir)
     albert_config = shared_flags.albert_config_from_flags()
+    shared_flags.check_sequence_length(albert_config, FLAGS.max_seq_length)
     tokenizer = AlbertTokenizer(FLAGS.spm_model_file, FLAGS.do_lower_case)
+    shared_flags.check_vocab_size(
+        albert_config, tokenizer.vocab_size, f"--spm_model_file={FLAGS.spm_model_file}"
+    )
+    # Every file's questions, read once; a v2.0 file in v1.1 mode is refused (answers are
+    # needed to train and to score; a file only predicted may lack them).
+    questions = {}
+    for path, needs_answers in (
+        (FLAGS.train_file if FLAGS.do_train else None, True),
+        (FLAGS.predict_file if FLAGS.do_predict or FLAGS.do_eval else None, FLAGS.do_eval),
+        (FLAGS.tune_threshold_on, True),
+    ):
+        if path:
+            questions[path] = questions.get(path) or read_squad(path)
+            check_version(questions[path], path, v2, needs_answers)
     cache = os.path.join(FLAGS.output_dir, "cache")
     windows = (FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
 
     def features(path, is_training):
-        found = squad_features(path, tokenizer, cache, *windows, is_training)
+        found = squad_features(
+            path, tokenizer, cache, *windows, is_training, examples=questions[path]
+        )
         print(found.describe(), flush=True)
         return found
 

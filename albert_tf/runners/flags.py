@@ -8,6 +8,8 @@ runner's whole flag set, built on the shared groups (`define_trainer_flags`,
 
 from __future__ import annotations
 
+import os
+
 from absl import flags
 
 FLAGS = flags.FLAGS
@@ -173,6 +175,155 @@ def micro_batch_size(train_batch_size: int, grad_accum_steps: int, replicas: int
             f"--grad_accum_steps={grad_accum_steps} × {replicas} replicas"
         )
     return micro
+
+
+# --- up-front validation: one-line ValueErrors, before a runner writes anything --------------
+# Each runner calls its `check_*_flags` first; the ranges are checked here rather than with
+# `flags.register_validator`, whose failure absl reports as two lines (the error and a
+# "Pass --helpshort" hint), not the runners' one `error: ...` line.
+
+
+def _check_range(names, minimum: int | float, strict: bool = False) -> None:
+    """Each defined flag of `names` (None: not given) is >= minimum (> with strict)."""
+    for name in names:
+        if name not in FLAGS or FLAGS[name].value is None:
+            continue
+        value = FLAGS[name].value
+        if value < minimum or (strict and value == minimum):
+            raise ValueError(f"--{name}={value} must be {'>' if strict else '>='} {minimum}")
+
+
+def check_trainer_flags(training: bool) -> None:
+    """The trainer's flags and the batch sizes: ValueError (one line, naming the flag)
+    unless each is in range. `training`: the run trains (the learning rate must be > 0)."""
+    _check_range(
+        (
+            "train_batch_size",
+            "eval_batch_size",
+            "predict_batch_size",
+            "grad_accum_steps",
+            "steps_per_loop",
+            "save_checkpoints_steps",
+            "keep_checkpoint_max",
+            "max_eval_steps",
+        ),
+        1,
+    )
+    _check_range(
+        ("num_warmup_steps", "eval_every", "weight_decay_rate", "num_gpus", "poly_power"), 0
+    )
+    _check_range(("clip_norm",), 0, strict=True)
+    if training:
+        _check_range(("learning_rate",), 0, strict=True)
+    else:
+        _check_range(("learning_rate",), 0)
+
+
+def check_pretraining_flags() -> None:
+    """check_trainer_flags for a pretraining run (it always trains: --num_train_steps >= 1),
+    and the record lengths when given."""
+    check_trainer_flags(training=True)
+    _check_range(("num_train_steps", "max_seq_length", "max_predictions_per_seq"), 1)
+
+
+def check_finetuning_flags(training: bool) -> None:
+    """check_trainer_flags plus the flags every fine-tuning runner shares: step counts
+    (0: derived from the epochs), warmup, the sequence length."""
+    check_trainer_flags(training)
+    _check_range(("num_train_steps", "train_step", "warmup_step"), 0)
+    _check_range(("max_seq_length",), 3)
+    if not 0 <= FLAGS.warmup_proportion <= 1:
+        raise ValueError(f"--warmup_proportion={FLAGS.warmup_proportion} must be in [0, 1]")
+    if training and not (FLAGS.train_step or FLAGS.num_train_steps):
+        _check_range(("num_train_epochs",), 0, strict=True)
+
+
+def check_classifier_flags() -> None:
+    """run_classifier.py's flags (check_finetuning_flags and its own)."""
+    check_finetuning_flags(FLAGS.do_train)
+    _check_range(("num_runs", "num_choices"), 1)
+    _check_range(("max_train_examples",), 0)
+    if not 0 <= FLAGS.classifier_dropout < 1:
+        raise ValueError(f"--classifier_dropout={FLAGS.classifier_dropout} must be in [0, 1)")
+
+
+def check_squad_flags() -> None:
+    """run_squad.py's flags (check_finetuning_flags and its own): windows and answers."""
+    check_finetuning_flags(FLAGS.do_train)
+    _check_range(("doc_stride", "max_query_length", "n_best_size", "max_answer_length"), 1)
+    if FLAGS.max_seq_length < FLAGS.max_query_length + 4:
+        raise ValueError(
+            f"--max_seq_length={FLAGS.max_seq_length} leaves no room for context after "
+            f"--max_query_length={FLAGS.max_query_length} (needs at least max_query_length + 4)"
+        )
+
+
+def check_output_dir(path: str | None, flag: str = "--output_dir") -> None:
+    """ValueError (one line) when `path` is not a directory this process can write to, or
+    cannot be created (its nearest existing ancestor is a file or not writable). Remote
+    file systems (gs://, ...) are left to their first use."""
+    if not path:
+        raise ValueError(f"{flag} is required")
+    if "://" in path:
+        return
+    target = os.path.abspath(path)
+    existing = target
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    if existing == target:
+        if not os.path.isdir(target):
+            raise ValueError(f"{flag}={path} is not a directory")
+        if not os.access(target, os.W_OK | os.X_OK):
+            raise ValueError(f"{flag}={path} is not writable")
+    elif not os.path.isdir(existing):
+        raise ValueError(f"{flag}={path} cannot be created: {existing} is not a directory")
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag}={path} cannot be created: {existing} is not writable")
+
+
+def config_source() -> str:
+    """Where the model config comes from, as the user gave it (for error messages)."""
+    if FLAGS.albert_config_file:
+        return f"--albert_config_file={FLAGS.albert_config_file}"
+    return f"--preset={FLAGS.preset}"
+
+
+def check_sequence_length(
+    albert_config, max_seq_length: int, what: str = "--max_seq_length", source: str | None = None
+) -> None:
+    """ValueError unless sequences of `max_seq_length` fit the model's position table.
+    `what`: who sets the length (a flag, or the records' meta_data.json); `source`: where
+    the config comes from (default: the flags, `config_source`)."""
+    if max_seq_length > albert_config.max_position_embeddings:
+        raise ValueError(
+            f"{what}={max_seq_length} is more than max_position_embeddings="
+            f"{albert_config.max_position_embeddings} of {source or config_source()}"
+        )
+
+
+def check_vocab_size(albert_config, vocab_size: int, what: str, source: str | None = None) -> None:
+    """ValueError unless the model's word embeddings have a row for every id of a
+    vocabulary of `vocab_size` pieces (`what`: where that vocabulary is; `source`: as for
+    `check_sequence_length`). A larger model vocabulary is fine (released models pad
+    theirs); a smaller one fails on the first large id, or on GPU silently reads zeros."""
+    if vocab_size > albert_config.vocab_size:
+        raise ValueError(
+            f"{what} has {vocab_size:,} pieces, but vocab_size={albert_config.vocab_size:,} "
+            f"in {source or config_source()}: ids >= {albert_config.vocab_size:,} have no "
+            "embedding"
+        )
+
+
+def check_records_vocabulary(albert_config, files: list[str]) -> None:
+    """check_vocab_size for the vocabulary each meta_data.json beside pretraining records
+    `files` records (records without one are not checked)."""
+    from data_pipeline.pretraining.meta_data import read_meta_data
+
+    for directory in dict.fromkeys(os.path.dirname(f) for f in files):
+        found = read_meta_data(directory)
+        if found and isinstance(found[1].get("vocab_size"), int):
+            path, meta = found
+            check_vocab_size(albert_config, meta["vocab_size"], f"{path}: the records' vocabulary")
 
 
 def trainer_config_from_flags(

@@ -59,12 +59,15 @@ class Example:
       predictions are submitted by it), else the 0-based row number.
     text_a, text_b: the texts (text_b None for single-sentence tasks).
     label: a label name (str), a float score (regression), or None (test files).
+    line: the line of the file where the example starts (for error messages; None: not
+      read from a file). Not part of the example's value (equality ignores it).
     """
 
     guid: str
     text_a: str
     text_b: str | None
     label: str | float | None
+    line: int | None = dataclasses.field(default=None, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,7 +298,7 @@ def read_task_file(path: str, task_name: str, split: str) -> list[Example]:
                 )
         n = fields[layout.guid] if layout.guid is not None else str(len(examples))
         text_b = fields[layout.text_b] if layout.text_b is not None else None
-        examples.append(Example(f"{split}-{n}", fields[layout.text_a], text_b, label))
+        examples.append(Example(f"{split}-{n}", fields[layout.text_a], text_b, label, number))
     if not examples:
         raise ValueError(f"{path}: no examples (the file is empty or has only a header)")
     return examples
@@ -426,7 +429,7 @@ def _make_example(path, number, n, values, index, regression):
         if not isinstance(value, str):
             raise ValueError(f"{path}:{number}: {flag} value {value!r} is not a string")
         texts.append(value)
-    return Example(f"row-{n}", texts[0], texts[1], label)
+    return Example(f"row-{n}", texts[0], texts[1], label, number)
 
 
 def read_jsonl(

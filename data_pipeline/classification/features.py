@@ -12,13 +12,15 @@ sha256, the SentencePiece model's sha256, do_lower_case, max_seq_length, labels,
 num_choices, columns, the training subset) and what the conversion found: truncations,
 whether the sequences are pairs (`text_pair`, which a serving model must know), the
 sequence length and choice count the records have. A later run with the same settings
-reuses the file and reads that back; any difference rebuilds it.
+reuses the file and reads that back; any difference rebuilds it, and so does a record file
+that does not hold the number of whole records its metadata says (a copy cut short).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import struct
 
 import numpy as np
 
@@ -189,6 +191,22 @@ class TaskFeatures:
         )
 
 
+def _complete(record_path: str, count: int) -> bool:
+    """Whether `record_path` is exactly `count` whole TFRecords (their length headers are
+    followed to the end of the file; the data itself is not read)."""
+    size = os.path.getsize(record_path)
+    position = records = 0
+    with open(record_path, "rb") as f:
+        while position < size:
+            f.seek(position)
+            header = f.read(8)
+            if len(header) < 8:
+                return False
+            position += 16 + struct.unpack("<Q", header)[0]  # length, 2 CRCs, data
+            records += 1
+    return position == size and records == count
+
+
 def task_features(
     spec,
     split: str,
@@ -224,6 +242,7 @@ def task_features(
 
     def build():
         examples = spec.read(split, source)
+        spec.check_labels(split, labels, examples)
         if subset and subset < len(examples):
             info["subset_of"] = len(examples)
             keep = np.random.default_rng(seed).choice(len(examples), subset, replace=False)
@@ -237,9 +256,16 @@ def task_features(
             return convert_multiple_choice(examples, tokenizer, max_seq_length, choices, info)
         return convert_examples(examples, tokenizer, max_seq_length, labels, info)
 
-    path, count, reused = cached_features(
-        os.path.join(cache_dir, f"{spec.name}-{split}"), key, build, info
-    )
+    base = os.path.join(cache_dir, f"{spec.name}-{split}")
+    path, count, reused = cached_features(base, key, build, info)
+    if reused and not _complete(path, count):
+        # A cache whose records do not match its metadata (a copy cut short, a full disk)
+        # is rebuilt rather than trusted: tf.data would fail on it mid-training.
+        print(f"note: {path} does not hold the {count:,} records its metadata says: rebuilding")
+        os.remove(base + ".json")
+        info.clear()
+        info["truncated"] = 0
+        path, count, reused = cached_features(base, key, build, info)
     return TaskFeatures(
         spec.name,
         split,

@@ -146,6 +146,27 @@ class TaskSpec:
                 return classifier_data.discover_labels(self.read(split, path))
         raise FileNotFoundError(f"no train or dev file to discover the labels of {self.name} from")
 
+    def check_labels(
+        self, split: str, labels: list[str] | None, examples: list | None = None
+    ) -> None:
+        """ValueError naming `file:line` of the first example of `split` (its `examples`,
+        default: read from its file) whose label is not one of `labels` (the training
+        labels); nothing to check for regression, multiple choice or a missing file."""
+        if not labels or self.choices:
+            return
+        path = self.source(split)
+        if examples is None:
+            if not os.path.exists(path):
+                return  # (reported where the features are made)
+            examples = self.read(split, path)
+        known = set(labels)
+        for e in examples:
+            if e.label is not None and str(e.label) not in known:
+                raise ValueError(
+                    f"{path}:{e.line or '?'}: label {str(e.label)!r} is not one of the "
+                    f"training labels {labels}"
+                )
+
     def output_names(self, labels: list[str] | None) -> list[str] | None:
         """What the logits' columns are: `labels`, choices A, B, C, ... for multiple
         choice, None for regression (one column, the score)."""

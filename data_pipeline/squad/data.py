@@ -35,6 +35,7 @@ import dataclasses
 import json
 import os
 import re
+import struct
 import unicodedata
 
 import numpy as np
@@ -55,10 +56,14 @@ class SquadExample:
     answers: list
     is_impossible: bool = False
     title: str = ""
+    marked_impossible: bool = False  # the file says `is_impossible: true` (v2.0)
 
 
 def read_squad(path: str) -> list[SquadExample]:
-    """Every question of a SQuAD-format JSON file (v1.1, v2.0, CMRC 2018), in file order."""
+    """Every question of a SQuAD-format JSON file (v1.1, v2.0, CMRC 2018), in file order.
+    A missing file is a FileNotFoundError naming it."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"SQuAD file not found: {path}")
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -91,11 +96,31 @@ def read_squad(path: str) -> list[SquadExample]:
                         answers,
                         impossible or not answers,
                         article.get("title", ""),
+                        impossible,
                     )
                 )
     if not examples:
         raise ValueError(f"{path}: no questions")
     return examples
+
+
+def check_version(
+    examples: list[SquadExample], path: str, version_2_with_negative: bool, answers: bool
+) -> None:
+    """In SQuAD v1.1 mode (`version_2_with_negative` False), ValueError naming `path` and
+    the first unanswerable question: one marked `is_impossible`, or, where `answers` are
+    needed (training, scoring), one without answers. v1.1 would train such questions as
+    "no answer here" targets and never predict "" for them. v1.1 files are fine in v2.0
+    mode."""
+    if version_2_with_negative:
+        return
+    for ex in examples:
+        if ex.marked_impossible or (answers and not ex.answers):
+            why = "is_impossible" if ex.marked_impossible else "has no answers"
+            raise ValueError(
+                f"{path}: question {ex.qas_id!r} {why} (SQuAD v2.0); "
+                "pass --version_2_with_negative to train or evaluate on unanswerable questions"
+            )
 
 
 def is_v2(path: str) -> bool:
@@ -498,6 +523,22 @@ class SquadFeatures:
         )
 
 
+def _complete(record_path: str, count: int) -> bool:
+    """Whether `record_path` is exactly `count` whole TFRecords (their length headers are
+    followed to the end of the file; the data itself is not read)."""
+    size = os.path.getsize(record_path)
+    position = records = 0
+    with open(record_path, "rb") as f:
+        while position < size:
+            f.seek(position)
+            header = f.read(8)
+            if len(header) < 8:
+                return False
+            position += 16 + struct.unpack("<Q", header)[0]  # length, 2 CRCs, data
+            records += 1
+    return position == size and records == count
+
+
 def squad_features(
     source: str,
     tokenizer,
@@ -506,11 +547,13 @@ def squad_features(
     doc_stride: int,
     max_query_length: int,
     is_training: bool,
+    examples: list[SquadExample] | None = None,
 ) -> SquadFeatures:
     """The features of the SQuAD file `source`, from the cache `cache_dir/<name>[-train]`
     or converted into it (`convert_squad_examples`); the cache is keyed by the file's and
     the vocabulary's checksums and every argument. A missing file is a FileNotFoundError
-    naming it."""
+    naming it. `examples`: the file's questions when the caller has read them already
+    (`read_squad`). A cache whose records do not match its metadata is rebuilt."""
     from data_pipeline.records import cached_features, fingerprint
 
     if not os.path.exists(source):
@@ -525,15 +568,23 @@ def squad_features(
         max_query_length=max_query_length,
         cache_format=CACHE_FORMAT,
     )
-    examples = read_squad(source)
+    examples = read_squad(source) if examples is None else examples
     info = {"max_seq_length": max_seq_length}
     name = os.path.splitext(os.path.basename(source))[0] + ("-train" if is_training else "")
-    path, count, reused = cached_features(
-        os.path.join(cache_dir, name),
-        key,
-        lambda: convert_squad_examples(
+    base = os.path.join(cache_dir, name)
+
+    def build():
+        return convert_squad_examples(
             examples, tokenizer, max_seq_length, doc_stride, max_query_length, is_training, info
-        ),
-        info,
-    )
+        )
+
+    path, count, reused = cached_features(base, key, build, info)
+    if reused and not _complete(path, count):
+        # A cache whose records do not match its metadata (a copy cut short, a full disk)
+        # is rebuilt rather than trusted: tf.data would fail on it mid-training.
+        print(f"note: {path} does not hold the {count:,} records its metadata says: rebuilding")
+        os.remove(base + ".json")
+        info.clear()
+        info["max_seq_length"] = max_seq_length
+        path, count, reused = cached_features(base, key, build, info)
     return SquadFeatures(source, examples, path, count, info["max_seq_length"], info, reused)

@@ -6,7 +6,9 @@
 Writes `DIR/albert_config.json`, a checkpoint (`DIR/ckpt-1`, with a `checkpoint` state file,
 so both `DIR` and `DIR/ckpt-1` work as `--init_checkpoint`) and `DIR/conversion_report.json`.
 Only the parts the source holds are written: an encoder-only source gives an encoder-only
-checkpoint, and a model restored from it reports its heads as missing.
+checkpoint, and a model restored from it reports its heads as missing. `DIR` is locked while
+the conversion runs (`data_pipeline.atomic.output_lock`): a second writer on it fails at
+once, and a failed conversion leaves no new directory behind.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from albert_tf.checkpoints import (
     save_checkpoint,
 )
 from albert_tf.modeling.config import AlbertConfig
-from data_pipeline.atomic import write_json
+from data_pipeline.atomic import output_lock, write_json
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 
@@ -41,9 +43,15 @@ def convert(
       FileNotFoundError: input or config missing.
       ConfigError / CheckpointError: the weights do not fit the config, or the source is
         not an ALBERT model.
+      OutputLocked: another writer holds `output_dir` (an OSError).
     """
     if source not in SOURCES:
         raise ValueError(f"--source={source!r} must be one of {SOURCES}")
+    with output_lock(output_dir, "albert_tf.checkpoints.convert"):
+        return _convert(source, input_path, output_dir, albert_config_file)
+
+
+def _convert(source, input_path, output_dir, albert_config_file) -> dict:
     unknown: list[str] = []
     if source == "transformers":
         config, weights, unknown = read_transformers(input_path)
@@ -137,7 +145,7 @@ def main(argv=None) -> int:
         return 2
     try:
         report = convert(fl.source, fl.input, fl.output_dir, fl.albert_config_file)
-    except (FileNotFoundError, ValueError, CheckpointError) as e:
+    except (OSError, ValueError, CheckpointError) as e:  # OSError: also OutputLocked
         print(f"error: {e}", file=sys.stderr)
         return 1
     _print_report(report)

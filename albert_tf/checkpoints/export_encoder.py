@@ -13,7 +13,8 @@ directory, then in its parent (where a run writes run_config.json).
 The result holds the encoder only (embeddings, blocks, pooler: no heads, no optimizer state),
 a tenth of a run's checkpoint or less, and works as `--init_checkpoint` of every runner.
 It is written to a temporary directory, checked, then moved into place: an interrupted or
-failed export leaves no checkpoint behind.
+failed export leaves no checkpoint behind. `DIR` is locked while the export runs
+(`data_pipeline.atomic.output_lock`): a second writer on it fails at once.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from albert_tf.checkpoints import (
     save_checkpoint,
 )
 from albert_tf.modeling.config import AlbertConfig, ConfigError
+from data_pipeline.atomic import output_lock
 
 RUN_CONFIG_NAME = "run_config.json"
 
@@ -144,12 +146,20 @@ def export_encoder(
       ConfigError: no config found, or an invalid one.
       CheckpointError: the checkpoint does not fit the config, holds no encoder, or
         `output_dir` already holds a checkpoint.
+      OutputLocked: another writer holds `output_dir` (an OSError).
     """
+    output_dir = os.fspath(output_dir)
+    with output_lock(output_dir, "albert_tf.checkpoints.export_encoder"):
+        return _export_encoder(init_checkpoint, output_dir, albert_config)
+
+
+def _export_encoder(init_checkpoint, output_dir: str, albert_config) -> str:
+    """export_encoder under the lock of `output_dir` (created; removed again if still empty
+    when the lock is released)."""
     from albert_tf.modeling.encoder import AlbertEncoder
 
     prefix = resolve_checkpoint(init_checkpoint)
     config, config_source = checkpoint_config(prefix, albert_config)
-    output_dir = os.fspath(output_dir)
     existing = [
         p
         for p in (
@@ -226,7 +236,7 @@ def main(argv=None) -> int:
         source = resolve_checkpoint(fl.init_checkpoint)
         _, config_source = checkpoint_config(source, fl.albert_config_file)
         prefix = export_encoder(source, fl.output_dir, fl.albert_config_file)
-    except (FileNotFoundError, ValueError) as e:  # ConfigError, CheckpointError
+    except (OSError, ValueError) as e:  # ConfigError, CheckpointError, OutputLocked
         print(f"error: {e}", file=sys.stderr)
         return 1
     import numpy as np

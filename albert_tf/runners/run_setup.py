@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 
 from albert_tf.runners.flags import micro_batch_size
-from data_pipeline.atomic import write_json
+from data_pipeline.atomic import OutputLock, hold_output_lock, write_json
 
 RUN_CONFIG = "run_config.json"
 
@@ -30,12 +30,15 @@ class RunSetup:
     """strategy: the `tf.distribute.Strategy`; replicas: its replica count; micro_batch: the
     global batch of one micro-step (train batch / grad_accum_steps, checked to split over
     the replicas; one example per replica when the run does not train); output_dir: where
-    this worker writes (the chief: the run's output_dir)."""
+    this worker writes (the chief: the run's output_dir); lock: the exclusive lock on
+    output_dir this process holds until it exits (`data_pipeline.atomic.hold_output_lock`;
+    not locked when remote)."""
 
     strategy: object
     replicas: int
     micro_batch: int
     output_dir: str
+    lock: OutputLock | None = None
 
 
 def setup_run(
@@ -50,8 +53,14 @@ def setup_run(
     run_config: dict,
 ) -> RunSetup:
     """Builds the strategy, checks the batch split (ValueError, one line, before anything is
-    written), creates the worker's output directory and writes `run_config.json` there:
-    {"runner", "trainer_config", "replicas", **run_config}."""
+    written), creates the worker's output directory, locks it for the rest of the process
+    (`OutputLocked`, an OSError, when another writer holds it: `run_main` prints its one
+    line and exits 1 before anything is written) and writes `run_config.json` there:
+    {"runner", "trainer_config", "replicas", **run_config}.
+
+    The lock is re-entrant per process: several runs of one process (run_classifier
+    --num_runs: OUTPUT_DIR/run_i) each lock their directory, and locking one directory
+    twice does not fail against itself."""
     from albert_tf.training import make_strategy, task_output_dir
 
     strategy = make_strategy(strategy_name, tpu, num_gpus)
@@ -64,7 +73,9 @@ def setup_run(
         else replicas
     )
     output_dir = task_output_dir(strategy, trainer_config.output_dir)
-    os.makedirs(output_dir, exist_ok=True)
+    lock = hold_output_lock(output_dir, runner)  # creates output_dir (not when remote)
+    if lock.remote:
+        os.makedirs(output_dir, exist_ok=True)
     write_json(
         os.path.join(output_dir, RUN_CONFIG),
         {
@@ -74,7 +85,7 @@ def setup_run(
             **run_config,
         },
     )
-    return RunSetup(strategy, replicas, micro, output_dir)
+    return RunSetup(strategy, replicas, micro, output_dir, lock)
 
 
 def run_main(body: Callable[[], int | None]) -> int:

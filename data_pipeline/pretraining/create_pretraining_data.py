@@ -19,6 +19,11 @@ What it writes is a pure function of the input bytes and the settings (never of
   `stats/NAME.json`. A re-run skips complete shards (an interrupted run resumes); settings
   that differ from those of existing shards are refused. When every shard is complete,
   `meta_data.json` sums the statistics (deterministic: no times, no worker counts).
+- One job per output directory: the run holds `data_pipeline.atomic.output_lock` on it
+  from before it looks at existing shards to the end, so a second run started on the same
+  directory fails at once (exit 1, naming the first). The `--num_tasks` tasks of one job
+  share the directory (a shared lock) and each task index is exclusive. Worker processes
+  die with the tool (Linux): a `kill -9` leaves no orphan still writing.
 
 Memory is bounded by one block part × dupe_factor per worker, whatever the corpus size.
 Nothing here imports TensorFlow (see features.py).
@@ -26,6 +31,7 @@ Nothing here imports TensorFlow (see features.py).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -37,7 +43,7 @@ import time
 import numpy as np
 
 from data_pipeline import documents as documents_lib
-from data_pipeline.atomic import write_json
+from data_pipeline.atomic import output_lock, write_json
 from data_pipeline.records import AtomicRecordWriter, encode_examples, feature_lengths
 from data_pipeline.pretraining.masking import NgramMasker
 from data_pipeline.pretraining.instances import (
@@ -107,8 +113,35 @@ class DataConfig:
 _WORKER = {}
 
 
-def _init_worker(config: DataConfig, queue) -> None:
+def _die_with_parent(parent_pid: int) -> None:
+    """Linux: this worker process gets SIGKILL when the tool's process dies, so a killed tool
+    leaves no orphan writing into the output directory (and holding its lock, inherited
+    with fork). Elsewhere a no-op.
+
+    PR_SET_PDEATHSIG fires when the thread that forked us ends: the pool's first workers
+    come from the tool's main thread; a replacement for a crashed worker comes from the
+    pool's handler thread, which ends with the pool."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent_pid:  # the parent died before the prctl: no signal will come
+        os._exit(1)
+
+
+def _init_worker(config: DataConfig, queue, parent_pid: int | None = None) -> None:
+    """Per worker process: the tokenizer, masker and instance maker. `parent_pid`: this is
+    a pool worker of that process (it dies with it)."""
     from data_pipeline.tokenization import AlbertTokenizer
+
+    if parent_pid is not None:
+        _die_with_parent(parent_pid)
 
     tokenizer = AlbertTokenizer(config.spm_model_file, config.do_lower_case, config.keep_accents)
     masker = None
@@ -199,7 +232,7 @@ def _fingerprint(config: DataConfig, files: list[str], spm_sha256: str) -> str:
 def _check_output_dir(path: str) -> None:
     try:
         os.makedirs(os.path.join(path, "stats"), exist_ok=True)
-        probe = os.path.join(path, ".write-probe")
+        probe = os.path.join(path, f".write-probe{os.getpid()}")
         with open(probe, "w") as f:
             f.write("ok")
         os.remove(probe)
@@ -346,6 +379,23 @@ def create_pretraining_data(
     files = documents_lib.expand_input_files(config.input_file)
     tokenizer = AlbertTokenizer(config.spm_model_file, config.do_lower_case, config.keep_accents)
     _check_output_dir(config.output_dir)
+    with contextlib.ExitStack() as locks:  # held to the end: one job per output directory
+        if num_tasks == 1:
+            locks.enter_context(output_lock(config.output_dir, "create_pretraining_data"))
+        else:  # the job's tasks share the directory; each task index runs once
+            what = f"create_pretraining_data task {task_index} of {num_tasks}"
+            locks.enter_context(output_lock(config.output_dir, what, shared=True))
+            name = f".lock-task-{task_index}"
+            locks.enter_context(output_lock(config.output_dir, what, name=name))
+        return _create_locked(
+            config, files, tokenizer, num_workers, num_tasks, task_index, progress_every
+        )
+
+
+def _create_locked(
+    config: DataConfig, files, tokenizer, num_workers, num_tasks, task_index, progress_every
+) -> dict:
+    """create_pretraining_data's work, under the output directory's lock."""
     fingerprint = _fingerprint(config, files, tokenizer.checksum)
     _check_existing(config, fingerprint)
     blocks = documents_lib.plan_blocks(files, config.block_size, config.input_format)
@@ -396,7 +446,8 @@ def create_pretraining_data(
     elif jobs:
         ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
         queue = ctx.Queue()
-        with ctx.Pool(min(num_workers, len(jobs)), _init_worker, (config, queue)) as pool:
+        workers = min(num_workers, len(jobs))
+        with ctx.Pool(workers, _init_worker, (config, queue, os.getpid())) as pool:
             pending = [pool.apply_async(_write_shard, (job,)) for job in jobs]
             while not all(p.ready() for p in pending):
                 drain(queue, block=True)

@@ -37,13 +37,16 @@ def _examples(n=64, seed=0):
     }
 
 
-def _trainer(tmp_path, name, batch, accum=1, steps=3, dtype="float32", lr=1e-3, data=None, **kw):
+def _trainer(
+    tmp_path, name, batch, accum=1, steps=3, dtype="float32", lr=1e-3, data=None, log=None, **kw
+):
     """A Trainer on `data` (default `_examples()`); `batch` is the micro-batch (global
     batch / accum)."""
     import tensorflow as tf
     from albert_tf.training import PretrainingTask, Trainer, TrainerConfig
 
     data = _examples() if data is None else data
+    log = log or (lambda *_: None)
 
     def fn(ctx):
         return (
@@ -58,12 +61,12 @@ def _trainer(tmp_path, name, batch, accum=1, steps=3, dtype="float32", lr=1e-3, 
         learning_rate=lr,
         optimizer=kw.pop("optimizer", "adamw"),
         grad_accum_steps=accum,
-        steps_per_loop=steps,
+        steps_per_loop=kw.pop("steps_per_loop", steps),
         dtype=dtype,
         **kw,
     )
     task = PretrainingTask(tiny_config(max_position_embeddings=SEQ), SEQ, PREDS)
-    return Trainer(task, config, tf.distribute.get_strategy(), fn, log=lambda *_: None)
+    return Trainer(task, config, tf.distribute.get_strategy(), fn, log=log)
 
 
 def _weights(trainer):

@@ -87,6 +87,15 @@ def load_checkpoint(model, path: str) -> LoadReport:
     prefix = resolve_checkpoint(path)
     if not model.built:
         model.build()
+    try:
+        return _load(model, prefix)
+    except tf.errors.OpError as e:  # a truncated or corrupt .index / .data file
+        raise CheckpointError(
+            f"{prefix} is unreadable (truncated or corrupt?): {_first_line(e.message)}"
+        ) from None
+
+
+def _load(model, prefix: str) -> LoadReport:
     keys = {name: shape for name, shape in tf.train.list_variables(prefix)}
     own = _model_children(prefix)
     if own is not None:
@@ -188,6 +197,6 @@ def _load_own(model, prefix: str, present: set[str]) -> LoadReport:
     return LoadReport(prefix, "albert_tf", restored, missing, not_restored)
 
 
-def _first_line(e: Exception) -> str:
+def _first_line(e: Exception | str) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__

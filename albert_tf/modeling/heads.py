@@ -12,6 +12,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.dropout import Dropout
 from albert_tf.modeling.layers import dense, get_activation, layer_norm
 
 
@@ -102,7 +103,7 @@ class ClassificationHead(keras.layers.Layer):
         super().__init__(**kwargs)
         self.config = config
         self.num_outputs = num_outputs
-        self.dropout = keras.layers.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.dense = dense(config, num_outputs, "dense")
 
     def build(self, input_shape=None):

@@ -19,6 +19,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.modeling.config import AlbertConfig
+from albert_tf.modeling.dropout import Dropout
 from albert_tf.modeling.kernels import attention_softmax, gelu_tanh, layer_norm_residual
 
 
@@ -142,7 +143,7 @@ class AlbertEmbeddings(keras.layers.Layer):
         super().__init__(**kwargs)
         self.config = config
         self.layer_norm = layer_norm(config)
-        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def build(self, input_shape=None):
         c = self.config
@@ -208,8 +209,8 @@ class AttentionSublayer(keras.layers.Layer):
         self.value = dense(config, hidden, "value")
         self.output_dense = dense(config, hidden, "dense")
         self.layer_norm = layer_norm(config)
-        self.probs_dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
-        self.output_dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.probs_dropout = Dropout(config.attention_probs_dropout_prob)
+        self.output_dropout = Dropout(config.hidden_dropout_prob)
 
     def build(self, input_shape=None):
         h = self.config.hidden_size
@@ -304,7 +305,7 @@ class FeedForwardSublayer(keras.layers.Layer):
         self.intermediate = dense(config, config.intermediate_size, "intermediate")
         self.output_dense = dense(config, config.hidden_size, "output")
         self.layer_norm = layer_norm(config, "LayerNorm_1")
-        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def build(self, input_shape=None):
         c = self.config

@@ -50,8 +50,9 @@ import time
 from collections.abc import Callable
 
 from albert_tf.training.distribution import set_precision, task_output_dir
-from data_pipeline.atomic import write_json
+from albert_tf.training.resume import clean_temporaries, restore_newest
 from albert_tf.training.tasks import Task, divisors
+from data_pipeline.atomic import write_json
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,10 +76,13 @@ class TrainerConfig:
     jit_compile: bool = False
     dtype: str = "float32"
     seed: int = 12345
+    on_nonfinite: str = "stop"
 
     def __post_init__(self):
         if self.dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError(f"dtype={self.dtype!r} is not one of float32, bfloat16, float16")
+        if self.on_nonfinite not in ("stop", "skip_step"):
+            raise ValueError(f"on_nonfinite={self.on_nonfinite!r} is not one of stop, skip_step")
         for name in (
             "num_train_steps",
             "grad_accum_steps",
@@ -90,8 +94,16 @@ class TrainerConfig:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
 
 
+_LAST_STEP = float(1 << 24)  # steps are counted exactly in the loop's float32 totals
+
+
 class Preempted(Exception):
     """Raised after a SIGTERM-triggered checkpoint; the runner exits with status 143."""
+
+
+class NonFiniteLoss(ValueError):
+    """The loss or the gradients became NaN/inf (`on_nonfinite="stop"`): raised before
+    anything from that step on is written (no checkpoint, best/, prediction or export)."""
 
 
 class Trainer:
@@ -177,27 +189,19 @@ class Trainer:
         iterator_saved = isinstance(self.train_iterator, tf.__internal__.tracking.Trackable)
         parts = {"iterator": self.train_iterator} if iterator_saved else {}
         self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, **parts)
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint,
-            os.path.join(config.output_dir, "checkpoints"),
-            max_to_keep=config.keep_checkpoint_max,
-        )
-        self.restored_from = None
         # Parts of the model still at their random initialization (see `check_trained`).
         self.untrained: list[str] = []
-        latest = tf.train.latest_checkpoint(restore_dir)
+        # The newest checkpoint that reads completely (albert_tf.training.resume): a garbled
+        # state file or a deleted latest checkpoint never restarts the run from step 0.
+        own_dir = os.path.join(config.output_dir, "checkpoints")
+        latest = restore_newest(
+            self.checkpoint, restore_dir, log=self.log, repair=restore_dir == own_dir
+        )
+        self.restored_from = latest
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, own_dir, max_to_keep=config.keep_checkpoint_max
+        )
         if latest:
-            try:
-                self.checkpoint.restore(latest).assert_consumed()
-            except (AssertionError, ValueError) as e:
-                # e.g. a run with another config in the same output_dir: name the checkpoint.
-                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-                raise ValueError(
-                    f"cannot resume from {latest}: it does not fit this run's "
-                    f"model and optimizer (written with another config? use a "
-                    f"new output_dir): {first}"
-                ) from None
-            self.restored_from = latest
             if not iterator_saved and self.step:
                 done, k = self.step, config.grad_accum_steps
 
@@ -248,10 +252,15 @@ class Trainer:
             loss += report[name] / dens[name]
         return loss, report
 
-    def _gradients(self, batch, dens):
+    def _gradients(self, batch, dens, micro=0):
         import tensorflow as tf
+        from albert_tf.modeling.dropout import dropout_seed, step_seed
 
-        with tf.GradientTape() as tape:
+        # Dropout masks are a function of (seed, step, micro-batch, replica): a resumed run
+        # draws the masks of an uninterrupted one (albert_tf.modeling.dropout).
+        replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+        seed = step_seed(self.config.seed, self.inner_optimizer.iterations, micro, replica)
+        with tf.GradientTape() as tape, dropout_seed(seed):
             loss, report = self._loss(batch, dens)
             scaled = self.optimizer.scale_loss(loss) if self.loss_scaling else loss
         # Dense gradients: the embedding gather gives IndexedSlices with repeated rows, whose
@@ -263,7 +272,9 @@ class Trainer:
         ]
         return grads, report
 
-    def _apply(self, grads):
+    def _reduce_and_clip(self, grads):
+        """Per-replica gradients → (their all-reduced sum clipped by its global norm, that
+        norm of the unscaled gradients)."""
         import tensorflow as tf
 
         ctx = tf.distribute.get_replica_context()
@@ -271,26 +282,48 @@ class Trainer:
         scale = tf.cast(self.optimizer.dynamic_scale, tf.float32) if self.loss_scaling else 1.0
         # clip(g·s, c·s) = clip(g, c)·s: clipping scaled gradients is exact.
         grads, norm = tf.clip_by_global_norm(grads, self.config.clip_norm * scale)
+        return grads, norm / scale
+
+    def _replica_apply(self, grads):
         self.optimizer.apply_gradients(zip(grads, self.variables))
-        return norm / scale
+
+    def _replica_skip(self):
+        """A skipped step (on_nonfinite="skip_step") still counts: the step number, the
+        learning-rate schedule and the input position stay aligned."""
+        self.inner_optimizer.iterations.assign_add(1)
 
     def _replica_step(self, batch, dens):
         grads, report = self._gradients(batch, dens)
-        report["grad_norm"] = self._apply(grads)
+        grads, report["grad_norm"] = self._reduce_and_clip(grads)
+        self._replica_apply(grads)
         return report
 
-    def _replica_micro_step(self, batch, dens):
+    def _replica_gradients(self, batch, dens):
+        """skip_step mode: the step's reduced, clipped gradients; `_loop` applies them only
+        when the step is finite."""
         grads, report = self._gradients(batch, dens)
+        grads, report["grad_norm"] = self._reduce_and_clip(grads)
+        return grads, report
+
+    def _replica_micro_step(self, batch, dens, micro):
+        grads, report = self._gradients(batch, dens, micro)
         for acc, g in zip(self.accumulators, grads):
             acc.assign_add(g)
         return report
 
-    def _replica_apply_accumulated(self):
+    def _replica_accumulated(self):
+        """The accumulated gradients, reduced and clipped, with their norm; the
+        accumulators are zeroed for the next step."""
         import tensorflow as tf
 
-        norm = self._apply([acc.read_value() for acc in self.accumulators])
+        grads, norm = self._reduce_and_clip([acc.read_value() for acc in self.accumulators])
         for acc in self.accumulators:
             acc.assign(tf.zeros_like(acc))
+        return grads, norm
+
+    def _replica_apply_accumulated(self):
+        grads, norm = self._replica_accumulated()
+        self._replica_apply(grads)
         return {"grad_norm": norm}
 
     # --- the loop ---------------------------------------------------------------------------
@@ -304,13 +337,22 @@ class Trainer:
         }
 
     def _loop(self, iterator, num_steps):
-        """`num_steps` optimizer steps; returns summed reports and denominators."""
+        """`num_steps` optimizer steps; returns summed reports and denominators, and
+        `nonfinite_rank` (on_nonfinite="stop"): _LAST_STEP - the first step whose loss or
+        gradient norm was NaN/inf (0 if none), or `skipped` (on_nonfinite="skip_step"): how
+        many such steps were not applied. The check costs nothing extra: the loss and the global
+        norm are reduced values the loop computes anyway, read with the loop's totals."""
         import tensorflow as tf
 
         k = self.config.grad_accum_steps
         jit = self.config.jit_compile
         step_fn = tf.function(self._replica_step, jit_compile=jit)
         micro_fn = tf.function(self._replica_micro_step, jit_compile=jit)
+        # With float16 the LossScaleOptimizer already skips overflowing steps (and lowers
+        # its scale); there only a non-finite loss counts.
+        skip = self.config.on_nonfinite == "skip_step" and not self.loss_scaling
+        grads_fn = tf.function(self._replica_gradients, jit_compile=jit)
+        apply_fn = tf.function(self._replica_apply, jit_compile=jit)
         totals = None
         for _ in tf.range(num_steps):
             batches = [next(iterator) for _ in range(k)]
@@ -319,22 +361,61 @@ class Trainer:
             ]
             dens = {key: tf.add_n([d[key] for d in dens_parts]) for key in dens_parts[0]}
             safe = divisors(self.task.losses, dens, self.task.denominator_offsets)
-            if k == 1:
+            grads = None
+            if k == 1 and skip:
+                grads, report = self.strategy.run(grads_fn, (batches[0], safe))
+                report = self._reduce(report)
+            elif k == 1:
                 report = self._reduce(self.strategy.run(step_fn, (batches[0], safe)))
             else:
-                parts = [self._reduce(self.strategy.run(micro_fn, (b, safe))) for b in batches]
+                parts = [
+                    self._reduce(self.strategy.run(micro_fn, (b, safe, tf.constant(i))))
+                    for i, b in enumerate(batches)
+                ]
                 report = {key: tf.add_n([p[key] for p in parts]) for key in parts[0]}
-                report.update(self._reduce(self.strategy.run(self._replica_apply_accumulated, ())))
+                if skip:
+                    grads, norm = self.strategy.run(self._replica_accumulated, ())
+                    report["grad_norm"] = self._reduce({"n": norm})["n"]
+                else:
+                    accumulated = self.strategy.run(self._replica_apply_accumulated, ())
+                    report.update(self._reduce(accumulated))
             # grad_norm is identical on every replica: undo the sum.
             report["grad_norm"] = report["grad_norm"] / self.strategy.num_replicas_in_sync
+            loss = tf.add_n([report[n] / safe[n] for n in self.task.losses])
+            finite = tf.math.is_finite(loss)
+            if not self.loss_scaling:
+                finite = tf.logical_and(finite, tf.math.is_finite(report["grad_norm"]))
             step_values = {
                 **{f"sum/{n}": v for n, v in report.items()},
                 **{f"den/{n}": v for n, v in dens.items()},
                 "count": 1.0,
             }
             step_values = {n: tf.cast(v, tf.float32) for n, v in step_values.items()}
+            if skip:
+
+                def apply(grads=grads):
+                    self.strategy.run(apply_fn, (grads,))
+                    return tf.constant(0.0)
+
+                def skip_step():
+                    self.strategy.run(self._replica_skip, ())
+                    return tf.constant(1.0)
+
+                # The same decision on every replica: the loss and the norm are global.
+                step_values = {n: tf.where(finite, v, 0.0) for n, v in step_values.items()}
+                step_values["skipped"] = tf.cond(finite, apply, skip_step)
+            else:
+                # max(_LAST_STEP - step) over the bad steps is the first one: a max, because
+                # the loop's totals start from zeros.
+                at = tf.cast(self.inner_optimizer.iterations, tf.float32)
+                step_values["nonfinite_rank"] = tf.where(finite, 0.0, _LAST_STEP - at)
             totals = (
-                step_values if totals is None else {n: totals[n] + step_values[n] for n in totals}
+                step_values
+                if totals is None
+                else {
+                    n: (tf.maximum if n == "nonfinite_rank" else tf.add)(totals[n], v)
+                    for n, v in step_values.items()
+                }
             )
         return totals
 
@@ -349,8 +430,40 @@ class Trainer:
         values = {name: float(totals[f"sum/{name}"]) / float(dens[name]) for name in keys}
         values["loss"] = sum(values[n] for n in self.task.losses)
         if "sum/grad_norm" in totals:
-            values["grad_norm"] = float(totals["sum/grad_norm"]) / float(totals["count"])
+            values["grad_norm"] = float(totals["sum/grad_norm"]) / max(float(totals["count"]), 1)
         return values
+
+    def _check_finite(self, totals: dict, step: int) -> None:
+        """Raises NonFiniteLoss for a stopped loop; logs the steps a skip_step loop skipped."""
+        rank = totals.pop("nonfinite_rank", 0.0)
+        if rank > 0:
+            first = _LAST_STEP - rank
+            last = self.manager.latest_checkpoint
+            raise NonFiniteLoss(
+                f"the loss or the gradients became NaN/inf at step {int(first)}: stopped, and "
+                f"nothing from that step on was written (last checkpoint: {last or 'none'}); "
+                f"lower --learning_rate, or skip such steps with --on_nonfinite skip_step"
+            )
+        skipped = int(totals.pop("skipped", 0))
+        if skipped:
+            self.log(f"skipped {skipped} step(s) with a NaN/inf loss or gradient (up to {step})")
+
+    def _save(self, step: int) -> str:
+        """Writes checkpoint `step`; a failed write (disk full) removes what it left and
+        raises one line, the earlier checkpoints intact."""
+        import tensorflow as tf
+
+        try:
+            return self.manager.save(checkpoint_number=step)
+        except (tf.errors.OpError, OSError) as e:
+            directory = self.manager.directory
+            clean_temporaries(directory)
+            reason = getattr(e, "message", None) or str(e)
+            raise OSError(
+                f"cannot write checkpoint ckpt-{step} in {directory}: "
+                f"{reason.strip().splitlines()[0] if reason.strip() else type(e).__name__}; "
+                f"the earlier checkpoints are intact"
+            ) from None
 
     def _on_sigterm(self, signum, frame):
         self._preempted = True
@@ -381,6 +494,7 @@ class Trainer:
                 totals = self._train_loop(self.train_iterator, tf.constant(n))
                 totals = {k: v.numpy() for k, v in totals.items()}
                 step = self.step
+                self._check_finite(totals, step)
                 elapsed = time.time() - loop_start
                 last = self._summarize(totals)
                 last["learning_rate"] = float(self.schedule(step))
@@ -399,7 +513,7 @@ class Trainer:
                     or step >= cfg.num_train_steps
                     or self._preempted
                 ):
-                    self.manager.save(checkpoint_number=step)
+                    self._save(step)
                 if (
                     cfg.eval_every
                     and (self.eval_dataset_fn or self.evaluate_fn)
@@ -487,7 +601,7 @@ class Trainer:
         if os.path.exists(record):
             with open(record) as f:
                 previous = json.load(f)
-        if previous is not None and previous["value"] >= value:
+        if previous is not None and previous["value"] >= value or not math.isfinite(value):
             return
         os.makedirs(best_dir, exist_ok=True)
         ckpt = tf.train.Checkpoint(model=self.model)

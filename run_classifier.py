@@ -59,20 +59,13 @@ def _main() -> int:
     from data_pipeline.atomic import write_json
     from data_pipeline.classification import metrics
     from data_pipeline.classification.features import task_features
-    from data_pipeline.tokenization import AlbertTokenizer
 
     logging.set_verbosity(logging.WARNING)
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         raise ValueError("nothing to do: give --do_train, --do_eval and/or --do_predict")
     # Everything is checked before the first write (the feature cache in OUTPUT_DIR/cache).
-    shared_flags.check_classifier_flags()
-    shared_flags.check_output_dir(FLAGS.output_dir)
-    albert_config = shared_flags.albert_config_from_flags()
-    shared_flags.check_sequence_length(albert_config, FLAGS.max_seq_length)
-    tokenizer = AlbertTokenizer(FLAGS.spm_model_file, FLAGS.do_lower_case)
-    shared_flags.check_vocab_size(
-        albert_config, tokenizer.vocab_size, f"--spm_model_file={FLAGS.spm_model_file}"
-    )
+    check = shared_flags.check_classifier_flags
+    albert_config, tokenizer = shared_flags.finetuning_inputs_from_flags(check)
     spec = shared_flags.classification_task_from_flags()
     labels = spec.labels()
     evaluated = spec.dev_splits if FLAGS.do_eval or FLAGS.do_train else []

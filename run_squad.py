@@ -51,22 +51,11 @@ def _predict(model, features, threshold):
     from data_pipeline.squad.data import PREDICTION_KEYS
     from data_pipeline.squad.postprocess import postprocess
 
-    out = predict_logits(
-        model,
-        features.prediction_dataset(FLAGS.predict_batch_size),
-        outputs=("start_logits", "end_logits"),
-        carry=PREDICTION_KEYS,
-    )
-    return postprocess(
-        features.examples,
-        out,
-        out["start_logits"],
-        out["end_logits"],
-        FLAGS.n_best_size,
-        FLAGS.max_answer_length,
-        FLAGS.version_2_with_negative,
-        threshold,
-    )
+    dataset = features.prediction_dataset(FLAGS.predict_batch_size)
+    out = predict_logits(model, dataset, ("start_logits", "end_logits"), carry=PREDICTION_KEYS)
+    v2, sizes = FLAGS.version_2_with_negative, (FLAGS.n_best_size, FLAGS.max_answer_length)
+    logits = (out["start_logits"], out["end_logits"])
+    return postprocess(features.examples, out, *logits, *sizes, v2, threshold)
 
 
 def _main() -> int:
@@ -74,40 +63,23 @@ def _main() -> int:
     from data_pipeline.atomic import write_json
     from data_pipeline.squad import evaluation as squad_eval
     from data_pipeline.squad import scoring
-    from data_pipeline.squad.data import check_version, read_squad, squad_features
+    from data_pipeline.squad.data import read_squad_files, squad_features
     from data_pipeline.squad.postprocess import write_predictions
-    from data_pipeline.tokenization import AlbertTokenizer
 
     v2 = FLAGS.version_2_with_negative
     version = "2.0" if v2 else "1.1"
-    if not (FLAGS.do_train or FLAGS.do_predict or FLAGS.do_eval):
-        raise ValueError("nothing to do: give --do_train, --do_predict and/or --do_eval")
-    if FLAGS.do_train and not FLAGS.train_file:
-        raise ValueError("--do_train needs --train_file")
-    if (FLAGS.do_predict or FLAGS.do_eval) and not FLAGS.predict_file:
-        raise ValueError("--do_predict/--do_eval need --predict_file")
-    if FLAGS.tune_threshold_on and not v2:
-        raise ValueError("--tune_threshold_on is for SQuAD v2.0 (--version_2_with_negative)")
     # Everything is checked before the first write (the feature cache in OUTPUT_DIR/cache).
-    shared_flags.check_squad_flags()
-    shared_flags.check_output_dir(FLAGS.output_dir)
-    albert_config = shared_flags.albert_config_from_flags()
-    shared_flags.check_sequence_length(albert_config, FLAGS.max_seq_length)
-    tokenizer = AlbertTokenizer(FLAGS.spm_model_file, FLAGS.do_lower_case)
-    shared_flags.check_vocab_size(
-        albert_config, tokenizer.vocab_size, f"--spm_model_file={FLAGS.spm_model_file}"
+    check = shared_flags.check_squad_flags
+    albert_config, tokenizer = shared_flags.finetuning_inputs_from_flags(check)
+    predicting = FLAGS.do_predict or FLAGS.do_eval
+    questions = read_squad_files(
+        [
+            (FLAGS.train_file if FLAGS.do_train else None, True),
+            (FLAGS.predict_file if predicting else None, FLAGS.do_eval),
+            (FLAGS.tune_threshold_on, True),
+        ],
+        v2,
     )
-    # Every file's questions, read once; a v2.0 file in v1.1 mode is refused (answers are
-    # needed to train and to score; a file only predicted may lack them).
-    questions = {}
-    for path, needs_answers in (
-        (FLAGS.train_file if FLAGS.do_train else None, True),
-        (FLAGS.predict_file if FLAGS.do_predict or FLAGS.do_eval else None, FLAGS.do_eval),
-        (FLAGS.tune_threshold_on, True),
-    ):
-        if path:
-            questions[path] = questions.get(path) or read_squad(path)
-            check_version(questions[path], path, v2, needs_answers)
     cache = os.path.join(FLAGS.output_dir, "cache")
     windows = (FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
 
@@ -119,21 +91,16 @@ def _main() -> int:
         return found
 
     train = features(FLAGS.train_file, True) if FLAGS.do_train else None
-    predict_set = features(FLAGS.predict_file, False) if FLAGS.do_predict or FLAGS.do_eval else None
+    predict_set = features(FLAGS.predict_file, False) if predicting else None
     tune_set = features(FLAGS.tune_threshold_on, False) if FLAGS.tune_threshold_on else None
 
     steps, warmup = shared_flags.finetuning_schedule(train.count if train else 0)
     trainer_config = shared_flags.trainer_config_from_flags(
         output_dir=FLAGS.output_dir, num_train_steps=steps, num_warmup_steps=warmup
     )
-    train_features = train.count if train else 0
+    recorded = {"version": version, "train_features": train.count if train else 0}
     run = shared_flags.setup_run_from_flags(
-        "run_squad",
-        trainer_config,
-        albert_config,
-        FLAGS.do_train,
-        version=version,
-        train_features=train_features,
+        "run_squad", trainer_config, albert_config, FLAGS.do_train, **recorded
     )
 
     def train_fn(ctx):  # (without --do_train the trainer only builds the model)

@@ -189,6 +189,7 @@ def test_bad_command_lines_are_clear_errors(tmp_path, shared_data):
         f"--output_dir={tmp_path}",
         f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
         f"--albert_config_file={config}",
+        "--max_seq_length=128",  # (the tiny config's positions)
     ]
     train = _slices(shared_data, tmp_path, "v1.1", train=(0, 1))["train"]
     from albert_tf import AlbertConfig, AlbertEncoder, save_checkpoint

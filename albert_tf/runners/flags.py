@@ -79,6 +79,13 @@ def define_trainer_flags(
     )
     f.DEFINE_bool("jit_compile", False, "XLA-compile the per-replica step.")
     f.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and input order.")
+    f.DEFINE_enum(
+        "on_nonfinite",
+        "stop",
+        ["stop", "skip_step"],
+        "A NaN/inf loss or gradient: stop with an error naming the step (nothing from it is "
+        "written), or skip that update and go on (counted in the log).",
+    )
 
 
 def define_finetuning_flags(
@@ -248,7 +255,16 @@ def check_classifier_flags() -> None:
 
 
 def check_squad_flags() -> None:
-    """run_squad.py's flags (check_finetuning_flags and its own): windows and answers."""
+    """run_squad.py's flags (check_finetuning_flags and its own): what to do and on which
+    files, windows and answers."""
+    if not (FLAGS.do_train or FLAGS.do_predict or FLAGS.do_eval):
+        raise ValueError("nothing to do: give --do_train, --do_predict and/or --do_eval")
+    if FLAGS.do_train and not FLAGS.train_file:
+        raise ValueError("--do_train needs --train_file")
+    if (FLAGS.do_predict or FLAGS.do_eval) and not FLAGS.predict_file:
+        raise ValueError("--do_predict/--do_eval need --predict_file")
+    if FLAGS.tune_threshold_on and not FLAGS.version_2_with_negative:
+        raise ValueError("--tune_threshold_on is for SQuAD v2.0 (--version_2_with_negative)")
     check_finetuning_flags(FLAGS.do_train)
     _check_range(("doc_stride", "max_query_length", "n_best_size", "max_answer_length"), 1)
     if FLAGS.max_seq_length < FLAGS.max_query_length + 4:
@@ -326,6 +342,23 @@ def check_records_vocabulary(albert_config, files: list[str]) -> None:
             check_vocab_size(albert_config, meta["vocab_size"], f"{path}: the records' vocabulary")
 
 
+def finetuning_inputs_from_flags(check_flags) -> tuple:
+    """The checks run_classifier and run_squad make before their first write (the feature
+    cache in OUTPUT_DIR/cache): `check_flags()` (the runner's ranges), the output directory,
+    the sequence length against the config's positions and the tokenizer's vocabulary
+    against the config's. Returns (albert_config, tokenizer)."""
+    from data_pipeline.tokenization import AlbertTokenizer
+
+    check_flags()
+    check_output_dir(FLAGS.output_dir)
+    albert_config = albert_config_from_flags()
+    check_sequence_length(albert_config, FLAGS.max_seq_length)
+    tokenizer = AlbertTokenizer(FLAGS.spm_model_file, FLAGS.do_lower_case)
+    spm = f"--spm_model_file={FLAGS.spm_model_file}"
+    check_vocab_size(albert_config, tokenizer.vocab_size, spm)
+    return albert_config, tokenizer
+
+
 def trainer_config_from_flags(
     output_dir: str | None = None,
     num_train_steps: int | None = None,
@@ -353,6 +386,7 @@ def trainer_config_from_flags(
         jit_compile=FLAGS.jit_compile,
         dtype=FLAGS.dtype,
         seed=FLAGS.seed,
+        on_nonfinite=FLAGS.on_nonfinite,
     )
 
 

@@ -123,6 +123,18 @@ def check_version(
             )
 
 
+def read_squad_files(uses, version_2_with_negative: bool) -> dict:
+    """{path: its questions} for `uses` = [(path or None, answers needed)], each file read
+    once and checked with `check_version` (answers are needed to train and to score; a file
+    only predicted may lack them)."""
+    questions: dict = {}
+    for path, answers in uses:
+        if path:
+            questions[path] = questions.get(path) or read_squad(path)
+            check_version(questions[path], path, version_2_with_negative, answers)
+    return questions
+
+
 def is_v2(path: str) -> bool:
     """Whether a SQuAD file has unanswerable questions (v2.0 format)."""
     with open(path, encoding="utf-8") as f:

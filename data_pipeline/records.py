@@ -253,19 +253,44 @@ def fingerprint(source_file: str, tokenizer, **settings) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def complete_records(record_path: str, count: int) -> bool:
+    """Whether `record_path` is exactly `count` whole TFRecords (their length headers are
+    followed to the end of the file; the data itself is not read)."""
+    size = os.path.getsize(record_path)
+    position = records = 0
+    with open(record_path, "rb") as f:
+        while position < size:
+            f.seek(position)
+            header = f.read(8)
+            if len(header) < 8:
+                return False
+            position += 16 + struct.unpack("<Q", header)[0]  # length, 2 CRCs, data
+            records += 1
+    return position == size and records == count
+
+
 def cached_features(path: str, key: str, build, info: dict | None = None) -> tuple[str, int, bool]:
-    """`path`.tfrecord for fingerprint `key`: reused when `path`.json holds the same key,
-    else rebuilt from `build()` (→ feature arrays) atomically. `info` (filled by `build`,
-    e.g. truncation counts) is stored in `path`.json and, on reuse, read back into `info`.
+    """`path`.tfrecord for fingerprint `key`: reused when `path`.json holds the same key and
+    the file holds that many whole records (`complete_records`), else rebuilt from `build()`
+    (→ feature arrays) atomically. `info` (filled by `build`, e.g. truncation counts) is
+    stored in `path`.json and, on reuse, read back into `info`.
     Returns (tfrecord path, number of records, reused?)."""
     record_path, meta_path = path + ".tfrecord", path + ".json"
     if os.path.exists(record_path) and os.path.exists(meta_path):
         with open(meta_path) as f:
             meta = json.load(f)
         if meta.get("fingerprint") == key:
-            if info is not None:
-                info.update(meta.get("info", {}))
-            return record_path, meta["count"], True
+            if complete_records(record_path, meta["count"]):
+                if info is not None:
+                    info.update(meta.get("info", {}))
+                return record_path, meta["count"], True
+            # Records that do not match their metadata (a copy cut short, a full disk) are
+            # rebuilt rather than trusted: tf.data would fail on them mid-training.
+            print(
+                f"note: {record_path} does not hold the {meta['count']:,} records its "
+                f"metadata says: rebuilding",
+                flush=True,
+            )
     features = build()
     count = len(next(iter(features.values())))
     flat = {

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import struct
 
 import numpy as np
 
@@ -191,22 +190,6 @@ class TaskFeatures:
         )
 
 
-def _complete(record_path: str, count: int) -> bool:
-    """Whether `record_path` is exactly `count` whole TFRecords (their length headers are
-    followed to the end of the file; the data itself is not read)."""
-    size = os.path.getsize(record_path)
-    position = records = 0
-    with open(record_path, "rb") as f:
-        while position < size:
-            f.seek(position)
-            header = f.read(8)
-            if len(header) < 8:
-                return False
-            position += 16 + struct.unpack("<Q", header)[0]  # length, 2 CRCs, data
-            records += 1
-    return position == size and records == count
-
-
 def task_features(
     spec,
     split: str,
@@ -258,14 +241,6 @@ def task_features(
 
     base = os.path.join(cache_dir, f"{spec.name}-{split}")
     path, count, reused = cached_features(base, key, build, info)
-    if reused and not _complete(path, count):
-        # A cache whose records do not match its metadata (a copy cut short, a full disk)
-        # is rebuilt rather than trusted: tf.data would fail on it mid-training.
-        print(f"note: {path} does not hold the {count:,} records its metadata says: rebuilding")
-        os.remove(base + ".json")
-        info.clear()
-        info["truncated"] = 0
-        path, count, reused = cached_features(base, key, build, info)
     return TaskFeatures(
         spec.name,
         split,

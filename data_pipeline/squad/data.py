@@ -35,7 +35,6 @@ import dataclasses
 import json
 import os
 import re
-import struct
 import unicodedata
 
 import numpy as np
@@ -535,22 +534,6 @@ class SquadFeatures:
         )
 
 
-def _complete(record_path: str, count: int) -> bool:
-    """Whether `record_path` is exactly `count` whole TFRecords (their length headers are
-    followed to the end of the file; the data itself is not read)."""
-    size = os.path.getsize(record_path)
-    position = records = 0
-    with open(record_path, "rb") as f:
-        while position < size:
-            f.seek(position)
-            header = f.read(8)
-            if len(header) < 8:
-                return False
-            position += 16 + struct.unpack("<Q", header)[0]  # length, 2 CRCs, data
-            records += 1
-    return position == size and records == count
-
-
 def squad_features(
     source: str,
     tokenizer,
@@ -591,12 +574,4 @@ def squad_features(
         )
 
     path, count, reused = cached_features(base, key, build, info)
-    if reused and not _complete(path, count):
-        # A cache whose records do not match its metadata (a copy cut short, a full disk)
-        # is rebuilt rather than trusted: tf.data would fail on it mid-training.
-        print(f"note: {path} does not hold the {count:,} records its metadata says: rebuilding")
-        os.remove(base + ".json")
-        info.clear()
-        info["max_seq_length"] = max_seq_length
-        path, count, reused = cached_features(base, key, build, info)
     return SquadFeatures(source, examples, path, count, info["max_seq_length"], info, reused)

@@ -10,6 +10,13 @@ Normalization (official `preprocess_text`): collapse runs of whitespace and stri
 `` and '' by ", NFKD and drop combining characters (unless `keep_accents`), lowercase
 (when `do_lower_case`). Encoding: SentencePiece pieces, then the official quirk: a piece
 ending in "<digit>," is re-encoded without the comma and the comma stands alone.
+
+Control characters are left to SentencePiece, as in the official code (and Hugging Face's):
+its normalization (nmt_nfkc, ALBERT's) deletes U+0001-0008, U+000E-001B, U+007F, U+008F and
+U+009F and reads U+200B-200F and U+FEFF as spaces (Python's whitespace is a space already).
+The rest, NUL included, are unknown characters: "hello\\x00world" → "▁hell" "o" <unk>
+"world" (a run of unknown characters is one <unk>). Several TensorFlow string ops stop at
+the first NUL; the in-graph path avoids them, so both paths give these ids.
 """
 
 from __future__ import annotations
@@ -236,6 +243,24 @@ class AlbertTokenizer:
         )
 
 
+def _lower_utf8(text):
+    """`tf.strings.lower(text, encoding="utf-8")`, NUL bytes kept: the op stops at the first
+    NUL ("a\\x00B" → "a"), so each NUL-free part is lowered alone and the parts joined again
+    with their NULs (text of any shape)."""
+    import tensorflow as tf
+
+    shape = tf.shape(text)
+    parts = tf.strings.split(tf.reshape(text, [-1]), "\x00")  # [N, (P)]
+    lengths = parts.row_lengths()
+    values = tf.strings.lower(parts.flat_values, encoding="utf-8")
+    last = tf.equal(
+        tf.ragged.range(lengths).flat_values, tf.gather(lengths - 1, parts.value_rowids())
+    )
+    # (reduce_join's separator is an op attribute, cut at a NUL: the NUL goes in a tensor)
+    values = tf.where(last, values, tf.strings.join([values, tf.constant("\x00")]))
+    return tf.reshape(tf.strings.reduce_join(parts.with_flat_values(values), axis=1), shape)
+
+
 class GraphTokenizer:
     """`AlbertTokenizer.encode` as TensorFlow ops (tensorflow-text SentencePiece), for
     tf.data pipelines and SavedModels that take raw strings.
@@ -271,7 +296,7 @@ class GraphTokenizer:
             text = tf_text.normalize_utf8(text, "NFKD")
             text = tf.strings.regex_replace(text, self.combining, "")
         if self.do_lower_case:
-            text = tf.strings.lower(text, encoding="utf-8")
+            text = _lower_utf8(text)
         return text
 
     def tokenize(self, text):

@@ -63,12 +63,18 @@ def _config():
 
 def _finetuned(tmp_path, spm, kind="classifier", **task):
     from albert_tf.serving.finetuned import save_finetuned
-    from albert_tf.modeling.models import AlbertClassifier, AlbertMultipleChoice
+    from albert_tf.modeling.models import (
+        AlbertClassifier,
+        AlbertMultipleChoice,
+        AlbertQuestionAnswering,
+    )
     import keras
 
     keras.utils.set_random_seed(3)
     if kind == "multiple_choice":
         model = AlbertMultipleChoice(_config(), dropout=0.0)
+    elif kind == "squad":
+        model = AlbertQuestionAnswering(_config())
     else:
         model = AlbertClassifier(_config(), 1 if task.get("regression") else 2, dropout=0.0)
     model.build()

@@ -31,6 +31,10 @@ Signatures (batch dimension first; strings are UTF-8, invalid bytes become U+FFF
 Empty strings give [CLS] [SEP] (a defined prediction); text longer than max_seq_length is
 truncated as in training; a SQuAD context longer than one window is windowed in the
 graph with the doc stride (as many windows as the batch's longest context needs).
+Control characters and NUL bytes are tokenized as the Python tokenizer does (see
+`data_pipeline.tokenization`). An empty batch (0 rows) gives empty outputs of the same
+dtypes ([0, L] probabilities, [0] labels, ...). Inputs of one request must have the same
+number of rows, else InvalidArgumentError "text_a has 3 rows but text_b has 2".
 """
 
 from __future__ import annotations
@@ -85,6 +89,30 @@ def truncated_lengths(la, lb, budget):
     return a, b
 
 
+def same_rows(**inputs):
+    """The inputs (in order), after checking that they have the same number of rows: a
+    clear InvalidArgumentError ("text_a has 3 rows but text_b has 2") rather than a shape
+    error deep in the graph, or a one-row input silently broadcast over the batch."""
+    (first, x), *rest = inputs.items()
+    rows = tf.shape(x)[0]
+    checks = []
+    for name, y in rest:
+        other = tf.shape(y)[0]
+        message = tf.strings.format(f"{first} has {{}} rows but {name} has {{}}", (rows, other))
+        checks.append(tf.debugging.Assert(tf.equal(rows, other), [message]))
+    with tf.control_dependencies(checks):
+        return [tf.identity(t) for t in inputs.values()]
+
+
+def at_least_one_row(x):
+    """`x` with one empty row ("" or 0) added when it has none: the model and the span
+    search need a row. Callers cut the outputs back to the request's rows (`[:batch]`),
+    so a non-empty batch computes exactly what it did without this."""
+    missing = tf.maximum(1 - tf.shape(x)[0], 0)
+    paddings = [[0, missing]] + [[0, 0]] * (x.shape.rank - 1)
+    return tf.pad(x, paddings, constant_values="" if x.dtype == tf.string else 0)
+
+
 def _take(ragged, lengths):
     """Row i of `ragged` cut to lengths[i]."""
     keep = tf.ragged.range(ragged.row_lengths()) < tf.cast(lengths, tf.int64)[:, None]
@@ -137,6 +165,7 @@ class _Serving(tf.Module):
     def tokenize(self, text_a, text_b):
         """The model's inputs for (text_a, text_b) as training packs them ("" text_b: a
         single sentence): what a client can compare with its own tokenizer."""
+        text_a, text_b = same_rows(text_a=text_a, text_b=text_b)
         ids = pack(
             self._ids(text_a), self._ids(text_b), self.max_seq_length, self.cls_id, self.sep_id
         )
@@ -168,10 +197,16 @@ class ClassifierServing(_Serving):
         self.text_pair = text_pair
 
     def classify(self, text_a, text_b):
+        text_a, text_b = same_rows(text_a=text_a, text_b=text_b)
+        batch = tf.shape(text_a)[0]
         ids = pack(
-            self._ids(text_a), self._ids(text_b), self.max_seq_length, self.cls_id, self.sep_id
+            self._ids(at_least_one_row(text_a)),
+            self._ids(at_least_one_row(text_b)),
+            self.max_seq_length,
+            self.cls_id,
+            self.sep_id,
         )
-        logits = tf.cast(self._forward(*ids)["logits"], tf.float32)
+        logits = tf.cast(self._forward(*ids)["logits"], tf.float32)[:batch]
         if self.regression:
             return {"score": logits[:, 0]}
         return {
@@ -202,7 +237,17 @@ class ClassifierServing(_Serving):
 
 class MultipleChoiceServing(_Serving):
     def choose(self, passage, question, options):
-        """passage, question [B]; options [B, C] ("" = no such option)."""
+        """passage, question [B]; options [B, C] ("" = no such option). No options at all
+        (C = 0) gives [B, 0] probabilities and choice 0, as a row of "" options does."""
+        passage, question, options = same_rows(passage=passage, question=question, options=options)
+        rows, columns = tf.shape(options)[0], tf.shape(options)[1]
+        # One "" row / option when there are none (cut off the outputs again below).
+        options = tf.pad(
+            options,
+            [[0, tf.maximum(1 - rows, 0)], [0, tf.maximum(1 - columns, 0)]],
+            constant_values="",
+        )
+        passage, question = at_least_one_row(passage), at_least_one_row(question)
         batch, choices = tf.shape(options)[0], tf.shape(options)[1]
         present = tf.strings.length(options) > 0
         # The training text: the question with "_" filled by the option, else appended.
@@ -235,9 +280,9 @@ class MultipleChoiceServing(_Serving):
         shaped = [tf.reshape(x, [batch, choices, self.max_seq_length]) for x in ids]
         logits = tf.cast(self._forward(*shaped)["logits"], tf.float32)
         return {
-            "probabilities": tf.nn.softmax(logits),
-            "logits": logits,
-            "choice": tf.argmax(logits, -1, output_type=tf.int32),
+            "probabilities": tf.nn.softmax(logits)[:rows, :columns],
+            "logits": logits[:rows, :columns],
+            "choice": tf.argmax(logits, -1, output_type=tf.int32)[:rows],
         }
 
     def signatures(self):
@@ -257,6 +302,8 @@ class MultipleChoiceServing(_Serving):
 
 class EncoderServing(_Serving):
     def embed(self, text):
+        batch = tf.shape(text)[0]
+        text = at_least_one_row(text)
         ids = pack(
             self._ids(text),
             self._ids(tf.zeros_like(text)),
@@ -266,16 +313,18 @@ class EncoderServing(_Serving):
         )
         out = self._forward(*ids)
         return {
-            "pooled_output": tf.cast(out["pooled_output"], tf.float32),
-            "sequence_output": tf.cast(out["sequence_output"], tf.float32),
-            "input_mask": ids[1],
+            "pooled_output": tf.cast(out["pooled_output"], tf.float32)[:batch],
+            "sequence_output": tf.cast(out["sequence_output"], tf.float32)[:batch],
+            "input_mask": ids[1][:batch],
         }
 
     def encode(self, input_ids, input_mask, segment_ids):
-        out = self._forward(input_ids, input_mask, segment_ids)
+        ids = same_rows(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids)
+        batch = tf.shape(input_ids)[0]
+        out = self._forward(*(at_least_one_row(x) for x in ids))
         return {
-            "pooled_output": tf.cast(out["pooled_output"], tf.float32),
-            "sequence_output": tf.cast(out["sequence_output"], tf.float32),
+            "pooled_output": tf.cast(out["pooled_output"], tf.float32)[:batch],
+            "sequence_output": tf.cast(out["sequence_output"], tf.float32)[:batch],
         }
 
     def signatures(self):

@@ -8,7 +8,9 @@ ops on a batch:
      cut into pieces (GraphTokenizer, ids equal to the Python tokenizer's). A piece's
      characters in the original word come from the pieces' lengths when normalization
      kept the word's length (ASCII, accents, case: almost every word); otherwise the piece
-     covers its whole word (the runner maps those character by character: "ﬁne", "``").
+     covers its whole word (the runner maps those character by character: "ﬁne", "``",
+     a word with a control character that SentencePiece deletes, "x\\x01y"). NUL bytes
+     are ordinary characters of their word here, as in the runner.
   2. Windows: `[CLS] question [SEP] context window [SEP]`, the question cut to
      `max_query_length` tokens, `max_seq_length - len(question) - 3` context tokens every
      `doc_stride` tokens, as many windows as the longest context of the batch needs.
@@ -25,7 +27,7 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.serving.export import _Serving, valid_utf8
+from albert_tf.serving.export import _Serving, at_least_one_row, same_rows, valid_utf8
 
 
 class SquadServing(_Serving):
@@ -60,10 +62,17 @@ class SquadServing(_Serving):
         """ids, byte starts, byte ends: int32 RaggedTensors [B, (T)]."""
         from data_pipeline.tokenization import SPIECE_UNDERLINE, _whitespace_class
 
-        words, w_begin, _ = tf_text.regex_split_with_offsets(
-            context, _whitespace_class() + "+", ""
+        # regex_split_with_offsets stops at a NUL byte: split a copy whose NULs are \x01
+        # (one byte, not whitespace either), then cut the words out of the context itself.
+        _, w_begin, w_end = tf_text.regex_split_with_offsets(
+            tf.strings.regex_replace(context, "\\x00", "\x01"), _whitespace_class() + "+", ""
         )  # [B, (W)]
-        flat = words.flat_values  # [N]
+        flat = tf.strings.substr(
+            tf.gather(context, w_begin.value_rowids()),
+            w_begin.flat_values,
+            w_end.flat_values - w_begin.flat_values,
+        )  # [N]
+        words = w_begin.with_flat_values(flat)
         pieces = self.tokenizer.tokenize(flat)  # [N, (P)]
         ids = tf.cast(self.tokenizer.sp.string_to_id(pieces), tf.int32)
         piece_chars = tf.strings.length(
@@ -100,7 +109,11 @@ class SquadServing(_Serving):
     # --- 2.-3. windows, model, best span --------------------------------------------------
 
     def answer(self, question, context):
-        question, context = valid_utf8(question), valid_utf8(context)
+        question, context = same_rows(question=question, context=context)
+        rows = tf.shape(question)[0]
+        # An empty request is answered as one ("", "") row, cut off at the end.
+        question = valid_utf8(at_least_one_row(question))
+        context = valid_utf8(at_least_one_row(context))
         S = self.max_seq_length
         q = self.tokenizer(question)[:, : self.max_query_length]  # [B, (Q)]
         ids, starts, ends = self._context_tokens(context)  # [B, (T)]
@@ -207,7 +220,7 @@ class SquadServing(_Serving):
                 "end": tf.where(answered, end_char, -1),
             }
         )
-        return result
+        return {k: v[:rows] for k, v in result.items()}
 
     def signatures(self):
         fn = tf.function(

@@ -269,3 +269,40 @@ def test_classifier_pair_of_different_sizes_is_a_clear_error(classifier, sizes):
     for signature in ("serving_default", "tokenize"):
         with pytest.raises(tf.errors.InvalidArgumentError, match=message):
             loaded.signatures[signature](text_a=a, text_b=b)
+
+
+# --- writing the export ---------------------------------------------------------------------
+
+
+def test_export_refuses_a_locked_directory_and_a_failed_write_leaves_nothing(
+    finetuned, tmp_path, monkeypatch
+):
+    """Two exporters would both pick version N: the second fails at once naming the first.
+    A save that fails (a full disk) is one OSError line and leaves no version, no temporary
+    directory and no lock."""
+    from test_output_lock import _hold
+
+    from albert_tf.serving import export as export_module
+    from data_pipeline.atomic import OutputLocked
+
+    _, directory = finetuned["classifier"]
+    out = tmp_path / "serving"
+    holder = _hold(out)
+    try:
+        with pytest.raises(OutputLocked, match=f"pid {holder.proc.pid}"):
+            export_module.export("classifier", directory, str(out))
+    finally:
+        holder.kill()
+    assert sorted(p.name for p in out.iterdir()) == [".lock"]  # the dead holder's record
+
+    def full_disk(module, path, signatures=None):
+        import os
+
+        os.makedirs(os.path.join(path, "variables"))
+        raise tf.errors.ResourceExhaustedError(None, None, "No space left on device")
+
+    monkeypatch.setattr(tf.saved_model, "save", full_disk)
+    with pytest.raises(OSError, match=r"cannot write the SavedModel .*/1: No space left") as e:
+        export_module.export("classifier", directory, str(out))
+    assert "\n" not in str(e.value)
+    assert sorted(p.name for p in out.iterdir()) == []

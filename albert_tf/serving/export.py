@@ -364,19 +364,28 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None)
     the XLA-compiled elementwise kernels used in training, so that runtimes built without
     XLA (TF Serving by default) run it."""
     from albert_tf.modeling.kernels import portable_kernels
+    from data_pipeline.atomic import output_lock
 
     os.makedirs(export_dir, exist_ok=True)
-    target = next_version_dir(export_dir)
-    tmp = os.path.join(export_dir, f".tmp-{os.path.basename(target)}-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        with portable_kernels():
-            tf.saved_model.save(module, tmp, signatures=module.signatures())
-        if finetuned_dir:
-            shutil.copytree(finetuned_dir, os.path.join(tmp, "assets.extra", "finetuned"))
-        os.replace(tmp, target)
-    finally:
+    # One exporter at a time: two would both pick version N (data_pipeline.atomic locks).
+    with output_lock(export_dir, "albert_tf.serving.export"):
+        target = next_version_dir(export_dir)
+        tmp = os.path.join(export_dir, f".tmp-{os.path.basename(target)}-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            with portable_kernels():
+                tf.saved_model.save(module, tmp, signatures=module.signatures())
+            if finetuned_dir:
+                shutil.copytree(finetuned_dir, os.path.join(tmp, "assets.extra", "finetuned"))
+            os.replace(tmp, target)
+        except (tf.errors.OpError, OSError) as e:  # e.g. a full disk
+            lines = (getattr(e, "message", None) or str(e)).strip().splitlines()
+            reason = lines[0] if lines else type(e).__name__
+            raise OSError(
+                f"cannot write the SavedModel {target}: {reason}; nothing was written there"
+            ) from None
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

@@ -428,6 +428,24 @@ def test_sigkill_resume_with_dropout_is_bit_identical(workdir, reference, strate
     assert ref_first["step"] == first["step"] and ref_first["loss"] != first["loss"]
 
 
+def test_nonfinite_loss_stops_the_run_naming_the_step_and_writes_nothing_from_it(workdir):
+    """--learning_rate 1e6 (LAMB: every update multiplies the weights' scale by ~1e6) makes
+    the loss non-finite within a few steps: exit 1, one line naming the step; every
+    checkpoint written before is finite; no final_metrics.json."""
+    out = workdir / "nan"
+    r = run(base_args(workdir, out, "--learning_rate", 1e6, "--eval_input_file", ""), out)
+    line = error_line(r)
+    step = int(re.search(r"NaN/inf at step (\d+): stopped", line).group(1))
+    assert "--on_nonfinite skip_step" in line
+    assert all(s < step for s in checkpoint_steps(out))
+    for s in checkpoint_steps(out):
+        for key, value in checkpoint_values(str(out / "checkpoints" / f"ckpt-{s}")).items():
+            assert value.dtype.kind != "f" or np.isfinite(value).all(), key
+    assert not (out / "final_metrics.json").exists() and not (out / "best").exists()
+    logged = metrics(out) if (out / "metrics.jsonl").exists() else []
+    assert all(row["step"] < step for row in logged)  # no NaN row logged
+
+
 # --- 4. strategies -----------------------------------------------------------------------------
 
 

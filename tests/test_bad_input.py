@@ -105,6 +105,17 @@ def data(tmp_path_factory):
     )
     files["dev_csv"] = root / "dev.csv"
     files["dev_csv"].write_text("text,label\nba ke,pos\nke ba,neg\nmi no,maybe\nno mi,pos\n")
+    # A checkpoint whose .index was cut short (a copy interrupted), and one whose data file
+    # is gone (a real index, written by TensorFlow).
+    import tensorflow as tf
+
+    (root / "truncated_index").mkdir()
+    (root / "truncated_index" / "ckpt-1.index").write_bytes(b"\x00" * 40)
+    (root / "truncated_index" / "ckpt-1.data-00000-of-00001").write_bytes(b"\x00" * 100)
+    tf.train.Checkpoint(v=tf.Variable([1.0, 2.0])).write(str(root / "missing_data" / "ckpt-1"))
+    os.remove(root / "missing_data" / "ckpt-1.data-00000-of-00001")
+    files["truncated_index"] = root / "truncated_index" / "ckpt-1"
+    files["missing_data"] = root / "missing_data" / "ckpt-1"
     files["squad_v1"] = _squad(root / "train-v1.1.json", impossible=False)
     files["squad_v2"] = _squad(root / "train-v2.0.json", impossible=True)
     return files
@@ -242,6 +253,18 @@ CASES = [
         lambda d, out: _classifier(d, out),
         True,
         "dev.csv:4: label 'maybe' is not one of the training labels ['neg', 'pos']",
+    ),
+    (
+        "classifier_truncated_init_checkpoint",
+        lambda d, out: _classifier(d, out, f"--init_checkpoint={d['truncated_index']}"),
+        True,
+        "ckpt-1 cannot be used: its .index file is unreadable",
+    ),
+    (
+        "pretraining_init_checkpoint_without_data",
+        lambda d, out: _pretraining(d, out, f"--init_checkpoint={d['missing_data']}"),
+        False,
+        "ckpt-1 cannot be used: data files are missing",
     ),
     (
         "squad_zero_steps_per_loop",

@@ -250,3 +250,21 @@ def test_dropout_masks_differ_between_steps_layers_and_calls():
         kept = (m.numpy() != 0).mean()
         assert 0.4 < kept < 0.6 and set(np.unique(m.numpy())) <= {0.0, 2.0}
     assert np.array_equal(layer(x, training=False).numpy(), x.numpy())
+
+
+def test_a_truncated_init_checkpoint_is_one_line(tmp_path):
+    """A data file cut short (the index intact) is found when the weights are read: one
+    CheckpointError line naming the checkpoint, not a DataLossError traceback."""
+    from albert_tf import AlbertEncoder, load_checkpoint, save_checkpoint
+    from albert_tf.checkpoints.own import CheckpointError
+
+    config = tiny_config()
+    encoder = AlbertEncoder(config)
+    encoder.build()
+    prefix = save_checkpoint(encoder, str(tmp_path / "enc"))
+    (data,) = glob.glob(f"{prefix}.data-*")
+    with open(data, "r+b") as f:
+        f.truncate(os.path.getsize(data) // 2)
+    with pytest.raises(CheckpointError, match="is unreadable \\(truncated or corrupt\\?\\)") as e:
+        load_checkpoint(AlbertEncoder(config), str(tmp_path / "enc"))
+    assert "\n" not in str(e.value) and str(tmp_path / "enc") in str(e.value)

@@ -89,10 +89,10 @@ def load_checkpoint(model, path: str) -> LoadReport:
         model.build()
     try:
         return _load(model, prefix)
-    except tf.errors.OpError as e:  # a truncated or corrupt .index / .data file
-        raise CheckpointError(
-            f"{prefix} is unreadable (truncated or corrupt?): {_first_line(e.message)}"
-        ) from None
+    except (tf.errors.OpError, IndexError) as e:  # a truncated or corrupt .index / .data
+        # (TensorFlow's checkpoint reader raises IndexError for a data file cut short)
+        reason = _first_line(e.message if isinstance(e, tf.errors.OpError) else e)
+        raise CheckpointError(f"{prefix} is unreadable (truncated or corrupt?): {reason}") from None
 
 
 def _load(model, prefix: str) -> LoadReport:
@@ -192,7 +192,9 @@ def _load_own(model, prefix: str, present: set[str]) -> LoadReport:
                 f"{prefix} does not fit the model's {name}{config_hint}: {_first_line(e)}"
             ) from None
         except tf.errors.OpError as e:
-            raise CheckpointError(f"{prefix}: {name}: {e.message}") from None
+            raise CheckpointError(
+                f"{prefix} is unreadable (truncated or corrupt?): {name}: {_first_line(e.message)}"
+            ) from None
         restored.append(name)
     return LoadReport(prefix, "albert_tf", restored, missing, not_restored)
 

@@ -224,6 +224,24 @@ def check_trainer_flags(training: bool) -> None:
         _check_range(("learning_rate",), 0, strict=True)
     else:
         _check_range(("learning_rate",), 0)
+    if FLAGS.init_checkpoint:
+        check_init_checkpoint(FLAGS.init_checkpoint)
+
+
+def check_init_checkpoint(path: str) -> None:
+    """ValueError (one line) when --init_checkpoint names no checkpoint, or one whose index
+    does not read or whose data files are missing (a truncated copy); read before anything
+    is written. (A data file cut short is found when the weights are read.)"""
+    from albert_tf.checkpoints.own import resolve_checkpoint
+    from albert_tf.training.resume import unreadable
+
+    try:
+        prefix = resolve_checkpoint(path)
+    except FileNotFoundError as e:
+        raise ValueError(f"--init_checkpoint={path}: {e}") from None
+    why = unreadable(prefix)
+    if why:
+        raise ValueError(f"--init_checkpoint={path}: {prefix} cannot be used: {why}")
 
 
 def check_pretraining_flags() -> None:

@@ -138,8 +138,8 @@ def restore_newest(checkpoint, directory: str, log=print, repair: bool = True) -
                     f"optimizer (written with another config? use a new output_dir): "
                     f"{_first_line(e)}"
                 ) from None
-            except tf.errors.OpError as e:
-                why = f"it does not read ({_first_line(e.message)})"
+            except (tf.errors.OpError, IndexError) as e:  # (a data file cut short)
+                why = f"it does not read ({_first_line(getattr(e, 'message', e))})"
         if why is None:
             for bad in skipped if repair else []:  # a run that cannot resume moves nothing
                 log(f"moved the unreadable {bad} to {quarantine(bad)}")

@@ -457,3 +457,30 @@ def test_truncated_caches_are_rebuilt(data, tmp_path, capsys):
     assert not rebuilt.reused and rebuilt.count == squad.count
     assert "rebuilding" in capsys.readouterr().out
     assert squad_features(str(data["squad_v1"]), tokenizer, cache, 64, 16, 16, True).reused
+
+
+def test_a_nonfinite_fine_tuning_run_writes_no_best_and_no_predictions(data, tmp_path):
+    """--learning_rate 1e30 overflows the weights in the first steps: exit 1 with one line
+    naming the step; no best/, no eval_results.json, no GLUE TSV or probabilities, no
+    checkpoint (today's NaN model is never promoted or used)."""
+    out = tmp_path / "out"
+    test_file = tmp_path / "test.csv"
+    test_file.write_text("text\nba ke\nke ba\n")
+    dev_file = tmp_path / "dev.csv"
+    dev_file.write_text("text,label\nba ke,pos\nke ba,neg\n")
+    run = run_cli(
+        *_classifier(
+            data, out, "--learning_rate=1e30", "--train_step=4", "--steps_per_loop=2",
+            "--do_predict", f"--test_file={test_file}", f"--dev_file={dev_file}",
+            f"--export_dir={tmp_path / 'export'}",
+        ),
+        timeout=240,
+    )  # fmt: skip
+    assert run.returncode == 1, run.report()
+    lines = [line for line in run.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "NaN/inf at step" in lines[0], run.report()
+    assert "Traceback" not in run.stderr
+    written = sorted(p.name for p in out.iterdir())
+    assert not {"best", "eval_results.json", "checkpoints"} & set(written), written
+    assert not list(out.glob("*.tsv")) and not list(out.glob("*.jsonl*")), written
+    assert not (tmp_path / "export").exists()

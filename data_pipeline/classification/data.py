@@ -339,6 +339,7 @@ def read_delimited(
     label_column: str | None = None,
     delimiter: str = ",",
     regression: bool = False,
+    unlabeled: bool = False,
 ) -> list[Example]:
     """Examples from a csv (delimiter ",", CSV quoting) or tsv (delimiter "\\t", split on
     tabs only, as GLUE) file whose first row names the columns.
@@ -347,6 +348,8 @@ def read_delimited(
       text_a_column, text_b_column, label_column: header names; text_b and label optional
         (no label column: labels are None, as for test files).
       regression: labels are parsed as floats.
+      unlabeled: a header without `label_column` is a file without labels (test files),
+        not an error.
     """
     with open(path, "rb") as f:
         data = f.read()
@@ -375,6 +378,8 @@ def read_delimited(
         if name is None:
             continue
         if name not in header:
+            if flag == "label_column" and unlabeled:
+                continue
             raise ValueError(f"{path}:1: {flag}={name!r} is not a column; the header has {header}")
         index[flag] = header.index(name)
     examples = []

@@ -126,6 +126,7 @@ class TaskSpec:
                 self.label_column,
                 "," if self.name == "csv" else "\t",
                 self.regression,
+                unlabeled=split.startswith("test"),
             )
         if self.name == "jsonl":
             return classifier_data.read_jsonl(

@@ -136,6 +136,20 @@ def wait_for(predicate, proc: Cli, what, timeout=TIMEOUT):
         time.sleep(0.01)
 
 
+def sigkill_after_first_checkpoint(args, out, log_prefix, script="run_pretraining.py") -> int:
+    """Starts `args` (writing to `out`), SIGKILLs it as soon as its first checkpoint is
+    complete (its state file written); returns the step of its last checkpoint."""
+    killed = start(args, log_prefix, script=script)
+    try:
+        wait_for((out / "checkpoints" / "checkpoint").exists, killed, "the first checkpoint")
+        killed.proc.send_signal(signal.SIGKILL)
+        killed.wait()
+    finally:
+        killed.kill()
+    assert killed.rc == -signal.SIGKILL, killed.report()
+    return checkpoint_steps(out)[-1]
+
+
 def error_line(r: Cli) -> str:
     """The one `error:` line on stderr of a failed run (exit 1)."""
     assert r.rc == 1, r.report()
@@ -326,19 +340,10 @@ def test_sigkill_then_sigterm_resume_ends_with_the_uninterrupted_weights(workdir
     ref_out, _ = reference
     out = workdir / "interrupted"
     args = base_args(workdir, out)
-    state = out / "checkpoints" / "checkpoint"
 
     # 1) SIGKILL as soon as the first checkpoint is complete (its state file written)
-    killed = start(args, workdir / "killed")
-    try:
-        wait_for(state.exists, killed, "the first checkpoint")
-        killed.proc.send_signal(signal.SIGKILL)
-        killed.wait()
-    finally:
-        killed.kill()
-    assert killed.rc == -signal.SIGKILL, killed.report()
-    steps = checkpoint_steps(out)
-    assert steps and steps[-1] < STEPS, f"the run ended before it could be killed: {steps}"
+    at = sigkill_after_first_checkpoint(args, out, workdir / "killed")
+    assert at < STEPS, f"the run ended before it could be killed: {at}"
 
     # 2) restart; SIGTERM as soon as it says it resumed (its handler is installed by then),
     #    i.e. during its first loop, which ends off the checkpoint schedule
@@ -377,15 +382,9 @@ def _killed_then_resumed(args, workdir, name, script="run_pretraining.py"):
     """Runs `args` into a fresh output dir, SIGKILLs it once its first checkpoint is
     written, restarts it with the same command to the end; returns the output dir."""
     out = workdir / name
-    killed = start([*args, "--output_dir", out], workdir / f"{name}_killed", script=script)
-    try:
-        wait_for((out / "checkpoints" / "checkpoint").exists, killed, "the first checkpoint")
-        killed.proc.send_signal(signal.SIGKILL)
-        killed.wait()
-    finally:
-        killed.kill()
-    assert killed.rc == -signal.SIGKILL, killed.report()
-    at = checkpoint_steps(out)[-1]
+    at = sigkill_after_first_checkpoint(
+        [*args, "--output_dir", out], out, workdir / f"{name}_killed", script
+    )
     assert at < DROPOUT_STEPS, f"the run ended before it could be killed: {at}"
     r = ok(run([*args, "--output_dir", out], workdir / name, script=script))
     assert f"at step {at}" in r.stdout, r.report()
@@ -460,15 +459,7 @@ def test_mirrored_on_two_cpus_matches_the_default_strategy_and_resumes(workdir, 
     driver.write_text(two_cpu_driver("run_pretraining"))
     out = workdir / "mirrored"
     args = base_args(workdir, out, "--strategy", "mirrored")
-    killed = start(args, workdir / "mirrored_killed", script=driver)
-    try:
-        wait_for((out / "checkpoints" / "checkpoint").exists, killed, "the first checkpoint")
-        killed.proc.send_signal(signal.SIGKILL)
-        killed.wait()
-    finally:
-        killed.kill()
-    assert killed.rc == -signal.SIGKILL, killed.report()
-    resumed_at = checkpoint_steps(out)[-1]
+    resumed_at = sigkill_after_first_checkpoint(args, out, workdir / "mirrored_killed", driver)
     assert resumed_at < STEPS
     r = ok(run(args, workdir / "mirrored", script=driver))
     assert f"at step {resumed_at}" in r.stdout, r.report()

@@ -153,7 +153,7 @@ def test_mlm_loss_is_the_official_formula(tmp_path, masked):
     # The loss the step differentiates ...
     task = trainer.task
     dens = {k: tf.constant(v) for k, v in task.denominators(data).items()}
-    loss, _ = trainer._loss(
+    loss, _ = trainer.train_step.loss(
         data, divisors(task.losses, dens, task.denominator_offsets), training=False
     )
     sop = float(divisors(task.losses, dens, {})["sop_loss"])

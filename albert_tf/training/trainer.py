@@ -51,6 +51,7 @@ from collections.abc import Callable
 
 from albert_tf.training.distribution import set_precision, task_output_dir
 from albert_tf.training.resume import clean_temporaries, restore_newest
+from albert_tf.training.step import LAST_STEP, TrainStep
 from albert_tf.training.tasks import Task, divisors
 from data_pipeline.atomic import write_json
 
@@ -92,9 +93,6 @@ class TrainerConfig:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
-
-
-_LAST_STEP = float(1 << 24)  # steps are counted exactly in the loop's float32 totals
 
 
 class Preempted(Exception):
@@ -221,7 +219,17 @@ class Trainer:
             self.untrained = list(report.missing)
         else:
             self.untrained = ["the whole model (no --init_checkpoint, no checkpoint of this run)"]
-        self._train_loop = tf.function(self._loop)
+        self.train_step = TrainStep(
+            task,
+            self.model,
+            self.optimizer,
+            inner,
+            self.variables,
+            self.accumulators,
+            strategy,
+            config,
+        )
+        self._train_loop = tf.function(self.train_step.loop)
         self._eval_step = None
         self._preempted = False
 
@@ -238,186 +246,9 @@ class Trainer:
                 f"(--do_train) or give a fine-tuned checkpoint"
             )
 
-    # --- the per-replica computation --------------------------------------------------------
-
     @property
     def step(self) -> int:
         return int(self.inner_optimizer.iterations.numpy())
-
-    def _loss(self, batch, dens, training=True):
-        outputs = self.task.call_model(self.model, batch, training)
-        report = self.task.terms(batch, outputs)
-        loss = 0.0
-        for name in self.task.losses:
-            loss += report[name] / dens[name]
-        return loss, report
-
-    def _gradients(self, batch, dens, micro=0):
-        import tensorflow as tf
-        from albert_tf.modeling.dropout import dropout_seed, step_seed
-
-        # Dropout masks are a function of (seed, step, micro-batch, replica): a resumed run
-        # draws the masks of an uninterrupted one (albert_tf.modeling.dropout).
-        replica = tf.distribute.get_replica_context().replica_id_in_sync_group
-        seed = step_seed(self.config.seed, self.inner_optimizer.iterations, micro, replica)
-        with tf.GradientTape() as tape, dropout_seed(seed):
-            loss, report = self._loss(batch, dens)
-            scaled = self.optimizer.scale_loss(loss) if self.loss_scaling else loss
-        # Dense gradients: the embedding gather gives IndexedSlices with repeated rows, whose
-        # global norm (and so clipping) would count each repeat separately. A variable the
-        # task does not use (the pooler under a span head) gets a zero gradient.
-        grads = [
-            tf.convert_to_tensor(g) if g is not None else tf.zeros_like(v)
-            for g, v in zip(tape.gradient(scaled, self.variables), self.variables)
-        ]
-        return grads, report
-
-    def _reduce_and_clip(self, grads):
-        """Per-replica gradients → (their all-reduced sum clipped by its global norm, that
-        norm of the unscaled gradients)."""
-        import tensorflow as tf
-
-        ctx = tf.distribute.get_replica_context()
-        grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-        scale = tf.cast(self.optimizer.dynamic_scale, tf.float32) if self.loss_scaling else 1.0
-        # clip(g·s, c·s) = clip(g, c)·s: clipping scaled gradients is exact.
-        grads, norm = tf.clip_by_global_norm(grads, self.config.clip_norm * scale)
-        return grads, norm / scale
-
-    def _replica_apply(self, grads):
-        self.optimizer.apply_gradients(zip(grads, self.variables))
-
-    def _replica_skip(self):
-        """A skipped step (on_nonfinite="skip_step") still counts: the step number, the
-        learning-rate schedule and the input position stay aligned."""
-        self.inner_optimizer.iterations.assign_add(1)
-
-    def _replica_step(self, batch, dens):
-        grads, report = self._gradients(batch, dens)
-        grads, report["grad_norm"] = self._reduce_and_clip(grads)
-        self._replica_apply(grads)
-        return report
-
-    def _replica_gradients(self, batch, dens):
-        """skip_step mode: the step's reduced, clipped gradients; `_loop` applies them only
-        when the step is finite."""
-        grads, report = self._gradients(batch, dens)
-        grads, report["grad_norm"] = self._reduce_and_clip(grads)
-        return grads, report
-
-    def _replica_micro_step(self, batch, dens, micro):
-        grads, report = self._gradients(batch, dens, micro)
-        for acc, g in zip(self.accumulators, grads):
-            acc.assign_add(g)
-        return report
-
-    def _replica_accumulated(self):
-        """The accumulated gradients, reduced and clipped, with their norm; the
-        accumulators are zeroed for the next step."""
-        import tensorflow as tf
-
-        grads, norm = self._reduce_and_clip([acc.read_value() for acc in self.accumulators])
-        for acc in self.accumulators:
-            acc.assign(tf.zeros_like(acc))
-        return grads, norm
-
-    def _replica_apply_accumulated(self):
-        grads, norm = self._replica_accumulated()
-        self._replica_apply(grads)
-        return {"grad_norm": norm}
-
-    # --- the loop ---------------------------------------------------------------------------
-
-    def _reduce(self, per_replica):
-        import tensorflow as tf
-
-        return {
-            k: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
-            for k, v in per_replica.items()
-        }
-
-    def _loop(self, iterator, num_steps):
-        """`num_steps` optimizer steps; returns summed reports and denominators, and
-        `nonfinite_rank` (on_nonfinite="stop"): _LAST_STEP - the first step whose loss or
-        gradient norm was NaN/inf (0 if none), or `skipped` (on_nonfinite="skip_step"): how
-        many such steps were not applied. The check costs nothing extra: the loss and the global
-        norm are reduced values the loop computes anyway, read with the loop's totals."""
-        import tensorflow as tf
-
-        k = self.config.grad_accum_steps
-        jit = self.config.jit_compile
-        step_fn = tf.function(self._replica_step, jit_compile=jit)
-        micro_fn = tf.function(self._replica_micro_step, jit_compile=jit)
-        # With float16 the LossScaleOptimizer already skips overflowing steps (and lowers
-        # its scale); there only a non-finite loss counts.
-        skip = self.config.on_nonfinite == "skip_step" and not self.loss_scaling
-        grads_fn = tf.function(self._replica_gradients, jit_compile=jit)
-        apply_fn = tf.function(self._replica_apply, jit_compile=jit)
-        totals = None
-        for _ in tf.range(num_steps):
-            batches = [next(iterator) for _ in range(k)]
-            dens_parts = [
-                self._reduce(self.strategy.run(self.task.denominators, (b,))) for b in batches
-            ]
-            dens = {key: tf.add_n([d[key] for d in dens_parts]) for key in dens_parts[0]}
-            safe = divisors(self.task.losses, dens, self.task.denominator_offsets)
-            grads = None
-            if k == 1 and skip:
-                grads, report = self.strategy.run(grads_fn, (batches[0], safe))
-                report = self._reduce(report)
-            elif k == 1:
-                report = self._reduce(self.strategy.run(step_fn, (batches[0], safe)))
-            else:
-                parts = [
-                    self._reduce(self.strategy.run(micro_fn, (b, safe, tf.constant(i))))
-                    for i, b in enumerate(batches)
-                ]
-                report = {key: tf.add_n([p[key] for p in parts]) for key in parts[0]}
-                if skip:
-                    grads, norm = self.strategy.run(self._replica_accumulated, ())
-                    report["grad_norm"] = self._reduce({"n": norm})["n"]
-                else:
-                    accumulated = self.strategy.run(self._replica_apply_accumulated, ())
-                    report.update(self._reduce(accumulated))
-            # grad_norm is identical on every replica: undo the sum.
-            report["grad_norm"] = report["grad_norm"] / self.strategy.num_replicas_in_sync
-            loss = tf.add_n([report[n] / safe[n] for n in self.task.losses])
-            finite = tf.math.is_finite(loss)
-            if not self.loss_scaling:
-                finite = tf.logical_and(finite, tf.math.is_finite(report["grad_norm"]))
-            step_values = {
-                **{f"sum/{n}": v for n, v in report.items()},
-                **{f"den/{n}": v for n, v in dens.items()},
-                "count": 1.0,
-            }
-            step_values = {n: tf.cast(v, tf.float32) for n, v in step_values.items()}
-            if skip:
-
-                def apply(grads=grads):
-                    self.strategy.run(apply_fn, (grads,))
-                    return tf.constant(0.0)
-
-                def skip_step():
-                    self.strategy.run(self._replica_skip, ())
-                    return tf.constant(1.0)
-
-                # The same decision on every replica: the loss and the norm are global.
-                step_values = {n: tf.where(finite, v, 0.0) for n, v in step_values.items()}
-                step_values["skipped"] = tf.cond(finite, apply, skip_step)
-            else:
-                # max(_LAST_STEP - step) over the bad steps is the first one: a max, because
-                # the loop's totals start from zeros.
-                at = tf.cast(self.inner_optimizer.iterations, tf.float32)
-                step_values["nonfinite_rank"] = tf.where(finite, 0.0, _LAST_STEP - at)
-            totals = (
-                step_values
-                if totals is None
-                else {
-                    n: (tf.maximum if n == "nonfinite_rank" else tf.add)(totals[n], v)
-                    for n, v in step_values.items()
-                }
-            )
-        return totals
 
     def _summarize(self, totals) -> dict:
         """Loop totals → {name: value}: every term as sum/denominator, averaged grad norm."""
@@ -437,7 +268,7 @@ class Trainer:
         """Raises NonFiniteLoss for a stopped loop; logs the steps a skip_step loop skipped."""
         rank = totals.pop("nonfinite_rank", 0.0)
         if rank > 0:
-            first = _LAST_STEP - rank
+            first = LAST_STEP - rank
             last = self.manager.latest_checkpoint
             raise NonFiniteLoss(
                 f"the loss or the gradients became NaN/inf at step {int(first)}: stopped, and "
@@ -550,7 +381,7 @@ class Trainer:
 
             fn = tf.function(replica_eval, jit_compile=self.config.jit_compile)
             self._eval_step = tf.function(
-                lambda batch: self._reduce(self.strategy.run(fn, (batch,)))
+                lambda batch: self.train_step.reduce(self.strategy.run(fn, (batch,)))
             )
         dataset = self.strategy.distribute_datasets_from_function(self.eval_dataset_fn)
         totals = None

@@ -229,7 +229,13 @@ def test_encoder_embed_and_encode(tmp_path, spm):
     }
     want = encoder(inputs, training=False)
     np.testing.assert_allclose(out["pooled_output"], want["pooled_output"], atol=1e-5)
-    np.testing.assert_allclose(out["sequence_output"], want["sequence_output"], atol=1e-5)
+    # Computed at the request's bucket (16 here, not 32): the real positions are the padded
+    # path's, every padding position is zero.
+    real = inputs["input_mask"][:, :, None].astype(bool)
+    got, expected = out["sequence_output"].numpy(), want["sequence_output"].numpy()
+    assert got.shape == expected.shape == (3, 32, expected.shape[-1])
+    np.testing.assert_allclose(np.where(real, got, 0), np.where(real, expected, 0), atol=1e-5)
+    assert not np.where(real, 0, got).any()
     np.testing.assert_array_equal(out["input_mask"], inputs["input_mask"])
     again = loaded.signatures["encode"](**{k: tf.constant(v) for k, v in inputs.items()})
     np.testing.assert_allclose(again["pooled_output"], want["pooled_output"], atol=1e-5)
@@ -283,3 +289,27 @@ def test_export_command_line_errors(tmp_path, spm):
         f"--export_dir={tmp_path / 'out'}",
     )
     assert run.returncode == 1 and "is not a fine-tuned model directory" in run.stderr
+
+
+def test_pack_pads_a_request_to_its_bucket_not_to_max_seq_length():
+    """The SavedModels compute a request at its longest row rounded up to a bucket; the
+    ids are the max_seq_length packing's first columns, and the rest was padding."""
+    import tensorflow as tf
+    from albert_tf.serving.export import bucket_length, pack
+
+    for longest, max_len, want in [
+        (1, 128, 16), (16, 128, 16), (17, 128, 32), (100, 128, 128), (128, 128, 128),
+        (300, 384, 384), (385, 512, 512), (20, 24, 24), (10, 12, 12),
+    ]:  # fmt: skip
+        assert int(bucket_length(longest, max_len)) == want, (longest, max_len)
+    ids_a = tf.ragged.constant([[5, 6, 7], list(range(10, 50))], tf.int32)
+    ids_b = tf.ragged.constant([[], [9, 9]], tf.int32)
+    short = pack(ids_a[:1], ids_b[:1], 128, 2, 3, length_aware=True)
+    assert tuple(short[0].numpy().shape) == (1, 16)
+    both = pack(ids_a, ids_b, 128, 2, 3, length_aware=True)
+    full = pack(ids_a, ids_b, 128, 2, 3)
+    assert full[0].shape.as_list() == [2, 128]
+    assert both[0].numpy().shape == (2, 64)  # 40 + 2 + 3 special = 45 → 64
+    for got, padded in zip(both, full):
+        np.testing.assert_array_equal(got.numpy(), padded.numpy()[:, :64])
+        assert not padded.numpy()[:, 64:].any()

@@ -119,10 +119,26 @@ def _take(ragged, lengths):
     return tf.ragged.boolean_mask(ragged, keep)
 
 
-def pack(ids_a, ids_b, max_seq_length: int, cls_id: int, sep_id: int):
+# Serving pads a request to its longest row rounded up to one of these lengths (capped at
+# max_seq_length): a short sentence costs what its length costs, and the model's kernels
+# see a handful of shapes rather than one per length.
+SERVING_BUCKETS = (16, 32, 64, 128, 256, 384, 512)
+
+
+def bucket_length(longest, max_seq_length: int):
+    """int32 scalar: the smallest of SERVING_BUCKETS (and max_seq_length) ≥ `longest`."""
+    sizes = sorted({b for b in SERVING_BUCKETS if b < max_seq_length} | {max_seq_length})
+    sizes = tf.constant(sizes, tf.int32)
+    index = tf.searchsorted(sizes, tf.reshape(tf.cast(longest, tf.int32), [1]))[0]
+    return sizes[tf.minimum(index, tf.size(sizes) - 1)]
+
+
+def pack(ids_a, ids_b, max_seq_length: int, cls_id: int, sep_id: int, length_aware=False):
     """`[CLS] a [SEP] (b [SEP])` per row, truncated as in training (`classifier_features.
     _pack`; a row with an empty b is a single sentence). Ragged int32 [B, (.)] →
-    (input_ids, input_mask, segment_ids) int32 [B, max_seq_length]."""
+    (input_ids, input_mask, segment_ids) int32 [B, L]: L = max_seq_length, or with
+    `length_aware` the request's longest row rounded up to a bucket (`bucket_length`;
+    padding beyond a row changes none of its outputs: attention masks it)."""
     la = tf.cast(ids_a.row_lengths(), tf.int32)
     lb = tf.cast(ids_b.row_lengths(), tf.int32)
     has_b = tf.cast(lb > 0, tf.int32)
@@ -137,8 +153,13 @@ def pack(ids_a, ids_b, max_seq_length: int, cls_id: int, sep_id: int):
     ids = tf.concat([one, a, sep, b, sep_b], axis=1)
     first = a_len + 2
     total = first + b_len + has_b
-    positions = tf.range(max_seq_length)[None, :]
-    input_ids = ids.to_tensor(0, shape=[None, max_seq_length])
+    length = bucket_length(tf.reduce_max(total), max_seq_length) if length_aware else None
+    length = max_seq_length if length is None else length
+    positions = tf.range(length)[None, :]
+    dense = ids.to_tensor(0)
+    input_ids = tf.pad(dense, [[0, 0], [0, length - tf.shape(dense)[1]]])
+    if not length_aware:  # (the static shape the tokenize signature has always declared)
+        input_ids = tf.ensure_shape(input_ids, [None, max_seq_length])
     input_mask = tf.cast(positions < total[:, None], tf.int32)
     segment_ids = tf.cast((positions >= first[:, None]) & (positions < total[:, None]), tf.int32)
     return input_ids, input_mask, segment_ids
@@ -205,6 +226,7 @@ class ClassifierServing(_Serving):
             self.max_seq_length,
             self.cls_id,
             self.sep_id,
+            length_aware=True,
         )
         logits = tf.cast(self._forward(*ids)["logits"], tf.float32)[:batch]
         if self.regression:
@@ -274,10 +296,11 @@ class MultipleChoiceServing(_Serving):
             self.max_seq_length,
             self.cls_id,
             self.sep_id,
+            length_aware=True,
         )
         keep = tf.cast(tf.reshape(present, [-1, 1]), tf.int32)
         ids = [ids[0] * keep, ids[1] * keep, ids[2] * keep]
-        shaped = [tf.reshape(x, [batch, choices, self.max_seq_length]) for x in ids]
+        shaped = [tf.reshape(x, [batch, choices, tf.shape(ids[0])[1]]) for x in ids]
         logits = tf.cast(self._forward(*shaped)["logits"], tf.float32)
         return {
             "probabilities": tf.nn.softmax(logits)[:rows, :columns],
@@ -310,12 +333,18 @@ class EncoderServing(_Serving):
             self.max_seq_length,
             self.cls_id,
             self.sep_id,
+            length_aware=True,
         )
         out = self._forward(*ids)
+        # Computed at the request's bucket length, returned at max_seq_length as before;
+        # every padding position (input_mask 0) is a zero vector, whatever the bucket.
+        extra = self.max_seq_length - tf.shape(ids[1])[1]
+        mask = tf.cast(ids[1], tf.float32)[:batch, :, None]
+        sequence = tf.cast(out["sequence_output"], tf.float32)[:batch] * mask
         return {
             "pooled_output": tf.cast(out["pooled_output"], tf.float32)[:batch],
-            "sequence_output": tf.cast(out["sequence_output"], tf.float32)[:batch],
-            "input_mask": ids[1][:batch],
+            "sequence_output": tf.pad(sequence, [[0, 0], [0, extra], [0, 0]]),
+            "input_mask": tf.pad(ids[1][:batch], [[0, 0], [0, extra]]),
         }
 
     def encode(self, input_ids, input_mask, segment_ids):

@@ -189,7 +189,7 @@ CASES = [
         "pretraining_negative_learning_rate",
         lambda d, out: _pretraining(d, out, "--learning_rate=-0.001"),
         False,
-        "error: --learning_rate=-0.001 must be > 0",
+        "error: --learning_rate=-0.001 must be >= 0",
     ),
     (
         "pretraining_negative_warmup",

@@ -200,9 +200,9 @@ def _check_range(names, minimum: int | float, strict: bool = False) -> None:
             raise ValueError(f"--{name}={value} must be {'>' if strict else '>='} {minimum}")
 
 
-def check_trainer_flags(training: bool) -> None:
+def check_trainer_flags() -> None:
     """The trainer's flags and the batch sizes: ValueError (one line, naming the flag)
-    unless each is in range. `training`: the run trains (the learning rate must be > 0)."""
+    unless each is in range; a given --init_checkpoint must be readable."""
     _check_range(
         (
             "train_batch_size",
@@ -220,10 +220,8 @@ def check_trainer_flags(training: bool) -> None:
         ("num_warmup_steps", "eval_every", "weight_decay_rate", "num_gpus", "poly_power"), 0
     )
     _check_range(("clip_norm",), 0, strict=True)
-    if training:
-        _check_range(("learning_rate",), 0, strict=True)
-    else:
-        _check_range(("learning_rate",), 0)
+    # (0 is allowed: a run at learning rate 0 keeps its weights, e.g. to evaluate them.)
+    _check_range(("learning_rate",), 0)
     if FLAGS.init_checkpoint:
         check_init_checkpoint(FLAGS.init_checkpoint)
 
@@ -247,14 +245,14 @@ def check_init_checkpoint(path: str) -> None:
 def check_pretraining_flags() -> None:
     """check_trainer_flags for a pretraining run (it always trains: --num_train_steps >= 1),
     and the record lengths when given."""
-    check_trainer_flags(training=True)
+    check_trainer_flags()
     _check_range(("num_train_steps", "max_seq_length", "max_predictions_per_seq"), 1)
 
 
 def check_finetuning_flags(training: bool) -> None:
     """check_trainer_flags plus the flags every fine-tuning runner shares: step counts
     (0: derived from the epochs), warmup, the sequence length."""
-    check_trainer_flags(training)
+    check_trainer_flags()
     _check_range(("num_train_steps", "train_step", "warmup_step"), 0)
     _check_range(("max_seq_length",), 3)
     if not 0 <= FLAGS.warmup_proportion <= 1:

@@ -42,15 +42,14 @@ def main(argv):
 
 def _predict(model, features):
     """(logits [N, labels or choices], label_ids [N]) of every record of `features` (a
-    TaskFeatures), in file order."""
+    TaskFeatures), in file order (batches grouped by length unless padded to the maximum)."""
     from albert_tf.training.prediction import predict_logits
 
-    out = predict_logits(
-        model,
-        features.dataset(FLAGS.eval_batch_size, drop_remainder=False),
-        carry=("label_ids",),
-        order_by="example_index",
+    length_aware = shared_flags.length_aware_from_flags()
+    batches = features.dataset(
+        FLAGS.eval_batch_size, drop_remainder=False, length_aware=length_aware
     )
+    out = predict_logits(model, batches, carry=("label_ids",), order_by="example_index")
     return out["logits"], out["label_ids"]
 
 

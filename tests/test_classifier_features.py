@@ -107,3 +107,45 @@ def test_multiple_choice_pads_choices_and_fills_blanks(tok, shared_data, tmp_pat
     )
     batch = next(iter(classifier_dataset(path, 8, 512, num_choices=4)))
     np.testing.assert_array_equal(batch["input_ids"].numpy(), f["input_ids"][:8])
+
+
+def test_length_aware_evaluation_gives_the_padded_predictions_in_order(tok, shared_data, tmp_path):
+    """SST-2 dev (872 sentences) through a tiny classifier: batches grouped by length and
+    padded to their bucket give the padded path's logits (within float tolerance) in file
+    order, compute far fewer tokens, use only bucket lengths, and trace a bounded number
+    of forward functions."""
+
+    from albert_tf.modeling.config import AlbertConfig
+    from albert_tf.modeling.models import AlbertClassifier
+    from albert_tf.training.prediction import _forward, predict_logits
+    from data_pipeline.classification.data import label_names, read_task
+
+    examples = read_task(str(shared_data / "glue" / "SST-2"), "sst-2", "dev")
+    features = convert_examples(examples, tok, 128, label_names("sst-2"), {})
+    path, count, _ = cached_features(str(tmp_path / "sst2"), "k", lambda: features)
+    config = AlbertConfig(
+        vocab_size=tok.vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128,
+    )  # fmt: skip
+    model = AlbertClassifier(config, 2)
+    model.build()
+
+    def run(length_aware):
+        ds = classifier_dataset(path, 32, 128, drop_remainder=False, length_aware=length_aware)
+        return ds, predict_logits(model, ds, carry=("label_ids",), order_by="example_index")
+
+    padded_ds, padded = run(False)
+    bucketed_ds, bucketed = run(True)
+    np.testing.assert_allclose(bucketed["logits"], padded["logits"], atol=2e-5)
+    np.testing.assert_array_equal(bucketed["label_ids"], features["label_ids"])
+    shapes = [tuple(b["input_ids"].shape) for b in bucketed_ds]
+    assert sum(s[0] for s in shapes) == count == 872
+    assert {s[1] for s in shapes} <= {16, 32, 64, 128} and len({s[1] for s in shapes}) >= 2
+    computed = sum(s[0] * s[1] for s in shapes)
+    present = int(features["input_mask"].sum())
+    assert computed < 0.6 * count * 128 and computed >= present
+    # reduce_retracing: a few traces for every batch shape of both runs
+    assert _forward(model).experimental_get_tracing_count() <= 4
+    # file order within the first bucketed batch is not file order: the reordering matters
+    first = next(iter(bucketed_ds))["example_index"].numpy()
+    assert not np.array_equal(first, np.arange(len(first)))

@@ -112,6 +112,13 @@ def define_finetuning_flags(
     f.DEFINE_float("warmup_proportion", 0.1, "Warmup as a fraction of training steps.")
     f.DEFINE_integer("warmup_step", 0, "Warmup steps (official flag; overrides the proportion).")
     f.DEFINE_string("export_dir", None, export_help)
+    f.DEFINE_bool(
+        "pad_to_max_seq_length",
+        False,
+        "Evaluate and predict in batches padded to max_seq_length (static shapes, what "
+        "TPUs need; implied by --strategy tpu) instead of batches grouped by length and "
+        "padded to their bucket (run_classifier).",
+    )
 
 
 def define_classification_task_flags() -> None:
@@ -373,6 +380,12 @@ def finetuning_inputs_from_flags(check_flags) -> tuple:
     spm = f"--spm_model_file={FLAGS.spm_model_file}"
     check_vocab_size(albert_config, tokenizer.vocab_size, spm)
     return albert_config, tokenizer
+
+
+def length_aware_from_flags() -> bool:
+    """Whether evaluation and prediction batches are grouped by length and padded to their
+    bucket: not with --pad_to_max_seq_length, nor on TPUs (static shapes)."""
+    return not (FLAGS.pad_to_max_seq_length or FLAGS.strategy == "tpu")
 
 
 def trainer_config_from_flags(

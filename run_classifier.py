@@ -45,10 +45,8 @@ def _predict(model, features):
     TaskFeatures), in file order (batches grouped by length unless padded to the maximum)."""
     from albert_tf.training.prediction import predict_logits
 
-    length_aware = shared_flags.length_aware_from_flags()
-    batches = features.dataset(
-        FLAGS.eval_batch_size, drop_remainder=False, length_aware=length_aware
-    )
+    buckets = shared_flags.length_buckets_from_flags()
+    batches = features.dataset(FLAGS.eval_batch_size, drop_remainder=False, length_buckets=buckets)
     out = predict_logits(model, batches, carry=("label_ids",), order_by="example_index")
     return out["logits"], out["label_ids"]
 
@@ -121,7 +119,13 @@ def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> 
 
     def train_fn(ctx):
         batch = ctx.get_per_replica_batch_size(run.micro_batch)
-        return source.dataset(batch, is_training=True, seed=trainer_config.seed, input_context=ctx)
+        return source.dataset(
+            batch,
+            is_training=True,
+            seed=trainer_config.seed,
+            input_context=ctx,
+            length_buckets=shared_flags.length_buckets_from_flags(),
+        )
 
     def evaluate(model):
         return spec.evaluate({s: _predict(model, f) for s, f in dev.items()})

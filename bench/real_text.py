@@ -1,5 +1,5 @@
 """Evaluation throughput on real dev sets: batches padded to max_seq_length against batches
-grouped by length and padded to their bucket (`classifier_dataset(length_aware=True)`, what
+grouped by length and padded to their bucket (`classifier_dataset(length_buckets=...)`, what
 run_classifier evaluates and predicts with).
 
     python bench/real_text.py [--config base] [--tasks sst-2,mrpc,rte] [--batch 32]
@@ -46,6 +46,7 @@ def main():
     from albert_tf.training.prediction import predict_logits
     from data_pipeline.classification.data import label_names, read_task
     from data_pipeline.classification.features import classifier_dataset, convert_examples
+    from data_pipeline.length_buckets import LENGTH_BUCKETS
     from data_pipeline.records import cached_features
     from data_pipeline.tokenization import AlbertTokenizer
 
@@ -67,7 +68,7 @@ def main():
             for aware in (False, True):
                 ds = classifier_dataset(
                     path, args.batch, args.seq, labels is None, drop_remainder=False,
-                    length_aware=aware,
+                    length_buckets=LENGTH_BUCKETS if aware else None,
                 )  # fmt: skip
                 if aware not in logits:  # warm-up pass (traces), also the reference logits
                     logits[aware] = predict_logits(model, ds, order_by="example_index")["logits"]

@@ -8,6 +8,7 @@ from data_pipeline.classification.features import (
     convert_multiple_choice,
     truncate_pair,
 )
+from data_pipeline.length_buckets import LENGTH_BUCKETS
 from data_pipeline.records import cached_features, fingerprint
 
 
@@ -131,7 +132,8 @@ def test_length_aware_evaluation_gives_the_padded_predictions_in_order(tok, shar
     model.build()
 
     def run(length_aware):
-        ds = classifier_dataset(path, 32, 128, drop_remainder=False, length_aware=length_aware)
+        buckets = LENGTH_BUCKETS if length_aware else None
+        ds = classifier_dataset(path, 32, 128, drop_remainder=False, length_buckets=buckets)
         return ds, predict_logits(model, ds, carry=("label_ids",), order_by="example_index")
 
     padded_ds, padded = run(False)

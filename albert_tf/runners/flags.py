@@ -115,9 +115,15 @@ def define_finetuning_flags(
     f.DEFINE_bool(
         "pad_to_max_seq_length",
         False,
-        "Evaluate and predict in batches padded to max_seq_length (static shapes, what "
-        "TPUs need; implied by --strategy tpu) instead of batches grouped by length and "
-        "padded to their bucket (run_classifier).",
+        "Train, evaluate and predict in batches padded to max_seq_length (static shapes, "
+        "what TPUs need; implied by --strategy tpu) instead of batches grouped by length "
+        "and padded to their bucket (--length_buckets).",
+    )
+    f.DEFINE_string(
+        "length_buckets",
+        "16,32,64,128,256,384,512",
+        "The lengths a batch of similar-length examples is padded to (those below "
+        "max_seq_length, then max_seq_length): one traced shape each.",
     )
 
 
@@ -264,6 +270,10 @@ def check_finetuning_flags(training: bool) -> None:
     _check_range(("max_seq_length",), 3)
     if not 0 <= FLAGS.warmup_proportion <= 1:
         raise ValueError(f"--warmup_proportion={FLAGS.warmup_proportion} must be in [0, 1]")
+    try:
+        length_buckets_from_flags()
+    except ValueError as e:
+        raise ValueError(f"--length_buckets: {e}") from None
     if training and not (FLAGS.train_step or FLAGS.num_train_steps):
         _check_range(("num_train_epochs",), 0, strict=True)
 
@@ -382,10 +392,15 @@ def finetuning_inputs_from_flags(check_flags) -> tuple:
     return albert_config, tokenizer
 
 
-def length_aware_from_flags() -> bool:
-    """Whether evaluation and prediction batches are grouped by length and padded to their
-    bucket: not with --pad_to_max_seq_length, nor on TPUs (static shapes)."""
-    return not (FLAGS.pad_to_max_seq_length or FLAGS.strategy == "tpu")
+def length_buckets_from_flags() -> tuple[int, ...] | None:
+    """The buckets batches are grouped by length into (data_pipeline.length_buckets), or
+    None: batches padded to max_seq_length (--pad_to_max_seq_length, and on TPUs: static
+    shapes)."""
+    from data_pipeline.length_buckets import parse_buckets
+
+    if FLAGS.pad_to_max_seq_length or FLAGS.strategy == "tpu":
+        return None
+    return parse_buckets(FLAGS.length_buckets)
 
 
 def trainer_config_from_flags(

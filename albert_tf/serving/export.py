@@ -46,6 +46,7 @@ import sys
 import tensorflow as tf
 
 from albert_tf.modeling.config import AlbertConfig
+from data_pipeline.length_buckets import bucket_sizes
 
 TASKS = ("classifier", "multiple_choice", "squad", "encoder")
 
@@ -119,16 +120,12 @@ def _take(ragged, lengths):
     return tf.ragged.boolean_mask(ragged, keep)
 
 
-# Serving pads a request to its longest row rounded up to one of these lengths (capped at
-# max_seq_length): a short sentence costs what its length costs, and the model's kernels
-# see a handful of shapes rather than one per length.
-SERVING_BUCKETS = (16, 32, 64, 128, 256, 384, 512)
-
-
 def bucket_length(longest, max_seq_length: int):
-    """int32 scalar: the smallest of SERVING_BUCKETS (and max_seq_length) ≥ `longest`."""
-    sizes = sorted({b for b in SERVING_BUCKETS if b < max_seq_length} | {max_seq_length})
-    sizes = tf.constant(sizes, tf.int32)
+    """int32 scalar: the smallest of `bucket_sizes(max_seq_length)` (the buckets of the
+    training and evaluation batches, data_pipeline.length_buckets) ≥ `longest`. Serving
+    pads a request to it: a short sentence costs what its length costs, and the model's
+    kernels see a handful of shapes rather than one per length."""
+    sizes = tf.constant(bucket_sizes(max_seq_length), tf.int32)
     index = tf.searchsorted(sizes, tf.reshape(tf.cast(longest, tf.int32), [1]))[0]
     return sizes[tf.minimum(index, tf.size(sizes) - 1)]
 

@@ -23,6 +23,7 @@ import os
 
 import numpy as np
 
+from data_pipeline.length_buckets import length_bucketed
 from data_pipeline.records import cached_features, fingerprint, record_dataset
 
 # Bumped when the cached `info` gains a field older caches lack (2: text_pair).
@@ -122,17 +123,17 @@ def classifier_dataset(
     seed: int | None = None,
     input_context=None,
     drop_remainder: bool = True,
-    length_aware: bool = False,
+    length_buckets=None,
 ):
     """Batches of {input_ids, input_mask, segment_ids: int32 [B, S] (or [B, C, S]),
     label_ids: int32 or float32 [B], example_index int32 [B]}.
 
-    `length_aware` (evaluation and prediction; not with is_training): each example is cut
-    to its length (the last 1 of input_mask; for multiple choice the longest choice) and
-    examples of similar length are batched together (tf.data's bucket_by_sequence_length),
-    S being the batch's bucket (16, 32, 64, 128, ... up to max_seq_length): the model
-    computes the tokens that exist, with a few shapes. Batches then come out of file
-    order; `example_index` puts the predictions back (`predict_logits(order_by=...)`)."""
+    `length_buckets` (e.g. data_pipeline.length_buckets.LENGTH_BUCKETS; None: every batch
+    padded to max_seq_length): examples of similar length are batched together, S being
+    the batch's bucket (16, 32, 64, 128, ... up to max_seq_length), so the model computes
+    the tokens that exist, with a few shapes (data_pipeline.length_buckets says how
+    training still shuffles). Batches then come out of file order; `example_index` puts
+    the predictions back (`predict_logits(order_by=...)`)."""
     import tensorflow as tf
 
     shape = [num_choices, max_seq_length] if num_choices else [max_seq_length]
@@ -159,39 +160,19 @@ def classifier_dataset(
     ds = record_dataset(
         record_path, batch_size, parse, is_training, seed, input_context, drop_remainder
     )
-    if not length_aware or is_training:
+    if length_buckets is None:
         return ds
-    return _length_buckets(ds.unbatch(), batch_size, max_seq_length)
-
-
-# Evaluation batches are padded to one of these lengths (capped at max_seq_length).
-LENGTH_BUCKETS = (16, 32, 64, 128, 256, 384, 512)
-SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
-
-
-def _length_buckets(examples, batch_size: int, max_seq_length: int):
-    """Single parsed examples (padded to max_seq_length) → batches grouped by length and
-    padded to their bucket (`classifier_dataset(length_aware=True)`)."""
-    import tensorflow as tf
-
-    def cut(x):
-        mask = tf.reshape(x["input_mask"], [-1, max_seq_length])  # [choices or 1, S]
-        length = tf.reduce_max(tf.reduce_sum(mask, axis=-1))
-        return {k: (v[..., :length] if k in SEQUENCE_FEATURES else v) for k, v in x.items()}
-
-    sizes = sorted({b for b in LENGTH_BUCKETS if b < max_seq_length} | {max_seq_length})
-    # A bucket holds lengths in [boundary_i-1, boundary_i) and is padded to boundary - 1:
-    # boundaries at size + 1 pad to exactly the sizes.
-    return (
-        examples.map(cut, num_parallel_calls=tf.data.AUTOTUNE)
-        .bucket_by_sequence_length(
-            lambda x: tf.shape(x["input_ids"])[-1],
-            [size + 1 for size in sizes],
-            [batch_size] * (len(sizes) + 1),
-            pad_to_bucket_boundary=True,
-        )
-        .prefetch(tf.data.AUTOTUNE)
+    return length_bucketed(
+        ds.unbatch(),
+        batch_size,
+        max_seq_length,
+        SEQUENCE_FEATURES,
+        length_buckets,
+        drop_remainder=drop_remainder or is_training,
     )
+
+
+SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
 
 
 @dataclasses.dataclass(frozen=True)

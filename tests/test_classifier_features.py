@@ -8,7 +8,7 @@ from data_pipeline.classification.features import (
     convert_multiple_choice,
     truncate_pair,
 )
-from data_pipeline.length_buckets import LENGTH_BUCKETS
+from data_pipeline.length_buckets import LENGTH_BUCKETS, bucket_sizes
 from data_pipeline.records import cached_features, fingerprint
 
 
@@ -142,10 +142,10 @@ def test_length_aware_evaluation_gives_the_padded_predictions_in_order(tok, shar
     np.testing.assert_array_equal(bucketed["label_ids"], features["label_ids"])
     shapes = [tuple(b["input_ids"].shape) for b in bucketed_ds]
     assert sum(s[0] for s in shapes) == count == 872
-    assert {s[1] for s in shapes} <= {16, 32, 64, 128} and len({s[1] for s in shapes}) >= 2
+    assert {s[1] for s in shapes} <= set(bucket_sizes(128)) and len({s[1] for s in shapes}) >= 4
     computed = sum(s[0] * s[1] for s in shapes)
     present = int(features["input_mask"].sum())
-    assert computed < 0.6 * count * 128 and computed >= present
+    assert computed < 1.25 * present and computed >= present
     # reduce_retracing: a few traces for every batch shape of both runs
     assert _forward(model).experimental_get_tracing_count() <= 4
     # file order within the first bucketed batch is not file order: the reordering matters

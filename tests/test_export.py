@@ -298,8 +298,9 @@ def test_pack_pads_a_request_to_its_bucket_not_to_max_seq_length():
     from albert_tf.serving.export import bucket_length, pack
 
     for longest, max_len, want in [
-        (1, 128, 16), (16, 128, 16), (17, 128, 32), (100, 128, 128), (128, 128, 128),
-        (300, 384, 384), (385, 512, 512), (20, 24, 24), (10, 12, 12),
+        (1, 128, 16), (16, 128, 16), (17, 128, 32), (100, 128, 112), (113, 128, 128),
+        (128, 128, 128), (300, 384, 320), (321, 384, 384), (385, 512, 448), (20, 24, 24),
+        (10, 12, 12),
     ]:  # fmt: skip
         assert int(bucket_length(longest, max_len)) == want, (longest, max_len)
     ids_a = tf.ragged.constant([[5, 6, 7], list(range(10, 50))], tf.int32)
@@ -309,7 +310,7 @@ def test_pack_pads_a_request_to_its_bucket_not_to_max_seq_length():
     both = pack(ids_a, ids_b, 128, 2, 3, length_aware=True)
     full = pack(ids_a, ids_b, 128, 2, 3)
     assert full[0].shape.as_list() == [2, 128]
-    assert both[0].numpy().shape == (2, 64)  # 40 + 2 + 3 special = 45 → 64
+    assert both[0].numpy().shape == (2, 48)  # 40 + 2 + 3 special = 45 → 48
     for got, padded in zip(both, full):
-        np.testing.assert_array_equal(got.numpy(), padded.numpy()[:, :64])
-        assert not padded.numpy()[:, 64:].any()
+        np.testing.assert_array_equal(got.numpy(), padded.numpy()[:, :48])
+        assert not padded.numpy()[:, 48:].any()

@@ -121,7 +121,7 @@ def define_finetuning_flags(
     )
     f.DEFINE_string(
         "length_buckets",
-        "16,32,64,128,256,384,512",
+        "16,32,48,64,80,96,112,128,160,192,224,256,320,384,448,512",
         "The lengths a batch of similar-length examples is padded to (those below "
         "max_seq_length, then max_seq_length): one traced shape each.",
     )

@@ -130,7 +130,7 @@ def classifier_dataset(
 
     `length_buckets` (e.g. data_pipeline.length_buckets.LENGTH_BUCKETS; None: every batch
     padded to max_seq_length): examples of similar length are batched together, S being
-    the batch's bucket (16, 32, 64, 128, ... up to max_seq_length), so the model computes
+    the batch's bucket (16, 32, 48, ... up to max_seq_length), so the model computes
     the tokens that exist, with a few shapes (data_pipeline.length_buckets says how
     training still shuffles). Batches then come out of file order; `example_index` puts
     the predictions back (`predict_logits(order_by=...)`)."""

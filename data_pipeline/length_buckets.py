@@ -14,10 +14,11 @@ Training order: the records are shuffled (record_dataset's 10,000-example buffer
 epoch anew) and repeated *before* grouping, so each bucket fills in shuffled order (random
 within a bucket) and batches leave in the order their bucket fills (a random interleaving
 of the buckets: a long batch is as likely at step 1 as at step 1,000, in proportion to how
-many long examples there are). Examples waiting in a partly filled bucket at the end of an
-epoch carry over into the next, so no example is dropped or seen twice in an epoch's worth
-of batches except those still waiting at the last step. Every batch is full
-(drop_remainder), as the trainer's global losses and the replicas need.
+many long examples there are). Grouping only delays an example until its bucket fills, so
+every example is seen once per epoch's worth of batches, give or take those waiting in a
+partly filled bucket (fewer than a batch per bucket), which carry over into the next
+epoch; none is dropped. Every batch is full (drop_remainder), as the trainer's global
+losses and the replicas need.
 
 Static shapes (TPUs, `--pad_to_max_seq_length`): don't call this; the padded batches are
 the records as they are.

@@ -236,6 +236,12 @@ CASES = [
         "error: --eval_batch_size=0 must be >= 1",
     ),
     (
+        "classifier_length_buckets_not_increasing",
+        lambda d, out: _classifier(d, out, "--length_buckets=32,16"),
+        True,
+        "error: --length_buckets: length buckets '32,16': expected positive increasing integers",
+    ),
+    (
         "classifier_sequence_longer_than_positions",
         lambda d, out: _classifier(d, out, "--max_seq_length=128"),
         False,

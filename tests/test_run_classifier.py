@@ -423,8 +423,11 @@ def test_fine_tunes_from_a_converted_transformers_checkpoint(tmp_path, shared_da
 
 @pytest.mark.slow
 def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, shared_data):
-    """Two replicas of batch 16 against one device with batch 32: the same training losses
-    and dev metrics (no dropout, so the runs are the same computation)."""
+    """Two replicas of batch 16 against one device with batch 32 in two micro-batches of 16:
+    the same training losses and dev metrics (no dropout, so the runs are the same
+    computation). The batches are grouped by length (the default): each replica, like each
+    micro-batch, gets the next batch of 16 of the one pipeline, padded to its own bucket,
+    so this is also gradient accumulation over batches of different lengths."""
     driver = tmp_path / "driver.py"
     driver.write_text(two_cpu_driver("run_classifier"))
     results = {}
@@ -449,7 +452,7 @@ def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, share
             f"--strategy={strategy}",
             "--do_train",
             "--do_eval",
-        ]
+        ] + (["--grad_accum_steps=2"] if strategy == "default" else [])
         run = run_cli(*cmd)
         assert run.returncode == 0, run.stderr[-2000:]
         replicas = json.loads((out / "run_config.json").read_text())["replicas"]

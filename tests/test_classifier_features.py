@@ -151,3 +151,43 @@ def test_length_aware_evaluation_gives_the_padded_predictions_in_order(tok, shar
     # file order within the first bucketed batch is not file order: the reordering matters
     first = next(iter(bucketed_ds))["example_index"].numpy()
     assert not np.array_equal(first, np.arange(len(first)))
+
+
+def test_length_aware_multiple_choice_gives_the_padded_logits(tok, shared_data, tmp_path):
+    """RACE dev questions (4 choices, max_seq_length 512) through a tiny multiple-choice
+    model: batches cut to the bucket of their longest choice give the padded logits, with
+    the padding choices of 3-option questions still at -1e9."""
+    from albert_tf.modeling.config import AlbertConfig
+    from albert_tf.modeling.models import AlbertMultipleChoice
+    from albert_tf.training.prediction import predict_logits
+    from data_pipeline.classification.data import read_race
+
+    examples = read_race(str(shared_data / "race" / "expmrc-race-dev.json"))
+    full = convert_multiple_choice(examples, tok, 512, num_choices=4)
+    longest = full["input_mask"].sum(axis=2).max(axis=1)  # [N]: each question's longest choice
+    # Most RACE passages fill 512 tokens; keep those that don't, and some that do.
+    keep = np.concatenate([np.flatnonzero(longest < 448)[:40], np.flatnonzero(longest == 512)[:8]])
+    f = {k: v[keep] for k, v in full.items()}
+    examples, longest = [examples[i] for i in keep], longest[keep]
+    path, count, _ = cached_features(str(tmp_path / "race"), "k", lambda: f)
+    config = AlbertConfig(
+        vocab_size=tok.vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64, max_position_embeddings=512,
+    )  # fmt: skip
+    model = AlbertMultipleChoice(config)
+    model.build()
+
+    def run(buckets):
+        ds = classifier_dataset(
+            path, 8, 512, num_choices=4, drop_remainder=False, length_buckets=buckets
+        )
+        return ds, predict_logits(model, ds, order_by="example_index")["logits"]
+
+    _, padded = run(None)
+    bucketed_ds, bucketed = run(LENGTH_BUCKETS)
+    np.testing.assert_allclose(bucketed, padded, atol=2e-5)
+    shapes = [tuple(b["input_ids"].shape) for b in bucketed_ds]
+    assert {s[1] for s in shapes} == {4} and sum(s[0] for s in shapes) == count
+    assert {s[2] for s in shapes} <= set(bucket_sizes(512)) and min(s[2] for s in shapes) < 512
+    assert sum(s[0] * s[2] for s in shapes) < longest.sum() + count * 64
+    assert (padded < -1e8).sum() == (bucketed < -1e8).sum()

@@ -113,6 +113,7 @@ def _main() -> int:
                 seed=trainer_config.seed,
                 dynamic_masker=masker,
                 special_ids=(tokenizer.cls_id, tokenizer.sep_id) if masker else None,
+                length_buckets=shared_flags.length_buckets_from_flags() if training else None,
             )
 
         return fn

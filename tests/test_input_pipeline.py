@@ -279,3 +279,41 @@ def test_dynamic_masking_iterator_checkpoints_and_resumes_in_place(corpus_record
     got = next(resumed)
     np.testing.assert_array_equal(got["token_boundary"], expected["token_boundary"])
     np.testing.assert_array_equal(got["segment_ids"], expected["segment_ids"])
+
+
+@pytest.mark.parametrize("kind", ["static", "dynamic"])
+def test_length_buckets_cut_instances_to_their_bucket(corpus_records, kind):
+    """`length_buckets` (run_pretraining --length_buckets): full batches of a bucket's
+    length holding the instances' tokens and masks unchanged (masked positions inside the
+    cut), against the records' token count."""
+    from data_pipeline.pretraining.input_pipeline import pretraining_dataset
+    from data_pipeline.pretraining.masking import NgramMasker
+    from data_pipeline.tokenization import AlbertTokenizer
+
+    files = os.path.join(corpus_records[kind], "*.tfrecord")
+    tok = AlbertTokenizer(corpus_records["spm"])
+    masker = None
+    if kind == "dynamic":
+        masker = NgramMasker.from_tokenizer(tok, max_predictions_per_seq=PREDS)
+    ds = pretraining_dataset(
+        files, 8, SEQ, PREDS, seed=1, dynamic_masker=masker, length_buckets=(16, 32, 48),
+        special_ids=(tok.cls_id, tok.sep_id),
+    )  # fmt: skip
+    records = {_ids(e)[: sum(_ids(e, "input_mask"))] for e in _all_records(corpus_records[kind])}
+    lengths = set()
+    for batch in (b for _, b in zip(range(40), ds)):
+        ids, mask = batch["input_ids"].numpy(), batch["input_mask"].numpy()
+        length = ids.shape[1]
+        lengths.add(length)
+        assert ids.shape[0] == 8 and length in (16, 32, 48, SEQ)
+        assert batch["masked_lm_positions"].shape == (8, PREDS)
+        longest = mask.sum(axis=1).max()
+        assert longest <= length and (length == 16 or longest > length - 16)
+        for row, m in zip(ids, mask):
+            if kind == "static":
+                assert tuple(int(x) for x in row[: m.sum()]) in records
+        positions = batch["masked_lm_positions"].numpy()
+        weights = batch["masked_lm_weights"].numpy()
+        lengths_of_rows = np.repeat(mask.sum(axis=1, keepdims=True), PREDS, axis=1)
+        assert (positions[weights > 0] < lengths_of_rows[weights > 0]).all()
+    assert len(lengths) >= 2, lengths

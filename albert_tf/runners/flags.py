@@ -260,6 +260,14 @@ def check_pretraining_flags() -> None:
     and the record lengths when given."""
     check_trainer_flags()
     _check_range(("num_train_steps", "max_seq_length", "max_predictions_per_seq"), 1)
+    _check_length_buckets()
+
+
+def _check_length_buckets() -> None:
+    try:
+        length_buckets_from_flags()
+    except ValueError as e:
+        raise ValueError(f"--length_buckets: {e}") from None
 
 
 def check_finetuning_flags(training: bool) -> None:
@@ -270,10 +278,7 @@ def check_finetuning_flags(training: bool) -> None:
     _check_range(("max_seq_length",), 3)
     if not 0 <= FLAGS.warmup_proportion <= 1:
         raise ValueError(f"--warmup_proportion={FLAGS.warmup_proportion} must be in [0, 1]")
-    try:
-        length_buckets_from_flags()
-    except ValueError as e:
-        raise ValueError(f"--length_buckets: {e}") from None
+    _check_length_buckets()
     if training and not (FLAGS.train_step or FLAGS.num_train_steps):
         _check_range(("num_train_epochs",), 0, strict=True)
 
@@ -398,7 +403,8 @@ def length_buckets_from_flags() -> tuple[int, ...] | None:
     shapes)."""
     from data_pipeline.length_buckets import parse_buckets
 
-    if FLAGS.pad_to_max_seq_length or FLAGS.strategy == "tpu":
+    padded = "pad_to_max_seq_length" in FLAGS and FLAGS.pad_to_max_seq_length
+    if padded or FLAGS.strategy == "tpu" or not FLAGS.length_buckets:
         return None
     return parse_buckets(FLAGS.length_buckets)
 
@@ -500,6 +506,14 @@ def define_pretraining_flags() -> None:
         "spm_model_file",
         None,
         "SentencePiece model of the records (needed for dynamic masking and --export_dir).",
+    )
+    flags.DEFINE_string(
+        "length_buckets",
+        "",
+        "Train on batches of instances grouped by length and padded to these lengths "
+        "(e.g. 128,256,384; max_seq_length is always one) instead of max_seq_length: for "
+        "corpora whose documents are short (the last instance of a document, and "
+        "short_seq_prob's, are short). Off by default (static shapes, as the official code).",
     )
     flags.DEFINE_string(
         "export_dir",

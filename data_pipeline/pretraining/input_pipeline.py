@@ -16,7 +16,11 @@ Order of operations (what TPU pods and multi-worker runs need):
    `masking.NgramMasker`, the writer's own implementation, with a generator seeded by
    (seed, input pipeline, batch number), so every epoch draws new masks and a run is
    reproducible.
-5. Prefetched.
+5. Optionally (`length_buckets`, training only) regrouped into batches of similar length,
+   each padded to its bucket (data_pipeline.length_buckets): a corpus of short documents
+   has many instances far below max_seq_length (every document's last one, and
+   short_seq_prob's). Off by default: static shapes, as the official code.
+6. Prefetched.
 
 Records of the official tool, which have no `token_boundary`, are read as well (the
 feature defaults to zeros; dynamic masking needs it and says so).
@@ -64,6 +68,7 @@ def pretraining_dataset(
     shuffle_buffer: int = 10_000,
     cycle_length: int = 8,
     keep_token_boundary: bool = False,
+    length_buckets=None,
 ):
     """Batches of pretraining features.
 
@@ -79,6 +84,8 @@ def pretraining_dataset(
         --dynamic_masking), or None when the records carry masks.
       special_ids: ids never masked besides padding ([CLS], [SEP]) for dynamic masking.
       keep_token_boundary: also return `token_boundary` [B, S].
+      length_buckets: group instances by length into batches padded to these lengths
+        (data_pipeline.length_buckets; S is then the batch's bucket), or None.
 
     Returns a `tf.data.Dataset` of dicts: input_ids, input_mask, segment_ids [B, S];
     masked_lm_positions, masked_lm_ids [B, P] int32; masked_lm_weights [B, P] float32;
@@ -138,6 +145,13 @@ def pretraining_dataset(
         )
     keep = MODEL_FEATURES + (("token_boundary",) if keep_token_boundary else ())
     ds = ds.map(lambda f: {k: f[k] for k in keep if k in f})
+    if length_buckets is not None:
+        from data_pipeline.length_buckets import length_bucketed
+
+        sequences = ("input_ids", "input_mask", "segment_ids", "token_boundary")
+        return length_bucketed(
+            ds.unbatch(), batch_size, max_seq_length, sequences, length_buckets, True
+        )
     return ds.prefetch(tf.data.AUTOTUNE)
 
 

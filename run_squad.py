@@ -9,7 +9,9 @@
 Features (data_pipeline.squad.data): `[CLS] question [SEP] context window [SEP]`,
 `--max_seq_length` 384, `--doc_stride` 128, `--max_query_length` 64, answers mapped to
 tokens at the character level through ALBERT's normalization; cached as TFRecords in
-OUTPUT_DIR/cache. Head: start/end logits; v2.0 scores "no answer" BERT-style with the
+OUTPUT_DIR/cache. Training and prediction batches are grouped by length and padded to
+their bucket (`--length_buckets`; `--pad_to_max_seq_length` or `--strategy tpu`: all of
+max_seq_length). Head: start/end logits; v2.0 scores "no answer" BERT-style with the
 [CLS] logits (data_pipeline.squad.postprocess). Outputs: predictions.json,
 nbest_predictions.json, and for v2.0 null_odds.json. `--do_eval` scores the predictions
 exactly as the official evaluation script of the version (data_pipeline.squad.evaluation) into
@@ -46,13 +48,23 @@ def main(argv):
 
 
 def _predict(model, features, threshold):
-    """(predictions, nbest, null_odds) for the questions of `features` (SquadFeatures)."""
+    """(predictions, nbest, null_odds) for the questions of `features` (SquadFeatures),
+    predicted in batches grouped by length unless padded to the maximum."""
     from albert_tf.training.prediction import predict_logits
-    from data_pipeline.squad.data import PREDICTION_KEYS
+    from data_pipeline.squad.data import PER_TOKEN_FILL, PREDICTION_KEYS
     from data_pipeline.squad.postprocess import postprocess
 
-    dataset = features.prediction_dataset(FLAGS.predict_batch_size)
-    out = predict_logits(model, dataset, ("start_logits", "end_logits"), carry=PREDICTION_KEYS)
+    buckets = shared_flags.length_buckets_from_flags()
+    dataset = features.prediction_dataset(FLAGS.predict_batch_size, buckets)
+    out = predict_logits(
+        model,
+        dataset,
+        ("start_logits", "end_logits"),
+        carry=PREDICTION_KEYS,
+        order_by="feature_index",
+        per_token=PER_TOKEN_FILL,
+        length=features.max_seq_length,
+    )
     v2, sizes = FLAGS.version_2_with_negative, (FLAGS.n_best_size, FLAGS.max_answer_length)
     logits = (out["start_logits"], out["end_logits"])
     return postprocess(features.examples, out, *logits, *sizes, v2, threshold)
@@ -105,8 +117,13 @@ def _main() -> int:
 
     def train_fn(ctx):  # (without --do_train the trainer only builds the model)
         batch = ctx.get_per_replica_batch_size(run.micro_batch)
-        seed = trainer_config.seed
-        return (train or predict_set).dataset(batch, is_training=True, seed=seed, input_context=ctx)
+        return (train or predict_set).dataset(
+            batch,
+            is_training=True,
+            seed=trainer_config.seed,
+            input_context=ctx,
+            length_buckets=shared_flags.length_buckets_from_flags(),
+        )
 
     def evaluate_fn(model):
         predictions = _predict(model, predict_set, FLAGS.null_score_diff_threshold)[0]

@@ -97,6 +97,23 @@ def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
     report = json.loads((out / "eval_results.json").read_text())
     with open(files["dev"]) as f:
         assert report["scores"] == squad_eval.evaluate(json.load(f), predictions)
+    # Predicted in batches padded to max_seq_length (static shapes, as on TPUs) rather than
+    # grouped by length: the same answers (the fine-tuned model the export holds).
+    padded = tmp_path / "padded"
+    _run(
+        tmp_path,
+        shared_data,
+        padded,
+        f"--init_checkpoint={export / '1' / 'assets.extra' / 'finetuned'}",
+        f"--predict_file={files['dev']}",
+        "--do_predict",
+        "--pad_to_max_seq_length",
+    )
+    assert json.loads((padded / "predictions.json").read_text()) == predictions
+    padded_nbest = json.loads((padded / "nbest_predictions.json").read_text())
+    assert {q: [c["text"] for c in v] for q, v in padded_nbest.items()} == {
+        q: [c["text"] for c in v] for q, v in nbest.items()
+    }
     # The SavedModel, in a fresh process, answers every question exactly as the runner.
     served = client(
         tmp_path,

@@ -226,3 +226,135 @@ def test_oracle_logits_score_almost_100(tokenizer, shared_data, name):
         assert predictions_at_threshold(nbest, null_odds, 0.0) == preds
     for _qid, candidates in list(nbest.items())[:50]:
         assert abs(sum(c["probability"] for c in candidates) - 1) < 1e-5
+
+
+# --- batches grouped by length ------------------------------------------------------------
+
+
+def _tiny_qa(vocab_size, max_position_embeddings=384):
+    import keras
+
+    from albert_tf.modeling.config import AlbertConfig
+    from albert_tf.modeling.models import AlbertQuestionAnswering
+
+    keras.utils.set_random_seed(5)
+    config = AlbertConfig(
+        vocab_size=vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=max_position_embeddings,
+    )  # fmt: skip
+    model = AlbertQuestionAnswering(config)
+    model.build()
+    return model
+
+
+def test_length_aware_prediction_gives_the_padded_logits_and_answers(tok, shared_data, tmp_path):
+    """60 questions of SQuAD v1.1 dev (every 8th of the first 480: paragraphs of many
+    lengths; 86 windows of 384/128/64, 94 to 384 tokens) through a tiny model,
+    as run_squad predicts: batches grouped by length and padded to their bucket give the
+    padded path's start/end logits on every token (within float tolerance), in feature
+    order, and the same answers; they use only bucket lengths, compute far fewer tokens,
+    and trace a bounded number of forward functions. Training batches are full and
+    length-grouped too, their labels inside the window."""
+    from albert_tf.training.prediction import _forward, predict_logits
+    from data_pipeline.length_buckets import LENGTH_BUCKETS, bucket_sizes
+    from data_pipeline.squad.data import PER_TOKEN_FILL, PREDICTION_KEYS, squad_features
+
+    source = str(shared_data / "squad" / "dev-v1.1.json")
+    examples = read_squad(source)[:480:8]
+    features = squad_features(source, tok, str(tmp_path), 384, 128, 64, False, examples)
+    model = _tiny_qa(tok.vocab_size)
+
+    def run(buckets):
+        ds = features.prediction_dataset(16, length_buckets=buckets)
+        out = predict_logits(
+            model, ds, ("start_logits", "end_logits"), carry=PREDICTION_KEYS,
+            order_by="feature_index", per_token=PER_TOKEN_FILL, length=384,
+        )  # fmt: skip
+        answers = postprocess(examples, out, out["start_logits"], out["end_logits"])
+        return ds, out, answers
+
+    padded_ds, padded, padded_answers = run(None)
+    bucketed_ds, bucketed, bucketed_answers = run(LENGTH_BUCKETS)
+    mask = np.concatenate([b["input_mask"].numpy() for b in padded_ds]).astype(bool)
+    assert bucketed["start_logits"].shape == (features.count, 384)
+    for side in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(bucketed[side][mask], padded[side][mask], atol=1e-5)
+        assert (bucketed[side][~mask] <= -1e4 + 10).all()  # padding, as the model gives it
+    for key in PREDICTION_KEYS:
+        np.testing.assert_array_equal(bucketed[key], padded[key])
+    assert bucketed_answers[0] == padded_answers[0] and len(padded_answers[0]) == 60
+    assert [[c["text"] for c in v] for v in bucketed_answers[1].values()] == [
+        [c["text"] for c in v] for v in padded_answers[1].values()
+    ]
+    shapes = [tuple(b["input_ids"].shape) for b in bucketed_ds]
+    assert sum(s[0] for s in shapes) == features.count
+    assert {s[1] for s in shapes} <= set(bucket_sizes(384)) and len({s[1] for s in shapes}) >= 2
+    # Every window is computed at its own bucket: 0.80 of the padded tokens here.
+    lengths = mask.sum(axis=1)
+    own = sum(min(b for b in bucket_sizes(384) if b >= n) for n in lengths)
+    assert sum(s[0] * s[1] for s in shapes) == own < 0.85 * features.count * 384
+    assert _forward(model).experimental_get_tracing_count() <= 4
+    first = next(iter(bucketed_ds))["feature_index"].numpy()
+    assert not np.array_equal(first, np.arange(len(first)))  # the reordering matters
+    train = squad_features(source, tok, str(tmp_path), 384, 128, 64, True, examples)
+    for batch in train.dataset(8, is_training=True, seed=1, length_buckets=LENGTH_BUCKETS).take(6):
+        length = batch["input_ids"].shape[1]
+        assert batch["input_ids"].shape[0] == 8 and length in bucket_sizes(384)
+        assert batch["segment_ids"].shape == batch["input_mask"].shape == (8, length)
+        assert (batch["end_positions"].numpy() < batch["input_mask"].numpy().sum(1)).all()
+
+
+def test_serving_answers_on_bucketed_windows_as_on_padded_ones(tok, shared_data, tmp_path):
+    """SquadServing runs the model on the windows cut to the request's bucket and pads the
+    logits back: the answers, offsets, scores and v2.0 null odds equal those of the
+    windows padded to max_seq_length, for short paragraphs (one window, a short bucket)
+    and a batch whose long context needs several windows; so does the SavedModel."""
+    import tensorflow as tf
+
+    from albert_tf.serving.squad import SquadServing
+    from data_pipeline.length_buckets import bucket_sizes
+
+    examples = read_squad(str(shared_data / "squad" / "dev-v1.1.json"))[:40:4]
+    spm = str(shared_data / "spm" / "de-30k-clean.model")
+    model = _tiny_qa(tok.vocab_size, 128)
+    lengths = []
+
+    class Spy:  # the model, noting the length it is called with
+        def __call__(self, inputs, training=False):
+            lengths.append(int(inputs["input_ids"].shape[1]))
+            return model(inputs, training=training)
+
+    info = {"version_2_with_negative": True, "doc_stride": 48, "max_query_length": 24}
+    modules = {
+        aware: SquadServing(Spy(), spm, True, 128, info, length_aware=aware)
+        for aware in (False, True)
+    }
+    questions = [e.question for e in examples]
+    short = ["Ada Lovelace wrote the first program.", "Paris is the capital of France."]
+    requests = [  # short paragraphs only; SQuAD paragraphs (several windows of 128)
+        (tf.constant(["who wrote it?", "what is Paris?"]), tf.constant(short)),
+        (tf.constant(questions), tf.constant([e.context for e in examples])),
+    ]
+    for question, context in requests:
+        lengths.clear()
+        padded = modules[False].answer(question, context)
+        bucketed = modules[True].answer(question, context)
+        assert lengths[0] == 128 and lengths[1] in bucket_sizes(128)
+        for key in ("answer", "start", "end"):
+            np.testing.assert_array_equal(bucketed[key].numpy(), padded[key].numpy())
+        for key in ("score", "null_odds", "no_answer_probability"):
+            np.testing.assert_allclose(bucketed[key].numpy(), padded[key].numpy(), atol=1e-5)
+    assert lengths[1] == 128 and bucketed["answer"].shape == (10,)
+    lengths.clear()
+    modules[True].answer(*requests[0])
+    assert lengths[0] < 64  # two sentences: a short bucket
+    path = str(tmp_path / "served")
+    module = SquadServing(model, spm, True, 128, info)
+    tf.saved_model.save(module, path, signatures=module.signatures())
+    served = tf.saved_model.load(path).signatures["serving_default"]
+    for question, context in requests:
+        got = served(question=question, context=context)
+        want = modules[False].answer(question, context)
+        np.testing.assert_array_equal(got["answer"].numpy(), want["answer"].numpy())
+        np.testing.assert_allclose(got["null_odds"].numpy(), want["null_odds"].numpy(), atol=1e-5)

@@ -14,9 +14,13 @@ ops on a batch:
   2. Windows: `[CLS] question [SEP] context window [SEP]`, the question cut to
      `max_query_length` tokens, `max_seq_length - len(question) - 3` context tokens every
      `doc_stride` tokens, as many windows as the longest context of the batch needs.
-  3. The model scores every window; the answer is the best start + end logit over pairs
-     of the `n_best_size` best starts and ends of each window (context tokens only, the
-     window giving the start token its most context, at most `max_answer_length` tokens).
+  3. The model scores every window, the windows cut to the request's bucket: the
+     smallest of the training buckets (data_pipeline.length_buckets, `bucket_length`)
+     that holds the longest window, so a short paragraph costs what its length costs
+     (`length_aware=False`: all `max_seq_length` columns; the answers are the same). The
+     answer is the best start + end logit over pairs of the `n_best_size` best starts
+     and ends of each window (context tokens only, the window giving the start token its
+     most context, at most `max_answer_length` tokens).
      v2.0: null score = the smallest [CLS] start + end logit over the windows;
      null_odds = null score − best span score; no answer when null_odds > the threshold,
      and `no_answer_probability` = sigmoid(null_odds), the n-best softmax of the two.
@@ -27,7 +31,13 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.serving.export import _Serving, at_least_one_row, same_rows, valid_utf8
+from albert_tf.serving.export import (
+    _Serving,
+    at_least_one_row,
+    bucket_length,
+    same_rows,
+    valid_utf8,
+)
 
 
 class SquadServing(_Serving):
@@ -43,8 +53,10 @@ class SquadServing(_Serving):
         max_answer_length: int | None = None,
         n_best_size: int | None = None,
         null_score_diff_threshold: float | None = None,
+        length_aware: bool = True,
     ):
         super().__init__(model, spm_model_file, do_lower_case, max_seq_length)
+        self.length_aware = length_aware
         self.doc_stride = doc_stride or info.get("doc_stride", 128)
         self.max_query_length = max_query_length or info.get("max_query_length", 64)
         self.max_answer_length = max_answer_length or info.get("max_answer_length", 30)
@@ -166,13 +178,21 @@ class SquadServing(_Serving):
             -1e9,
         )
         max_ctx = tf.equal(tf.argmax(score, axis=-1, output_type=tf.int32), k[:, :, None])
-        flat = lambda x: tf.reshape(x, [-1, S])  # noqa: E731
-        out = self._forward(flat(input_ids), flat(input_mask), flat(segment_ids))
-        shape = tf.shape(input_ids)
-        start_logits = tf.reshape(tf.cast(out["start_logits"], tf.float32), shape)
-        end_logits = tf.reshape(tf.cast(out["end_logits"], tf.float32), shape)
-        context_ok = in_doc & valid[:, :, None]
         neg = tf.constant(-1e30)
+        # The model sees the windows cut to the request's bucket (every position beyond the
+        # longest window is padding: no output changes); its logits come back padded to S
+        # with `neg`, positions that are no context token and are never chosen.
+        L = bucket_length(tf.reduce_max(total), S) if self.length_aware else S
+        flat = lambda x: tf.reshape(x[:, :, :L], [-1, L])  # noqa: E731
+        out = self._forward(flat(input_ids), flat(input_mask), flat(segment_ids))
+        shape = tf.concat([tf.shape(input_ids)[:2], [L]], 0)
+        back = lambda x: tf.pad(  # noqa: E731
+            tf.reshape(tf.cast(x, tf.float32), shape),
+            [[0, 0], [0, 0], [0, S - L]],
+            constant_values=neg,
+        )
+        start_logits, end_logits = back(out["start_logits"]), back(out["end_logits"])
+        context_ok = in_doc & valid[:, :, None]
         n = tf.minimum(self.n_best_size, S)
         s_val, s_idx = tf.math.top_k(tf.where(context_ok, start_logits, neg), n)  # [B,K,n]
         e_val, e_idx = tf.math.top_k(tf.where(context_ok, end_logits, neg), n)

@@ -39,6 +39,7 @@ import unicodedata
 
 import numpy as np
 
+from data_pipeline.length_buckets import length_bucketed
 from data_pipeline.tokenization import SPIECE_UNDERLINE
 
 _WORD = re.compile(r"\S+")
@@ -302,6 +303,18 @@ FEATURE_KEYS = (
 )
 # What postprocessing needs of each feature besides the model's logits.
 PREDICTION_KEYS = ("qa_index", "context_mask", "max_context", "token_start_char", "token_end_char")
+# Prediction on length-grouped batches (`predict_logits(per_token=PER_TOKEN_FILL,
+# length=max_seq_length)`): what the positions beyond a batch's bucket get when the
+# per-token arrays are padded back to max_seq_length. Logits -1e4, as the model gives
+# padding; the features 0: not context, so postprocessing never reads those logits.
+PER_TOKEN_FILL = {
+    "start_logits": -1e4,
+    "end_logits": -1e4,
+    "context_mask": 0,
+    "max_context": 0,
+    "token_start_char": 0,
+    "token_end_char": 0,
+}
 
 
 def doc_spans(num_tokens: int, max_tokens: int, doc_stride: int) -> list[tuple[int, int]]:
@@ -437,6 +450,28 @@ def convert_squad_examples(
     }
 
 
+# The per-token features of the records ([max_seq_length] each): what length-grouped
+# batches cut and pad to their bucket.
+SEQUENCE_FEATURES = (
+    "input_ids",
+    "input_mask",
+    "segment_ids",
+    "context_mask",
+    "max_context",
+    "token_start_char",
+    "token_end_char",
+)
+# What the model is trained on (plus `example_index`, read as `feature_index`).
+TRAINING_KEYS = (
+    "input_ids",
+    "input_mask",
+    "segment_ids",
+    "start_positions",
+    "end_positions",
+    "is_impossible",
+)
+
+
 def squad_dataset(
     record_path: str,
     batch_size: int,
@@ -446,47 +481,48 @@ def squad_dataset(
     input_context=None,
     drop_remainder: bool = True,
     keys=None,
+    length_buckets=None,
 ):
     """Batches of {input_ids, input_mask, segment_ids: int32 [B, S], start_positions,
-    end_positions, is_impossible: int32 [B], feature_index int32 [B]} (plus the prediction
-    keys context_mask, max_context, token_start_char, token_end_char [B, S] when asked in
-    `keys`)."""
+    end_positions, is_impossible: int32 [B], feature_index int32 [B]} (`keys`: the record
+    features to read instead, e.g. the model's inputs and PREDICTION_KEYS, whose
+    context_mask, max_context, token_start_char, token_end_char are [B, S];
+    feature_index, the record's position in the file, always comes along).
+
+    `length_buckets` (e.g. data_pipeline.length_buckets.LENGTH_BUCKETS; None: every batch
+    padded to max_seq_length): windows of similar length are batched together, S being
+    the batch's bucket (a window is `[CLS] question [SEP] context [SEP]`: mostly short of
+    384 for SQuAD's paragraphs), every per-token feature (SEQUENCE_FEATURES) cut to it.
+    Batches then come out of file order: `feature_index` puts the results back
+    (`predict_logits(order_by="feature_index")`); training batches are full."""
     import tensorflow as tf
 
-    per_token = (
-        "input_ids",
-        "input_mask",
-        "segment_ids",
-        "context_mask",
-        "max_context",
-        "token_start_char",
-        "token_end_char",
-    )
-    wanted = keys or (
-        "input_ids",
-        "input_mask",
-        "segment_ids",
-        "start_positions",
-        "end_positions",
-        "is_impossible",
-        "example_index",
-    )
+    wanted = tuple(dict.fromkeys((*(keys or TRAINING_KEYS), "example_index")))
     spec = {
-        k: tf.io.FixedLenFeature([max_seq_length if k in per_token else 1], tf.int64)
+        k: tf.io.FixedLenFeature([max_seq_length if k in SEQUENCE_FEATURES else 1], tf.int64)
         for k in wanted
     }
 
     def parse(records):
         f = tf.io.parse_example(records, spec)
-        out = {k: tf.cast(v if k in per_token else v[:, 0], tf.int32) for k, v in f.items()}
-        if "example_index" in out:
-            out["feature_index"] = out.pop("example_index")
+        out = {k: tf.cast(v if k in SEQUENCE_FEATURES else v[:, 0], tf.int32) for k, v in f.items()}
+        out["feature_index"] = out.pop("example_index")
         return out
 
     from data_pipeline.records import record_dataset
 
-    return record_dataset(
+    ds = record_dataset(
         record_path, batch_size, parse, is_training, seed, input_context, drop_remainder
+    )
+    if length_buckets is None:
+        return ds
+    return length_bucketed(
+        ds.unbatch(),
+        batch_size,
+        max_seq_length,
+        [k for k in SEQUENCE_FEATURES if k in wanted],
+        length_buckets,
+        drop_remainder=drop_remainder or is_training,
     )
 
 
@@ -522,15 +558,19 @@ class SquadFeatures:
         )
 
     def dataset(self, batch_size: int, **options):
-        """`squad_dataset` of these records (their own length)."""
+        """`squad_dataset` of these records (their own length; `length_buckets=...` for
+        batches grouped by length)."""
         return squad_dataset(self.path, batch_size, self.max_seq_length, **options)
 
-    def prediction_dataset(self, batch_size: int):
-        """Every feature once, in order: the model's inputs and PREDICTION_KEYS."""
+    def prediction_dataset(self, batch_size: int, length_buckets=None):
+        """Every feature once: the model's inputs, PREDICTION_KEYS and feature_index; in
+        file order, or with `length_buckets` grouped by length (put the results back in
+        order with `feature_index`)."""
         return self.dataset(
             batch_size,
             drop_remainder=False,
             keys=("input_ids", "input_mask", "segment_ids") + PREDICTION_KEYS,
+            length_buckets=length_buckets,
         )
 
 

@@ -314,3 +314,46 @@ def test_pack_pads_a_request_to_its_bucket_not_to_max_seq_length():
     for got, padded in zip(both, full):
         np.testing.assert_array_equal(got.numpy(), padded.numpy()[:, :48])
         assert not padded.numpy()[:, 48:].any()
+
+
+def test_by_length_groups_sorted_rows_and_returns_them_in_order():
+    """A request's rows are computed 8 at a time sorted by length, each group cut to its
+    bucket, and the results come back in the request's order; for multiple choice a row's
+    length is its longest choice."""
+    import tensorflow as tf
+    from albert_tf.serving.export import by_length
+    from data_pipeline.length_buckets import bucket_sizes
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(3, 128, 21)
+    mask = (np.arange(128)[None, :] < lengths[:, None]).astype(np.int32)
+    ids = rng.integers(5, 99, (21, 128)).astype(np.int32) * mask
+    seen = []
+
+    def forward(input_ids, input_mask, segment_ids):  # eager: a Python loop, shapes visible
+        seen.append(tuple(input_ids.shape))
+        per_row = tf.reduce_sum(input_ids * input_mask, axis=-1, keepdims=True)
+        return tf.cast(
+            tf.concat([per_row, tf.reduce_sum(input_mask, -1, keepdims=True)], 1), tf.float32
+        )
+
+    out = by_length(forward, tf.constant(ids), tf.constant(mask), tf.zeros_like(mask), 128)
+    np.testing.assert_array_equal(out.numpy()[:, 0], (ids * mask).sum(-1))
+    np.testing.assert_array_equal(out.numpy()[:, 1], lengths)
+    assert [s[0] for s in seen] == [8, 8, 5]
+    sorted_lengths = np.sort(lengths)
+    for (rows, width), first in zip(seen, (0, 8, 16)):
+        longest = sorted_lengths[first : first + rows].max()
+        assert width >= longest and (width - longest < 16 or width == 128), (width, longest)
+    sizes = bucket_sizes(128)
+    groups = [sorted_lengths[i : i + 8].max() for i in (0, 8, 16)]
+    assert [w for _, w in seen] == [min(b for b in sizes if b >= g) for g in groups]
+    # Multiple choice: [B, C, L], a row's length its longest choice.
+    mc_mask = np.stack([mask[:6], mask[6:12]], axis=1)  # [6, 2, 128]
+    mc_ids = np.stack([ids[:6], ids[6:12]], axis=1)
+    seen.clear()
+    out = by_length(
+        lambda i, m, s: tf.cast(tf.reduce_sum(i * m, axis=-1), tf.float32),
+        tf.constant(mc_ids), tf.constant(mc_mask), tf.zeros_like(mc_mask), 128,
+    )  # fmt: skip
+    np.testing.assert_array_equal(out.numpy(), (mc_ids * mc_mask).sum(-1))

@@ -165,3 +165,27 @@ def test_static_shapes_where_they_must_be(records):
     path, _ = records
     ds = classifier_dataset(path, 8, SEQ, is_training=True, seed=1, length_buckets=None)
     assert ds.element_spec["input_ids"].shape.as_list() == [8, SEQ]
+
+
+def test_resuming_with_other_batches_is_one_line_before_any_write(tmp_path):
+    """A run's checkpoint holds its data position, which only its own pipeline restores:
+    resuming length-grouped checkpoints with padded batches (or other buckets) is refused
+    in one line naming both, and run_config.json is left as it was."""
+    import json
+
+    from albert_tf.runners.run_setup import RUN_CONFIG, check_same_batches
+
+    grouped, padded = {"length_buckets": [16, 32]}, {"length_buckets": None}
+    record = tmp_path / RUN_CONFIG
+    record.write_text(json.dumps({"input_pipeline": grouped}))
+    check_same_batches(str(tmp_path), padded)  # no checkpoint yet: nothing to resume
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "ckpt-5.index").write_bytes(b"")
+    check_same_batches(str(tmp_path), grouped)
+    for other in (padded, {"length_buckets": [16, 48]}):
+        with pytest.raises(ValueError) as e:
+            check_same_batches(str(tmp_path), other)
+        line = str(e.value)
+        assert "\n" not in line and "length_buckets=[16, 32]" in line
+        assert f"now length_buckets={other['length_buckets']}" in line
+    assert json.loads(record.read_text()) == {"input_pipeline": grouped}

@@ -451,6 +451,10 @@ def albert_config_from_flags():
     return AlbertConfig.preset(FLAGS.preset)
 
 
+def _as_list(values):
+    return None if values is None else list(values)
+
+
 def setup_run_from_flags(runner: str, trainer_config, albert_config, training: bool, **extra):
     """`run_setup.setup_run` with the flags every runner shares (strategy, TPU, GPUs, train
     batch) and a run_config.json of {"flags", "albert_config", **extra}."""
@@ -467,6 +471,8 @@ def setup_run_from_flags(runner: str, trainer_config, albert_config, training: b
         run_config={
             "flags": FLAGS.flag_values_dict(),
             "albert_config": albert_config.to_dict(),
+            # What a resumed run's batches must be built with (run_setup.check_same_batches).
+            "input_pipeline": {"length_buckets": _as_list(length_buckets_from_flags())},
             **extra,
         },
     )

@@ -76,6 +76,8 @@ def setup_run(
     lock = hold_output_lock(output_dir, runner)  # creates output_dir (not when remote)
     if lock.remote:
         os.makedirs(output_dir, exist_ok=True)
+    if training:
+        check_same_batches(output_dir, run_config.get("input_pipeline"))
     write_json(
         os.path.join(output_dir, RUN_CONFIG),
         {
@@ -86,6 +88,33 @@ def setup_run(
         },
     )
     return RunSetup(strategy, replicas, micro, output_dir, lock)
+
+
+def check_same_batches(output_dir: str, input_pipeline: dict | None) -> None:
+    """ValueError (one line) when `output_dir` holds checkpoints of a run whose batches were
+    built otherwise (run_config.json's "input_pipeline", e.g. length buckets against padded
+    batches): the checkpoint's data position belongs to that pipeline and cannot be
+    restored into this one. Read before anything is written."""
+    import glob
+    import json
+
+    path = os.path.join(output_dir, RUN_CONFIG)
+    if input_pipeline is None or not os.path.exists(path):
+        return
+    if not glob.glob(os.path.join(output_dir, "checkpoints", "*.index")):
+        return
+    try:
+        with open(path) as f:
+            before = json.load(f).get("input_pipeline")
+    except (OSError, ValueError):
+        return  # an unreadable record decides nothing; resume.py checks the checkpoints
+    if before is not None and before != input_pipeline:
+        describe = lambda p: ", ".join(f"{k}={v}" for k, v in sorted(p.items()))  # noqa: E731
+        raise ValueError(
+            f"{output_dir} holds checkpoints of a run with other batches ({describe(before)}; "
+            f"now {describe(input_pipeline)}): its data position cannot be restored; resume "
+            f"with the same settings or use another --output_dir"
+        )
 
 
 def run_main(body: Callable[[], int | None]) -> int:

@@ -36,76 +36,26 @@ train  `classifier.fit((texts), labels, batch_size=B, steps_per_epoch=warmup + r
 
 tokens computed / present: rows × 128 against the preprocessor's padding-mask ones (counted
 outside the timing), over one pass (infer) or the timed steps (train).
+
+The GLUE reading, train subset, flags and RESULT line's common fields are shared with
+real_text_hf.py in real_text_common.py beside it (standard library and numpy).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
-import resource
-import statistics
 import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
-
-# The GLUE files as the official code reads them (split on tabs only): folder, text_a,
-# text_b (None: single sentence) and label columns; labels in the order of the head's logits
-# (None: regression). Same table as bench/peers/real_text_hf.py.
-GLUE = {
-    "sst-2": ("SST-2", 0, None, 1, ["0", "1"]),
-    "mrpc": ("MRPC", 3, 4, 0, ["0", "1"]),
-    "rte": ("RTE", 1, 2, 3, ["entailment", "not_entailment"]),
-    "sts-b": ("STS-B", 7, 8, 9, None),
-}
-BASE = dict(hidden=768, layers=12, heads=12, intermediate=3072, embedding=128, vocab=30000)
-
-
-def read_glue(data: str, task: str, split: str):
-    """(texts_a, texts_b or None, labels: class indices or float scores)."""
-    folder, a, b, y, labels = GLUE[task]
-    with open(os.path.join(data, "glue", folder, f"{split}.tsv"), encoding="utf-8-sig") as f:
-        rows = [line.rstrip("\r\n").split("\t") for line in f][1:]
-    texts_a = [r[a] for r in rows]
-    texts_b = [r[b] for r in rows] if b is not None else None
-    targets = [float(r[y]) if labels is None else labels.index(r[y]) for r in rows]
-    return texts_a, texts_b, targets
-
-
-def train_subset(count: int, limit: int, seed: int = 0) -> list[int]:
-    """`limit` of `count` examples drawn at random (sorted; all when limit >= count), as
-    run_classifier's --max_train_examples draws them."""
-    import numpy as np
-
-    if not limit or limit >= count:
-        return list(range(count))
-    return sorted(int(i) for i in np.random.default_rng(seed).choice(count, limit, False))
-
-
-def emit(result: dict) -> None:
-    result["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    result["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    print("RESULT " + json.dumps(result), flush=True)
+from real_text_common import BASE, GLUE, finish, head, loadavg, parser, read_glue, train_order
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--task", choices=list(GLUE), default="sst-2")
-    p.add_argument("--mode", choices=["infer", "train"], default="infer")
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--limit", type=int, default=0, help="examples (0: dev set / what steps need)")
-    p.add_argument("--steps", type=int, default=3, help="train: steps per timed rep")
-    p.add_argument("--warmup", type=int, default=2, help="train: untimed steps first")
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--spm", default=os.path.join(DATA, "spm", "de-30k-clean.model"))
-    p.add_argument("--data", default=DATA)
+    p = parser(__doc__)
     p.add_argument("--jit", type=int, default=1, help="1: compile(jit_compile=True) (XLA)")
     args = p.parse_args()
 
@@ -138,12 +88,7 @@ def main():
         activation="softmax" if args.mode == "infer" and not regression else None,
     )
     result = dict(
-        system="kh",
-        task=args.task,
-        mode=args.mode,
-        batch=args.batch,
-        seq=args.seq,
-        dtype="float32",
+        **head("kh", args),
         versions=dict(
             keras_hub=keras_hub.__version__,
             keras=keras.__version__,
@@ -153,7 +98,7 @@ def main():
         ),
         jit_compile=bool(args.jit),
         cpu_count=os.cpu_count(),
-        loadavg_at_start=[round(x, 2) for x in os.getloadavg()],
+        loadavg_at_start=loadavg(),
     )
 
     def inputs(a, b):
@@ -202,9 +147,7 @@ def main():
         result.update(api=api, examples=n, warmup_pass_s=round(first, 3))
     else:
         texts_a, texts_b, targets = read_glue(args.data, args.task, "train")
-        total = args.warmup + args.reps * args.steps
-        keep = train_subset(len(texts_a), args.limit or args.batch * total)
-        order = [keep[i] for i in np.random.default_rng(1).permutation(len(keep))]
+        total, keep, order = train_order(args, len(texts_a))
         order = [order[j % len(order)] for j in range(args.batch * total)]  # cycle if short
         a = [texts_a[i] for i in order]
         b = [texts_b[i] for i in order] if texts_b else None
@@ -249,18 +192,7 @@ def main():
             warmup_s=round((ends[0] - start), 3),
             loss_first_last=[round(losses[0], 4), round(losses[-1], 4)],
         )
-    rates = [n / t for t in passes]
-    result.update(
-        examples_per_s=round(statistics.median(rates), 3),
-        examples_per_s_per_rep=[round(r, 3) for r in rates],
-        reps=args.reps,
-        tokens_computed=computed,
-        tokens_present=present,
-    )
-    if latencies and args.batch == 1:
-        result["latency_ms_p50"] = round(1000 * float(np.percentile(latencies, 50)), 2)
-        result["latency_ms_p95"] = round(1000 * float(np.percentile(latencies, 95)), 2)
-    emit(result)
+    finish(result, args, n, passes, latencies, computed, present)
 
 
 if __name__ == "__main__":

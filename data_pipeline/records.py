@@ -328,9 +328,15 @@ def record_dataset(
     seed: int | None = None,
     input_context=None,
     drop_remainder: bool = True,
+    length_buckets=None,
+    sequence_features=(),
+    max_seq_length: int | None = None,
 ):
     """Task-feature TFRecords → batches: sharded by the input context, shuffled and
-    repeated for training (always full batches then), parsed batch-wise by `parse`."""
+    repeated for training (always full batches then), parsed batch-wise by `parse`. With
+    `length_buckets`, the parsed examples are regrouped into batches of similar length,
+    their `sequence_features` ([..., max_seq_length]) cut to the batch's bucket
+    (data_pipeline.length_buckets)."""
     import tensorflow as tf
 
     ds = tf.data.TFRecordDataset(record_path)
@@ -338,5 +344,13 @@ def record_dataset(
         ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     if is_training:
         ds = ds.shuffle(10_000, seed=seed, reshuffle_each_iteration=True).repeat()
-    ds = ds.batch(batch_size, drop_remainder=drop_remainder or is_training)
-    return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    full = drop_remainder or is_training
+    ds = ds.batch(batch_size, drop_remainder=full)
+    ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    if length_buckets is None:
+        return ds.prefetch(tf.data.AUTOTUNE)
+    from data_pipeline.length_buckets import length_bucketed
+
+    return length_bucketed(
+        ds.unbatch(), batch_size, max_seq_length, sequence_features, length_buckets, full
+    )

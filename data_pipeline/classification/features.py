@@ -23,7 +23,6 @@ import os
 
 import numpy as np
 
-from data_pipeline.length_buckets import length_bucketed
 from data_pipeline.records import cached_features, fingerprint, record_dataset
 
 # Bumped when the cached `info` gains a field older caches lack (2: text_pair).
@@ -157,19 +156,10 @@ def classifier_dataset(
         out["example_index"] = tf.cast(f["example_index"][:, 0], tf.int32)
         return out
 
-    ds = record_dataset(
-        record_path, batch_size, parse, is_training, seed, input_context, drop_remainder
-    )
-    if length_buckets is None:
-        return ds
-    return length_bucketed(
-        ds.unbatch(),
-        batch_size,
-        max_seq_length,
-        SEQUENCE_FEATURES,
-        length_buckets,
-        drop_remainder=drop_remainder or is_training,
-    )
+    return record_dataset(
+        record_path, batch_size, parse, is_training, seed, input_context, drop_remainder,
+        length_buckets, SEQUENCE_FEATURES, max_seq_length,
+    )  # fmt: skip
 
 
 SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")

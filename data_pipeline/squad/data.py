@@ -39,7 +39,6 @@ import unicodedata
 
 import numpy as np
 
-from data_pipeline.length_buckets import length_bucketed
 from data_pipeline.tokenization import SPIECE_UNDERLINE
 
 _WORD = re.compile(r"\S+")
@@ -511,19 +510,11 @@ def squad_dataset(
 
     from data_pipeline.records import record_dataset
 
-    ds = record_dataset(
-        record_path, batch_size, parse, is_training, seed, input_context, drop_remainder
-    )
-    if length_buckets is None:
-        return ds
-    return length_bucketed(
-        ds.unbatch(),
-        batch_size,
-        max_seq_length,
-        [k for k in SEQUENCE_FEATURES if k in wanted],
-        length_buckets,
-        drop_remainder=drop_remainder or is_training,
-    )
+    sequences = tuple(k for k in SEQUENCE_FEATURES if k in wanted)
+    return record_dataset(
+        record_path, batch_size, parse, is_training, seed, input_context, drop_remainder,
+        length_buckets, sequences, max_seq_length,
+    )  # fmt: skip
 
 
 # Bumped when the cached `info` gains a field older caches lack (2: max_seq_length).

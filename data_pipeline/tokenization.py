@@ -151,13 +151,26 @@ class AlbertTokenizer:
         pieces = []
         for piece in raw:
             if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
-                sub = self.sp.encode_as_pieces(piece[:-1].replace(SPIECE_UNDERLINE, ""))
-                if piece[0] != SPIECE_UNDERLINE and sub and sub[0][0] == SPIECE_UNDERLINE:
-                    sub = sub[1:] if len(sub[0]) == 1 else [sub[0][1:]] + sub[1:]
-                pieces.extend(sub + [","])
+                pieces.extend(self._digit_comma_split(piece))
             else:
                 pieces.append(piece)
         return pieces
+
+    def _digit_comma_split(self, piece: str) -> list[str]:
+        """The official quirk for a piece ending in "<digit>,": the piece re-encoded
+        without its comma (keeping whether it starts a word), then "," alone."""
+        sub = self.sp.encode_as_pieces(piece[:-1].replace(SPIECE_UNDERLINE, ""))
+        if piece[0] != SPIECE_UNDERLINE and sub and sub[0][0] == SPIECE_UNDERLINE:
+            sub = sub[1:] if len(sub[0]) == 1 else [sub[0][1:]] + sub[1:]
+        return sub + [","]
+
+    def digit_comma_rewrites(self) -> dict[int, list[int]]:
+        """{id: ids it becomes} for every "<digit>," piece of the vocabulary: the quirk
+        depends only on the piece, so graphs without string ops apply it as a table."""
+        return {
+            i: [self.sp.piece_to_id(p) for p in self._digit_comma_split(self.sp.id_to_piece(i))]
+            for i in sorted(self._digit_comma_ids)
+        }
 
     def encode(self, text: str) -> list[int]:
         return [self.sp.piece_to_id(p) for p in self.tokenize(text)]

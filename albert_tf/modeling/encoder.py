@@ -226,8 +226,11 @@ class _BlockRunner:
         self.batch_size, self.seq_length = tf.shape(input_ids)[0], tf.shape(input_ids)[1]
         self.hidden_size = encoder.config.hidden_size
         self.training = training
-        # float32 [B, 1, 1, S]: 0 for real tokens, -10000 for padding (official).
-        self.attention_bias = (1.0 - tf.cast(input_mask, tf.float32))[:, None, None, :] * -10000.0
+        # float32 [B, 1, 1, S]: 0 for real tokens, -10000 for padding (official). Built
+        # with expand_dims, not `[:, None, None, :]`: on a dynamic S the slice becomes a
+        # StridedSlice with new_axis_mask that LiteRT has no builtin for.
+        padding = 1.0 - tf.cast(input_mask, tf.float32)
+        self.attention_bias = tf.expand_dims(tf.expand_dims(padding, 1), 1) * -10000.0
         sublayers = dict.fromkeys(s for b in encoder.blocks for s in (b.attention, b.ffn))
         self.weights = {s: s.compute_weights(s.compute_dtype) for s in sublayers}
 

@@ -202,6 +202,7 @@ class _Serving(tf.Module):
         self.tokenizer, self.spm_asset, python_tokenizer = _asset_tokenizer(
             spm_model_file, do_lower_case
         )
+        self.text_tokenizer = python_tokenizer  # (not saved; on-device exports reuse it)
         self.sentencepiece = self.tokenizer.sp  # tracked: its resource is saved
         self.cls_id, self.sep_id = python_tokenizer.cls_id, python_tokenizer.sep_id
         self.spm_sha256 = tf.constant(python_tokenizer.checksum, name="albert_spm_sha256")

@@ -70,6 +70,12 @@ class Example:
     line: int | None = dataclasses.field(default=None, compare=False)
 
 
+def choice_text(question: str, option: str) -> str:
+    """The second sequence of one option (official RACE code): the question with its "_"
+    blank filled by the option, else the question and the option joined by a space."""
+    return question.replace("_", option) if "_" in question else f"{question} {option}"
+
+
 @dataclasses.dataclass(frozen=True)
 class MultipleChoiceExample:
     """One multiple-choice question (RACE): `[CLS] context [SEP] question + option [SEP]`

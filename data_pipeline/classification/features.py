@@ -23,6 +23,7 @@ import os
 
 import numpy as np
 
+from data_pipeline.classification.data import choice_text
 from data_pipeline.records import cached_features, fingerprint, record_dataset
 
 # Bumped when the cached `info` gains a field older caches lack (2: text_pair).
@@ -93,10 +94,7 @@ def convert_multiple_choice(
     for e, context in zip(examples, contexts):
         if len(e.options) > num_choices:
             raise ValueError(f"{e.guid}: {len(e.options)} options > num_choices={num_choices}")
-        qas = [
-            e.question.replace("_", o) if "_" in e.question else f"{e.question} {o}"
-            for o in e.options
-        ]
+        qas = [choice_text(e.question, o) for o in e.options]
         per = {k: [] for k in rows}
         for qa in tokenizer.encode_batch(qas):
             x, m, s = _pack(tokenizer, list(context), list(qa), max_seq_length, stats)

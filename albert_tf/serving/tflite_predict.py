@@ -1,0 +1,297 @@
+"""Predict with an on-device ALBERT (.tflite from `albert_tf.serving.litert`) from a text
+file or stdin: what an app developer tries first.
+
+    python -m albert_tf.serving.tflite_predict --model sst2.tflite < sentences.txt
+    python -m albert_tf.serving.tflite_predict --model squad.tflite --input questions.jsonl
+
+Input, one example per line (UTF-8; invalid bytes become U+FFFD, as in the SavedModel):
+  classifier       a sentence, or `text_a<TAB>text_b` for a pair task
+  multiple_choice  {"passage": ..., "question": ..., "options": [...]}
+  squad            {"question": ..., "context": ...}
+  encoder          a sentence
+Output: one JSON object per line (label and probabilities; choice; answer with character
+offsets; pooled output).
+
+Needs only the LiteRT interpreter (`pip install ai-edge-litert`) plus, for the text-in
+models, tensorflow-text's op registrar (`tensorflow_text.tflite_registrar`, which brings
+TensorFlow); squad files take ids and run on ai-edge-litert alone (the runner tokenizes and
+windows with this project's Python SQuAD code, sentencepiece and numpy). Neither Keras nor
+the model-building code is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+
+import numpy as np
+
+METADATA_NAME = "albert_metadata"  # (albert_tf.serving.litert writes these)
+SPM_NAME = "albert_spm_model"
+FORMAT = "albert-litert/1"
+
+
+def read_metadata(path: str) -> dict:
+    """{name: bytes} of the file's metadata table (ai-edge-litert's flatbuffer schema)."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    with open(path, "rb") as f:
+        buf = f.read()
+    model = schema.Model.GetRootAs(buf, 0)
+    out = {}
+    for i in range(model.MetadataLength()):
+        entry = model.Metadata(i)
+        out[entry.Name().decode()] = model.Buffers(entry.Buffer()).DataAsNumpy().tobytes()
+    return out
+
+
+def _text(x) -> str:
+    return x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
+
+
+def _strings(values) -> np.ndarray:
+    """UTF-8 bytes, invalid sequences replaced (LiteRT has no transcoding op); any shape."""
+    array = np.asarray(values, dtype=object)
+    flat = [_text(v).encode("utf-8") for v in array.reshape(-1)]
+    return np.array(flat + [b""], dtype=object)[:-1].reshape(array.shape)
+
+
+class LiteModel:
+    """A .tflite ALBERT with its metadata. `num_threads`: the interpreter's threads (None:
+    LiteRT's default)."""
+
+    def __init__(self, path: str, num_threads: int | None = None):
+        entries = read_metadata(path)
+        if METADATA_NAME not in entries:
+            raise ValueError(f"{path}: no {METADATA_NAME} metadata; not an ALBERT LiteRT file")
+        self.metadata = json.loads(entries[METADATA_NAME])
+        if self.metadata.get("format") != FORMAT:
+            raise ValueError(f"{path}: format {self.metadata.get('format')!r}, expected {FORMAT}")
+        self.task = self.metadata["task"]
+        options = dict(model_path=path, num_threads=num_threads)
+        if self.task == "squad":
+            from ai_edge_litert.interpreter import Interpreter
+
+            self.interpreter = Interpreter(**options)
+            self._spm_model = entries[SPM_NAME]
+        else:
+            import tensorflow_text  # the TFText custom ops' registrar
+            from ai_edge_litert.interpreter import InterpreterWithCustomOps
+
+            self.interpreter = InterpreterWithCustomOps(
+                custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
+                **options,
+            )
+        self.signatures = self.interpreter.get_signature_list()
+        self._runners = {}
+
+    def run(self, signature: str = "serving_default", **inputs) -> dict:
+        """One call of a signature: numpy inputs → numpy outputs."""
+        if signature not in self._runners:
+            self._runners[signature] = self.interpreter.get_signature_runner(signature)
+        return self._runners[signature](**inputs)
+
+    def _rows(self, **inputs):
+        counts = {k: len(v) for k, v in inputs.items()}
+        if len(set(counts.values())) > 1:
+            (a, n), (b, m) = list(counts.items())[:2]
+            raise ValueError(f"{a} has {n} rows but {b} has {m}")
+
+    # --- tasks ------------------------------------------------------------------------
+
+    def classify(self, text_a, text_b=None) -> dict:
+        """probabilities [B, L], logits, label [B] (regression: score [B])."""
+        inputs = {"text_a": _strings(text_a)}
+        if self.metadata.get("text_pair"):
+            inputs["text_b"] = _strings(text_b if text_b is not None else [""] * len(text_a))
+        elif text_b is not None and any(_text(b) for b in text_b):
+            raise ValueError("this model classifies single sentences; text_b was given")
+        self._rows(**inputs)
+        return self.run(**inputs)
+
+    def tokenize(self, text_a, text_b) -> dict:
+        self._rows(text_a=text_a, text_b=text_b)
+        return self.run("tokenize", text_a=_strings(text_a), text_b=_strings(text_b))
+
+    def choose(self, passages, questions, options) -> dict:
+        """options: [B][C] strings ("" or missing = no such option): probabilities [B, C],
+        logits, choice [B]."""
+        from data_pipeline.classification.data import choice_text
+
+        self._rows(passage=passages, question=questions, options=options)
+        width = max([len(o) for o in options] + [1])
+        choices = [
+            [
+                choice_text(_text(q), _text(o)) if i < len(opts) and _text(o) else ""
+                for i, o in enumerate(list(opts) + [""] * (width - len(opts)))
+            ]
+            for q, opts in zip(questions, options)
+        ]
+        return self.run(
+            passage=_strings(passages),
+            choices=_strings(choices),
+        )
+
+    def embed(self, texts) -> dict:
+        return self.run("embed", text=_strings(texts))
+
+    def answer(self, questions, contexts, batch_size: int = 8) -> list[dict]:
+        """[{"answer", "start", "end", "score"(, "no_answer_probability")}] per question:
+        windows, span search and character offsets as run_squad computes them."""
+        from data_pipeline.squad.data import SquadExample
+
+        self._rows(question=questions, context=contexts)
+        examples = [
+            SquadExample(str(i), _text(q), _text(c), [])
+            for i, (q, c) in enumerate(zip(questions, contexts))
+        ]
+        predictions, nbest, null_odds = self.predict_squad(examples, batch_size)
+        out = []
+        for ex in examples:
+            best = nbest[ex.qas_id][0] if nbest[ex.qas_id] else {}
+            text = predictions[ex.qas_id]
+            row = {
+                "answer": text,
+                "start": best.get("start", -1) if text else -1,
+                "end": best.get("end", -1) if text else -1,
+                "score": best.get("start_logit", 0.0) + best.get("end_logit", 0.0),
+            }
+            if ex.qas_id in null_odds:
+                row["no_answer_probability"] = float(1 / (1 + np.exp(-null_odds[ex.qas_id])))
+            out.append(row)
+        return out
+
+    def predict_squad(self, examples, batch_size: int = 8):
+        """(predictions, nbest, null_odds) for SquadExamples, as `run_squad` writes them."""
+        from data_pipeline.squad.data import convert_squad_examples
+        from data_pipeline.squad.postprocess import postprocess
+        from data_pipeline.tokenization import AlbertTokenizer
+
+        m = self.metadata
+        with tempfile.NamedTemporaryFile(suffix=".model") as f:
+            f.write(self._spm_model)
+            f.flush()
+            tokenizer = AlbertTokenizer(f.name, m["do_lower_case"], m.get("keep_accents", False))
+        features = convert_squad_examples(
+            examples, tokenizer, m["max_seq_length"], m["doc_stride"], m["max_query_length"]
+        )
+        count = len(features["input_ids"])
+        start = np.zeros([count, m["max_seq_length"]], np.float32)
+        end = np.zeros_like(start)
+        for first in range(0, count, batch_size):
+            rows = slice(first, first + batch_size)
+            mask = features["input_mask"][rows]
+            length = m["max_seq_length"] if m["fixed_length"] else max(int(mask.sum(1).max()), 1)
+            out = self.run(
+                **{
+                    k: features[k][rows, :length].astype(np.int32)
+                    for k in ("input_ids", "input_mask", "segment_ids")
+                }
+            )
+            start[rows] = -1e4  # beyond the window: never an answer
+            end[rows] = -1e4
+            start[rows, :length], end[rows, :length] = out["start_logits"], out["end_logits"]
+        return postprocess(
+            examples,
+            features,
+            start,
+            end,
+            m["n_best_size"],
+            m["max_answer_length"],
+            m["version_2_with_negative"],
+            m["null_score_diff_threshold"],
+        )
+
+
+def _json_line(line: str, number: int) -> dict:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"line {number}: not JSON ({e.msg})") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"line {number}: expected a JSON object")
+    return row
+
+
+def _predict_lines(model: LiteModel, numbered, batch_size: int):
+    """JSON-ready results of (line number, line) pairs (see the module docstring)."""
+    task, meta = model.task, model.metadata
+    batch_numbers = numbered
+    lines = [line for _, line in numbered]
+    for first in range(0, len(lines), batch_size):
+        batch = lines[first : first + batch_size]
+        if task == "classifier":
+            parts = [line.split("\t", 1) if meta.get("text_pair") else [line] for line in batch]
+            a = [p[0] for p in parts]
+            b = [p[1] if len(p) > 1 else "" for p in parts] if meta.get("text_pair") else None
+            out = model.classify(a, b)
+            for i in range(len(batch)):
+                if meta.get("regression"):
+                    yield {"score": float(out["score"][i])}
+                else:
+                    probs = out["probabilities"][i]
+                    yield {
+                        "label": _text(out["label"][i]),
+                        "probabilities": dict(zip(meta["labels"], map(float, probs))),
+                    }
+        elif task == "encoder":
+            out = model.embed(batch)
+            for i in range(len(batch)):
+                yield {"pooled_output": out["pooled_output"][i].tolist()}
+        else:
+            rows = [
+                _json_line(line, number)
+                for number, line in batch_numbers[first : first + batch_size]
+            ]
+            if task == "multiple_choice":
+                out = model.choose(
+                    [r["passage"] for r in rows],
+                    [r["question"] for r in rows],
+                    [r["options"] for r in rows],
+                )
+                for i in range(len(rows)):
+                    yield {
+                        "choice": int(out["choice"][i]),
+                        "probabilities": out["probabilities"][i].tolist(),
+                    }
+            else:
+                yield from model.answer(
+                    [r["question"] for r in rows], [r["context"] for r in rows], batch_size
+                )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="the .tflite file")
+    parser.add_argument("--input", default="-", help="input file (default stdin)")
+    parser.add_argument("--output", default="-", help="output file (default stdout)")
+    parser.add_argument("--threads", type=int, default=None, help="interpreter threads")
+    parser.add_argument("--batch_size", type=int, default=1, help="rows per call")
+    args = parser.parse_args(argv)
+    try:
+        model = LiteModel(args.model, args.threads)
+        if args.input == "-":
+            raw = sys.stdin.buffer.read()
+        else:
+            with open(args.input, "rb") as f:
+                raw = f.read()
+        text = raw.decode("utf-8", "replace").splitlines()
+        numbered = [(n, line) for n, line in enumerate(text, 1) if line.strip()]
+        sink = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
+        try:
+            for result in _predict_lines(model, numbered, args.batch_size):
+                print(json.dumps(result, ensure_ascii=False), file=sink)
+        finally:
+            if sink is not sys.stdout:
+                sink.close()
+    except (OSError, ValueError, KeyError) as e:
+        where = args.input if args.input != "-" else "stdin"
+        print(f"error: {args.model} on {where}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

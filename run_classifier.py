@@ -160,10 +160,21 @@ def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> 
         serving = spec.serving_task(
             labels, source.text_pair, source.max_seq_length, FLAGS.do_lower_case, trainer.step
         )
-        version = export_trained(trainer.model, export_dir, serving, FLAGS.spm_model_file)
-        finetuned = os.path.join(version, "assets.extra", "finetuned")
-        print(f"SavedModel: {version} (fine-tuned checkpoint in {finetuned})", flush=True)
-        result["export_dir"] = version
+        paths = export_trained(
+            trainer.model,
+            export_dir,
+            serving,
+            FLAGS.spm_model_file,
+            **shared_flags.export_formats_from_flags(),
+        )
+        for path in paths:
+            if path.endswith(".tflite"):
+                print(f"LiteRT: {path}", flush=True)
+            else:
+                finetuned = os.path.join(path, "assets.extra", "finetuned")
+                print(f"SavedModel: {path} (fine-tuned checkpoint in {finetuned})", flush=True)
+        result["export_dir"] = paths[0]
+        result["exported"] = paths
     return result
 
 

@@ -139,18 +139,20 @@ def _main() -> int:
     write_json(os.path.join(run.output_dir, "final_metrics.json"), result)
     print(json.dumps(result))
     if FLAGS.export_dir and run.output_dir == trainer_config.output_dir:  # the chief exports
-        from albert_tf.serving.export import export
+        from albert_tf.serving.export import export_formats
 
-        version = export(
+        paths = export_formats(
             "encoder",
             os.path.join(run.output_dir, "checkpoints"),
             FLAGS.export_dir,
+            **shared_flags.export_formats_from_flags(),
             albert_config=albert_config,
             spm_model_file=FLAGS.spm_model_file,
             max_seq_length=data.max_seq_length,
             do_lower_case=data.do_lower_case is not False,
         )
-        print(f"SavedModel: {version}", flush=True)
+        for path in paths:
+            print(f"{'LiteRT' if path.endswith('.tflite') else 'SavedModel'}: {path}", flush=True)
     return 0
 
 

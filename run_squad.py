@@ -175,8 +175,15 @@ def _main() -> int:
             null_score_diff_threshold=threshold,
             step=trainer.step,
         )
-        version_dir = export_trained(trainer.model, FLAGS.export_dir, serving, FLAGS.spm_model_file)
-        print(f"SavedModel: {version_dir}", flush=True)
+        paths = export_trained(
+            trainer.model,
+            FLAGS.export_dir,
+            serving,
+            FLAGS.spm_model_file,
+            **shared_flags.export_formats_from_flags(),
+        )
+        for path in paths:
+            print(f"{'LiteRT' if path.endswith('.tflite') else 'SavedModel'}: {path}", flush=True)
     return 0
 
 

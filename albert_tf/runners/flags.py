@@ -88,6 +88,37 @@ def define_trainer_flags(
     )
 
 
+def define_export_format_flags() -> None:
+    """--export_format and --export_quantize: what `--export_dir` receives."""
+    from albert_tf.serving.export import FORMATS
+    from albert_tf.serving.litert import QUANTIZATIONS
+
+    flags.DEFINE_multi_enum(
+        "export_format",
+        ["savedmodel"],
+        list(FORMATS),
+        "--export_dir: savedmodel (EXPORT_DIR/N) and/or tflite (on-device LiteRT files in "
+        "EXPORT_DIR/litert/, one per --export_quantize).",
+    )
+    flags.DEFINE_list(
+        "export_quantize",
+        ["float32", "float16", "int8"],
+        f"--export_format tflite: the weights' precisions ({', '.join(QUANTIZATIONS)}).",
+    )
+
+    def _known(values):
+        return set(values) <= set(QUANTIZATIONS)
+
+    flags.register_validator(
+        "export_quantize", _known, f"--export_quantize takes {', '.join(QUANTIZATIONS)}"
+    )
+
+
+def export_formats_from_flags() -> dict:
+    """export_trained's / export_formats' `formats` and `quantize` from the flags."""
+    return {"formats": tuple(FLAGS.export_format), "quantize": tuple(FLAGS.export_quantize)}
+
+
 def define_finetuning_flags(
     learning_rate: float, max_seq_length: int, num_train_epochs: float, export_help: str
 ) -> None:
@@ -112,6 +143,7 @@ def define_finetuning_flags(
     f.DEFINE_float("warmup_proportion", 0.1, "Warmup as a fraction of training steps.")
     f.DEFINE_integer("warmup_step", 0, "Warmup steps (official flag; overrides the proportion).")
     f.DEFINE_string("export_dir", None, export_help)
+    define_export_format_flags()
     f.DEFINE_bool(
         "pad_to_max_seq_length",
         False,
@@ -526,8 +558,9 @@ def define_pretraining_flags() -> None:
         None,
         "When done, export the encoder as a SavedModel "
         "that embeds raw text (albert_tf.serving.export: embed, encode, "
-        "tokenize) as EXPORT_DIR/N.",
+        "tokenize) as EXPORT_DIR/N (--export_format tflite: on-device files).",
     )
+    define_export_format_flags()
     flags.DEFINE_bool(
         "do_lower_case",
         None,

@@ -1,7 +1,10 @@
 """SavedModels that take raw text: classify, choose, answer questions, embed.
 
     python -m albert_tf.serving.export --task {classifier,multiple_choice,squad,encoder} \\
-        --init_checkpoint C [--albert_config_file F] [--spm_model_file M] --export_dir D
+        --init_checkpoint C [--albert_config_file F] [--spm_model_file M] --export_dir D \\
+        [--format savedmodel --format tflite --quantize float32,float16,int8]
+
+(`--format tflite`: on-device LiteRT files, see albert_tf.serving.litert.)
 
 The tokenization the model was trained with runs inside the graph: ALBERT's normalization
 and SentencePiece (tensorflow-text; `data_pipeline.tokenization.GraphTokenizer`, whose ids
@@ -523,10 +526,48 @@ def export(task: str, init_checkpoint: str, export_dir: str, **options) -> str:
     return write_saved_model(build_module(task, init_checkpoint, **options), export_dir, keep)
 
 
-def export_trained(model, export_dir: str, task: dict, spm_model_file: str, **options) -> str:
+FORMATS = ("savedmodel", "tflite")
+LITERT_DIR = "litert"
+
+
+def export_formats(
+    task: str,
+    init_checkpoint: str,
+    export_dir: str,
+    formats=("savedmodel",),
+    quantize=("float32",),
+    fixed_length: bool = False,
+    **options,
+) -> list[str]:
+    """Each of `formats`: the SavedModel as version `export_dir/N`, the on-device files
+    as `export_dir/litert/<task>-<quantize>.tflite` (albert_tf.serving.litert), one per
+    `quantize`, `fixed_length` or not. Returns what was written."""
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown:
+        raise ValueError(f"export format {unknown[0]!r} is not one of {', '.join(FORMATS)}")
+    paths = []
+    if "savedmodel" in formats:
+        paths.append(export(task, init_checkpoint, export_dir, **options))
+    if "tflite" in formats:
+        from albert_tf.serving.litert import export_tflite
+
+        litert_dir = os.path.join(export_dir, LITERT_DIR)
+        paths += export_tflite(task, init_checkpoint, litert_dir, quantize, fixed_length, **options)
+    return paths
+
+
+def export_trained(
+    model,
+    export_dir: str,
+    task: dict,
+    spm_model_file: str,
+    formats=("savedmodel",),
+    quantize=("float32",),
+    **options,
+) -> list[str]:
     """A runner's `--export_dir`: `model` (just trained) → fine-tuned model directory →
-    SavedModel version `export_dir/N` (with the directory in its assets.extra/finetuned).
-    Returns the version directory."""
+    SavedModel version `export_dir/N` (with the directory in its assets.extra/finetuned)
+    and/or LiteRT files (`export_formats`). Returns what was written."""
     import tempfile
     from albert_tf.serving import finetuned
 
@@ -535,7 +576,7 @@ def export_trained(model, export_dir: str, task: dict, spm_model_file: str, **op
         directory = finetuned.save_finetuned(
             model, os.path.join(tmp, "model"), task, spm_model_file
         )
-        return export(task["kind"], directory, export_dir, **options)
+        return export_formats(task["kind"], directory, export_dir, formats, quantize, **options)
 
 
 def main(argv=None) -> int:
@@ -563,7 +604,32 @@ def main(argv=None) -> int:
         "SentencePiece model (default: the fine-tuned directory's).",
         flag_values=fv,
     )
-    flags.DEFINE_string("export_dir", None, "Versions are written as EXPORT_DIR/N.", flag_values=fv)
+    flags.DEFINE_string(
+        "export_dir",
+        None,
+        "SavedModel versions are written as EXPORT_DIR/N, LiteRT files in EXPORT_DIR/litert/.",
+        flag_values=fv,
+    )
+    flags.DEFINE_multi_enum(
+        "format",
+        ["savedmodel"],
+        list(FORMATS),
+        "savedmodel (TF Serving, TF) and/or tflite (on-device LiteRT, albert_tf.serving.litert).",
+        flag_values=fv,
+    )
+    flags.DEFINE_list(
+        "quantize",
+        ["float32"],
+        "tflite: float32, float16 (float16 weights) and/or int8 (dynamic-range int8 weights).",
+        flag_values=fv,
+    )
+    flags.DEFINE_bool(
+        "fixed_length",
+        False,
+        "tflite: pad every request to max_seq_length (static shapes, for delegates that "
+        "need them) instead of to its longest row.",
+        flag_values=fv,
+    )
     flags.DEFINE_integer(
         "max_seq_length", None, "Default: the fine-tuned model's (else 128).", flag_values=fv
     )
@@ -618,10 +684,13 @@ def main(argv=None) -> int:
         config = (
             AlbertConfig.from_json_file(fv.albert_config_file) if fv.albert_config_file else None
         )
-        path = export(
+        paths = export_formats(
             fv.task,
             fv.init_checkpoint,
             fv.export_dir,
+            fv.format,
+            fv.quantize,
+            fv.fixed_length,
             albert_config=config,
             spm_model_file=fv.spm_model_file,
             max_seq_length=fv.max_seq_length,
@@ -631,7 +700,8 @@ def main(argv=None) -> int:
     except (ValueError, OSError, CheckpointError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(f"exported {fv.task} SavedModel: {path}")
+    for path in paths:
+        print(f"exported {fv.task}: {path}")
     return 0
 
 

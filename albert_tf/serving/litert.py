@@ -2,9 +2,10 @@
 
     python -m albert_tf.serving.export --format tflite --task {classifier,multiple_choice,
         squad,encoder} --init_checkpoint FINETUNED_DIR --export_dir D [--quantize
-        {float32,float16,int8}] [--fixed_length]
+        float32,float16,int8] [--fixed_length]
 
-writes `D/<task>-<quantize>.tflite` and the same metadata beside it as `.json`. Run it with
+writes `D/litert/<task>-<quantize>.tflite` and the same metadata beside it as `.json`
+(runners: `--export_dir D --export_format tflite`). Run it with
 `python -m albert_tf.serving.tflite_predict` or any LiteRT interpreter that registers
 tensorflow-text's ops (`tensorflow_text.tflite_registrar`).
 
@@ -357,27 +358,36 @@ def export_tflite(
     task: str,
     init_checkpoint: str,
     export_dir: str,
-    quantize: str = "float32",
+    quantize=("float32",),
     fixed_length: bool = False,
     **options,
-) -> str:
-    """Writes `export_dir/<task>-<quantize>[-fixed].tflite` (and its metadata as .json
-    beside it, atomically); returns the file's path."""
+) -> list[str]:
+    """Writes `export_dir/<task>-<quantize>[-fixed].tflite` for each of `quantize` (a
+    name or a sequence), each with its metadata as .json beside it, atomically (a crash
+    leaves the previous file or none); returns the files' paths."""
     from data_pipeline.atomic import atomic_open, write_json
 
+    quantize = [quantize] if isinstance(quantize, str) else list(quantize)
+    for q in quantize:
+        if q not in QUANTIZATIONS:
+            raise ValueError(f"quantization {q!r} is not one of {', '.join(QUANTIZATIONS)}")
     module, meta, tokenizer = build(task, init_checkpoint, fixed_length, **options)
-    meta["quantization"] = quantize
-    entries = {METADATA_NAME: json.dumps(meta, sort_keys=True).encode()}
-    if task == "squad":
-        entries[SPM_NAME] = tokenizer.model_proto
-    try:
-        data = with_metadata(convert(module.functions(), quantize), entries)
-    except tf.errors.OpError as e:
-        raise LiteRTError(f"cannot convert the {task} model: {e.message.splitlines()[0]}") from None
-    os.makedirs(export_dir, exist_ok=True)
-    name = f"{task}-{quantize}{'-fixed' if fixed_length else ''}.tflite"
-    path = os.path.join(export_dir, name)
-    with atomic_open(path, "wb", encoding=None) as f:
-        f.write(data)
-    write_json(path + ".json", dict(meta, file=name, bytes=len(data)))
-    return path
+    paths = []
+    for q in quantize:
+        entries = {METADATA_NAME: json.dumps(dict(meta, quantization=q), sort_keys=True).encode()}
+        if task == "squad":
+            entries[SPM_NAME] = tokenizer.model_proto
+        try:
+            data = with_metadata(convert(module.functions(), q), entries)
+        except tf.errors.OpError as e:
+            raise LiteRTError(
+                f"cannot convert the {task} model: {e.message.splitlines()[0]}"
+            ) from None
+        os.makedirs(export_dir, exist_ok=True)
+        name = f"{task}-{q}{'-fixed' if fixed_length else ''}.tflite"
+        path = os.path.join(export_dir, name)
+        with atomic_open(path, "wb") as f:
+            f.write(data)
+        write_json(path + ".json", dict(meta, quantization=q, file=name, bytes=len(data)))
+        paths.append(path)
+    return paths

@@ -91,6 +91,13 @@ class LiteModel:
         """One call of a signature: numpy inputs → numpy outputs."""
         if signature not in self._runners:
             self._runners[signature] = self.interpreter.get_signature_runner(signature)
+        if inputs and all(len(v) == 0 for v in inputs.values()):
+            # 0 rows: run one empty row (the graph cannot reshape 0 rows) and return none.
+            one = {k: np.zeros((1,) + v.shape[1:], v.dtype) for k, v in inputs.items()}
+            for k, v in one.items():
+                if v.dtype == object:
+                    v[...] = b""
+            return {k: v[:0] for k, v in self._runners[signature](**one).items()}
         return self._runners[signature](**inputs)
 
     def _rows(self, **inputs):

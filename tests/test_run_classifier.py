@@ -374,9 +374,19 @@ def test_export_dir_writes_a_serving_model_of_the_fine_tuned_weights(tmp_path, s
         "--do_train",
         "--train_step=10",
         f"--export_dir={export}",
+        "--export_format=savedmodel",
+        "--export_format=tflite",
+        "--export_quantize=int8",
     )
     assert again.returncode == 0, again.stderr[-2000:]
     assert (export / "2" / "saved_model.pb").exists() and (export / "1" / "saved_model.pb").exists()
+    # --export_format tflite: an on-device file beside the versions, with int8 weights.
+    lite = export / "litert" / "classifier-int8.tflite"
+    assert f"LiteRT: {lite}" in again.stdout
+    from albert_tf.serving.tflite_predict import LiteModel
+
+    out = LiteModel(str(lite)).classify(sentences[:20])
+    assert out["probabilities"].shape == (20, 2) and set(out["label"]) <= {b"0", b"1"}
 
 
 @pytest.mark.slow

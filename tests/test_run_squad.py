@@ -84,9 +84,21 @@ def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
         "--do_predict",
         "--do_eval",
         f"--export_dir={export}",
+        "--export_format=savedmodel",
+        "--export_format=tflite",
+        "--export_quantize=float32",
     )
     assert "converted" in run.stdout and "features" in run.stdout
     predictions = json.loads((out / "predictions.json").read_text())
+    # The on-device file (windows in, span logits out) with the runner's Python windows:
+    # run_squad's own answers.
+    from albert_tf.serving.tflite_predict import LiteModel
+    from data_pipeline.squad.data import read_squad
+
+    lite = export / "litert" / "squad-float32.tflite"
+    assert f"LiteRT: {lite}" in run.stdout
+    on_device, _, _ = LiteModel(str(lite)).predict_squad(read_squad(files["dev"]))
+    assert on_device == predictions
     nbest = json.loads((out / "nbest_predictions.json").read_text())
     questions = _questions(files["dev"])
     assert set(predictions) == {q for q, _, _ in questions} == set(nbest)

@@ -242,6 +242,18 @@ class _Serving(tf.Module):
         return tf.cast(self._forward(input_ids, input_mask, segment_ids)["logits"], tf.float32)
 
 
+def classifier_outputs(logits, labels, regression: bool) -> dict:
+    """The classifier signature's outputs from float32 logits [B, L]: probabilities,
+    logits and label (a string of `labels`), or score [B] for regression."""
+    if regression:
+        return {"score": logits[:, 0]}
+    return {
+        "probabilities": tf.nn.softmax(logits),
+        "logits": logits,
+        "label": tf.gather(labels, tf.argmax(logits, -1, output_type=tf.int32)),
+    }
+
+
 class ClassifierServing(_Serving):
     def __init__(
         self, model, spm_model_file, do_lower_case, max_seq_length, labels, regression, text_pair
@@ -263,13 +275,7 @@ class ClassifierServing(_Serving):
             length_aware=True,
         )
         logits = by_length(self._logits, *ids, self.max_seq_length)[:batch]
-        if self.regression:
-            return {"score": logits[:, 0]}
-        return {
-            "probabilities": tf.nn.softmax(logits),
-            "logits": logits,
-            "label": tf.gather(self.labels, tf.argmax(logits, -1, output_type=tf.int32)),
-        }
+        return classifier_outputs(logits, self.labels, self.regression)
 
     def signatures(self):
         if self.text_pair:

@@ -53,6 +53,7 @@ import tempfile
 
 import tensorflow as tf
 
+from albert_tf.serving.export import classifier_outputs
 from albert_tf.serving.litert_text import LiteTokenizer, pack, take_rows
 from albert_tf.serving.tflite_predict import FORMAT, METADATA_NAME, SPM_NAME
 
@@ -111,13 +112,7 @@ class LiteClassifier(_LiteModule):
 
     def _classify(self, ids):
         logits = tf.cast(self._forward(*ids)["logits"], tf.float32)
-        if self.regression:
-            return {"score": logits[:, 0]}
-        return {
-            "probabilities": tf.nn.softmax(logits),
-            "logits": logits,
-            "label": tf.gather(self.labels, tf.argmax(logits, -1, output_type=tf.int32)),
-        }
+        return classifier_outputs(logits, self.labels, self.regression)
 
     def functions(self):
         if self.text_pair:

@@ -94,7 +94,7 @@ class LiteModel:
         if inputs and all(len(v) == 0 for v in inputs.values()):
             # 0 rows: run one empty row (the graph cannot reshape 0 rows) and return none.
             one = {k: np.zeros((1,) + v.shape[1:], v.dtype) for k, v in inputs.items()}
-            for k, v in one.items():
+            for v in one.values():
                 if v.dtype == object:
                     v[...] = b""
             return {k: v[:0] for k, v in self._runners[signature](**one).items()}
@@ -212,20 +212,12 @@ class LiteModel:
         )
 
 
-def _json_line(line: str, number: int) -> dict:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"line {number}: not JSON ({e.msg})") from None
-    if not isinstance(row, dict):
-        raise ValueError(f"line {number}: expected a JSON object")
-    return row
+def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
+    """JSON-ready results of (line number, line) pairs of `source` (see the module
+    docstring)."""
+    from data_pipeline.classification.data import json_object
 
-
-def _predict_lines(model: LiteModel, numbered, batch_size: int):
-    """JSON-ready results of (line number, line) pairs (see the module docstring)."""
     task, meta = model.task, model.metadata
-    batch_numbers = numbered
     lines = [line for _, line in numbered]
     for first in range(0, len(lines), batch_size):
         batch = lines[first : first + batch_size]
@@ -248,10 +240,8 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int):
             for i in range(len(batch)):
                 yield {"pooled_output": out["pooled_output"][i].tolist()}
         else:
-            rows = [
-                _json_line(line, number)
-                for number, line in batch_numbers[first : first + batch_size]
-            ]
+            chunk = numbered[first : first + batch_size]
+            rows = [json_object(source, number, line) for number, line in chunk]
             if task == "multiple_choice":
                 out = model.choose(
                     [r["passage"] for r in rows],
@@ -288,14 +278,14 @@ def main(argv=None) -> int:
         numbered = [(n, line) for n, line in enumerate(text, 1) if line.strip()]
         sink = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
         try:
-            for result in _predict_lines(model, numbered, args.batch_size):
+            source = "stdin" if args.input == "-" else args.input
+            for result in _predict_lines(model, numbered, args.batch_size, source):
                 print(json.dumps(result, ensure_ascii=False), file=sink)
         finally:
             if sink is not sys.stdout:
                 sink.close()
     except (OSError, ValueError, KeyError) as e:
-        where = args.input if args.input != "-" else "stdin"
-        print(f"error: {args.model} on {where}: {e}", file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr)
         return 1
     return 0
 

@@ -464,7 +464,7 @@ def read_jsonl(
     for number, line in _lines(path):
         if not line.strip():
             continue
-        obj = _json_object(path, number, line)
+        obj = json_object(path, number, line)
         for flag, name in index.items():
             if name not in obj:
                 raise ValueError(
@@ -476,7 +476,8 @@ def read_jsonl(
     return examples
 
 
-def _json_object(path, number, line) -> dict:
+def json_object(path, number, line) -> dict:
+    """The JSON object on line `number` of `path`, or a ValueError naming both."""
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as e:
@@ -571,7 +572,7 @@ def read_multiple_choice_jsonl(path: str) -> list[MultipleChoiceExample]:
     for number, line in _lines(path):
         if not line.strip():
             continue
-        obj = _json_object(path, number, line)
+        obj = json_object(path, number, line)
         context = obj.get("context", obj.get("article"))
         if context is None or "question" not in obj or "options" not in obj:
             raise ValueError(

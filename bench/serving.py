@@ -6,7 +6,7 @@ this process (Python tokenizer + Keras model), both from text to class probabili
     python bench/serving.py --batch_sizes 1,8,32 --requests 128 --requests_batch1 32
 
 Setting: a random-weight `AlbertClassifier` (2 labels; speed does not depend on the weights)
-is written as a fine-tuned model directory (`albert_tf.serving.finetuned`) and exported with
+is written as a fine-tuned model directory (`albert_tf.checkpoints.finetuned`) and exported with
 `albert_tf.serving.export` ("classifier", sst-2, max_seq_length 128, lower-cased, single sentence)
 under --output_dir (its `finetuned/` and `saved_model/` are replaced on every run). The
 requests are SST-2 dev sentences (../shared/data/glue/SST-2/dev.tsv), a request being one
@@ -138,7 +138,7 @@ def main():
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the SentencePiece ops for the load)
     from albert_tf.serving.export import export
-    from albert_tf.serving.finetuned import SPM_FILE, save_finetuned
+    from albert_tf.checkpoints.finetuned import SPM_FILE, save_finetuned
     from albert_tf.modeling.models import AlbertClassifier
     from data_pipeline.classification.data import Example, read_task
     from data_pipeline.classification.features import convert_examples

@@ -62,7 +62,7 @@ def _config():
 
 
 def _finetuned(tmp_path, spm, kind="classifier", **task):
-    from albert_tf.serving.finetuned import save_finetuned
+    from albert_tf.checkpoints.finetuned import save_finetuned
     from albert_tf.modeling.models import (
         AlbertClassifier,
         AlbertMultipleChoice,

@@ -5,7 +5,11 @@
 
 Writes `DIR/albert_config.json`, a checkpoint (`DIR/ckpt-1`, with a `checkpoint` state file,
 so both `DIR` and `DIR/ckpt-1` work as `--init_checkpoint`) and `DIR/conversion_report.json`.
-Only the parts the source holds are written: an encoder-only source gives an encoder-only
+A Hugging Face task model (`architectures`: AlbertForSequenceClassification,
+AlbertForMultipleChoice, AlbertForQuestionAnswering) becomes a fine-tuned model directory
+(task.json with the labels of `id2label`, spm.model from spiece.model) that the runners'
+--init_checkpoint and `albert_tf.serving.export` take. Only the parts the source holds are
+written: an encoder-only source gives an encoder-only
 checkpoint, and a model restored from it reports its heads as missing. `DIR` is locked while
 the conversion runs (`data_pipeline.atomic.output_lock`): a second writer on it fails at
 once, and a failed conversion leaves no new directory behind.
@@ -25,6 +29,7 @@ from albert_tf.checkpoints import (
     resolve_checkpoint,
     save_checkpoint,
 )
+from albert_tf.checkpoints.transformers import transformers_finetuned_task
 from albert_tf.modeling.config import AlbertConfig
 from data_pipeline.atomic import output_lock, write_json
 from albert_tf.modeling.encoder import AlbertEncoder
@@ -57,6 +62,9 @@ def _convert(source, input_path, output_dir, albert_config_file) -> dict:
         config, weights, unknown = read_transformers(input_path)
         if albert_config_file:
             config = AlbertConfig.from_json_file(albert_config_file)
+        task = transformers_finetuned_task(input_path)
+        if task is not None:
+            return _convert_task(input_path, output_dir, config, weights, unknown, task)
     else:
         if not albert_config_file:
             raise ValueError(
@@ -100,6 +108,42 @@ def _convert(source, input_path, output_dir, albert_config_file) -> dict:
     return report
 
 
+def _convert_task(input_path, output_dir, config, weights, unknown, task) -> dict:
+    """A Hugging Face task model (AlbertForSequenceClassification, ...ForMultipleChoice,
+    ...ForQuestionAnswering) → a fine-tuned model directory: the matching task model with
+    its head, task.json (labels from id2label) and the vocabulary (spiece.model) when the
+    directory has it. The head must be in the source: a model without it is an error."""
+    from albert_tf.checkpoints.finetuned import task_model, write_task_files
+
+    model = task_model(task, config)
+    model.build()
+    result = assign_official(model, weights, source=input_path)
+    # AlbertForQuestionAnswering has no pooler (the span head never reads it).
+    result.raise_for_errors(allow_missing=("pooler",) if task["kind"] == "squad" else ())
+    prefix = save_checkpoint(model, output_dir, config)
+    spm = os.path.join(input_path, "spiece.model")
+    spm = spm if os.path.isfile(spm) else None
+    write_task_files(output_dir, task, spm)
+    report = {
+        "source": "transformers",
+        "input": os.path.abspath(input_path),
+        "checkpoint": prefix,
+        "config": os.path.join(output_dir, CONFIG_NAME),
+        "task": task,
+        "vocabulary": "spm.model" if spm else None,
+        "variables_assigned": len(result.assigned),
+        "heads_written": [c for c in result.components_restored if c not in ("encoder", "pooler")],
+        "heads_absent_from_source": [],
+        "pooler_from_source": "pooler" not in result.components_missing,
+        "unused_source_variables": result.unused,
+        "unrecognized_source_keys": unknown,
+    }
+    write_json(
+        os.path.join(output_dir, "conversion_report.json"), report, indent=2, sort_keys=False
+    )
+    return report
+
+
 def _print_report(report: dict) -> None:
     print(
         f"wrote {report['checkpoint']} ({report['variables_assigned']} variables) "
@@ -110,6 +154,11 @@ def _print_report(report: dict) -> None:
             "heads not in the source (not written; a model loading this checkpoint "
             f"reports them missing): {', '.join(report['heads_absent_from_source'])}"
         )
+    if report.get("task"):
+        task = report["task"]
+        labels = f" labels {task['labels']}" if task.get("labels") else ""
+        print(f"a fine-tuned {task['kind']} model directory{labels}", end="")
+        print("" if report["vocabulary"] else " (no spiece.model: exports need --spm_model_file)")
     if not report["pooler_from_source"]:
         print("the source has no pooler: the checkpoint's pooler is randomly initialized")
     for key in ("unused_source_variables", "unrecognized_source_keys"):

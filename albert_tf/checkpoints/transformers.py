@@ -54,7 +54,24 @@ _HF_RULES = [  # (pattern, official template, transpose?)
     (r"predictions\.(?:decoder\.)?bias", "cls/predictions/output_bias", False),
     (r"sop_classifier\.classifier\.weight", "cls/seq_relationship/output_weights", False),
     (r"sop_classifier\.classifier\.bias", "cls/seq_relationship/output_bias", False),
+    # Task heads: PyTorch's [outputs, H] is the official run_classifier / run_squad_v1
+    # layout already (their kernels are stored transposed too).
+    (r"classifier\.weight", "output_weights", False),
+    (r"classifier\.bias", "output_bias", False),
+    (r"qa_outputs\.weight", "cls/squad/output_weights", False),
+    (r"qa_outputs\.bias", "cls/squad/output_bias", False),
 ]
+# Hugging Face head classes (config.json `architectures`) → this project's task kind
+# (albert_tf.checkpoints.finetuned KINDS). Classes absent here carry no task head.
+HEAD_ARCHITECTURES = {
+    "AlbertForSequenceClassification": "classifier",
+    "AlbertForMultipleChoice": "multiple_choice",
+    "AlbertForQuestionAnswering": "squad",
+}
+# Head classes with no matching model here, and why.
+UNSUPPORTED_ARCHITECTURES = {
+    "AlbertForTokenClassification": "this project has no token-classification model",
+}
 _HF_IGNORED = (r"embeddings\.position_ids", r"predictions\.decoder\.weight")
 
 
@@ -137,12 +154,31 @@ def config_from_transformers(hf: dict, source: str = "config.json") -> AlbertCon
     return AlbertConfig.from_dict(fields, source=source)
 
 
-def read_transformers(directory: str) -> tuple[AlbertConfig, dict[str, np.ndarray], list[str]]:
-    """Reads a `save_pretrained` directory: config.json + model.safetensors (sharded or
-    not), or pytorch_model.bin when torch is installed.
+def transformers_task(hf: dict, source: str = "config.json") -> dict | None:
+    """The fine-tuning task a Hugging Face config describes (its `architectures`), as
+    task.json fields: {"kind", "labels", "regression"} for a classifier (labels from
+    `id2label` in id order; one output or problem_type "regression" is a regression),
+    {"kind": "multiple_choice"}, {"kind": "squad"}; None for a pretraining or bare model."""
+    architectures = hf.get("architectures") or []
+    for name in architectures:
+        if name in UNSUPPORTED_ARCHITECTURES:
+            raise CheckpointError(
+                f"{source}: {name} cannot be imported: {UNSUPPORTED_ARCHITECTURES[name]}"
+            )
+    kinds = [HEAD_ARCHITECTURES[a] for a in architectures if a in HEAD_ARCHITECTURES]
+    if not kinds:
+        return None
+    kind = kinds[0]
+    if kind != "classifier":
+        return {"kind": kind}
+    id2label = hf.get("id2label") or {str(i): f"LABEL_{i}" for i in range(hf.get("num_labels", 2))}
+    labels = [id2label[k] for k in sorted(id2label, key=int)]
+    regression = len(labels) == 1 or hf.get("problem_type") == "regression"
+    return {"kind": "classifier", "labels": [] if regression else labels, "regression": regression}
 
-    Returns (config, official-named arrays, unrecognized keys).
-    """
+
+def read_transformers_config(directory: str) -> dict:
+    """config.json of a Hugging Face ALBERT directory, checked to be ALBERT's."""
     config_path = os.path.join(directory, "config.json")
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"not a Hugging Face model directory (no config.json): {directory}")
@@ -154,7 +190,39 @@ def read_transformers(directory: str) -> tuple[AlbertConfig, dict[str, np.ndarra
     model_type = hf_config.get("model_type")
     if model_type not in (None, "albert"):
         raise ConfigError(f"{config_path}: model_type={model_type!r}, expected 'albert'")
-    config = config_from_transformers(hf_config, source=config_path)
+    return hf_config
+
+
+def transformers_finetuned_task(directory: str) -> dict | None:
+    """task.json fields of a Hugging Face task model directory (`transformers_task`, plus
+    max_seq_length from its positions, casing from tokenizer_config.json, and pairs
+    allowed), or None when it holds no task head."""
+    hf = read_transformers_config(directory)
+    task = transformers_task(hf, os.path.join(directory, "config.json"))
+    if task is None:
+        return None
+    casing = os.path.join(directory, "tokenizer_config.json")
+    do_lower_case = True
+    if os.path.isfile(casing):
+        with open(casing, encoding="utf-8") as f:
+            do_lower_case = bool(json.load(f).get("do_lower_case", True))
+    return dict(
+        task,
+        max_seq_length=min(512, hf.get("max_position_embeddings", 512)),
+        do_lower_case=do_lower_case,
+        text_pair=True,
+        source="transformers",
+    )
+
+
+def read_transformers(directory: str) -> tuple[AlbertConfig, dict[str, np.ndarray], list[str]]:
+    """Reads a `save_pretrained` directory: config.json + model.safetensors (sharded or
+    not), or pytorch_model.bin when torch is installed.
+
+    Returns (config, official-named arrays, unrecognized keys).
+    """
+    config_path = os.path.join(directory, "config.json")
+    config = config_from_transformers(read_transformers_config(directory), source=config_path)
 
     state = {}
     single = os.path.join(directory, "model.safetensors")

@@ -13,7 +13,7 @@ as the file `assets/<name>.model`); then truncation and packing exactly as for t
 then the model. A client needs only `tensorflow` and `tensorflow_text` (for the op kernels).
 
 `--init_checkpoint` is best a fine-tuned model directory (a runner's `--export_dir`,
-`albert_tf.serving.finetuned`): its task.json brings the labels, sequence length, casing and
+`albert_tf.checkpoints.finetuned`): its task.json brings the labels, sequence length, casing and
 vocabulary, so none can be mismatched. Any checkpoint works for `--task encoder` (give
 `--spm_model_file`). Each export is a new version directory `D/1`, `D/2`, ... as TF
 Serving expects, written under a temporary name and renamed when complete.
@@ -469,7 +469,7 @@ def build_module(
 ):
     """The serving module of `task` with weights from `init_checkpoint` (a fine-tuned
     model directory brings its own config, vocabulary, labels and settings)."""
-    from albert_tf.serving import finetuned
+    from albert_tf.checkpoints import finetuned
     from albert_tf.checkpoints import load_checkpoint
     from albert_tf.checkpoints.export_encoder import checkpoint_config
 
@@ -522,7 +522,7 @@ def build_module(
 
 def export(task: str, init_checkpoint: str, export_dir: str, **options) -> str:
     """Builds and writes the SavedModel; returns its version directory."""
-    from albert_tf.serving import finetuned
+    from albert_tf.checkpoints import finetuned
 
     keep = (
         init_checkpoint
@@ -575,7 +575,7 @@ def export_trained(
     SavedModel version `export_dir/N` (with the directory in its assets.extra/finetuned)
     and/or LiteRT files (`export_formats`). Returns what was written."""
     import tempfile
-    from albert_tf.serving import finetuned
+    from albert_tf.checkpoints import finetuned
 
     os.makedirs(export_dir, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=export_dir, prefix=".finetuned-") as tmp:

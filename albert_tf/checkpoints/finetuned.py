@@ -1,6 +1,7 @@
 """A fine-tuned model directory: everything needed to rebuild a task model and feed it text.
 
-A runner's `--export_dir` writes one, and the serving export (`albert_tf.serving.export`) reads it,
+A runner's `--export_dir` writes one, so does `albert_tf.checkpoints.convert` from a Hugging
+Face task model, and the serving export (`albert_tf.serving.export`) reads it,
 so a deployed model can never pair the weights with another vocabulary, casing, label order
 or sequence length than the ones it was trained with:
 
@@ -45,13 +46,41 @@ def save_finetuned(model, directory: str, task: dict, spm_model_file: str) -> st
     tmp = directory.rstrip("/") + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     save_checkpoint(model, tmp)
-    shutil.copyfile(spm_model_file, os.path.join(tmp, SPM_FILE))
-    with open(os.path.join(tmp, TASK_FILE), "w") as f:
-        json.dump(dict(task, spm_model=SPM_FILE), f, indent=1, sort_keys=True)
+    write_task_files(tmp, task, spm_model_file)
     if os.path.isdir(directory):
         os.rmdir(directory)  # empty (checked above)
     os.replace(tmp, directory)
     return directory
+
+
+def write_task_files(directory: str, task: dict, spm_model_file: str | None) -> None:
+    """task.json (and the vocabulary as spm.model, when given) into `directory`, which
+    holds the task model's checkpoint: what makes a checkpoint directory a fine-tuned
+    model directory. Without a vocabulary, exports need --spm_model_file."""
+    from data_pipeline.atomic import write_json
+
+    if spm_model_file:
+        shutil.copyfile(spm_model_file, os.path.join(directory, SPM_FILE))
+    write_json(os.path.join(directory, TASK_FILE), dict(task, spm_model=SPM_FILE))
+
+
+def task_model(task: dict, config):
+    """The (unbuilt) model of `task`'s kind for `config`: AlbertQuestionAnswering,
+    AlbertMultipleChoice, or AlbertClassifier with one output per label (one for
+    regression); dropout 0, for inference and conversion."""
+    from albert_tf.modeling.models import (
+        AlbertClassifier,
+        AlbertMultipleChoice,
+        AlbertQuestionAnswering,
+    )
+
+    if task["kind"] == "squad":
+        return AlbertQuestionAnswering(config)
+    if task["kind"] == "multiple_choice":
+        return AlbertMultipleChoice(config, dropout=0.0)
+    return AlbertClassifier(
+        config, 1 if task.get("regression") else len(task["labels"]), dropout=0.0
+    )
 
 
 def read_task(directory: str) -> dict:
@@ -73,22 +102,10 @@ def load_finetuned(directory: str):
     restored (a missing head is an error, not a random head), and its task.json."""
     from albert_tf.checkpoints import CheckpointError, load_checkpoint
     from albert_tf.modeling.config import AlbertConfig
-    from albert_tf.modeling.models import (
-        AlbertClassifier,
-        AlbertMultipleChoice,
-        AlbertQuestionAnswering,
-    )
 
     task = read_task(directory)
     config = AlbertConfig.from_json_file(os.path.join(directory, "albert_config.json"))
-    if task["kind"] == "squad":
-        model = AlbertQuestionAnswering(config)
-    elif task["kind"] == "multiple_choice":
-        model = AlbertMultipleChoice(config, dropout=0.0)
-    else:
-        model = AlbertClassifier(
-            config, 1 if task.get("regression") else len(task["labels"]), dropout=0.0
-        )
+    model = task_model(task, config)
     model.build()
     report = load_checkpoint(model, directory)
     if report.missing:

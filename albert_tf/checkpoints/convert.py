@@ -2,6 +2,9 @@
 
     python -m albert_tf.checkpoints.convert --source {tf1,tfhub,transformers} --input PATH \
         --output_dir DIR [--albert_config_file FILE]
+    python -m albert_tf.checkpoints.convert --to transformers --input OURS --output_dir DIR
+
+(`--to`: the other way, albert_tf.checkpoints.export_transformers.)
 
 Writes `DIR/albert_config.json`, a checkpoint (`DIR/ckpt-1`, with a `checkpoint` state file,
 so both `DIR` and `DIR/ckpt-1` work as `--init_checkpoint`) and `DIR/conversion_report.json`.
@@ -36,6 +39,7 @@ from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 
 SOURCES = ("tf1", "tfhub", "transformers")
+TARGETS = ("transformers",)
 
 
 def convert(
@@ -171,6 +175,20 @@ def main(argv=None) -> int:
 
     fl = flags.FlagValues()
     flags.DEFINE_enum("source", None, list(SOURCES), "Checkpoint kind.", flag_values=fl)
+    flags.DEFINE_enum(
+        "to",
+        None,
+        list(TARGETS),
+        "Export instead: this project's checkpoint or fine-tuned model directory "
+        "(--input) → a Hugging Face directory (albert_tf.checkpoints.export_transformers).",
+        flag_values=fl,
+    )
+    flags.DEFINE_string(
+        "spm_model_file",
+        None,
+        "--to: the vocabulary to ship (default: the fine-tuned directory's).",
+        flag_values=fl,
+    )
     flags.DEFINE_string(
         "input",
         None,
@@ -190,8 +208,26 @@ def main(argv=None) -> int:
     )
     from albert_tf.cli import parse_tool_flags
 
-    if not parse_tool_flags(fl, argv, ("source", "input", "output_dir")):
+    if not parse_tool_flags(fl, argv, ("input", "output_dir")):
         return 2
+    if (fl.source is None) == (fl.to is None):
+        print("error: give either --source (import) or --to (export)", file=sys.stderr)
+        return 2
+    if fl.to:
+        from albert_tf.checkpoints.export_transformers import export_transformers
+
+        try:
+            report = export_transformers(
+                fl.input, fl.output_dir, fl.albert_config_file, fl.spm_model_file
+            )
+        except (OSError, ValueError, CheckpointError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(
+            f"wrote {report['output_dir']}: {report['architecture']}, {report['tensors']} "
+            f"tensors, vocabulary {report['vocabulary'] or 'none (give --spm_model_file)'}"
+        )
+        return 0
     try:
         report = convert(fl.source, fl.input, fl.output_dir, fl.albert_config_file)
     except (OSError, ValueError, CheckpointError) as e:  # OSError: also OutputLocked

@@ -254,3 +254,114 @@ def read_transformers(directory: str) -> tuple[AlbertConfig, dict[str, np.ndarra
         raise FileNotFoundError(f"{directory}: no model.safetensors or pytorch_model.bin")
     weights, unknown = transformers_to_official(state)
     return config, weights, unknown
+
+
+# --- this project → Hugging Face ------------------------------------------------------------
+
+_OFFICIAL_LAYER = r"bert/encoder/transformer/group_(\d+)/inner_group_(\d+)/"
+_HF_LAYER_OUT = r"encoder.albert_layer_groups.\1.albert_layers.\2."
+# (official name pattern, Hugging Face key template, transpose?, backbone?): the inverse of
+# _HF_RULES. Backbone keys take the "albert." prefix inside a model with heads.
+_OFFICIAL_RULES = [
+    (r"bert/embeddings/(word|position|token_type)_embeddings", r"embeddings.\1_embeddings.weight"),
+    (r"bert/embeddings/LayerNorm/gamma", "embeddings.LayerNorm.weight"),
+    (r"bert/embeddings/LayerNorm/beta", "embeddings.LayerNorm.bias"),
+    (
+        r"bert/encoder/embedding_hidden_mapping_in/kernel",
+        "encoder.embedding_hidden_mapping_in.weight",
+    ),
+    (r"bert/encoder/embedding_hidden_mapping_in/bias", "encoder.embedding_hidden_mapping_in.bias"),
+    (
+        _OFFICIAL_LAYER + r"attention_1/self/(query|key|value)/kernel",
+        _HF_LAYER_OUT + r"attention.\3.weight",
+    ),
+    (
+        _OFFICIAL_LAYER + r"attention_1/self/(query|key|value)/bias",
+        _HF_LAYER_OUT + r"attention.\3.bias",
+    ),
+    (
+        _OFFICIAL_LAYER + r"attention_1/output/dense/kernel",
+        _HF_LAYER_OUT + "attention.dense.weight",
+    ),
+    (_OFFICIAL_LAYER + r"attention_1/output/dense/bias", _HF_LAYER_OUT + "attention.dense.bias"),
+    (_OFFICIAL_LAYER + r"LayerNorm/gamma", _HF_LAYER_OUT + "attention.LayerNorm.weight"),
+    (_OFFICIAL_LAYER + r"LayerNorm/beta", _HF_LAYER_OUT + "attention.LayerNorm.bias"),
+    (_OFFICIAL_LAYER + r"ffn_1/intermediate/dense/kernel", _HF_LAYER_OUT + "ffn.weight"),
+    (_OFFICIAL_LAYER + r"ffn_1/intermediate/dense/bias", _HF_LAYER_OUT + "ffn.bias"),
+    (
+        _OFFICIAL_LAYER + r"ffn_1/intermediate/output/dense/kernel",
+        _HF_LAYER_OUT + "ffn_output.weight",
+    ),
+    (_OFFICIAL_LAYER + r"ffn_1/intermediate/output/dense/bias", _HF_LAYER_OUT + "ffn_output.bias"),
+    (_OFFICIAL_LAYER + r"LayerNorm_1/gamma", _HF_LAYER_OUT + "full_layer_layer_norm.weight"),
+    (_OFFICIAL_LAYER + r"LayerNorm_1/beta", _HF_LAYER_OUT + "full_layer_layer_norm.bias"),
+    (r"bert/pooler/dense/kernel", "pooler.weight"),
+    (r"bert/pooler/dense/bias", "pooler.bias"),
+    (r"cls/predictions/transform/dense/kernel", "predictions.dense.weight"),
+    (r"cls/predictions/transform/dense/bias", "predictions.dense.bias"),
+    (r"cls/predictions/transform/LayerNorm/gamma", "predictions.LayerNorm.weight"),
+    (r"cls/predictions/transform/LayerNorm/beta", "predictions.LayerNorm.bias"),
+    (r"cls/predictions/output_bias", "predictions.bias"),
+    (r"cls/seq_relationship/output_weights", "sop_classifier.classifier.weight"),
+    (r"cls/seq_relationship/output_bias", "sop_classifier.classifier.bias"),
+    (r"output_weights", "classifier.weight"),
+    (r"output_bias", "classifier.bias"),
+    (r"cls/squad/output_weights", "qa_outputs.weight"),
+    (r"cls/squad/output_bias", "qa_outputs.bias"),
+]
+
+
+def official_to_transformers(official: dict, with_heads: bool) -> dict:
+    """Official-named arrays (kernels as TF stores them, [in, out]) → a Hugging Face state
+    dict: Linear weights transposed to [out, in] (the official head matrices, stored
+    [outputs, H] already, are not), backbone keys under "albert." when `with_heads`, and
+    the MLM decoder tied to the word embeddings as ALBERT ties them."""
+    out = {}
+    for name, value in official.items():
+        for pattern, template in _OFFICIAL_RULES:
+            if re.fullmatch(pattern, name):
+                key = re.sub(pattern, template, name)
+                break
+        else:
+            raise CheckpointError(f"{name}: no Hugging Face name for this variable")
+        value = np.asarray(value)
+        if name.endswith("/kernel"):
+            value = value.T
+        backbone = not key.startswith(("predictions.", "sop_classifier.", "classifier.", "qa_"))
+        out[f"albert.{key}" if backbone and with_heads else key] = np.ascontiguousarray(value)
+    if "predictions.bias" in out:
+        word = "albert.embeddings.word_embeddings.weight"
+        out["predictions.decoder.weight"] = out[word]
+        out["predictions.decoder.bias"] = out["predictions.bias"]
+    return out
+
+
+def config_to_transformers(config: AlbertConfig) -> dict:
+    """This project's AlbertConfig → Hugging Face config.json fields (model_type albert).
+    Our "gelu" is the official tanh form, Hugging Face's "gelu_new"; "gelu_exact" is its
+    "gelu". Only the official sharing layout ("all") exists there."""
+    if config.sharing != "all":
+        raise ConfigError(f"sharing={config.sharing!r} has no Hugging Face ALBERT layout")
+    acts = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu"}
+    if config.hidden_act not in acts:
+        raise ConfigError(f"hidden_act={config.hidden_act!r} has no Hugging Face equivalent")
+    fields = {
+        k: getattr(config, k)
+        for k in (
+            "vocab_size",
+            "embedding_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_hidden_groups",
+            "num_attention_heads",
+            "intermediate_size",
+            "inner_group_num",
+            "hidden_dropout_prob",
+            "attention_probs_dropout_prob",
+            "max_position_embeddings",
+            "type_vocab_size",
+            "initializer_range",
+            "layer_norm_eps",
+        )
+    }
+    return dict(fields, hidden_act=acts[config.hidden_act], model_type="albert")

@@ -1,0 +1,133 @@
+"""This project's models → Hugging Face `save_pretrained` directories.
+
+    python -m albert_tf.checkpoints.convert --to transformers --input CKPT_OR_FINETUNED_DIR \
+        --output_dir DIR [--albert_config_file F] [--spm_model_file M]
+
+Writes DIR/config.json (with `architectures`), DIR/model.safetensors, and, with a
+vocabulary, DIR/spiece.model + tokenizer_config.json, which transformers'
+`Albert*.from_pretrained(DIR)` and `AlbertTokenizer.from_pretrained(DIR)` load with no
+missing or unexpected keys:
+
+  a fine-tuned model directory  classifier → AlbertForSequenceClassification (id2label from
+                                the labels; regression: one output, problem_type regression),
+                                multiple_choice → AlbertForMultipleChoice, squad →
+                                AlbertForQuestionAnswering (which has no pooler: not written)
+  a pretraining checkpoint      → AlbertForPreTraining (MLM decoder tied to the embeddings)
+  an encoder checkpoint         → AlbertModel
+
+Names go through the official TF1 names (`official_name_map`, then
+`transformers.official_to_transformers`), the same table the import uses backwards.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+
+ARCHITECTURES = {
+    "classifier": "AlbertForSequenceClassification",
+    "multiple_choice": "AlbertForMultipleChoice",
+    "squad": "AlbertForQuestionAnswering",
+}
+
+
+def _our_model(input_path: str, albert_config_file=None):
+    """(model, task or None, vocabulary or None) from a fine-tuned model directory or a
+    checkpoint: the pretraining model when the checkpoint has both heads, else the
+    encoder."""
+    from albert_tf.checkpoints.export_encoder import checkpoint_config
+    from albert_tf.checkpoints.finetuned import TASK_FILE, load_finetuned
+    from albert_tf.checkpoints.loading import load_checkpoint
+    from albert_tf.modeling.encoder import AlbertEncoder
+    from albert_tf.modeling.models import AlbertPretrainer
+
+    if os.path.exists(os.path.join(input_path, TASK_FILE)):
+        model, task = load_finetuned(input_path)
+        spm = task.get("spm_model")
+        return model, task, spm if spm and os.path.isfile(spm) else None
+    config, _ = checkpoint_config(input_path, albert_config_file)
+    model = AlbertPretrainer(config)
+    model.build()
+    report = load_checkpoint(model, input_path)
+    if {"mlm_head", "sop_head"} & set(report.missing):
+        model = AlbertEncoder(config)
+        model.build()
+        load_checkpoint(model, input_path)
+    return model, None, None
+
+
+def transformers_files(model, task: dict | None) -> tuple[dict, dict]:
+    """(config.json dict, state dict of numpy arrays) of `model` for Hugging Face."""
+    from albert_tf.checkpoints.official import official_name_map
+    from albert_tf.checkpoints.transformers import (
+        config_to_transformers,
+        official_to_transformers,
+    )
+    from albert_tf.modeling.encoder import AlbertEncoder
+
+    encoder = model if isinstance(model, AlbertEncoder) else model.encoder
+    official = {}
+    for name, entry in official_name_map(model).items():
+        if task and task["kind"] == "squad" and entry.component == "pooler":
+            continue  # AlbertForQuestionAnswering has no pooler
+        value = entry.variable.numpy().astype(np.float32)
+        official[name] = value.T if entry.transpose else value
+    heads = not isinstance(model, AlbertEncoder)
+    config = config_to_transformers(encoder.config)
+    if task is None:
+        config["architectures"] = ["AlbertForPreTraining" if heads else "AlbertModel"]
+    else:
+        config["architectures"] = [ARCHITECTURES[task["kind"]]]
+        if task["kind"] == "classifier":
+            labels = ["score"] if task.get("regression") else list(task["labels"])
+            config["id2label"] = {str(i): label for i, label in enumerate(labels)}
+            config["label2id"] = {label: i for i, label in enumerate(labels)}
+            if task.get("regression"):
+                config["problem_type"] = "regression"
+    return config, official_to_transformers(official, with_heads=heads)
+
+
+def export_transformers(
+    input_path: str,
+    output_dir: str,
+    albert_config_file: str | None = None,
+    spm_model_file: str | None = None,
+) -> dict:
+    """Writes the Hugging Face directory (see the module docstring) under `output_dir`'s
+    lock, each file atomically; returns a report {architecture, tensors, vocabulary}."""
+    from safetensors.numpy import save_file
+
+    from data_pipeline.atomic import output_lock, write_json
+
+    model, task, vocabulary = _our_model(input_path, albert_config_file)
+    vocabulary = spm_model_file or vocabulary
+    config, state = transformers_files(model, task)
+    with output_lock(output_dir, "albert_tf.checkpoints.convert --to transformers"):
+        tmp = os.path.join(output_dir, f".model.safetensors.tmp{os.getpid()}")
+        save_file(state, tmp, metadata={"format": "pt"})
+        os.replace(tmp, os.path.join(output_dir, "model.safetensors"))
+        write_json(os.path.join(output_dir, "config.json"), config, indent=2)
+        if vocabulary:
+            shutil.copyfile(vocabulary, os.path.join(output_dir, ".spiece.tmp"))
+            os.replace(
+                os.path.join(output_dir, ".spiece.tmp"), os.path.join(output_dir, "spiece.model")
+            )
+            lower = True if task is None else bool(task.get("do_lower_case", True))
+            write_json(
+                os.path.join(output_dir, "tokenizer_config.json"),
+                {
+                    "tokenizer_class": "AlbertTokenizer",
+                    "do_lower_case": lower,
+                    "keep_accents": False,
+                    "remove_space": True,
+                },
+                indent=2,
+            )
+    return {
+        "architecture": config["architectures"][0],
+        "tensors": len(state),
+        "vocabulary": "spiece.model" if vocabulary else None,
+        "output_dir": output_dir,
+    }

@@ -124,14 +124,14 @@ def _randomized(model, seed=1):
 
 
 @pytest.mark.parametrize(
-    "kind", ["pretraining", "classifier", "regression", "multiple_choice", "squad"]
+    "kind", ["pretraining", "encoder", "classifier", "regression", "multiple_choice", "squad"]
 )
 def test_models_leave_as_hugging_face_directories_and_come_back(tmp_path, kind):
     """ours → convert --to transformers → `from_pretrained` with no missing or unexpected
     keys and our outputs (1e-5) → convert --source transformers → our outputs again."""
     import torch
     import transformers
-    from albert_tf import AlbertPretrainer, save_checkpoint
+    from albert_tf import AlbertEncoder, AlbertPretrainer, save_checkpoint
     from albert_tf.checkpoints.convert import convert
     from albert_tf.checkpoints.export_transformers import export_transformers
     from albert_tf.checkpoints.finetuned import load_finetuned, save_finetuned, task_model
@@ -147,8 +147,10 @@ def test_models_leave_as_hugging_face_directories_and_come_back(tmp_path, kind):
         "multiple_choice": {"kind": "multiple_choice"},
         "squad": {"kind": "squad"},
     }
-    if kind == "pretraining":
-        ours = _randomized(AlbertPretrainer(config))
+    if kind in ("pretraining", "encoder"):
+        ours = _randomized(
+            AlbertPretrainer(config) if kind == "pretraining" else AlbertEncoder(config)
+        )
         save_checkpoint(ours, str(tmp_path / "ours"), config)
     else:
         ours = task_model(tasks[kind], config)
@@ -173,6 +175,8 @@ def test_models_leave_as_hugging_face_directories_and_come_back(tmp_path, kind):
     real = batch["input_mask"].astype(bool)
     if kind == "pretraining":
         pairs = [(mine["sop_logits"].numpy(), theirs.sop_logits.numpy())]
+    elif kind == "encoder":
+        pairs = [(mine["pooled_output"].numpy(), theirs.pooler_output.numpy())]
     elif kind == "squad":
         pairs = [(mine["start_logits"].numpy()[real], theirs.start_logits.numpy()[real])]
     else:
@@ -181,12 +185,12 @@ def test_models_leave_as_hugging_face_directories_and_come_back(tmp_path, kind):
         np.testing.assert_allclose(a, b, atol=1e-5)
     if kind == "classifier":
         assert hf.config.id2label == {0: "no", 1: "yes", 2: "maybe"}
-    if kind != "pretraining":
+    if kind not in ("pretraining", "encoder"):
         assert (tmp_path / "hf" / "spiece.model").read_bytes() == b"a vocabulary"
 
     convert("transformers", str(tmp_path / "hf"), str(tmp_path / "back"))
-    if kind == "pretraining":
-        back = AlbertPretrainer(config)
+    if kind in ("pretraining", "encoder"):
+        back = AlbertPretrainer(config) if kind == "pretraining" else AlbertEncoder(config)
         back.build()
         load_checkpoint(back, str(tmp_path / "back"))
     else:
@@ -194,7 +198,7 @@ def test_models_leave_as_hugging_face_directories_and_come_back(tmp_path, kind):
         assert task["kind"] == tasks[kind]["kind"]
     again = back(_ours(batch, choices), training=False)
     for key in mine:
-        if key in again and key != "pooled_output":
+        if key in again and (key != "pooled_output" or kind == "encoder"):
             np.testing.assert_allclose(again[key].numpy(), mine[key].numpy(), atol=1e-6)
 
 
@@ -214,3 +218,57 @@ def test_the_vocabulary_travels_and_tokenizes_as_ours(tmp_path, tok):
     hf = transformers.AlbertTokenizer.from_pretrained(str(tmp_path / "hf"))
     for text in ["Über die Brücke, sagt sie.", "Ein  ``Test'' mit 3,5 Tagen", "HELLO world"]:
         assert hf(text)["input_ids"] == [tok.cls_id, *tok.encode(text), tok.sep_id], text
+
+
+@pytest.mark.parametrize("kind", ["classifier", "encoder"])
+def test_models_leave_as_keras_hub_presets(tmp_path, tok, kind):
+    """ours → convert --to keras_hub → KerasHub's own from_preset: the backbone's outputs
+    and the classifier's logits within 1e-5, the vocabulary in the preset."""
+    import keras_hub
+    from albert_tf import AlbertEncoder, save_checkpoint
+    from albert_tf.checkpoints.export_keras_hub import export_keras_hub
+    from albert_tf.checkpoints.finetuned import save_finetuned, task_model
+    from conftest import tiny_config
+
+    config = tiny_config(vocab_size=tok.vocab_size)
+    task = {
+        "kind": "classifier",
+        "labels": ["a", "b", "c"],
+        "regression": False,
+        "max_seq_length": 32,
+    }
+    if kind == "classifier":
+        ours = task_model(task, config)
+        ours.build()
+        _randomized(ours)
+        save_finetuned(ours, str(tmp_path / "ours"), task, tok.model_file)
+        encoder = ours.encoder
+    else:
+        ours = encoder = _randomized(AlbertEncoder(config))
+        save_checkpoint(ours, str(tmp_path / "ours"), config)
+    report = export_keras_hub(
+        str(tmp_path / "ours"), str(tmp_path / "kh"), spm_model_file=tok.model_file
+    )
+    assert report["written"] == (
+        "AlbertTextClassifier" if kind == "classifier" else "AlbertBackbone"
+    )
+    batch = random_batch(vocab_size=tok.vocab_size, batch=3, seq=11)
+    inputs = {
+        "token_ids": batch["input_ids"],
+        "segment_ids": batch["segment_ids"],
+        "padding_mask": batch["input_mask"],
+    }
+    backbone = keras_hub.models.AlbertBackbone.from_preset(str(tmp_path / "kh"))
+    theirs = backbone(inputs)
+    mine = encoder(_ours(batch), training=False)
+    for key in ("sequence_output", "pooled_output"):
+        a, b = np.asarray(theirs[key]), mine[key].numpy()
+        if key == "sequence_output":
+            a, b = a[batch["input_mask"] == 1], b[batch["input_mask"] == 1]
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    if kind == "classifier":
+        classifier = keras_hub.models.AlbertTextClassifier.from_preset(str(tmp_path / "kh"))
+        logits = np.asarray(classifier(inputs))  # (call: token ids; predict takes strings)
+        np.testing.assert_allclose(logits, ours(_ours(batch))["logits"].numpy(), atol=1e-5)
+        tokenizer = keras_hub.models.AlbertTokenizer.from_preset(str(tmp_path / "kh"))
+        assert tokenizer.proto == tok.model_proto or tokenizer.vocabulary_size() == tok.vocab_size

@@ -2,9 +2,10 @@
 
     python -m albert_tf.checkpoints.convert --source {tf1,tfhub,transformers} --input PATH \
         --output_dir DIR [--albert_config_file FILE]
-    python -m albert_tf.checkpoints.convert --to transformers --input OURS --output_dir DIR
+    python -m albert_tf.checkpoints.convert --to {transformers,keras_hub} --input OURS \
+        --output_dir DIR
 
-(`--to`: the other way, albert_tf.checkpoints.export_transformers.)
+(`--to`: the other way, albert_tf.checkpoints.export_transformers / export_keras_hub.)
 
 Writes `DIR/albert_config.json`, a checkpoint (`DIR/ckpt-1`, with a `checkpoint` state file,
 so both `DIR` and `DIR/ckpt-1` work as `--init_checkpoint`) and `DIR/conversion_report.json`.
@@ -39,7 +40,7 @@ from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 
 SOURCES = ("tf1", "tfhub", "transformers")
-TARGETS = ("transformers",)
+TARGETS = ("transformers", "keras_hub")
 
 
 def convert(
@@ -180,7 +181,7 @@ def main(argv=None) -> int:
         None,
         list(TARGETS),
         "Export instead: this project's checkpoint or fine-tuned model directory "
-        "(--input) → a Hugging Face directory (albert_tf.checkpoints.export_transformers).",
+        "(--input) → a Hugging Face directory or a KerasHub preset.",
         flag_values=fl,
     )
     flags.DEFINE_string(
@@ -214,19 +215,22 @@ def main(argv=None) -> int:
         print("error: give either --source (import) or --to (export)", file=sys.stderr)
         return 2
     if fl.to:
+        from albert_tf.checkpoints.export_keras_hub import export_keras_hub
         from albert_tf.checkpoints.export_transformers import export_transformers
 
+        write = export_transformers if fl.to == "transformers" else export_keras_hub
         try:
-            report = export_transformers(
-                fl.input, fl.output_dir, fl.albert_config_file, fl.spm_model_file
-            )
+            report = write(fl.input, fl.output_dir, fl.albert_config_file, fl.spm_model_file)
         except (OSError, ValueError, CheckpointError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
+        what = report.get("architecture") or report.get("written")
         print(
-            f"wrote {report['output_dir']}: {report['architecture']}, {report['tensors']} "
-            f"tensors, vocabulary {report['vocabulary'] or 'none (give --spm_model_file)'}"
+            f"wrote {report['output_dir']}: {what}, vocabulary "
+            f"{report['vocabulary'] or 'none (give --spm_model_file)'}"
         )
+        if report.get("not_written"):
+            print(f"no KerasHub counterpart, not written: {', '.join(report['not_written'])}")
         return 0
     try:
         report = convert(fl.source, fl.input, fl.output_dir, fl.albert_config_file)

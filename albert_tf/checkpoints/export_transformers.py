@@ -86,7 +86,7 @@ def transformers_files(model, task: dict | None) -> tuple[dict, dict]:
             config["label2id"] = {label: i for i, label in enumerate(labels)}
             if task.get("regression"):
                 config["problem_type"] = "regression"
-    return config, official_to_transformers(official, with_heads=heads)
+    return config, official_to_transformers(official)
 
 
 def export_transformers(

@@ -311,11 +311,12 @@ _OFFICIAL_RULES = [
 ]
 
 
-def official_to_transformers(official: dict, with_heads: bool) -> dict:
+def official_to_transformers(official: dict) -> dict:
     """Official-named arrays (kernels as TF stores them, [in, out]) → a Hugging Face state
     dict: Linear weights transposed to [out, in] (the official head matrices, stored
-    [outputs, H] already, are not), backbone keys under "albert." when `with_heads`, and
-    the MLM decoder tied to the word embeddings as ALBERT ties them."""
+    [outputs, H] already, are not), backbone keys under "albert." (what every Albert*
+    class saves; AlbertModel strips the prefix when loading, and KerasHub's loader needs
+    it), and the MLM decoder tied to the word embeddings as ALBERT ties them."""
     out = {}
     for name, value in official.items():
         for pattern, template in _OFFICIAL_RULES:
@@ -328,7 +329,7 @@ def official_to_transformers(official: dict, with_heads: bool) -> dict:
         if name.endswith("/kernel"):
             value = value.T
         backbone = not key.startswith(("predictions.", "sop_classifier.", "classifier.", "qa_"))
-        out[f"albert.{key}" if backbone and with_heads else key] = np.ascontiguousarray(value)
+        out[f"albert.{key}" if backbone else key] = np.ascontiguousarray(value)
     if "predictions.bias" in out:
         word = "albert.embeddings.word_embeddings.weight"
         out["predictions.decoder.weight"] = out[word]

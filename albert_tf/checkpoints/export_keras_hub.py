@@ -1,0 +1,86 @@
+"""This project's models → KerasHub preset directories.
+
+    python -m albert_tf.checkpoints.convert --to keras_hub --input CKPT_OR_FINETUNED_DIR \
+        --output_dir DIR [--spm_model_file M]
+
+Writes a preset that `keras_hub.models.AlbertBackbone.from_preset(DIR)` loads (and, for a
+fine-tuned classifier, `keras_hub.models.AlbertTextClassifier.from_preset(DIR)` with its
+head and a preprocessor at the model's sequence length); the SentencePiece model travels
+in it as the tokenizer's vocabulary. Needs keras-hub installed (not a dependency of this
+project: only this export uses it).
+
+The route: the Hugging Face directory of `export_transformers` (the one name mapping),
+read by KerasHub's own Hugging Face loader, then KerasHub's `save_to_preset`. What has no
+KerasHub counterpart is not written and is named in the report: the MLM and SOP heads
+(KerasHub has no SOP head), multiple choice and SQuAD heads (no ALBERT task models for
+them), and activations other than the tanh GELU (KerasHub's AlbertBackbone has no option).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from albert_tf.checkpoints.own import CheckpointError
+
+
+def export_keras_hub(
+    input_path: str,
+    output_dir: str,
+    albert_config_file: str | None = None,
+    spm_model_file: str | None = None,
+) -> dict:
+    """Writes the preset (see the module docstring); returns a report {task, written,
+    not_written, vocabulary}."""
+    try:
+        import keras_hub
+    except ImportError:
+        raise CheckpointError("--to keras_hub needs keras-hub: pip install keras-hub") from None
+    from albert_tf.checkpoints.export_transformers import _our_model, export_transformers
+    from albert_tf.modeling.encoder import AlbertEncoder
+    from data_pipeline.atomic import output_lock
+
+    model, task, vocabulary = _our_model(input_path, albert_config_file)
+    vocabulary = spm_model_file or vocabulary
+    encoder = model if isinstance(model, AlbertEncoder) else model.encoder
+    if encoder.config.hidden_act != "gelu":
+        raise CheckpointError(
+            f"hidden_act={encoder.config.hidden_act!r}: KerasHub's AlbertBackbone computes "
+            f"only the tanh GELU (our 'gelu')"
+        )
+    kind = task["kind"] if task else ("pretraining" if encoder is not model else "encoder")
+    not_written = {
+        "pretraining": ["mlm_head", "sop_head"],
+        "multiple_choice": ["choice_head"],
+        "squad": ["span_head"],
+    }.get(kind, [])
+    if kind == "classifier" and task.get("regression"):
+        not_written = ["classifier_head (regression)"]
+    with tempfile.TemporaryDirectory(prefix="albert-hf-") as hf_dir:
+        export_transformers(input_path, hf_dir, albert_config_file, spm_model_file)
+        backbone = keras_hub.models.AlbertBackbone.from_preset(hf_dir)
+        preset = backbone
+        if kind == "classifier" and not task.get("regression"):
+            preprocessor = None
+            if vocabulary:
+                tokenizer = keras_hub.models.AlbertTokenizer(proto=vocabulary)
+                preprocessor = keras_hub.models.AlbertTextClassifierPreprocessor(
+                    tokenizer, sequence_length=task.get("max_seq_length", 512)
+                )
+            preset = keras_hub.models.AlbertTextClassifier(
+                backbone, len(task["labels"]), preprocessor=preprocessor, dropout=0.0
+            )
+            head = model.classifier_head.dense
+            preset.output_dense.kernel.assign(head.kernel.numpy())
+            preset.output_dense.bias.assign(head.bias.numpy())
+        with output_lock(output_dir, "albert_tf.checkpoints.convert --to keras_hub"):
+            preset.save_to_preset(output_dir)
+            if vocabulary and preset is backbone:
+                keras_hub.models.AlbertTokenizer(proto=vocabulary).save_to_preset(output_dir)
+    return {
+        "task": kind,
+        "written": type(preset).__name__,
+        "not_written": not_written,
+        "vocabulary": os.path.basename(vocabulary) if vocabulary else None,
+        "output_dir": output_dir,
+    }

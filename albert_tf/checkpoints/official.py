@@ -5,8 +5,9 @@ format (TF1 checkpoints, TF-Hub v1 modules, Hugging Face after translation).
 (`bert/embeddings/...`, `bert/encoder/transformer/group_0/inner_group_0/...`), the pooler,
 the pretraining heads (`cls/predictions/...`, `cls/seq_relationship/...`) and the official
 fine-tuned heads: run_classifier's `output_weights` / `output_bias` (classification, and
-STS-B regression with one output), run_race's (one score per choice) and run_squad_v1's
-`cls/squad/output_weights` / `output_bias`.
+STS-B regression with one output), run_race's (one score per choice), run_squad_v1's
+`cls/squad/output_weights` / `output_bias`, and run_squad_v2's XLNet-style head
+(`start_logits/`, `end_logits/`, `answer_class/`).
 """
 
 from __future__ import annotations
@@ -28,8 +29,16 @@ _OFFICIAL_HEADS = {
     "choice_head": ("output_weights", "output_bias"),
     "span_head": ("cls/squad/output_weights", "cls/squad/output_bias"),
 }
+# The official SQuAD v2.0 head (run_squad_v2's create_v2_model; no outer scope): official
+# name → the SquadV2Head layer attribute. tf.layers kernels are [in, out], as ours.
+_SQUAD_V2_LAYERS = {
+    "start_logits/dense": "start_dense",
+    "end_logits/dense_0": "end_dense_0",
+    "end_logits/dense_1": "end_dense_1",
+    "answer_class/dense_0": "answer_dense_0",
+}
 # Components a checkpoint may lack (reported, never fatal): the heads.
-HEADS = ("mlm_head", "sop_head", *_OFFICIAL_HEADS)
+HEADS = ("mlm_head", "sop_head", *_OFFICIAL_HEADS, "squad_v2_head")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +107,14 @@ def official_name_map(model) -> dict[str, OfficialVariable]:
         "sop_head": ("cls/seq_relationship/output_weights", "cls/seq_relationship/output_bias"),
         **_OFFICIAL_HEADS,
     }
+    v2 = getattr(model, "squad_v2_head", None)
+    if v2 is not None:
+        for official, attribute in _SQUAD_V2_LAYERS.items():
+            add_dense(official, getattr(v2, attribute), "squad_v2_head")
+        add_norm("end_logits/LayerNorm", v2.end_layer_norm, "squad_v2_head")
+        out["answer_class/dense_1/kernel"] = OfficialVariable(
+            v2.answer_dense_1.kernel, False, "squad_v2_head"
+        )
     for component, (kernel, bias) in heads.items():
         head = getattr(model, component, None)
         if head is not None:

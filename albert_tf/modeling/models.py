@@ -12,7 +12,13 @@ import keras
 
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.modeling.heads import ClassificationHead, MaskedLMHead, SentenceOrderHead
+from albert_tf.modeling.heads import (
+    ClassificationHead,
+    MaskedLMHead,
+    SentenceOrderHead,
+    SquadV2Head,
+    answerable_positions,
+)
 
 
 def pooled_output_only(encoder: AlbertEncoder, inputs, training):
@@ -212,3 +218,43 @@ class AlbertQuestionAnswering(keras.Model):
         logits = self.span_head(tf.cast(sequence, tf.float32))  # [B, S, 2]
         pad = (1.0 - tf.cast(inputs["input_mask"], tf.float32)) * -1e4
         return {"start_logits": logits[..., 0] + pad, "end_logits": logits[..., 1] + pad}
+
+
+class AlbertQuestionAnsweringV2(keras.Model):
+    """Encoder + the official ALBERT SQuAD v2.0 head (`heads.SquadV2Head`: start
+    log-probabilities, ends conditioned on a start, a beam of `start_n_top` × `end_n_top`
+    spans, and an answer-class logit that decides "no answer"). `--squad_head albert`.
+
+    Call: the encoder inputs (int32 [batch, seq]); in training also `start_positions`
+    [batch] (the end is conditioned on the gold start, as the official code) → the
+    head's outputs (see SquadV2Head). The answerable positions (`p_mask`) follow from the
+    packing, so the model needs no other input.
+    """
+
+    def __init__(
+        self,
+        config: AlbertConfig,
+        start_n_top: int = 5,
+        end_n_top: int = 5,
+        dropout: float = 0.1,
+        encoder: AlbertEncoder | None = None,
+        **kwargs,
+    ):
+        kwargs.setdefault("name", "albert_question_answering_v2")
+        super().__init__(**kwargs)
+        self.config = config
+        self.encoder = encoder if encoder is not None else AlbertEncoder(config)
+        self.squad_v2_head = SquadV2Head(
+            config, start_n_top, end_n_top, dropout, name="squad_v2_head"
+        )
+
+    def build(self, input_shape=None):
+        if not self.encoder.built:
+            self.encoder.build()
+        self.squad_v2_head.build()
+
+    def call(self, inputs, training=False):
+        sequence = self.encoder(inputs, training=training)["sequence_output"]
+        p_mask = answerable_positions(inputs["input_mask"], inputs["segment_ids"])
+        start = inputs.get("start_positions") if training else None
+        return self.squad_v2_head(sequence, p_mask, start, training=training)

@@ -1,0 +1,115 @@
+"""The official ALBERT SQuAD v2.0 head (SquadV2Head) against a numpy reference written from
+the official create_v2_model, on random weights read by their official variable names."""
+
+import numpy as np
+import pytest
+
+from conftest import random_batch, tiny_config
+
+
+def _p_mask(batch):
+    """The official feature's p_mask from the packing: 0 for [CLS] and context tokens."""
+    mask, segments = batch["input_mask"], batch["segment_ids"]
+    p = np.ones(mask.shape, np.float32)
+    for b in range(mask.shape[0]):
+        last = mask[b].sum() - 1
+        for j in range(mask.shape[1]):
+            if j == 0 or (segments[b, j] == 1 and mask[b, j] == 1 and j < last):
+                p[b, j] = 0.0
+    return p
+
+
+def _log_softmax(x):
+    x = x - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def _layer_norm(x, gamma, beta):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-12) * gamma + beta
+
+
+def _reference(w, seq, p_mask, start_positions, k_start, k_end):
+    """The official equations (squad_utils.create_v2_model) in numpy, batch-major."""
+
+    def dense(x, name, bias=True):
+        y = x @ w[f"{name}/kernel"]
+        return y + w[f"{name}/bias"] if bias else y
+
+    start_logits = dense(seq, "start_logits/dense")[..., 0]
+    start_masked = start_logits * (1 - p_mask) - 1e30 * p_mask
+    start_log_probs = _log_softmax(start_masked)
+
+    def end_log_probs(start_features):  # [B, H] → [B, S]
+        x = np.concatenate([seq, np.broadcast_to(start_features[:, None], seq.shape)], -1)
+        x = np.tanh(dense(x, "end_logits/dense_0"))
+        x = _layer_norm(x, w["end_logits/LayerNorm/gamma"], w["end_logits/LayerNorm/beta"])
+        logits = dense(x, "end_logits/dense_1")[..., 0]
+        return _log_softmax(logits * (1 - p_mask) - 1e30 * p_mask)
+
+    out = {"start_log_probs": start_log_probs}
+    batch = np.arange(seq.shape[0])
+    if start_positions is not None:
+        out["end_log_probs"] = end_log_probs(seq[batch, start_positions])
+    else:
+        top = np.argsort(-start_log_probs, axis=-1, kind="stable")[:, :k_start]
+        out["start_top_index"] = top
+        out["start_top_log_probs"] = np.take_along_axis(start_log_probs, top, -1)
+        ends, end_values = [], []
+        for i in range(k_start):
+            lp = end_log_probs(seq[batch, top[:, i]])
+            idx = np.argsort(-lp, axis=-1, kind="stable")[:, :k_end]
+            ends.append(idx)
+            end_values.append(np.take_along_axis(lp, idx, -1))
+        out["end_top_index"] = np.concatenate(ends, -1)
+        out["end_top_log_probs"] = np.concatenate(end_values, -1)
+    start_p = np.exp(_log_softmax(start_masked))
+    start_feature = np.einsum("bsh,bs->bh", seq, start_p)
+    answer = np.tanh(dense(np.concatenate([start_feature, seq[:, 0]], -1), "answer_class/dense_0"))
+    out["cls_logits"] = dense(answer, "answer_class/dense_1", bias=False)[..., 0]
+    return out
+
+
+@pytest.mark.parametrize("training", [False, True], ids=["inference", "training"])
+def test_head_equals_the_official_equations(training):
+    from albert_tf.checkpoints import official_name_map
+    from albert_tf.modeling.models import AlbertQuestionAnsweringV2
+
+    model = AlbertQuestionAnsweringV2(tiny_config(), start_n_top=3, end_n_top=2, dropout=0.0)
+    model.build()
+    rng = np.random.default_rng(0)
+    for v in model.weights:
+        v.assign(rng.normal(0.0, 0.3, v.shape).astype(np.float32))
+    names = official_name_map(model)
+    head = [n for n, v in names.items() if v.component == "squad_v2_head"]
+    assert sorted(head) == sorted(
+        [
+            f"{s}/{p}"
+            for s in (
+                "start_logits/dense",
+                "end_logits/dense_0",
+                "end_logits/dense_1",
+                "answer_class/dense_0",
+            )
+            for p in ("kernel", "bias")
+        ]
+        + ["end_logits/LayerNorm/gamma", "end_logits/LayerNorm/beta", "answer_class/dense_1/kernel"]
+    )
+    w = {n: names[n].variable.numpy() for n in head}
+    batch = random_batch(batch=3, seq=11)
+    starts = np.array([0, 7, 8], np.int32)
+    inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+    if training:
+        inputs["start_positions"] = starts
+    got = model(inputs, training=training)
+    seq = model.encoder(inputs)["sequence_output"].numpy()
+    want = _reference(w, seq, _p_mask(batch), starts if training else None, 3, 2)
+    assert set(want) <= set(got)
+    for key, value in want.items():
+        mine = got[key].numpy()
+        if key.endswith("_index"):
+            np.testing.assert_array_equal(mine, value, err_msg=key)
+        else:
+            finite = value > -1e29  # (masked log-probabilities are -inf-like on both sides)
+            np.testing.assert_allclose(mine[finite], value[finite], atol=2e-5, err_msg=key)

@@ -11,8 +11,10 @@ Features (data_pipeline.squad.data): `[CLS] question [SEP] context window [SEP]`
 tokens at the character level through ALBERT's normalization; cached as TFRecords in
 OUTPUT_DIR/cache. Training and prediction batches are grouped by length and padded to
 their bucket (`--length_buckets`; `--pad_to_max_seq_length` or `--strategy tpu`: all of
-max_seq_length). Head: start/end logits; v2.0 scores "no answer" BERT-style with the
-[CLS] logits (data_pipeline.squad.postprocess). Outputs: predictions.json,
+max_seq_length). Head (`--squad_head`): v2.0 defaults to the official ALBERT head (a beam
+of start × end log-probabilities plus an answer-class logit that decides "no answer",
+`--start_n_top`/`--end_n_top`); v1.1 to start/end logits (`bert`, which for v2.0 scores
+"no answer" with the [CLS] logits; data_pipeline.squad.postprocess). Outputs: predictions.json,
 nbest_predictions.json, and for v2.0 null_odds.json. `--do_eval` scores the predictions
 exactly as the official evaluation script of the version (data_pipeline.squad.evaluation) into
 eval_results.json; for v2.0 at `--null_score_diff_threshold`, and at a threshold tuned on
@@ -47,31 +49,43 @@ def main(argv):
     return run_main(_main)
 
 
+BEAM_OUTPUTS = (
+    "start_top_log_probs",
+    "start_top_index",
+    "end_top_log_probs",
+    "end_top_index",
+    "cls_logits",
+)
+
+
 def _predict(model, features, threshold):
     """(predictions, nbest, null_odds) for the questions of `features` (SquadFeatures),
     predicted in batches grouped by length unless padded to the maximum."""
     from albert_tf.training.prediction import predict_logits
     from data_pipeline.squad.data import PER_TOKEN_FILL, PREDICTION_KEYS
-    from data_pipeline.squad.postprocess import postprocess
+    from data_pipeline.squad.postprocess import postprocess, postprocess_beam
 
     buckets = shared_flags.length_buckets_from_flags()
     dataset = features.prediction_dataset(FLAGS.predict_batch_size, buckets)
+    beam = shared_flags.squad_head_from_flags() == "albert"
     out = predict_logits(
         model,
         dataset,
-        ("start_logits", "end_logits"),
+        BEAM_OUTPUTS if beam else ("start_logits", "end_logits"),
         carry=PREDICTION_KEYS,
         order_by="feature_index",
         per_token=PER_TOKEN_FILL,
         length=features.max_seq_length,
     )
     v2, sizes = FLAGS.version_2_with_negative, (FLAGS.n_best_size, FLAGS.max_answer_length)
+    if beam:
+        return postprocess_beam(features.examples, out, out, *sizes, threshold)
     logits = (out["start_logits"], out["end_logits"])
     return postprocess(features.examples, out, *logits, *sizes, v2, threshold)
 
 
 def _main() -> int:
-    from albert_tf.training import SquadTask, Trainer
+    from albert_tf.training import SquadTask, SquadV2Task, Trainer
     from data_pipeline.atomic import write_json
     from data_pipeline.squad import evaluation as squad_eval
     from data_pipeline.squad import scoring
@@ -110,7 +124,12 @@ def _main() -> int:
     trainer_config = shared_flags.trainer_config_from_flags(
         output_dir=FLAGS.output_dir, num_train_steps=steps, num_warmup_steps=warmup
     )
-    recorded = {"version": version, "train_features": train.count if train else 0}
+    head = shared_flags.squad_head_from_flags()
+    recorded = {
+        "version": version,
+        "squad_head": head,
+        "train_features": train.count if train else 0,
+    }
     run = shared_flags.setup_run_from_flags(
         "run_squad", trainer_config, albert_config, FLAGS.do_train, **recorded
     )
@@ -130,8 +149,13 @@ def _main() -> int:
         dataset = scoring.read_dataset(FLAGS.predict_file)
         return squad_eval.evaluate(dataset, predictions, version=version)
 
+    task = (
+        SquadV2Task(albert_config, FLAGS.start_n_top, FLAGS.end_n_top)
+        if head == "albert"
+        else SquadTask(albert_config)
+    )
     trainer = Trainer(
-        SquadTask(albert_config),
+        task,
         trainer_config,
         run.strategy,
         train_fn,
@@ -173,6 +197,9 @@ def _main() -> int:
             max_answer_length=FLAGS.max_answer_length,
             n_best_size=FLAGS.n_best_size,
             null_score_diff_threshold=threshold,
+            squad_head=head,
+            start_n_top=FLAGS.start_n_top,
+            end_n_top=FLAGS.end_n_top,
             step=trainer.step,
         )
         paths = export_trained(

@@ -159,8 +159,13 @@ def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
 
 
 @pytest.mark.slow
-def test_squad_v2_thresholds_are_tuned_on_held_out_data(tmp_path, shared_data):
+@pytest.mark.parametrize("head", ["albert", "bert"])
+def test_squad_v2_thresholds_are_tuned_on_held_out_data(tmp_path, shared_data, head):
+    """Both v2.0 heads: the official ALBERT head (beam + answer class, the default) and the
+    BERT-style null score. The SavedModel and the on-device file answer as the runner."""
+    from albert_tf.serving.tflite_predict import LiteModel
     from data_pipeline.squad import evaluation as squad_eval
+    from data_pipeline.squad.data import read_squad
     from data_pipeline.squad.postprocess import predictions_at_threshold
 
     files = _slices(shared_data, tmp_path, "v2.0", train=(0, 2), dev=(30, 31), tune=(31, 32))
@@ -173,12 +178,17 @@ def test_squad_v2_thresholds_are_tuned_on_held_out_data(tmp_path, shared_data):
         f"--predict_file={files['dev']}",
         f"--tune_threshold_on={files['tune']}",
         "--version_2_with_negative",
+        f"--squad_head={head}",
         "--train_step=20",
         "--do_train",
         "--do_predict",
         "--do_eval",
         f"--export_dir={export}",
+        "--export_format=savedmodel",
+        "--export_format=tflite",
+        "--export_quantize=float32",
     )
+    assert json.loads((out / "run_config.json").read_text())["squad_head"] == head
     report = json.loads((out / "eval_results.json").read_text())
     nbest = json.loads((out / "nbest_predictions.json").read_text())
     null_odds = json.loads((out / "null_odds.json").read_text())
@@ -208,6 +218,9 @@ def test_squad_v2_thresholds_are_tuned_on_held_out_data(tmp_path, shared_data):
     for (qid, _, _), answer, p in zip(questions, served["answer"], served["no_answer_probability"]):
         assert answer.decode() == applied[qid], qid
         assert 0.0 <= p <= 1.0
+    lite = LiteModel(str(export / "litert" / "squad-float32.tflite"))
+    assert lite.metadata["squad_head"] == head
+    assert lite.predict_squad(read_squad(files["dev"]))[0] == applied
 
 
 def test_bad_command_lines_are_clear_errors(tmp_path, shared_data):

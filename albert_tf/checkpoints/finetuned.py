@@ -65,15 +65,21 @@ def write_task_files(directory: str, task: dict, spm_model_file: str | None) -> 
 
 
 def task_model(task: dict, config):
-    """The (unbuilt) model of `task`'s kind for `config`: AlbertQuestionAnswering,
-    AlbertMultipleChoice, or AlbertClassifier with one output per label (one for
-    regression); dropout 0, for inference and conversion."""
+    """The (unbuilt) model of `task`'s kind for `config`: AlbertQuestionAnswering (with
+    squad_head "albert": AlbertQuestionAnsweringV2), AlbertMultipleChoice, or
+    AlbertClassifier with one output per label (one for regression); dropout 0, for
+    inference and conversion."""
     from albert_tf.modeling.models import (
         AlbertClassifier,
         AlbertMultipleChoice,
         AlbertQuestionAnswering,
+        AlbertQuestionAnsweringV2,
     )
 
+    if task["kind"] == "squad" and task.get("squad_head") == "albert":
+        return AlbertQuestionAnsweringV2(
+            config, task.get("start_n_top", 5), task.get("end_n_top", 5), dropout=0.0
+        )
     if task["kind"] == "squad":
         return AlbertQuestionAnswering(config)
     if task["kind"] == "multiple_choice":

@@ -202,10 +202,12 @@ class SquadV2Head(keras.layers.Layer):
             k = tf.minimum(self.start_n_top, length)
             top_log_probs, top_index = tf.nn.top_k(start_log_probs, k=k)  # [B, k]
             start = gather_positions(seq, top_index)  # [B, k, H]
-            tokens = tf.broadcast_to(seq[:, None], [tf.shape(seq)[0], k, length, seq.shape[-1]])
-            start = tf.broadcast_to(start[:, :, None], tf.shape(tokens))
+            # (expand_dims, not [:, None]: LiteRT has no new-axis slice on dynamic shapes)
+            tokens = tf.expand_dims(seq, 1)
+            tokens = tf.broadcast_to(tokens, [tf.shape(seq)[0], k, length, seq.shape[-1]])
+            start = tf.broadcast_to(tf.expand_dims(start, 2), tf.shape(tokens))
             end_logits = self._end_logits(tokens, start)  # [B, k, S]
-            mask = p_mask[:, None]
+            mask = tf.expand_dims(p_mask, 1)
             end_log_probs = tf.nn.log_softmax(end_logits * (1.0 - mask) - 1e30 * mask, -1)
             end_top, end_index = tf.nn.top_k(end_log_probs, k=tf.minimum(self.end_n_top, length))
             batch = tf.shape(seq)[0]
@@ -217,7 +219,7 @@ class SquadV2Head(keras.layers.Layer):
             )
         cls_feature = seq[:, 0]
         start_p = tf.nn.softmax(start_masked, axis=-1)
-        start_feature = tf.einsum("bsh,bs->bh", seq, start_p)
+        start_feature = tf.reduce_sum(seq * tf.expand_dims(start_p, -1), axis=1)  # (no Einsum)
         answer = self.answer_dense_0(tf.concat([start_feature, cls_feature], axis=-1))
         answer = self.answer_dropout(answer, training=training)
         out["cls_logits"] = tf.cast(self.answer_dense_1(answer)[:, 0], tf.float32)

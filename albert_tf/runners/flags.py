@@ -119,6 +119,13 @@ def export_formats_from_flags() -> dict:
     return {"formats": tuple(FLAGS.export_format), "quantize": tuple(FLAGS.export_quantize)}
 
 
+def squad_head_from_flags() -> str:
+    """--squad_head, defaulting to the official code's: albert for v2.0, bert for v1.1."""
+    if FLAGS.squad_head:
+        return FLAGS.squad_head
+    return "albert" if FLAGS.version_2_with_negative else "bert"
+
+
 def define_finetuning_flags(
     learning_rate: float, max_seq_length: int, num_train_epochs: float, export_help: str
 ) -> None:
@@ -618,6 +625,16 @@ def define_squad_flags() -> None:
     flags.DEFINE_bool("do_predict", False, "Write predictions for --predict_file.")
     flags.DEFINE_bool("do_eval", False, "Score the predictions of --predict_file (EM, F1).")
     flags.DEFINE_bool("version_2_with_negative", False, "SQuAD v2.0: unanswerable questions.")
+    flags.DEFINE_enum(
+        "squad_head",
+        None,
+        ["albert", "bert"],
+        "albert: the official ALBERT v2.0 head (start/end beam + answer-class logit; the "
+        "default for v2.0); bert: start/end logits with the [CLS] null score (the default "
+        "for v1.1, the official v1.1 head).",
+    )
+    flags.DEFINE_integer("start_n_top", 5, "--squad_head albert: starts in the beam.")
+    flags.DEFINE_integer("end_n_top", 5, "--squad_head albert: ends per start in the beam.")
     flags.DEFINE_integer("doc_stride", 128, "Context tokens between window starts.")
     flags.DEFINE_integer("max_query_length", 64, "Question tokens kept.")
     flags.DEFINE_integer("predict_batch_size", 32, "Prediction batch size.")

@@ -20,7 +20,8 @@ LiteRT cannot express a step):
   encoder          embed(text [B]) → pooled_output [B, H], sequence_output [B, S, H],
                    input_mask [B, S] (S = max_seq_length, as the SavedModel's).
   squad            serving_default(input_ids, input_mask, segment_ids [B, S]) →
-                   start_logits, end_logits [B, S]: windows in, span logits out. Windowing,
+                   start_logits, end_logits [B, S] (the ALBERT v2.0 head: its beam,
+                   start/end_top_log_probs and _index, and cls_logits): windows in. Windowing,
                    character offsets and answer text are the runner's (the same Python
                    code as run_squad): tensorflow-text's LiteRT ops have no tokenizer with
                    offsets, and LiteRT has no substring op. The SentencePiece model is in
@@ -183,7 +184,7 @@ class LiteSquad:
             {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
             training=False,
         )
-        return {k: tf.cast(out[k], tf.float32) for k in ("start_logits", "end_logits")}
+        return {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v for k, v in out.items()}
 
     def functions(self):
         length = self.max_seq_length if self.fixed_length else None
@@ -345,6 +346,7 @@ def build(task: str, init_checkpoint: str, fixed_length: bool = False, **options
             n_best_size=serving.n_best_size,
             version_2_with_negative=serving.version_2,
             null_score_diff_threshold=float(serving.threshold),
+            squad_head="albert" if serving.beam else "bert",
         )
     return module, meta, tokenizer
 

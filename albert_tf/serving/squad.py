@@ -40,6 +40,15 @@ from albert_tf.serving.export import (
 )
 
 
+def _span_text(context, a, b):
+    """(text, start, end): context bytes [a, b) and their character offsets."""
+
+    def chars(x):
+        return tf.strings.length(tf.strings.substr(context, tf.zeros_like(x), x), unit="UTF8_CHAR")
+
+    return tf.strings.substr(context, a, b - a), chars(a), chars(b)
+
+
 class SquadServing(_Serving):
     def __init__(
         self,
@@ -62,6 +71,7 @@ class SquadServing(_Serving):
         self.max_answer_length = max_answer_length or info.get("max_answer_length", 30)
         self.n_best_size = n_best_size or info.get("n_best_size", 20)
         self.version_2 = bool(info.get("version_2_with_negative"))
+        self.beam = info.get("squad_head") == "albert"  # the official ALBERT v2.0 head
         self.threshold = (
             null_score_diff_threshold
             if null_score_diff_threshold is not None
@@ -191,12 +201,16 @@ class SquadServing(_Serving):
             [[0, 0], [0, 0], [0, S - L]],
             constant_values=neg,
         )
-        start_logits, end_logits = back(out["start_logits"]), back(out["end_logits"])
         context_ok = in_doc & valid[:, :, None]
+        g = lambda t, idx: tf.gather(t, idx, batch_dims=2)  # noqa: E731
+        if self.beam:
+            return self._answer_beam(
+                out, context, context_ok & max_ctx, context_ok, tok_start, tok_end, valid, rows
+            )
+        start_logits, end_logits = back(out["start_logits"]), back(out["end_logits"])
         n = tf.minimum(self.n_best_size, S)
         s_val, s_idx = tf.math.top_k(tf.where(context_ok, start_logits, neg), n)  # [B,K,n]
         e_val, e_idx = tf.math.top_k(tf.where(context_ok, end_logits, neg), n)
-        g = lambda t, idx: tf.gather(t, idx, batch_dims=2)  # noqa: E731
         s_ok = g(context_ok & max_ctx, s_idx)[:, :, :, None]
         e_ok = g(context_ok, e_idx)[:, :, None, :]
         si, ei = s_idx[:, :, :, None], e_idx[:, :, None, :]
@@ -214,14 +228,7 @@ class SquadServing(_Serving):
         b_all = tf.reshape(tf.broadcast_to(b_byte, tf.shape(pair_ok)), [batch, -1])
         a = tf.gather(a_all, best, batch_dims=1)
         b = tf.gather(b_all, best, batch_dims=1)
-        text = tf.strings.substr(context, a, b - a)
-        char = lambda x: tf.strings.length(
-            tf.strings.substr(  # noqa: E731
-                context, tf.zeros_like(x), x
-            ),
-            unit="UTF8_CHAR",
-        )
-        start_char, end_char = char(a), char(b)
+        text, start_char, end_char = _span_text(context, a, b)
         result = {}
         answered = has_span
         if self.version_2:
@@ -240,6 +247,48 @@ class SquadServing(_Serving):
                 "end": tf.where(answered, end_char, -1),
             }
         )
+        return {k: v[:rows] for k, v in result.items()}
+
+    def _answer_beam(self, out, context, start_ok, end_ok, tok_start, tok_end, valid, rows):
+        """Step 3 for the ALBERT v2.0 head (data_pipeline.squad.postprocess
+        .postprocess_beam): per window the model's beam of `start_n_top` starts × `end_n_top`
+        ends, pairs kept as the runner keeps them, scored by the sum of log-probabilities;
+        null_odds = the smallest answer-class logit over the windows."""
+        batch, windows = tf.shape(valid)[0], tf.shape(valid)[1]
+        shaped = lambda x: tf.reshape(x, [batch, windows, -1])  # noqa: E731
+        s_idx, s_lp = shaped(out["start_top_index"]), shaped(out["start_top_log_probs"])
+        e_idx, e_lp = shaped(out["end_top_index"]), shaped(out["end_top_log_probs"])
+        ends_per_start = tf.shape(e_idx)[2] // tf.maximum(tf.shape(s_idx)[2], 1)
+        owner = tf.range(tf.shape(e_idx)[2]) // ends_per_start  # the start of each end
+        s_of = tf.gather(s_idx, owner, axis=2)  # [B, K, k * k_end]
+        g = lambda t, idx: tf.gather(t, idx, batch_dims=2)  # noqa: E731
+        a, b = g(tok_start, s_of), g(tok_end, e_idx)
+        ok = (
+            g(start_ok, s_of)
+            & g(end_ok, e_idx)
+            & (e_idx >= s_of)
+            & (e_idx - s_of + 1 <= self.max_answer_length)
+            & (b > a)
+        )
+        neg = tf.constant(-1e30)
+        pair = tf.reshape(tf.where(ok, tf.gather(s_lp, owner, axis=2) + e_lp, neg), [batch, -1])
+        best = tf.argmax(pair, axis=-1, output_type=tf.int32)
+        best_score = tf.gather(pair, best, batch_dims=1)
+        has_span = best_score > neg / 2
+        a = tf.gather(tf.reshape(a, [batch, -1]), best, batch_dims=1)
+        b = tf.gather(tf.reshape(b, [batch, -1]), best, batch_dims=1)
+        text, start_char, end_char = _span_text(context, a, b)
+        null = tf.reduce_min(tf.where(valid, shaped(out["cls_logits"])[:, :, 0], -neg), axis=1)
+        odds = tf.where(has_span, null, 1e9)
+        answered = has_span & (odds <= self.threshold)
+        result = {
+            "answer": tf.where(answered, text, ""),
+            "score": tf.where(has_span, best_score, 0.0),
+            "start": tf.where(answered, start_char, -1),
+            "end": tf.where(answered, end_char, -1),
+            "no_answer_probability": tf.sigmoid(odds),
+            "null_odds": odds,
+        }
         return {k: v[:rows] for k, v in result.items()}
 
     def signatures(self):

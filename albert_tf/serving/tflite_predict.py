@@ -173,7 +173,7 @@ class LiteModel:
     def predict_squad(self, examples, batch_size: int = 8):
         """(predictions, nbest, null_odds) for SquadExamples, as `run_squad` writes them."""
         from data_pipeline.squad.data import convert_squad_examples
-        from data_pipeline.squad.postprocess import postprocess
+        from data_pipeline.squad.postprocess import postprocess, postprocess_beam
         from data_pipeline.tokenization import AlbertTokenizer
 
         m = self.metadata
@@ -187,6 +187,7 @@ class LiteModel:
         count = len(features["input_ids"])
         start = np.zeros([count, m["max_seq_length"]], np.float32)
         end = np.zeros_like(start)
+        beam = {}
         for first in range(0, count, batch_size):
             rows = slice(first, first + batch_size)
             mask = features["input_mask"][rows]
@@ -197,9 +198,23 @@ class LiteModel:
                     for k in ("input_ids", "input_mask", "segment_ids")
                 }
             )
+            if m.get("squad_head") == "albert":  # positions in the window: no padding back
+                for k, v in out.items():
+                    beam.setdefault(k, []).append(v)
+                continue
             start[rows] = -1e4  # beyond the window: never an answer
             end[rows] = -1e4
             start[rows, :length], end[rows, :length] = out["start_logits"], out["end_logits"]
+        if m.get("squad_head") == "albert":
+            outputs = {k: np.concatenate(v) for k, v in beam.items()}
+            return postprocess_beam(
+                examples,
+                features,
+                outputs,
+                m["n_best_size"],
+                m["max_answer_length"],
+                m["null_score_diff_threshold"],
+            )
         return postprocess(
             examples,
             features,

@@ -2,7 +2,14 @@
 setup."""
 
 from albert_tf.training.distribution import make_strategy, set_precision, task_output_dir
-from albert_tf.training.tasks import ClassificationTask, PretrainingTask, SquadTask, Task, divisors
+from albert_tf.training.tasks import (
+    ClassificationTask,
+    PretrainingTask,
+    SquadTask,
+    SquadV2Task,
+    Task,
+    divisors,
+)
 from albert_tf.training.trainer import Preempted, Trainer, TrainerConfig
 
 __all__ = [
@@ -12,6 +19,7 @@ __all__ = [
     "PretrainingTask",
     "ClassificationTask",
     "SquadTask",
+    "SquadV2Task",
     "make_strategy",
     "set_precision",
     "Preempted",

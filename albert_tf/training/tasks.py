@@ -240,3 +240,48 @@ class SquadTask(Task):
                 tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32
             )
         return {"span_loss": 0.5 * tf.reduce_sum(nll), "span_accuracy": tf.reduce_sum(correct)}
+
+
+class SquadV2Task(SquadTask):
+    """SQuAD with the official ALBERT v2.0 head (`AlbertQuestionAnsweringV2`): the
+    official loss, (start NLL + end NLL) / 2 with the end conditioned on the gold start,
+    plus 0.5 × the sigmoid cross-entropy of the answer-class logit against `is_impossible`
+    (a window without the answer counts as impossible, as the official features).
+    `span_accuracy`: both positions right (end under teacher forcing);
+    `answer_class_accuracy`: the answer-class decision at logit 0."""
+
+    losses = {"span_loss": "examples", "answer_class_loss": "examples"}
+    metrics = {"span_accuracy": "examples", "answer_class_accuracy": "examples"}
+
+    def __init__(self, albert_config, start_n_top: int = 5, end_n_top: int = 5):
+        super().__init__(albert_config)
+        self.start_n_top, self.end_n_top = start_n_top, end_n_top
+
+    def build_model(self):
+        from albert_tf.modeling.models import AlbertQuestionAnsweringV2
+
+        model = AlbertQuestionAnsweringV2(self.albert_config, self.start_n_top, self.end_n_top)
+        model.build()
+        return model
+
+    def terms(self, batch, outputs):
+        import tensorflow as tf
+
+        nll, correct = 0.0, 1.0
+        for side in ("start", "end"):
+            log_probs = tf.cast(outputs[f"{side}_log_probs"], tf.float32)
+            labels = tf.cast(batch[f"{side}_positions"], tf.int32)
+            nll -= tf.gather(log_probs, labels[:, None], batch_dims=1)[:, 0]
+            correct *= tf.cast(
+                tf.equal(tf.argmax(log_probs, -1, output_type=tf.int32), labels), tf.float32
+            )
+        impossible = tf.cast(batch["is_impossible"], tf.float32)
+        logits = tf.cast(outputs["cls_logits"], tf.float32)
+        answer = tf.nn.sigmoid_cross_entropy_with_logits(labels=impossible, logits=logits)
+        right = tf.cast(tf.equal(tf.cast(logits > 0, tf.float32), impossible), tf.float32)
+        return {
+            "span_loss": 0.5 * tf.reduce_sum(nll),
+            "span_accuracy": tf.reduce_sum(correct),
+            "answer_class_loss": 0.5 * tf.reduce_sum(answer),
+            "answer_class_accuracy": tf.reduce_sum(right),
+        }

@@ -8,7 +8,10 @@ its text is the original context between the start token's first character and t
 token's last (data_pipeline.squad.data offsets), so accents, case and spacing are the
 context's own.
 
-v2.0 (BERT-style null score, the choice documented in the README): the null score is the
+`postprocess_beam` is the official ALBERT v2.0 head's (`--squad_head albert`): a beam of
+start × end log-probabilities and an answer-class logit.
+
+v2.0 with the BERT-style head (`--squad_head bert`): the null score is the
 smallest [CLS] start + end logit over the question's windows; `null_odds` = null score −
 best span score, and the prediction is "" when null_odds > `null_score_diff_threshold`.
 The threshold is a free parameter: tune it on held-out data (`run_squad.py
@@ -124,6 +127,91 @@ def postprocess(
             for c, p in zip(nbest, probs):
                 c["probability"] = float(p)
                 del c["score"]
+        nbest_json[ex.qas_id] = nbest
+    return predictions, nbest_json, null_odds
+
+
+def postprocess_beam(
+    examples,
+    features: dict,
+    outputs: dict,
+    n_best_size: int = 20,
+    max_answer_length: int = 30,
+    null_score_diff_threshold: float = 0.0,
+):
+    """The official v2.0 post-processing of the ALBERT head (squad_utils
+    accumulate_predictions_v2 / write_predictions_v2), with the same return values as
+    `postprocess`: (predictions, nbest, null_odds).
+
+    `outputs`: start_top_log_probs, start_top_index [F, k]; end_top_log_probs,
+    end_top_index [F, k * k_end] (the ends of start i at i * k_end ...); cls_logits [F].
+    Over a question's windows, every beam pair is kept when both tokens are context, the
+    window gives the start its most context, the end is not before the start and the span
+    has at most `max_answer_length` tokens; its score is the sum of the two
+    log-probabilities. null_odds = the smallest answer-class logit over the windows (the
+    official `score_diff`); the prediction is "" when it exceeds the threshold.
+    """
+    by_example = collections.defaultdict(list)
+    for row, qa in enumerate(features["qa_index"]):
+        by_example[int(qa)].append(row)
+    k_end = outputs["end_top_index"].shape[1] // max(outputs["start_top_index"].shape[1], 1)
+    predictions, nbest_json, null_odds = {}, {}, {}
+    for index, ex in enumerate(examples):
+        candidates, score_null = [], None
+        for row in by_example.get(index, []):
+            cls = float(outputs["cls_logits"][row])
+            score_null = cls if score_null is None else min(score_null, cls)
+            context = features["context_mask"][row].astype(bool)
+            max_ctx = features["max_context"][row]
+            for i, s in enumerate(outputs["start_top_index"][row]):
+                s_lp = float(outputs["start_top_log_probs"][row][i])
+                for j in range(k_end):
+                    e = int(outputs["end_top_index"][row][i * k_end + j])
+                    e_lp = float(outputs["end_top_log_probs"][row][i * k_end + j])
+                    if not context[s] or not context[e] or not max_ctx[s]:
+                        continue
+                    if e < s or e - s + 1 > max_answer_length:
+                        continue
+                    a = int(features["token_start_char"][row][s])
+                    b = int(features["token_end_char"][row][e])
+                    candidates.append((s_lp + e_lp, s_lp, e_lp, a, b))
+        candidates.sort(key=lambda c: -c[0])
+        seen, nbest = set(), []
+        for score, s_lp, e_lp, a, b in candidates:
+            text = ex.context[a:b].strip()
+            if not text or text in seen:
+                continue
+            seen.add(text)
+            nbest.append(
+                {
+                    "text": text,
+                    "start_log_prob": s_lp,
+                    "end_log_prob": e_lp,
+                    "start": a,
+                    "end": b,
+                    "score": score,
+                }
+            )
+            if len(nbest) >= n_best_size:
+                break
+        if not nbest:  # (the official nonce entry)
+            nbest.append(
+                {
+                    "text": "",
+                    "start_log_prob": -1e6,
+                    "end_log_prob": -1e6,
+                    "start": -1,
+                    "end": -1,
+                    "score": -2e6,
+                }
+            )
+        scores = np.array([c.pop("score") for c in nbest])
+        probs = np.exp(scores - scores.max())
+        for c, p in zip(nbest, probs / probs.sum()):
+            c["probability"] = float(p)
+        odds = score_null if score_null is not None else 1e9
+        null_odds[ex.qas_id] = odds
+        predictions[ex.qas_id] = "" if odds > null_score_diff_threshold else nbest[0]["text"]
         nbest_json[ex.qas_id] = nbest
     return predictions, nbest_json, null_odds
 

@@ -113,3 +113,45 @@ def test_head_equals_the_official_equations(training):
         else:
             finite = value > -1e29  # (masked log-probabilities are -inf-like on both sides)
             np.testing.assert_allclose(mine[finite], value[finite], atol=2e-5, err_msg=key)
+
+
+def test_official_v2_checkpoint_loads_into_the_head(tmp_path):
+    """A run_squad_v2 checkpoint (TF1, names and [in, out] kernels as create_v2_model's
+    tf.layers write them, written here by hand) restores the whole head, and the model
+    computes the official equations with those arrays."""
+    from albert_tf import load_checkpoint
+    from albert_tf.modeling.models import AlbertQuestionAnsweringV2
+    from references import hf_pretraining_model, official_arrays, write_tf1_checkpoint
+
+    h = tiny_config().hidden_size
+    rng = np.random.default_rng(3)
+    shapes = {
+        "start_logits/dense/kernel": (h, 1),
+        "start_logits/dense/bias": (1,),
+        "end_logits/dense_0/kernel": (2 * h, h),
+        "end_logits/dense_0/bias": (h,),
+        "end_logits/LayerNorm/gamma": (h,),
+        "end_logits/LayerNorm/beta": (h,),
+        "end_logits/dense_1/kernel": (h, 1),
+        "end_logits/dense_1/bias": (1,),
+        "answer_class/dense_0/kernel": (2 * h, h),
+        "answer_class/dense_0/bias": (h,),
+        "answer_class/dense_1/kernel": (h, 1),
+    }
+    head = {n: rng.normal(0, 0.5, s).astype(np.float32) for n, s in shapes.items()}
+    encoder = official_arrays(hf_pretraining_model(tmp_path / "hf", heads=False), 1, 1, heads=False)
+    prefix = write_tf1_checkpoint(str(tmp_path / "model.ckpt"), {**encoder, **head})
+    model = AlbertQuestionAnsweringV2(tiny_config(), start_n_top=3, end_n_top=2, dropout=0.0)
+    report = load_checkpoint(model, prefix)
+    assert report.format == "tf1" and "squad_v2_head" in report.restored
+    assert report.missing == [] and report.not_restored == []
+    batch = random_batch(batch=3, seq=11)
+    inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+    got = model(inputs)
+    seq = model.encoder(inputs)["sequence_output"].numpy()
+    want = _reference(head, seq, _p_mask(batch), None, 3, 2)
+    np.testing.assert_array_equal(got["start_top_index"].numpy(), want["start_top_index"])
+    np.testing.assert_allclose(got["cls_logits"].numpy(), want["cls_logits"], atol=2e-5)
+    np.testing.assert_allclose(
+        got["end_top_log_probs"].numpy(), want["end_top_log_probs"], atol=2e-5
+    )

@@ -272,3 +272,25 @@ def test_models_leave_as_keras_hub_presets(tmp_path, tok, kind):
         np.testing.assert_allclose(logits, ours(_ours(batch))["logits"].numpy(), atol=1e-5)
         tokenizer = keras_hub.models.AlbertTokenizer.from_preset(str(tmp_path / "kh"))
         assert tokenizer.proto == tok.model_proto or tokenizer.vocabulary_size() == tok.vocab_size
+
+
+def test_the_albert_v2_head_has_no_foreign_class_and_says_so(tmp_path, tok):
+    """--squad_head albert: no Hugging Face class holds it (a clear error); KerasHub gets
+    the backbone and the report names the head left behind."""
+    import keras_hub
+    from albert_tf.checkpoints import CheckpointError
+    from albert_tf.checkpoints.export_keras_hub import export_keras_hub
+    from albert_tf.checkpoints.export_transformers import export_transformers
+    from albert_tf.checkpoints.finetuned import save_finetuned, task_model
+    from conftest import tiny_config
+
+    task = {"kind": "squad", "squad_head": "albert", "version_2_with_negative": True}
+    model = task_model(task, tiny_config(vocab_size=tok.vocab_size))
+    model.build()
+    save_finetuned(model, str(tmp_path / "ours"), task, tok.model_file)
+    with pytest.raises(CheckpointError, match="no Hugging Face class"):
+        export_transformers(str(tmp_path / "ours"), str(tmp_path / "hf"))
+    report = export_keras_hub(str(tmp_path / "ours"), str(tmp_path / "kh"))
+    assert report["written"] == "AlbertBackbone" and report["not_written"] == ["squad_v2_head"]
+    backbone = keras_hub.models.AlbertBackbone.from_preset(str(tmp_path / "kh"))
+    assert backbone.count_params() == model.encoder.count_params()

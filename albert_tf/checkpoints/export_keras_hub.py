@@ -36,7 +36,11 @@ def export_keras_hub(
         import keras_hub
     except ImportError:
         raise CheckpointError("--to keras_hub needs keras-hub: pip install keras-hub") from None
-    from albert_tf.checkpoints.export_transformers import _our_model, export_transformers
+    from albert_tf.checkpoints.export_transformers import (
+        _our_model,
+        transformers_files,
+        write_weights,
+    )
     from albert_tf.modeling.encoder import AlbertEncoder
     from data_pipeline.atomic import output_lock
 
@@ -52,15 +56,21 @@ def export_keras_hub(
     not_written = {
         "pretraining": ["mlm_head", "sop_head"],
         "multiple_choice": ["choice_head"],
-        "squad": ["span_head"],
+        "squad": ["squad_v2_head" if task and task.get("squad_head") == "albert" else "span_head"],
     }.get(kind, [])
     if kind == "classifier" and task.get("regression"):
         not_written = ["classifier_head (regression)"]
+    classifier = kind == "classifier" and not task.get("regression")
     with tempfile.TemporaryDirectory(prefix="albert-hf-") as hf_dir:
-        export_transformers(input_path, hf_dir, albert_config_file, spm_model_file)
+        # The backbone (and a classifier's head) as Hugging Face weights, for KerasHub's
+        # own loader; other heads stay behind (not_written).
+        write_weights(
+            hf_dir,
+            *transformers_files(model if classifier else encoder, task if classifier else None),
+        )
         backbone = keras_hub.models.AlbertBackbone.from_preset(hf_dir)
         preset = backbone
-        if kind == "classifier" and not task.get("regression"):
+        if classifier:
             preprocessor = None
             if vocabulary:
                 tokenizer = keras_hub.models.AlbertTokenizer(proto=vocabulary)

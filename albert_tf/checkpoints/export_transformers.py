@@ -61,12 +61,18 @@ def _our_model(input_path: str, albert_config_file=None):
 def transformers_files(model, task: dict | None) -> tuple[dict, dict]:
     """(config.json dict, state dict of numpy arrays) of `model` for Hugging Face."""
     from albert_tf.checkpoints.official import official_name_map
+    from albert_tf.checkpoints.own import CheckpointError
     from albert_tf.checkpoints.transformers import (
         config_to_transformers,
         official_to_transformers,
     )
     from albert_tf.modeling.encoder import AlbertEncoder
 
+    if task and task.get("squad_head") == "albert":
+        raise CheckpointError(
+            "the official ALBERT SQuAD v2.0 head (--squad_head albert) has no Hugging Face "
+            "class (AlbertForQuestionAnswering is the start/end head: --squad_head bert)"
+        )
     encoder = model if isinstance(model, AlbertEncoder) else model.encoder
     official = {}
     for name, entry in official_name_map(model).items():
@@ -89,6 +95,19 @@ def transformers_files(model, task: dict | None) -> tuple[dict, dict]:
     return config, official_to_transformers(official)
 
 
+def write_weights(directory: str, config: dict, state: dict) -> None:
+    """config.json and model.safetensors of `transformers_files` into `directory`, each
+    written under a temporary name and renamed."""
+    from safetensors.numpy import save_file
+
+    from data_pipeline.atomic import write_json
+
+    tmp = os.path.join(directory, f".model.safetensors.tmp{os.getpid()}")
+    save_file(state, tmp, metadata={"format": "pt"})
+    os.replace(tmp, os.path.join(directory, "model.safetensors"))
+    write_json(os.path.join(directory, "config.json"), config, indent=2)
+
+
 def export_transformers(
     input_path: str,
     output_dir: str,
@@ -97,18 +116,13 @@ def export_transformers(
 ) -> dict:
     """Writes the Hugging Face directory (see the module docstring) under `output_dir`'s
     lock, each file atomically; returns a report {architecture, tensors, vocabulary}."""
-    from safetensors.numpy import save_file
-
     from data_pipeline.atomic import output_lock, write_json
 
     model, task, vocabulary = _our_model(input_path, albert_config_file)
     vocabulary = spm_model_file or vocabulary
     config, state = transformers_files(model, task)
     with output_lock(output_dir, "albert_tf.checkpoints.convert --to transformers"):
-        tmp = os.path.join(output_dir, f".model.safetensors.tmp{os.getpid()}")
-        save_file(state, tmp, metadata={"format": "pt"})
-        os.replace(tmp, os.path.join(output_dir, "model.safetensors"))
-        write_json(os.path.join(output_dir, "config.json"), config, indent=2)
+        write_weights(output_dir, config, state)
         if vocabulary:
             shutil.copyfile(vocabulary, os.path.join(output_dir, ".spiece.tmp"))
             os.replace(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 
@@ -60,7 +61,7 @@ def _strings(values) -> np.ndarray:
 
 class LiteModel:
     """A .tflite ALBERT with its metadata. `num_threads`: the interpreter's threads (None:
-    LiteRT's default)."""
+    every core; ai-edge-litert's own default is one thread, half the speed on 2 cores)."""
 
     def __init__(self, path: str, num_threads: int | None = None):
         entries = read_metadata(path)
@@ -70,7 +71,7 @@ class LiteModel:
         if self.metadata.get("format") != FORMAT:
             raise ValueError(f"{path}: format {self.metadata.get('format')!r}, expected {FORMAT}")
         self.task = self.metadata["task"]
-        options = dict(model_path=path, num_threads=num_threads)
+        options = dict(model_path=path, num_threads=num_threads or os.cpu_count() or 1)
         if self.task == "squad":
             from ai_edge_litert.interpreter import Interpreter
 
@@ -279,7 +280,9 @@ def main(argv=None) -> int:
     parser.add_argument("--model", required=True, help="the .tflite file")
     parser.add_argument("--input", default="-", help="input file (default stdin)")
     parser.add_argument("--output", default="-", help="output file (default stdout)")
-    parser.add_argument("--threads", type=int, default=None, help="interpreter threads")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="interpreter threads (default: every core)"
+    )
     parser.add_argument("--batch_size", type=int, default=1, help="rows per call")
     args = parser.parse_args(argv)
     try:

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import hashlib
 import json
 import os
 import platform
@@ -244,7 +245,10 @@ def finetuned_files(args, name: str) -> tuple[str, str, dict]:
     version = version_dir(getattr(args, f"{name}_export"))
     finetuned = finetuned_dir(version)
     task = "squad" if name == "squad" else "classifier"
-    return version, finetuned, litert_files(args, task, finetuned, os.path.join(args.work, name))
+    # One directory per source model: a file exported from another model is never reused.
+    source = hashlib.sha256(os.path.abspath(finetuned).encode()).hexdigest()[:10]
+    directory = os.path.join(args.work, f"{name}-{source}")
+    return version, finetuned, litert_files(args, task, finetuned, directory)
 
 
 def megabytes(path: str) -> float:

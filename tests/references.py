@@ -13,6 +13,12 @@ def hf_pretraining_model(directory, seed=0, heads=True, **config):
     """Builds a Hugging Face AlbertForPreTraining (or AlbertModel with heads=False) whose
     every parameter (biases, LayerNorms, heads included) is random, saves it with
     `save_pretrained` and returns it in eval mode."""
+    name = "AlbertForPreTraining" if heads else "AlbertModel"
+    return hf_model(directory, name, seed, **config)
+
+
+def hf_model(directory, class_name, seed=0, **config):
+    """`hf_pretraining_model` for any Hugging Face ALBERT class (task heads too)."""
     import torch
     import transformers
 
@@ -35,8 +41,7 @@ def hf_pretraining_model(directory, seed=0, heads=True, **config):
     fields.update(config)
     torch.manual_seed(seed)
     hf_config = transformers.AlbertConfig(attn_implementation="eager", **fields)
-    cls = transformers.AlbertForPreTraining if heads else transformers.AlbertModel
-    model = cls(hf_config).eval()
+    model = getattr(transformers, class_name)(hf_config).eval()
     with torch.no_grad():
         for param in model.parameters():
             param.normal_(0.0, 0.3)

@@ -12,31 +12,9 @@ from conftest import random_batch
 
 def _hf_task_model(directory, cls_name, seed=0, **config):
     """A Hugging Face `cls_name` with every parameter random, saved with save_pretrained."""
-    import torch
-    import transformers
+    from references import hf_model
 
-    fields = dict(
-        vocab_size=99,
-        embedding_size=16,
-        hidden_size=32,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        intermediate_size=37,
-        hidden_act="gelu_new",
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-        classifier_dropout_prob=0.0,
-        max_position_embeddings=40,
-    )
-    fields.update(config)
-    torch.manual_seed(seed)
-    hf_config = transformers.AlbertConfig(attn_implementation="eager", **fields)
-    model = getattr(transformers, cls_name)(hf_config).eval()
-    with torch.no_grad():
-        for param in model.parameters():
-            param.normal_(0.0, 0.3)
-    model.save_pretrained(directory)
-    return model
+    return hf_model(directory, cls_name, seed, **config)
 
 
 def _torch(batch, choices=None):

@@ -107,10 +107,7 @@ def _convert(source, input_path, output_dir, albert_config_file) -> dict:
         "unused_source_variables": result.unused,
         "unrecognized_source_keys": unknown,
     }
-    write_json(
-        os.path.join(output_dir, "conversion_report.json"), report, indent=2, sort_keys=False
-    )
-    return report
+    return _write_report(output_dir, report)
 
 
 def _convert_task(input_path, output_dir, config, weights, unknown, task) -> dict:
@@ -143,6 +140,10 @@ def _convert_task(input_path, output_dir, config, weights, unknown, task) -> dic
         "unused_source_variables": result.unused,
         "unrecognized_source_keys": unknown,
     }
+    return _write_report(output_dir, report)
+
+
+def _write_report(output_dir: str, report: dict) -> dict:
     write_json(
         os.path.join(output_dir, "conversion_report.json"), report, indent=2, sort_keys=False
     )

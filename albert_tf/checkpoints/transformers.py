@@ -72,6 +72,23 @@ HEAD_ARCHITECTURES = {
 UNSUPPORTED_ARCHITECTURES = {
     "AlbertForTokenClassification": "this project has no token-classification model",
 }
+# Config fields with the same name and meaning on both sides.
+SHARED_CONFIG_FIELDS = (
+    "vocab_size",
+    "embedding_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_hidden_groups",
+    "num_attention_heads",
+    "intermediate_size",
+    "inner_group_num",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "initializer_range",
+    "layer_norm_eps",
+)
 _HF_IGNORED = (r"embeddings\.position_ids", r"predictions\.decoder\.weight")
 
 
@@ -129,26 +146,7 @@ def config_from_transformers(hf: dict, source: str = "config.json") -> AlbertCon
         raise ConfigError(
             f"{source}: hidden_act={act!r} has no ALBERT equivalent (supported: {sorted(acts)})"
         )
-    fields = {
-        k: hf[k]
-        for k in (
-            "vocab_size",
-            "embedding_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_hidden_groups",
-            "num_attention_heads",
-            "intermediate_size",
-            "inner_group_num",
-            "hidden_dropout_prob",
-            "attention_probs_dropout_prob",
-            "max_position_embeddings",
-            "type_vocab_size",
-            "initializer_range",
-            "layer_norm_eps",
-        )
-        if k in hf
-    }
+    fields = {k: hf[k] for k in SHARED_CONFIG_FIELDS if k in hf}
     fields["hidden_act"] = acts[act]
     fields.setdefault("embedding_size", 128)  # Hugging Face's default
     return AlbertConfig.from_dict(fields, source=source)
@@ -346,23 +344,5 @@ def config_to_transformers(config: AlbertConfig) -> dict:
     acts = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu"}
     if config.hidden_act not in acts:
         raise ConfigError(f"hidden_act={config.hidden_act!r} has no Hugging Face equivalent")
-    fields = {
-        k: getattr(config, k)
-        for k in (
-            "vocab_size",
-            "embedding_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_hidden_groups",
-            "num_attention_heads",
-            "intermediate_size",
-            "inner_group_num",
-            "hidden_dropout_prob",
-            "attention_probs_dropout_prob",
-            "max_position_embeddings",
-            "type_vocab_size",
-            "initializer_range",
-            "layer_norm_eps",
-        )
-    }
+    fields = {k: getattr(config, k) for k in SHARED_CONFIG_FIELDS}
     return dict(fields, hidden_act=acts[config.hidden_act], model_type="albert")

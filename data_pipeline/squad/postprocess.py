@@ -32,6 +32,24 @@ def _top(values: np.ndarray, k: int) -> np.ndarray:
     return idx[np.argsort(-values[idx], kind="stable")]
 
 
+def _distinct_spans(candidates, context: str, n_best_size: int, parts: tuple) -> list[dict]:
+    """The best `n_best_size` of `candidates` (score, start part, end part, start char, end
+    char) whose texts are distinct and not empty (a lone "▁" covers no character), as
+    n-best entries {text, parts[0], parts[1], score, start, end}."""
+    seen, nbest = set(), []
+    for score, first, second, a, b in sorted(candidates, key=lambda c: -c[0]):
+        text = context[a:b].strip()
+        if not text or text in seen:
+            continue
+        seen.add(text)
+        nbest.append(
+            {"text": text, parts[0]: first, parts[1]: second, "score": score, "start": a, "end": b}
+        )
+        if len(nbest) >= n_best_size:
+            break
+    return nbest
+
+
 def postprocess(
     examples,
     features: dict,
@@ -81,25 +99,7 @@ def postprocess(
                             int(features["token_end_char"][row][e]),
                         )
                     )
-        candidates.sort(key=lambda c: -c[0])
-        seen, nbest = set(), []
-        for score, s_logit, e_logit, a, b in candidates:
-            text = ex.context[a:b].strip()
-            if not text or text in seen:  # a lone "▁" covers no character
-                continue
-            seen.add(text)
-            nbest.append(
-                {
-                    "text": text,
-                    "start_logit": s_logit,
-                    "end_logit": e_logit,
-                    "score": score,
-                    "start": a,
-                    "end": b,
-                }
-            )
-            if len(nbest) >= n_best_size:
-                break
+        nbest = _distinct_spans(candidates, ex.context, n_best_size, ("start_logit", "end_logit"))
         best_text = nbest[0]["text"] if nbest else ""
         best_score = nbest[0]["score"] if nbest else None
         if version_2:
@@ -175,25 +175,9 @@ def postprocess_beam(
                     a = int(features["token_start_char"][row][s])
                     b = int(features["token_end_char"][row][e])
                     candidates.append((s_lp + e_lp, s_lp, e_lp, a, b))
-        candidates.sort(key=lambda c: -c[0])
-        seen, nbest = set(), []
-        for score, s_lp, e_lp, a, b in candidates:
-            text = ex.context[a:b].strip()
-            if not text or text in seen:
-                continue
-            seen.add(text)
-            nbest.append(
-                {
-                    "text": text,
-                    "start_log_prob": s_lp,
-                    "end_log_prob": e_lp,
-                    "start": a,
-                    "end": b,
-                    "score": score,
-                }
-            )
-            if len(nbest) >= n_best_size:
-                break
+        nbest = _distinct_spans(
+            candidates, ex.context, n_best_size, ("start_log_prob", "end_log_prob")
+        )
         if not nbest:  # (the official nonce entry)
             nbest.append(
                 {

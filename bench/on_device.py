@@ -69,7 +69,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
 OUT = os.path.join(os.path.dirname(ROOT), "bench_out", "ondevice")
-sys.path.insert(0, ROOT)
 
 PARTS = ("accuracy", "size", "latency", "tokens")
 QUANTIZATIONS = ("float32", "float16", "int8")

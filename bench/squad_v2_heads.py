@@ -346,9 +346,7 @@ def main() -> int:
     p.add_argument("--max_wait_minutes", type=float, default=40.0)
     p.add_argument("--fresh", action="store_true", help="rerun runs that have results")
     args = p.parse_args()
-    sys.path.insert(0, ROOT)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from cases import report_logger
+    from cases import report_logger  # (bench/, the script's folder, is on sys.path)
 
     log = report_logger(args.work_dir)
     slices = write_slices(args.dev_file, os.path.join(args.work_dir, "data"))

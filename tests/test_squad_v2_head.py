@@ -155,3 +155,38 @@ def test_official_v2_checkpoint_loads_into_the_head(tmp_path):
     np.testing.assert_allclose(
         got["end_top_log_probs"].numpy(), want["end_top_log_probs"], atol=2e-5
     )
+
+
+def test_loss_is_the_official_v2_loss():
+    """SquadV2Task's loss on the real model = the official model_fn's: (start NLL + end NLL)
+    / 2 (end conditioned on the gold start) + 0.5 × sigmoid CE(cls_logits, is_impossible),
+    batch means, computed here from the numpy reference's log-probabilities."""
+    from albert_tf.checkpoints import official_name_map
+    from albert_tf.training import SquadV2Task
+
+    task = SquadV2Task(tiny_config(), start_n_top=3, end_n_top=2)
+    model = task.build_model()
+    model.squad_v2_head.answer_dropout.rate = 0.0  # (the official dropout, off to compare)
+    rng = np.random.default_rng(5)
+    for v in model.weights:
+        v.assign(rng.normal(0.0, 0.3, v.shape).astype(np.float32))
+    batch = {k: v for k, v in random_batch(batch=3, seq=11).items() if k != "masked_lm_positions"}
+    batch.update(
+        start_positions=np.array([0, 7, 8], np.int32),
+        end_positions=np.array([0, 7, 9], np.int32),
+        is_impossible=np.array([1, 0, 0], np.int32),
+    )
+    terms = task.terms(batch, task.call_model(model, batch, training=True))
+    dens = task.denominators(batch)
+    loss = sum(float(terms[n]) / float(dens[d]) for n, d in task.losses.items())
+
+    names = official_name_map(model)
+    w = {n: v.variable.numpy() for n, v in names.items() if v.component == "squad_v2_head"}
+    seq = model.encoder(batch)["sequence_output"].numpy()
+    ref = _reference(w, seq, _p_mask(batch), batch["start_positions"], 3, 2)
+    rows = np.arange(3)
+    start_loss = -ref["start_log_probs"][rows, batch["start_positions"]].mean()
+    end_loss = -ref["end_log_probs"][rows, batch["end_positions"]].mean()
+    z, y = ref["cls_logits"], batch["is_impossible"].astype(np.float64)
+    bce = (np.maximum(z, 0) - z * y + np.log1p(np.exp(-np.abs(z)))).mean()
+    assert loss == pytest.approx((start_loss + end_loss) * 0.5 + 0.5 * bce, rel=1e-5)

@@ -2,13 +2,16 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# The Beam writer's own environment (requirements-beam.txt says why it is separate).
+BEAM_VENV := .venv-beam
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONHASHSEED ?= 0
 
-.PHONY: install install-dev demo test test-fast lint format bench bench-model bench-data bench-train bench-serving clean
+.PHONY: install install-dev install-beam demo test test-fast lint format bench bench-model bench-data bench-train bench-serving clean
 
 install: $(VENV)/.runtime-installed
 install-dev: $(VENV)/.dev-installed
+install-beam: $(BEAM_VENV)/.installed
 
 $(VENV)/.runtime-installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,10 +24,16 @@ $(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.runtime-installed
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
+$(BEAM_VENV)/.installed: requirements-beam.txt
+	test -x $(BEAM_VENV)/bin/python || $(PYTHON) -m venv $(BEAM_VENV)
+	$(BEAM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(BEAM_VENV)/bin/python -m pip install -q -r requirements-beam.txt
+	touch $@
+
 demo: install
 	$(PY) -m albert_tf.tools.demo
 
-test: install-dev
+test: install-dev install-beam
 	$(PY) -m pytest -q tests
 
 lint: install-dev
@@ -53,4 +62,4 @@ bench-serving: install
 	$(PY) bench/serving.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache *.egg-info
+	rm -rf $(VENV) $(BEAM_VENV) .pytest_cache *.egg-info

@@ -40,14 +40,22 @@ def main(argv):
     return run_main(_main)
 
 
-def _predict(model, features):
+def _predict(model, features, strategy):
     """(logits [N, labels or choices], label_ids [N]) of every record of `features` (a
-    TaskFeatures), in file order (batches grouped by length unless padded to the maximum)."""
+    TaskFeatures), in file order (batches grouped by length unless padded to the maximum),
+    computed on the replicas of `strategy`."""
     from albert_tf.training.prediction import predict_logits
 
     buckets = shared_flags.length_buckets_from_flags()
     batches = features.dataset(FLAGS.eval_batch_size, drop_remainder=False, length_buckets=buckets)
-    out = predict_logits(model, batches, carry=("label_ids",), order_by="example_index")
+    out = predict_logits(
+        model,
+        batches,
+        carry=("label_ids",),
+        order_by="example_index",
+        strategy=strategy,
+        batch_size=FLAGS.eval_batch_size,
+    )
     return out["logits"], out["label_ids"]
 
 
@@ -128,7 +136,7 @@ def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> 
         )
 
     def evaluate(model):
-        return spec.evaluate({s: _predict(model, f) for s, f in dev.items()})
+        return spec.evaluate({s: _predict(model, f, run.strategy) for s, f in dev.items()})
 
     trainer = Trainer(
         task,
@@ -147,7 +155,7 @@ def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> 
         report.update(final=result["eval"], best=trainer.best_record())
         write_json(os.path.join(run.output_dir, "eval_results.json"), report)
     if FLAGS.do_predict:
-        logits = _predict(trainer.model, test)[0]
+        logits = _predict(trainer.model, test, run.strategy)[0]
         names = spec.output_names(labels)
         tsv, jsonl = write_submission(run.output_dir, spec.name, spec.read("test"), logits, names)
         print(f"predictions: {tsv}, {jsonl}", flush=True)

@@ -58,9 +58,10 @@ BEAM_OUTPUTS = (
 )
 
 
-def _predict(model, features, threshold):
+def _predict(model, features, threshold, strategy):
     """(predictions, nbest, null_odds) for the questions of `features` (SquadFeatures),
-    predicted in batches grouped by length unless padded to the maximum."""
+    predicted in batches grouped by length unless padded to the maximum, on the replicas
+    of `strategy`."""
     from albert_tf.training.prediction import predict_logits
     from data_pipeline.squad.data import PER_TOKEN_FILL, PREDICTION_KEYS
     from data_pipeline.squad.postprocess import postprocess, postprocess_beam
@@ -76,6 +77,8 @@ def _predict(model, features, threshold):
         order_by="feature_index",
         per_token=PER_TOKEN_FILL,
         length=features.max_seq_length,
+        strategy=strategy,
+        batch_size=FLAGS.predict_batch_size,
     )
     v2, sizes = FLAGS.version_2_with_negative, (FLAGS.n_best_size, FLAGS.max_answer_length)
     if beam:
@@ -145,7 +148,7 @@ def _main() -> int:
         )
 
     def evaluate_fn(model):
-        predictions = _predict(model, predict_set, FLAGS.null_score_diff_threshold)[0]
+        predictions = _predict(model, predict_set, FLAGS.null_score_diff_threshold, run.strategy)[0]
         dataset = scoring.read_dataset(FLAGS.predict_file)
         return squad_eval.evaluate(dataset, predictions, version=version)
 
@@ -168,14 +171,16 @@ def _main() -> int:
         trainer.train()
     threshold = FLAGS.null_score_diff_threshold
     if predict_set:  # (written before they are scored)
-        predictions, nbest, null_odds = _predict(trainer.model, predict_set, threshold)
+        predicted = _predict(trainer.model, predict_set, threshold, run.strategy)
+        predictions, nbest, null_odds = predicted
         path = write_predictions(run.output_dir, predictions, nbest, null_odds if v2 else None)
         print(f"predictions: {path}", flush=True)
     if predict_set and FLAGS.do_eval:
         # (held-out file, its nbest, its null_odds) to tune the v2.0 threshold on
         tune_on = None
         if tune_set is not None:
-            tune_on = (tune_set.source, *_predict(trainer.model, tune_set, threshold)[1:])
+            tuned = _predict(trainer.model, tune_set, threshold, run.strategy)
+            tune_on = (tune_set.source, *tuned[1:])
         scores = scoring.evaluation_report(
             FLAGS.predict_file, predictions, nbest, null_odds, v2, threshold, tune_on
         )

@@ -123,6 +123,55 @@ def two_cpu_driver(runner: str) -> str:
     )
 
 
+def tpu_driver(runner: str, record: str) -> str:
+    """A script running `runner` with `--strategy tpu` on a CPU machine: TensorFlow's TPU
+    entry points (TPUClusterResolver, experimental_connect_to_cluster,
+    initialize_tpu_system, TPUStrategy) are replaced by recorders, and the strategy by a
+    one-CPU strategy whose `distribute_datasets_from_function` and
+    `experimental_distribute_dataset` record the element shapes of every dataset the run
+    distributes (training, evaluation, prediction). The record (JSON) goes to `record` at exit: the
+    project's TPU path runs up to the point where a TPU is needed."""
+    return (
+        "import atexit, json, sys\nimport tensorflow as tf\n"
+        "record = {'resolver': [], 'connect': 0, 'initialize': 0, 'datasets': []}\n"
+        f"atexit.register(lambda: open({record!r}, 'w').write(json.dumps(record)))\n"
+        "class Resolver:\n"
+        "    def __init__(self, tpu=None, **kw):\n"
+        "        record['resolver'].append(tpu)\n"
+        "def connect(resolver):\n"
+        "    assert isinstance(resolver, Resolver)\n"
+        "    record['connect'] += 1\n"
+        "def initialize(resolver):\n"
+        "    assert isinstance(resolver, Resolver) and record['connect']\n"
+        "    record['initialize'] += 1\n"
+        "def strategy(resolver):\n"
+        "    assert record['initialize']\n"
+        "    s = tf.distribute.OneDeviceStrategy('/cpu:0')\n"
+        "    distribute = s.distribute_datasets_from_function\n"
+        "    def recorded(fn, options=None):\n"
+        "        def fn_recorded(ctx):\n"
+        "            ds = fn(ctx)\n"
+        "            record['datasets'].append(\n"
+        "                [x.shape.as_list() for x in tf.nest.flatten(ds.element_spec)])\n"
+        "            return ds\n"
+        "        return distribute(fn_recorded, options)\n"
+        "    s.distribute_datasets_from_function = recorded\n"
+        "    distribute_one = s.experimental_distribute_dataset\n"
+        "    def recorded_one(ds, options=None):\n"
+        "        record['datasets'].append(\n"
+        "            [x.shape.as_list() for x in tf.nest.flatten(ds.element_spec)])\n"
+        "        return distribute_one(ds, options)\n"
+        "    s.experimental_distribute_dataset = recorded_one\n"
+        "    return s\n"
+        "tf.distribute.cluster_resolver.TPUClusterResolver = Resolver\n"
+        "tf.config.experimental_connect_to_cluster = connect\n"
+        "tf.tpu.experimental.initialize_tpu_system = initialize\n"
+        "tf.distribute.TPUStrategy = strategy\n"
+        f"from absl import app\nimport {runner}\n{runner}.define_flags()\n"
+        f"app.run(lambda argv: sys.exit({runner}.main(argv)))\n"
+    )
+
+
 @pytest.fixture
 def shared_data():
     """../shared/data, or skip: a user's fresh clone has no ../shared."""

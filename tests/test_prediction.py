@@ -84,3 +84,35 @@ def test_an_empty_dataset_is_an_error():
 
     with pytest.raises(ValueError, match="gave no batch"):
         predict_logits(_Scaler(), _dataset([1, 2], 2).take(0))
+
+
+def test_under_a_strategy_batches_are_padded_to_one_static_size_and_trimmed_back():
+    """The replicated path (mirrored GPUs, TPUs): every batch the replicas see has
+    `batch_size` rows (static), the last, shorter batch is padded with zero rows that do not
+    come back; outputs and order equal the host path's. (Two replicas: the mirrored
+    run_classifier test compares whole runs.)"""
+    import tensorflow as tf
+    from albert_tf.training.prediction import predict_logits
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    order = [3, 0, 4, 1, 2]
+    seen = []
+
+    class Recording(_Scaler):
+        def __call__(self, batch, training=False):
+            seen.append(batch["input_ids"].shape.as_list())
+            return super().__call__(batch, training)
+
+    kwargs = dict(outputs=("logits", "doubled"), carry=("label_ids",), order_by="example_index")
+    host = predict_logits(_Scaler(0.5), _dataset(order, 2), **kwargs)
+    out = predict_logits(
+        Recording(0.5), _dataset(order, 2), strategy=strategy, batch_size=2, **kwargs
+    )
+    assert seen and all(shape == [2, 3] for shape in seen), seen
+    assert out.keys() == host.keys()
+    for name in host:
+        np.testing.assert_array_equal(out[name], host[name], err_msg=name)
+    with pytest.raises(ValueError, match="batch_size"):
+        predict_logits(_Scaler(), _dataset(order, 2), strategy=strategy)
+    with pytest.raises(ValueError, match="does not fit batch_size=1"):
+        predict_logits(_Scaler(), _dataset(order, 2), strategy=strategy, batch_size=1)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import run_cli, two_cpu_driver
+from conftest import run_cli, tpu_driver, two_cpu_driver
 
 TINY = {
     "vocab_size": 30000,
@@ -20,11 +20,11 @@ TINY = {
 }
 
 
-def _run(tmp_path, shared_data, task, folder, out, *extra):
+def _run(tmp_path, shared_data, task, folder, out, *extra, script="run_classifier.py"):
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(TINY))
     return run_cli(
-        "run_classifier.py",
+        str(script),
         f"--task_name={task}",
         f"--data_dir={shared_data / 'glue' / folder}",
         f"--output_dir={out}",
@@ -429,6 +429,40 @@ def test_fine_tunes_from_a_converted_transformers_checkpoint(tmp_path, shared_da
         if json.loads(line)["split"] == "train"
     ]
     assert len(train) == 3 and train[-1]["loss"] < train[0]["loss"]
+
+
+@pytest.mark.slow
+def test_tpu_strategy_path_has_static_shapes_and_gives_the_padded_run(tmp_path, shared_data):
+    """--strategy tpu with TensorFlow's TPU entry points recorded instead of called
+    (conftest `tpu_driver`), one CPU in the TPU's place: the resolver gets --tpu, every
+    dataset the run distributes (train and eval) has static [batch, max_seq_length] shapes,
+    and the run equals a --pad_to_max_seq_length run on the default strategy."""
+    record = tmp_path / "record.json"
+    driver = tmp_path / "tpu_driver.py"
+    driver.write_text(tpu_driver("run_classifier", str(record)))
+    common = ("--do_train", "--do_eval", "--classifier_dropout=0")
+    tpu = _run(
+        tmp_path, shared_data, "mrpc", "MRPC", tmp_path / "tpu", *common,
+        "--strategy=tpu", "--tpu=local", script=driver,
+    )  # fmt: skip
+    assert tpu.returncode == 0, tpu.stderr[-2000:]
+    seen = json.loads(record.read_text())
+    assert seen["resolver"] == ["local"] and seen["initialize"] == 1
+    shapes = [shape for dataset in seen["datasets"] for shape in dataset]
+    assert [32, 64] in shapes and [128, 64] in shapes, seen  # train and eval batches
+    assert all(None not in shape for shape in shapes), seen
+    padded = _run(
+        tmp_path, shared_data, "mrpc", "MRPC", tmp_path / "padded", *common,
+        "--pad_to_max_seq_length",
+    )  # fmt: skip
+    assert padded.returncode == 0, padded.stderr[-2000:]
+    final = {
+        name: json.loads((tmp_path / name / "eval_results.json").read_text())["final"]
+        for name in ("tpu", "padded")
+    }
+    assert final["tpu"].keys() == final["padded"].keys()
+    for metric, value in final["padded"].items():
+        assert final["tpu"][metric] == pytest.approx(value, rel=1e-5, abs=1e-6), metric
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import CLI_ENV, SHARED_DATA, Cli, two_cpu_driver
+from conftest import CLI_ENV, SHARED_DATA, Cli, tpu_driver, two_cpu_driver
 
 SEQ, PRED = 64, 10
 STEPS = 60  # reference run: optimizer steps
@@ -476,6 +476,27 @@ def test_mirrored_on_two_cpus_matches_the_default_strategy_and_resumes(workdir, 
     assert_same_weights(
         latest_checkpoint(ref_out), latest_checkpoint(out), rtol=1e-4, atol=SPLIT_ATOL
     )
+
+
+def test_tpu_strategy_path_runs_up_to_the_tpu_with_static_shapes(workdir, reference):
+    """--strategy tpu --tpu local with TensorFlow's TPU entry points recorded instead of
+    called (tests/conftest.py `tpu_driver`) and one CPU in the TPU's place: the resolver
+    gets the --tpu name, the system is connected and initialized before the strategy is
+    built, every distributed dataset has static shapes, and the run is the reference run
+    (one device, the same batches)."""
+    ref_out, _ = reference
+    record = workdir / "tpu_record.json"
+    driver = workdir / "tpu_driver.py"
+    driver.write_text(tpu_driver("run_pretraining", str(record)))
+    out = workdir / "tpu"
+    ok(run(base_args(workdir, out, "--strategy", "tpu", "--tpu", "local"), out, script=driver))
+    seen = json.loads(record.read_text())
+    assert seen["resolver"] == ["local"] and seen["connect"] == seen["initialize"] == 1
+    assert len(seen["datasets"]) == 2, seen  # train and eval
+    for shapes in seen["datasets"]:
+        assert all(None not in shape for shape in shapes), shapes
+        assert [BATCH, SEQ] in shapes, shapes
+    assert_same_weights(latest_checkpoint(ref_out), latest_checkpoint(out), rtol=1e-5)
 
 
 @pytest.mark.slow

@@ -9,6 +9,12 @@ every later call reuses it.
 Batches grouped by length (data_pipeline.length_buckets) come in several lengths: their
 per-token arrays (SQuAD's start/end logits and the features carried with them) are padded
 back to one length before they are joined (`per_token`).
+
+Under a distribution strategy (`strategy`: mirrored GPUs, a TPU) the forward pass runs on
+every replica (`strategy.run`): each batch is padded with zero rows to one static
+`batch_size` (what a TPU requires; the last batch of a set is shorter), split over the
+replicas, gathered back in order, and the padding rows are dropped. Only the model inputs
+go to the devices; the carried features (strings, indices) stay on the host.
 """
 
 from __future__ import annotations
@@ -34,8 +40,72 @@ def _forward(model):
     return forward
 
 
+def _replicated(model, strategy, size):
+    """The traced step running `_forward(model)` on every replica of `strategy` on a global
+    batch of `size` rows, returning the outputs gathered in row order; one per (model,
+    strategy, size)."""
+    steps = _REPLICATED.setdefault(model, {})
+    step = steps.get((id(strategy), size))
+    if step is None:
+        import tensorflow as tf
+
+        forward = _forward(model)
+
+        def run(inputs):
+            out = strategy.run(forward, (inputs,))
+            return {k: strategy.gather(v, axis=0) for k, v in out.items()}
+
+        step = tf.function(run, reduce_retracing=True)
+        steps[(id(strategy), size)] = step
+    return step
+
+
+_REPLICATED = weakref.WeakKeyDictionary()
+
+
+def _results(model, dataset, strategy, batch_size):
+    """(outputs, host batch) per batch of `dataset`: the forward pass on the host's device,
+    or on every replica of `strategy` (see the module docstring)."""
+    import tensorflow as tf
+
+    if strategy is None or strategy is tf.distribute.get_strategy():
+        forward = _forward(model)
+        for batch in dataset:
+            yield forward({k: batch[k] for k in MODEL_INPUTS}), batch
+        return
+    if not batch_size:
+        raise ValueError("predicting under a distribution strategy needs batch_size")
+    replicas = strategy.num_replicas_in_sync
+    size = -(-batch_size // replicas) * replicas
+
+    def padded(batch):
+        out = {}
+        for k in MODEL_INPUTS:
+            x = batch[k]
+            missing = tf.maximum(size - tf.shape(x)[0], 0)  # (larger batches: see below)
+            x = tf.concat([x, tf.zeros(tf.concat([[missing], tf.shape(x)[1:]], 0), x.dtype)], 0)
+            out[k] = tf.ensure_shape(x, [size] + x.shape.as_list()[1:])
+        return out
+
+    step = _replicated(model, strategy, size)
+    inputs = iter(strategy.experimental_distribute_dataset(dataset.map(padded)))
+    for batch in dataset:
+        rows = int(tf.shape(batch["input_ids"])[0])
+        if rows > size:
+            raise ValueError(f"a batch of {rows} rows does not fit batch_size={batch_size}")
+        yield {k: v[:rows] for k, v in step(next(inputs)).items()}, batch
+
+
 def predict_logits(
-    model, dataset, outputs=("logits",), carry=(), order_by=None, per_token=None, length=None
+    model,
+    dataset,
+    outputs=("logits",),
+    carry=(),
+    order_by=None,
+    per_token=None,
+    length=None,
+    strategy=None,
+    batch_size=None,
 ) -> dict[str, np.ndarray]:
     """Runs `model` over every batch of `dataset` (dicts holding MODEL_INPUTS) and returns
     {name: array} for each of the model's `outputs` (e.g. logits [N, labels]; start/end
@@ -48,13 +118,15 @@ def predict_logits(
     arrays have one entry per token along axis 1, and batches padded to different lengths
     (length-grouped batches) give them different lengths; each batch's part is padded at
     the end of axis 1 with its fill value to `length` (default: the longest part) before
-    the parts are joined. Other arrays are joined as they are."""
-    forward = _forward(model)
+    the parts are joined. Other arrays are joined as they are.
+
+    `strategy` (the one the model was built under; None or the default strategy: the
+    host's device) runs the forward pass on its replicas on batches padded to
+    `batch_size` rows (the dataset's batch size; required then)."""
     gathered = {name: [] for name in (*outputs, *carry)}
     order, batches = [], 0
-    for batch in dataset:
+    for result, batch in _results(model, dataset, strategy, batch_size):
         batches += 1
-        result = forward({k: batch[k] for k in MODEL_INPUTS})
         for name in outputs:
             gathered[name].append(result[name].numpy())
         for name in carry:

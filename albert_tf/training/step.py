@@ -119,11 +119,22 @@ class TrainStep:
         }
 
     def loop(self, iterator, num_steps):
-        """`num_steps` optimizer steps; returns summed reports and denominators, and
+        """`num_steps` optimizer steps on the batches of `iterator` (a distributed iterator);
+        see `run_loop`."""
+        return self.run_loop(lambda: next(iterator), num_steps)
+
+    def run_loop(self, next_batch, num_steps):
+        """`num_steps` optimizer steps, each on `grad_accum_steps` batches from
+        `next_batch()`; returns summed reports and denominators, and
         `nonfinite_rank` (on_nonfinite="stop"): LAST_STEP - the first step whose loss or
         gradient norm was NaN/inf (0 if none), or `skipped` (on_nonfinite="skip_step"): how
         many such steps were not applied. The check costs nothing extra: the loss and the global
-        norm are reduced values the loop computes anyway, read with the loop's totals."""
+        norm are reduced values the loop computes anyway, read with the loop's totals.
+
+        The trainer reads an input iterator here (`loop`), the one host operation of the loop
+        (on a TPU it becomes the infeed). With `next_batch` a tensor function instead (batches
+        staged on the device), the whole loop compiles as one XLA computation: that is how
+        tests/test_tpu_readiness.py checks on CPU what a TPU requires."""
         import tensorflow as tf
 
         k = self.config.grad_accum_steps
@@ -137,7 +148,7 @@ class TrainStep:
         apply_fn = tf.function(self._replica_apply, jit_compile=jit)
         totals = None
         for _ in tf.range(num_steps):
-            batches = [next(iterator) for _ in range(k)]
+            batches = [next_batch() for _ in range(k)]
             dens_parts = [
                 self.reduce(self.strategy.run(self.task.denominators, (b,))) for b in batches
             ]

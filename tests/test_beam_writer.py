@@ -88,7 +88,7 @@ def test_beam_multi_processing_writes_the_same_bytes(job):
     assert digests(cfg.output_dir) == job["ref"]
 
 
-def test_beam_resumes_a_local_run_and_skips_complete_shards(job):
+def test_beam_resumes_a_local_run_and_skips_complete_shards(job, capsys):
     cfg = dataclasses.replace(job["cfg"], output_dir=str(job["base"] / "resume"))
     shutil.copytree(job["cfg"].output_dir, cfg.output_dir)
     out = cfg.output_dir
@@ -103,6 +103,8 @@ def test_beam_resumes_a_local_run_and_skips_complete_shards(job):
     create_pretraining_data_beam(cfg, DIRECT)
     assert digests(out) == job["ref"]
     assert [os.stat(p).st_mtime_ns for p in kept] == mtimes  # not rewritten
+    said = capsys.readouterr().out
+    assert said.count("already complete") == 2 and f"{gone} written" in said
     assert not _leftovers(out)
 
 

@@ -79,20 +79,19 @@ from data_pipeline.pretraining.create_pretraining_data import DataConfig
 from data_pipeline.pretraining.instances import InstanceStats
 from data_pipeline.records import frame_records
 
+_LOGGING_DISABLED = logging.root.manager.disable
 try:
-    _level = logging.root.manager.disable
-    logging.disable(logging.WARNING)  # its import warns about unrelated GCP clients
-    try:
-        import apache_beam as beam
-        from apache_beam.io.filesystem import CompressionTypes
-        from apache_beam.io.filesystems import FileSystems
-        from apache_beam.options.pipeline_options import PipelineOptions
-    finally:
-        logging.disable(_level)
+    logging.disable(logging.WARNING)  # its import warns about GCP clients we do not use
+    import apache_beam as beam
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.options.pipeline_options import PipelineOptions
 except ImportError as e:
     raise ImportError(
         f"--runner beam needs Apache Beam, which is not installed ({e}): pip install -e .[beam]"
     ) from None
+finally:
+    logging.disable(_LOGGING_DISABLED)
 
 RUNNERS = ("DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner")
 
@@ -116,6 +115,11 @@ class BeamSettings:
 
     def pipeline_options(self) -> PipelineOptions:
         return PipelineOptions([f"--runner={self.runner}", *self.options])
+
+
+def _say(text: str) -> None:
+    """A progress line (on a cluster: in the worker's log)."""
+    print(f"[create_pretraining_data] {text}", flush=True)
 
 
 def _join(*parts: str) -> str:
@@ -172,6 +176,7 @@ class WriteShard(beam.DoFn):
         stats_path = _join(config.output_dir, "stats", name + ".json")
         if FileSystems.exists(path) and FileSystems.exists(stats_path):
             stats = local.check_fingerprint(config, _read_json(stats_path), self.fingerprint)
+            _say(f"{name} already complete ({stats['instances']:,} instances)")
             yield shard, stats
             return
         suffix = f".tmp-{uuid.uuid4().hex}"
@@ -199,6 +204,7 @@ class WriteShard(beam.DoFn):
             raise
         _rename(path + suffix, path)
         _rename(stats_path + suffix, stats_path)
+        _say(f"{name} written ({count:,} instances)")
         yield shard, json.loads(text)
 
 

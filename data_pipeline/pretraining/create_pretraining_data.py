@@ -4,6 +4,11 @@
         --output_dir data/pretrain --spm_model_file 30k-clean.model \\
         [--max_seq_length 512 --max_predictions_per_seq 20 --dupe_factor 40 ...] \\
         [--num_workers 8] [--num_output_shards 64] [--num_tasks 4 --task_index 0]
+        [--runner beam [--beam_runner DataflowRunner] [--beam_options '...']]
+
+`--runner local` (the default) is this module's writer: worker processes on this machine,
+`--num_tasks` machines by hand. `--runner beam` writes the same bytes from an Apache Beam
+pipeline (DirectRunner, Dataflow, Flink, Spark): see beam_writer.py for its flags.
 
 What it writes is a pure function of the input bytes and the settings (never of
 `--num_workers`, `--num_tasks` or timing):

@@ -50,15 +50,17 @@ def corpus_files() -> list[str]:
 
 
 def _tree_rss(pid: int) -> int:
-    """Resident bytes of `pid` and all its descendants."""
+    """Resident bytes of `pid` and all its descendants (children started by any of a
+    process's threads: Beam starts its worker processes from a thread)."""
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
         try:
             with open(f"/proc/{p}/statm") as f:
                 total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                todo += [int(c) for c in f.read().split()]
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
         except (FileNotFoundError, ProcessLookupError):
             continue
     return total

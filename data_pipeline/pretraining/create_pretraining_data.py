@@ -143,7 +143,7 @@ def _die_with_parent(parent_pid: int) -> None:
 
 def make_instance_maker(config: DataConfig) -> InstanceMaker:
     """The tokenizer, masker and instance maker of `config` (one per worker; the masker's
-    calibration state is reset at each shard by `block_examples`' caller)."""
+    calibration state is reset at each shard's start by `start_shard`)."""
     from data_pipeline.tokenization import AlbertTokenizer
 
     tokenizer = AlbertTokenizer(config.spm_model_file, config.do_lower_case, config.keep_accents)

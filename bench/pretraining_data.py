@@ -16,8 +16,9 @@ flat because memory is bounded by the block, not the corpus.
 Reference: the official create_pretraining_data.py on this 2-core machine made about
 466 instances/s on this job, peak RSS 785 MB growing with corpus × dupe_factor.
 
-`--beam` adds `--runner beam` on DirectRunner for the 5 MB and 20 MB jobs (needs the
-[beam] extra): in one process (Beam's default), and with two worker processes
+`--beam` adds `--runner beam` on DirectRunner for the 5 MB and 20 MB jobs, run by the
+Beam venv's Python (`--beam_python`, default .venv-beam/bin/python; requirements-beam.txt):
+in one process (Beam's default), and with two worker processes
 (`--direct_num_workers=2 --direct_running_mode=multi_processing`); a second table compares
 each with the local writer's run on the same job (seconds, ratio, peak RSS) and checks
 that the files written are the same bytes.
@@ -91,9 +92,11 @@ def _output_digest(out_dir: str) -> str:
     return h.hexdigest()
 
 
-def run_case(inputs: str, workers: int, out_dir: str, extra=(), runner: str = "local") -> dict:
+def run_case(
+    inputs: str, workers: int, out_dir: str, extra=(), runner: str = "local", python=None
+) -> dict:
     cmd = [
-        sys.executable,
+        python or sys.executable,
         "-m",
         "data_pipeline.pretraining.create_pretraining_data",
         f"--input_file={inputs}",
@@ -143,7 +146,15 @@ def main() -> int:
     p.add_argument("--json_out", default=None)
     p.add_argument("--repeats", type=int, default=3, help="runs per case; the median is kept")
     p.add_argument("--beam", action="store_true", help="add --runner beam on DirectRunner")
+    p.add_argument(
+        "--beam_python",
+        default=os.path.join(ROOT, ".venv-beam", "bin", "python"),
+        help="the Python of the Beam venv (runs the --beam cases)",
+    )
     args = p.parse_args()
+    if args.beam and not os.path.exists(args.beam_python):
+        print(f"--beam needs the Beam venv: {args.beam_python} is absent", file=sys.stderr)
+        return 1
     if not os.path.isdir(DATA):
         print(f"needs the real corpus at {DATA}", file=sys.stderr)
         return 1
@@ -175,7 +186,8 @@ def main() -> int:
             runs = []
             for r in range(args.repeats if label == "5 MB" else 1):
                 out = os.path.join(tmp, f"out-{len(rows)}-{r}")
-                runs.append(run_case(inputs, workers, out, runner=runner))
+                python = args.beam_python if runner == "beam" else sys.executable
+                runs.append(run_case(inputs, workers, out, runner=runner, python=python))
                 shutil.rmtree(out)
             runs.sort(key=lambda x: x["instances_per_s"])
             row = dict(

@@ -8,6 +8,11 @@ small ones on DirectRunner).
         [--beam_runner DirectRunner|DataflowRunner|FlinkRunner|SparkRunner] \\
         [--beam_options '--direct_num_workers=2 --direct_running_mode=multi_processing']
 
+Apache Beam is optional and lives in its own venv (requirements-beam.txt, `make
+install-beam`): apache-beam 2.77 needs protobuf<7, the main stack's sentencepiece needs 7.
+This module imports it at its top; create_pretraining_data imports this module only for
+`--runner beam` (without Beam: a one-line error saying where to get it).
+
 `--beam_runner` (default DirectRunner) picks the runner; `--beam_options` is one string of
 Beam pipeline options passed through unchanged (split like a shell command line), e.g. for
 Dataflow `--project=P --region=R --temp_location=gs://B/tmp --extra_package=dist/X.tar.gz`
@@ -88,7 +93,8 @@ try:
     from apache_beam.options.pipeline_options import PipelineOptions
 except ImportError as e:
     raise ImportError(
-        f"--runner beam needs Apache Beam, which is not installed ({e}): pip install -e .[beam]"
+        f"--runner beam needs Apache Beam ({e}): run it with the Python of the Beam venv "
+        f"(make install-beam; requirements-beam.txt: apache-beam needs protobuf<7, this stack 7)"
     ) from None
 finally:
     logging.disable(_LOGGING_DISABLED)

@@ -56,11 +56,15 @@ def write_text(path: str, text: str) -> None:
         f.write(text)
 
 
+def json_text(obj, indent: int | None = 1, sort_keys: bool = True, default=str) -> str:
+    """What `write_json` writes: `obj` as JSON with a final newline."""
+    return json.dumps(obj, indent=indent, sort_keys=sort_keys, default=default) + "\n"
+
+
 def write_json(path: str, obj, indent: int | None = 1, sort_keys: bool = True, default=str) -> None:
     """`obj` as JSON (with a final newline) at `path`, atomically."""
     with atomic_open(path) as f:
-        json.dump(obj, f, indent=indent, sort_keys=sort_keys, default=default)
-        f.write("\n")
+        f.write(json_text(obj, indent, sort_keys, default))
 
 
 # --- exclusive output-directory locks -----------------------------------------------------

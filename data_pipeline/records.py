@@ -184,6 +184,11 @@ def frame_record(data: bytes) -> bytes:
     )
 
 
+def frame_records(records: list[bytes]) -> bytes:
+    """The TFRecord file bytes of `records`, in order."""
+    return b"".join(frame_record(r) for r in records)
+
+
 class AtomicRecordWriter:
     """Writes TFRecords to `path + '.tmp'` and renames to `path` on `commit()`: a reader
     (or a resumed run) never sees a truncated shard. Without commit (an exception, a kill)
@@ -196,7 +201,7 @@ class AtomicRecordWriter:
         self._f = open(self.tmp, "wb")
 
     def write_all(self, records: list[bytes]) -> None:
-        self._f.write(b"".join(frame_record(r) for r in records))
+        self._f.write(frame_records(records))
         self.count += len(records)
 
     def commit(self) -> None:

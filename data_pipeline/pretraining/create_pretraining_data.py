@@ -4,6 +4,11 @@
         --output_dir data/pretrain --spm_model_file 30k-clean.model \\
         [--max_seq_length 512 --max_predictions_per_seq 20 --dupe_factor 40 ...] \\
         [--num_workers 8] [--num_output_shards 64] [--num_tasks 4 --task_index 0]
+        [--runner beam [--beam_runner DataflowRunner] [--beam_options '...']]
+
+`--runner local` (the default) is this module's writer: worker processes on this machine,
+`--num_tasks` machines by hand. `--runner beam` writes the same bytes from an Apache Beam
+pipeline (DirectRunner, Dataflow, Flink, Spark): see beam_writer.py for its flags.
 
 What it writes is a pure function of the input bytes and the settings (never of
 `--num_workers`, `--num_tasks` or timing):
@@ -55,6 +60,7 @@ from data_pipeline.pretraining.instances import (
 )
 
 META_FILE = "meta_data.json"
+RUNNERS = ("local", "beam")
 FORMAT_VERSION = 1
 
 
@@ -135,13 +141,10 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def _init_worker(config: DataConfig, queue, parent_pid: int | None = None) -> None:
-    """Per worker process: the tokenizer, masker and instance maker. `parent_pid`: this is
-    a pool worker of that process (it dies with it)."""
+def make_instance_maker(config: DataConfig) -> InstanceMaker:
+    """The tokenizer, masker and instance maker of `config` (one per worker; the masker's
+    calibration state is reset at each shard's start by `start_shard`)."""
     from data_pipeline.tokenization import AlbertTokenizer
-
-    if parent_pid is not None:
-        _die_with_parent(parent_pid)
 
     tokenizer = AlbertTokenizer(config.spm_model_file, config.do_lower_case, config.keep_accents)
     masker = None
@@ -157,11 +160,65 @@ def _init_worker(config: DataConfig, queue, parent_pid: int | None = None) -> No
             config.do_whole_word_mask,
             config.calibrate_ngrams,
         )
-    _WORKER.update(
-        config=config,
-        queue=queue,
-        maker=InstanceMaker(tokenizer, config.instance_options(), masker),
-    )
+    return InstanceMaker(tokenizer, config.instance_options(), masker)
+
+
+def start_shard(maker: InstanceMaker) -> None:
+    """Call before a shard's first block: the masker's calibration state is per shard, so
+    a shard's bytes do not depend on which worker wrote which shards before it."""
+    if maker.masker is not None:
+        maker.masker.reset()
+
+
+def block_examples(
+    config: DataConfig,
+    maker: InstanceMaker,
+    block: documents_lib.Block,
+    read_stats: documents_lib.ReadStats,
+    stats: InstanceStats,
+):
+    """Yields (documents, serialized tf.train.Examples) for each part of `block`, in order:
+    every part's instances from its own generator, seeded by (random_seed, file index,
+    block, part). Memory: one part × dupe_factor. Every writer (local, Beam) appends these
+    to the shard in block order, after `start_shard`."""
+    for part, docs in documents_lib.read_block(
+        block, config.block_size, config.split_sentences, read_stats
+    ):
+        rng = np.random.default_rng([config.random_seed, block.file_index, block.block_index, part])
+        before = stats.instances
+        features = maker.make(docs, rng, stats)
+        yield len(docs), (encode_examples(features) if stats.instances > before else [])
+
+
+def shard_stats(
+    config: DataConfig,
+    shard: int,
+    fingerprint: str,
+    instances: int,
+    read_stats: documents_lib.ReadStats,
+    stats: InstanceStats,
+) -> dict:
+    """The statistics of a written shard, as stored in stats/NAME.json."""
+    return {
+        "shard": config.shard_name(shard),
+        "fingerprint": fingerprint,
+        "instances": instances,
+        "read": dataclasses.asdict(read_stats),
+        "instances_detail": dataclasses.asdict(stats),
+    }
+
+
+def stats_text(result: dict) -> str:
+    """The text of a stats/NAME.json file (every writer writes these exact bytes)."""
+    return json.dumps(result, indent=1, sort_keys=True)
+
+
+def _init_worker(config: DataConfig, queue, parent_pid: int | None = None) -> None:
+    """Per worker process: the tokenizer, masker and instance maker. `parent_pid`: this is
+    a pool worker of that process (it dies with it)."""
+    if parent_pid is not None:
+        _die_with_parent(parent_pid)
+    _WORKER.update(config=config, queue=queue, maker=make_instance_maker(config))
 
 
 def _write_shard(job) -> dict:
@@ -174,22 +231,13 @@ def _write_shard(job) -> dict:
     read_stats = documents_lib.ReadStats()
     stats = InstanceStats()
     writer = AtomicRecordWriter(path)
-    if maker.masker is not None:
-        maker.masker.reset()  # calibration state per shard: independent of worker layout
+    start_shard(maker)
     try:
         for block in blocks:
-            for part, docs in documents_lib.read_block(
-                block, config.block_size, config.split_sentences, read_stats
-            ):
-                rng = np.random.default_rng(
-                    [config.random_seed, block.file_index, block.block_index, part]
-                )
-                before = stats.instances
-                features = maker.make(docs, rng, stats)
-                if stats.instances > before:
-                    writer.write_all(encode_examples(features))
+            for docs, examples in block_examples(config, maker, block, read_stats, stats):
+                writer.write_all(examples)
                 if queue is not None:
-                    queue.put((0, len(docs), stats.instances - before))
+                    queue.put((0, docs, len(examples)))
             if queue is not None:
                 done = (
                     block.end - block.start if not block.compressed else os.path.getsize(block.path)
@@ -198,17 +246,11 @@ def _write_shard(job) -> dict:
     except BaseException:
         writer.abort()
         raise
-    result = {
-        "shard": config.shard_name(shard),
-        "fingerprint": fingerprint,
-        "instances": writer.count,
-        "read": dataclasses.asdict(read_stats),
-        "instances_detail": dataclasses.asdict(stats),
-    }
+    result = shard_stats(config, shard, fingerprint, writer.count, read_stats, stats)
     stats_path = _stats_path(config, shard)
     tmp = stats_path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(result, f, indent=1, sort_keys=True)
+        f.write(stats_text(result))
     writer.commit()
     os.replace(tmp, stats_path)
     return result
@@ -247,10 +289,14 @@ def _load_stats(config: DataConfig, shard: int, fingerprint: str) -> dict | None
     ):
         return None
     with open(path) as f:
-        stats = json.load(f)
+        return check_fingerprint(config, json.load(f), fingerprint)
+
+
+def check_fingerprint(config: DataConfig, stats: dict, fingerprint: str) -> dict:
+    """A complete shard's `stats`, if they were made by this job; else a ValueError."""
     if stats.get("fingerprint") != fingerprint:
         raise ValueError(
-            f"{config.output_dir} already holds {config.shard_name(shard)} made from other "
+            f"{config.output_dir} already holds {stats.get('shard')} made from other "
             f"inputs or settings (fingerprint {stats.get('fingerprint')} != {fingerprint}); "
             f"use a new --output_dir or delete it"
         )
@@ -283,7 +329,12 @@ def _check_existing(config: DataConfig, fingerprint: str) -> None:
             )
 
 
-def _summary(config: DataConfig, tokenizer, files: list[str], shard_stats: list[dict]) -> dict:
+def meta_data(
+    config: DataConfig, files: list[str], shard_stats: list[dict], spm_sha256: str, vocab_size: int
+) -> dict:
+    """meta_data.json of a complete job: the settings and the sums of every shard's
+    statistics (`shard_stats` in shard order). Deterministic: no times, no worker counts.
+    A ValueError when no instances were made (an empty dataset must not look finished)."""
     read = documents_lib.ReadStats()
     made = InstanceStats()
     for s in shard_stats:
@@ -307,8 +358,8 @@ def _summary(config: DataConfig, tokenizer, files: list[str], shard_stats: list[
         ),
         "shards": [{"file": s["shard"], "instances": s["instances"]} for s in shard_stats],
         "spm_model_file": os.path.basename(config.spm_model_file),
-        "spm_sha256": tokenizer.checksum,
-        "vocab_size": tokenizer.vocab_size,
+        "spm_sha256": spm_sha256,
+        "vocab_size": vocab_size,
         "settings": settings,
         "input": {"files": files, **dataclasses.asdict(read)},
         "documents": {
@@ -347,6 +398,12 @@ def _summary(config: DataConfig, tokenizer, files: list[str], shard_stats: list[
             },
             "replacement_fraction": [c / max(masked, 1) for c in made.replacements],
         }
+    if meta["instances"] == 0:
+        raise ValueError(
+            f"no instances were made: {len(files)} input file(s) "
+            f"({meta['input']['empty_files']} empty or blank) held "
+            f"{meta['documents']['documents']} document(s) with text; no {META_FILE} written"
+        )
     return meta
 
 
@@ -480,13 +537,7 @@ def _create_locked(
             flush=True,
         )
         return summary
-    meta = _summary(config, tokenizer, files, all_stats)
-    if meta["instances"] == 0:  # an empty dataset must not look like a finished one
-        raise ValueError(
-            f"no instances were made: {len(files)} input file(s) "
-            f"({meta['input']['empty_files']} empty or blank) held "
-            f"{meta['documents']['documents']} document(s) with text; no {META_FILE} written"
-        )
+    meta = meta_data(config, files, all_stats, tokenizer.checksum, tokenizer.vocab_size)
     write_json(os.path.join(config.output_dir, META_FILE), meta)
     elapsed = time.time() - start
     print(
@@ -547,6 +598,19 @@ def _define_flags():
     f.DEFINE_integer("num_tasks", 1, "Machines sharing the job.")
     f.DEFINE_integer("task_index", 0, "This machine's index in [0, num_tasks).")
     f.DEFINE_float("progress_every", 10.0, "Seconds between progress lines.")
+    f.DEFINE_enum(
+        "runner",
+        "local",
+        RUNNERS,
+        "local: this machine's worker processes; beam: an Apache Beam pipeline "
+        "(beam_writer.py; the same bytes).",
+    )
+    f.DEFINE_string(
+        "beam_runner", None, "With --runner beam: DirectRunner (default), DataflowRunner, ..."
+    )
+    f.DEFINE_string(
+        "beam_options", None, "With --runner beam: Beam pipeline options, passed through."
+    )
     # Official flags kept so existing command lines run unchanged.
     f.DEFINE_string(
         "vocab_file",
@@ -571,18 +635,44 @@ def main(argv) -> int:
     if flag_values.random_next_sentence:
         values["sentence_order"] = "nsp"
     try:
+        _check_runner_flags(flag_values)
         config = DataConfig(**values)
-        create_pretraining_data(
-            config,
-            flag_values.num_workers,
-            flag_values.num_tasks,
-            flag_values.task_index,
-            flag_values.progress_every,
-        )
-    except (OSError, ValueError) as e:
+        if flag_values.runner == "beam":
+            from data_pipeline.pretraining import beam_writer
+
+            settings = beam_writer.BeamSettings.from_flags(
+                flag_values.beam_runner or "DirectRunner", flag_values.beam_options
+            )
+            beam_writer.create_pretraining_data_beam(config, settings)
+        else:
+            create_pretraining_data(
+                config,
+                flag_values.num_workers,
+                flag_values.num_tasks,
+                flag_values.task_index,
+                flag_values.progress_every,
+            )
+    except (OSError, ValueError, ImportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def _check_runner_flags(flag_values) -> None:
+    """Flags of one runner given to the other: a ValueError naming them."""
+    if flag_values.runner == "beam":
+        local_only = [
+            n for n in ("num_workers", "num_tasks", "task_index") if flag_values[n].present
+        ]
+        if local_only:
+            raise ValueError(
+                f"--{', --'.join(local_only)} belong to --runner local; with --runner beam "
+                f"the Beam runner spreads the shards (its options go in --beam_options)"
+            )
+    else:
+        beam_only = [n for n in ("beam_runner", "beam_options") if flag_values[n].present]
+        if beam_only:
+            raise ValueError(f"--{', --'.join(beam_only)} need --runner beam")
 
 
 if __name__ == "__main__":

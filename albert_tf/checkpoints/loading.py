@@ -30,6 +30,7 @@ from albert_tf.checkpoints.own import (
 )
 from albert_tf.modeling.config import AlbertConfig, ConfigError
 from albert_tf.modeling.encoder import AlbertEncoder
+from data_pipeline import filesystem
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ def _model_children(prefix: str) -> set[str] | None:
 def _load_own(model, prefix: str, present: set[str]) -> LoadReport:
     config_hint = ""
     config_path = os.path.join(os.path.dirname(prefix), CONFIG_NAME)
-    if os.path.isfile(config_path):
+    if filesystem.isfile(config_path):
         try:
             saved = AlbertConfig.from_json_file(config_path)
             diffs = [

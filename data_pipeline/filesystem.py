@@ -59,22 +59,32 @@ def _as_os_error(path: str):
 def exists(path: str) -> bool:
     if not is_url(path):
         return os.path.exists(path)
-    with _as_os_error(path):
-        return _gfile().exists(path)
+    return isfile(path) or isdir(path)
 
 
 def isdir(path: str) -> bool:
+    """Whether `path` is a directory. On URLs: a directory object, or the prefix of a file
+    below it. (ram:// calls every prefix of a file name a directory — `DIR/ckpt-2` when
+    `DIR/ckpt-2.index` exists — so a directory must also match itself or hold a child.)"""
     if not is_url(path):
         return os.path.isdir(path)
     with _as_os_error(path):
-        return _gfile().isdir(path)
+        if not _gfile().isdir(path):
+            return False
+        pattern = escape(path.rstrip("/"))
+        return bool(_gfile().glob(pattern) or _gfile().glob(pattern + "/*"))
 
 
 def isfile(path: str) -> bool:
     if not is_url(path):
         return os.path.isfile(path)
     with _as_os_error(path):
-        return _gfile().exists(path) and not _gfile().isdir(path)
+        try:
+            return not _gfile().stat(path).is_directory
+        except Exception as e:  # NotFoundError; anything else is reported as OSError
+            if type(e).__name__ == "NotFoundError":
+                return False
+            raise
 
 
 def getsize(path: str) -> int:

@@ -32,6 +32,7 @@ from albert_tf.checkpoints import (
     resolve_checkpoint,
     save_checkpoint,
 )
+from albert_tf.checkpoints.own import checkpoint_reader, checkpoint_variables
 from albert_tf.modeling.config import AlbertConfig, ConfigError
 from data_pipeline import filesystem
 from data_pipeline.atomic import output_lock
@@ -87,10 +88,9 @@ def _encoder_variables(prefix: str) -> dict[str, str]:
     Read from the object graph because a trainer checkpoint names most variables after
     their path through the optimizer (`optimizer/_trainable_variables/N`).
     """
-    import tensorflow as tf
     from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-    reader = tf.train.load_checkpoint(prefix)
+    reader = checkpoint_reader(prefix)
     if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
         return {}
     graph = trackable_object_graph_pb2.TrackableObjectGraph()
@@ -118,11 +118,10 @@ def _encoder_variables(prefix: str) -> dict[str, str]:
 def _official_extras(prefix: str, encoder) -> list[str]:
     """Encoder variables of an official TF1 checkpoint that the model has no place for
     (e.g. group_1 when the config has one group); load_checkpoint ignores them."""
-    import tensorflow as tf
     from albert_tf.checkpoints.official import OPTIMIZER_SUFFIXES, official_name_map, strip_module
 
     known = official_name_map(encoder)
-    names = (strip_module(n) for n, _ in tf.train.list_variables(prefix))
+    names = (strip_module(n) for n, _ in checkpoint_variables(prefix))
     return sorted(
         n
         for n in names
@@ -247,11 +246,10 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     import numpy as np
-    import tensorflow as tf
 
     count = sum(
         int(np.prod(shape))
-        for name, shape in tf.train.list_variables(prefix)
+        for name, shape in checkpoint_variables(prefix)
         if name.startswith("model/encoder/")
     )
     print(

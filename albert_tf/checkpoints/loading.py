@@ -22,6 +22,8 @@ from albert_tf.checkpoints.official import (
     strip_module,
 )
 from albert_tf.checkpoints.own import (
+    checkpoint_reader,
+    checkpoint_variables,
     CONFIG_NAME,
     CheckpointError,
     head_attributes,
@@ -97,7 +99,7 @@ def load_checkpoint(model, path: str) -> LoadReport:
 
 
 def _load(model, prefix: str) -> LoadReport:
-    keys = {name: shape for name, shape in tf.train.list_variables(prefix)}
+    keys = {name: shape for name, shape in checkpoint_variables(prefix)}
     own = _model_children(prefix)
     if own is not None:
         report = _load_own(model, prefix, own)
@@ -135,7 +137,7 @@ def _model_children(prefix: str) -> set[str] | None:
     """
     from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-    reader = tf.train.load_checkpoint(prefix)
+    reader = checkpoint_reader(prefix)
     if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
         return None
     graph = trackable_object_graph_pb2.TrackableObjectGraph()

@@ -63,6 +63,18 @@ def resolve_checkpoint(path: str) -> str:
     )
 
 
+def checkpoint_reader(prefix: str):
+    """A reader of the checkpoint at `prefix` (tf.errors.OpError when it does not read).
+    Unlike `tf.train.load_checkpoint`, never takes `prefix` for a directory (which ram://
+    does for any prefix of a file name)."""
+    return tf.compat.v1.train.NewCheckpointReader(prefix)
+
+
+def checkpoint_variables(prefix: str) -> list[tuple[str, list[int]]]:
+    """(name, shape) of every variable at `prefix`, sorted (`tf.train.list_variables`)."""
+    return sorted(checkpoint_reader(prefix).get_variable_to_shape_map().items())
+
+
 def _holds_checkpoint(directory: str) -> bool:
     return filesystem.isdir(directory) and (
         filesystem.exists(os.path.join(directory, "checkpoint"))

@@ -90,7 +90,9 @@ def unreadable(prefix: str) -> str | None:
     if not filesystem.exists(prefix + ".index"):
         return "its .index file is missing"
     try:
-        reader = tf.train.load_checkpoint(prefix)
+        from albert_tf.checkpoints.own import checkpoint_reader
+
+        reader = checkpoint_reader(prefix)
         reader.get_variable_to_shape_map()
     except tf.errors.OpError as e:
         return f"its .index file is unreadable ({_first_line(e.message)})"

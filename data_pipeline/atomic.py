@@ -25,6 +25,8 @@ import sys
 import threading
 import time
 
+from data_pipeline import filesystem
+
 try:
     import fcntl
 except ImportError:  # not POSIX: output directories are not locked
@@ -34,20 +36,24 @@ except ImportError:  # not POSIX: output directories are not locked
 @contextlib.contextmanager
 def atomic_open(path: str, mode: str = "w", encoding: str | None = "utf-8", **open_kwargs):
     """`open(path, mode, ...)` that becomes visible at `path` only when the block
-    completes."""
+    completes. `path` may be a URL (`data_pipeline.filesystem`): the temporary object is
+    renamed over the target with overwrite, which is atomic on ram:// and, on object stores
+    such as GCS, a copy of one whole object (readers see the old or the new one)."""
     binary = "b" in mode
     tmp = f"{path}.tmp{os.getpid()}"
-    f = open(tmp, mode, encoding=None if binary else encoding, **open_kwargs)
+    remote = filesystem.is_url(path)
+    f = filesystem.open(tmp, mode, encoding=None if binary else encoding, **open_kwargs)
     try:
         yield f
         f.flush()
-        os.fsync(f.fileno())
+        if not remote:  # object stores make an object durable when it is closed
+            os.fsync(f.fileno())
         f.close()
-        os.replace(tmp, path)
+        filesystem.replace(tmp, path)
     except BaseException:
         f.close()
         with contextlib.suppress(OSError):
-            os.remove(tmp)
+            filesystem.remove(tmp)
         raise
 
 

@@ -24,12 +24,12 @@ the file and line.
 from __future__ import annotations
 
 import dataclasses
-import glob
 import gzip
 import json
-import os
 import re
 from collections.abc import Iterator, Sequence
+
+from data_pipeline import filesystem
 
 FORMATS = ("auto", "text", "jsonl")
 
@@ -46,7 +46,7 @@ def expand_input_files(spec: str | Sequence[str]) -> list[str]:
     for pattern in (p.strip() for p in patterns):
         if not pattern:
             continue
-        matches = sorted(m for m in glob.glob(os.path.expanduser(pattern)) if os.path.isfile(m))
+        matches = sorted(m for m in filesystem.glob(pattern) if filesystem.isfile(m))
         if not matches:
             raise FileNotFoundError(f"input pattern {pattern!r} matches no file")
         for m in matches:
@@ -92,7 +92,7 @@ def plan_blocks(files: Sequence[str], block_size: int, fmt: str = "auto") -> lis
         if path.endswith(".gz"):
             blocks.append(Block(i, path, f, 0, 0, None))
             continue
-        size = os.path.getsize(path)
+        size = filesystem.getsize(path)
         for k in range(max(1, -(-size // block_size))):
             blocks.append(Block(i, path, f, k, k * block_size, min((k + 1) * block_size, size)))
     return blocks
@@ -240,14 +240,11 @@ def read_block(
     list of sentence strings (raw text; normalization belongs to the tokenizer)."""
     stats = stats if stats is not None else ReadStats()
     if not block.compressed:
-        with open(block.path, "rb") as f:
+        size = filesystem.getsize(block.path)
+        with filesystem.open(block.path, "rb") as f:
             begin = _doc_start(f, block.start, block.fmt)
-            end = (
-                _doc_start(f, block.end, block.fmt)
-                if block.end < os.path.getsize(block.path)
-                else block.end
-            )
-            whole_file = block.start == 0 and end == os.path.getsize(block.path)
+            end = _doc_start(f, block.end, block.fmt) if block.end < size else block.end
+            whole_file = block.start == 0 and end == size
             if end <= begin:
                 stats.empty_files += whole_file
                 return
@@ -269,7 +266,7 @@ def read_block(
         return
     part, buffered, size, line_no, part_first = 0, [], 0, 0, 1
     seen_blank, any_text = False, False
-    with gzip.open(block.path, "rb") as f:
+    with filesystem.open(block.path, "rb") as raw_file, gzip.open(raw_file, "rb") as f:
         for raw in f:
             line_no += 1
             blank = not raw.strip()

@@ -26,6 +26,7 @@ import struct
 
 import numpy as np
 
+from data_pipeline import filesystem
 from data_pipeline.atomic import write_json
 
 INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "token_boundary")
@@ -198,7 +199,7 @@ class AtomicRecordWriter:
         self.path = path
         self.tmp = path + ".tmp"
         self.count = 0
-        self._f = open(self.tmp, "wb")
+        self._f = filesystem.open(self.tmp, "wb")
 
     def write_all(self, records: list[bytes]) -> None:
         self._f.write(frame_records(records))
@@ -206,21 +207,22 @@ class AtomicRecordWriter:
 
     def commit(self) -> None:
         self._f.flush()
-        os.fsync(self._f.fileno())
+        if not filesystem.is_url(self.path):
+            os.fsync(self._f.fileno())
         self._f.close()
-        os.replace(self.tmp, self.path)
+        filesystem.replace(self.tmp, self.path)
 
     def abort(self) -> None:
         if not self._f.closed:
             self._f.close()
-        if os.path.exists(self.tmp):
-            os.remove(self.tmp)
+        if filesystem.exists(self.tmp):
+            filesystem.remove(self.tmp)
 
 
 def read_records(path: str):
     """Yields the data of each TFRecord in `path`, checking both CRCs (pure Python; for
-    tests and tools that must not import TensorFlow)."""
-    with open(path, "rb") as f:
+    tests and tools that must not import TensorFlow; URLs load it)."""
+    with filesystem.open(path, "rb") as f:
         n = 0
         while True:
             header = f.read(12)
@@ -242,7 +244,7 @@ def read_records(path: str):
 # ----------------------------------------------------------------------------- task-feature cache
 def _sha256(path: str) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with filesystem.open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
@@ -261,9 +263,9 @@ def fingerprint(source_file: str, tokenizer, **settings) -> str:
 def complete_records(record_path: str, count: int) -> bool:
     """Whether `record_path` is exactly `count` whole TFRecords (their length headers are
     followed to the end of the file; the data itself is not read)."""
-    size = os.path.getsize(record_path)
+    size = filesystem.getsize(record_path)
     position = records = 0
-    with open(record_path, "rb") as f:
+    with filesystem.open(record_path, "rb") as f:
         while position < size:
             f.seek(position)
             header = f.read(8)
@@ -281,8 +283,8 @@ def cached_features(path: str, key: str, build, info: dict | None = None) -> tup
     stored in `path`.json and, on reuse, read back into `info`.
     Returns (tfrecord path, number of records, reused?)."""
     record_path, meta_path = path + ".tfrecord", path + ".json"
-    if os.path.exists(record_path) and os.path.exists(meta_path):
-        with open(meta_path) as f:
+    if filesystem.exists(record_path) and filesystem.exists(meta_path):
+        with filesystem.open(meta_path) as f:
             meta = json.load(f)
         if meta.get("fingerprint") == key:
             if complete_records(record_path, meta["count"]):
@@ -303,7 +305,7 @@ def cached_features(path: str, key: str, build, info: dict | None = None) -> tup
         for k, v in features.items()
     }
     flat["example_index"] = np.arange(count, dtype=np.int64).reshape(count, 1)
-    os.makedirs(os.path.dirname(record_path) or ".", exist_ok=True)
+    filesystem.makedirs(os.path.dirname(record_path) or ".")
     writer = AtomicRecordWriter(record_path)
     try:
         writer.write_all(encode_examples(flat))

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import sys
 import unicodedata
+
+from data_pipeline import filesystem
 
 SPIECE_UNDERLINE = "\u2581"
 SPECIAL_PIECES = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
@@ -99,10 +100,9 @@ class AlbertTokenizer:
     def __init__(self, model_file: str, do_lower_case: bool = True, keep_accents: bool = False):
         import sentencepiece as spm
 
-        if not os.path.isfile(model_file):
+        if not filesystem.isfile(model_file):
             raise FileNotFoundError(f"SentencePiece model not found: {model_file}")
-        with open(model_file, "rb") as f:
-            self.model_proto = f.read()
+        self.model_proto = filesystem.read_bytes(model_file)  # bytes: the file may be a URL
         self.model_file = model_file
         self.do_lower_case = do_lower_case
         self.keep_accents = keep_accents

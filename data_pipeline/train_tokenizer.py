@@ -32,8 +32,11 @@ defaults to 16, the official value, rather than to the machine's core count.
 Output: PREFIX.model and PREFIX.vocab, each written to a temporary file in the same
 directory and moved into place with os.replace (the .vocab first, so a new .model always
 has its .vocab); the model is checked with `AlbertTokenizer` (special ids 0-4) before
-either is replaced. Sentences SentencePiece would skip (longer than `max_sentence_length`
-bytes) or that normalize to nothing are dropped here and counted in the report.
+either is replaced. PREFIX and the input globs may be URLs (gs://, ram://, ...:
+`data_pipeline.filesystem`); SentencePiece trains from the sentences streamed to it and
+returns the model as bytes, so nothing needs a local copy. Sentences SentencePiece would
+skip (longer than `max_sentence_length` bytes) or that normalize to nothing are dropped
+here and counted in the report.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from data_pipeline import filesystem
 from data_pipeline.documents import FORMATS, ReadStats, expand_input_files, plan_blocks, read_block
 from data_pipeline.tokenization import SPECIAL_PIECES, AlbertTokenizer, normalize_text
 
@@ -128,20 +132,24 @@ def train_sentencepiece(
     files = expand_input_files(input_files)
     if not files:
         raise ValueError("no input files given (input_files is empty)")
-    total_bytes = sum(os.path.getsize(f) for f in files)
+    total_bytes = sum(filesystem.getsize(f) for f in files)
     say(f"input: {len(files)} file(s), {total_bytes / 1e6:,.1f} MB on disk")
 
     # Temporary outputs first: an unwritable destination fails now, not after training.
     model_file, vocab_file = model_prefix + ".model", model_prefix + ".vocab"
-    out_dir = os.path.dirname(os.path.abspath(model_prefix))
+    remote = filesystem.is_url(model_prefix)
+    out_dir = os.path.dirname(model_prefix if remote else os.path.abspath(model_prefix))
     base = os.path.basename(model_prefix)
     temporary = []
     try:
-        os.makedirs(out_dir, exist_ok=True)
+        filesystem.makedirs(out_dir)
         for suffix in (".model", ".vocab"):
             # Not tempfile.mkstemp: its files are 0600, these get the umask's permissions.
             path = os.path.join(out_dir, f".{base}{suffix}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            if remote:  # a random name: no exclusive create on object stores
+                filesystem.open(path, "wb").close()
+            else:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
             temporary.append(path)
     except OSError as e:
         _remove(temporary)
@@ -219,7 +227,7 @@ def train_sentencepiece(
             say(_read_summary(counts, stats, files) + "; all used (input_sentence_size=0)")
 
         proto = model.getvalue()
-        with open(tmp_model, "wb") as f:
+        with filesystem.open(tmp_model, "wb") as f:
             f.write(proto)
         tokenizer = AlbertTokenizer(tmp_model, do_lower_case=do_lower_case)
         ids = (
@@ -234,10 +242,10 @@ def train_sentencepiece(
                 f"trained model has special ids {ids} for {SPECIAL_PIECES}, "
                 "expected (0, 1, 2, 3, 4)"
             )
-        with open(tmp_vocab, "w", encoding="utf-8") as f:
+        with filesystem.open(tmp_vocab, "w") as f:
             f.write(vocab_text(tokenizer.sp))
-        os.replace(tmp_vocab, vocab_file)
-        os.replace(tmp_model, model_file)
+        filesystem.replace(tmp_vocab, vocab_file)
+        filesystem.replace(tmp_model, model_file)
     finally:
         _remove(temporary)
 
@@ -399,7 +407,7 @@ def _explain(
 def _remove(paths: Iterable[str]) -> None:
     for path in paths:
         try:
-            os.remove(path)
+            filesystem.remove(path)
         except FileNotFoundError:
             pass
 

@@ -19,11 +19,11 @@ failed export leaves no checkpoint behind. `DIR` is locked while the export runs
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import shutil
 import sys
+import tempfile
 
 from albert_tf.checkpoints import (
     CONFIG_NAME,
@@ -32,7 +32,9 @@ from albert_tf.checkpoints import (
     resolve_checkpoint,
     save_checkpoint,
 )
+from albert_tf.checkpoints.own import checkpoint_reader, checkpoint_variables
 from albert_tf.modeling.config import AlbertConfig, ConfigError
+from data_pipeline import filesystem
 from data_pipeline.atomic import output_lock
 
 RUN_CONFIG_NAME = "run_config.json"
@@ -55,17 +57,17 @@ def checkpoint_config(
         return albert_config, "the given config"
     if albert_config:
         return AlbertConfig.from_json_file(albert_config), os.fspath(albert_config)
-    here = os.path.dirname(os.path.abspath(prefix))
+    here = os.path.dirname(prefix if filesystem.is_url(prefix) else os.path.abspath(prefix))
     searched = []
     for directory in dict.fromkeys((here, os.path.dirname(here))):
         config_path = os.path.join(directory, CONFIG_NAME)
         searched.append(config_path)
-        if os.path.isfile(config_path):
+        if filesystem.isfile(config_path):
             return AlbertConfig.from_json_file(config_path), config_path
         run_path = os.path.join(directory, RUN_CONFIG_NAME)
         searched.append(run_path)
-        if os.path.isfile(run_path):
-            with open(run_path, encoding="utf-8") as f:
+        if filesystem.isfile(run_path):
+            with filesystem.open(run_path) as f:
                 try:
                     run = json.load(f)
                 except json.JSONDecodeError as e:
@@ -86,10 +88,9 @@ def _encoder_variables(prefix: str) -> dict[str, str]:
     Read from the object graph because a trainer checkpoint names most variables after
     their path through the optimizer (`optimizer/_trainable_variables/N`).
     """
-    import tensorflow as tf
     from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-    reader = tf.train.load_checkpoint(prefix)
+    reader = checkpoint_reader(prefix)
     if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
         return {}
     graph = trackable_object_graph_pb2.TrackableObjectGraph()
@@ -117,11 +118,10 @@ def _encoder_variables(prefix: str) -> dict[str, str]:
 def _official_extras(prefix: str, encoder) -> list[str]:
     """Encoder variables of an official TF1 checkpoint that the model has no place for
     (e.g. group_1 when the config has one group); load_checkpoint ignores them."""
-    import tensorflow as tf
     from albert_tf.checkpoints.official import OPTIMIZER_SUFFIXES, official_name_map, strip_module
 
     known = official_name_map(encoder)
-    names = (strip_module(n) for n, _ in tf.train.list_variables(prefix))
+    names = (strip_module(n) for n, _ in checkpoint_variables(prefix))
     return sorted(
         n
         for n in names
@@ -164,9 +164,9 @@ def _export_encoder(init_checkpoint, output_dir: str, albert_config) -> str:
         p
         for p in (
             os.path.join(output_dir, "checkpoint"),
-            *glob.glob(os.path.join(output_dir, "ckpt-*.index")),
+            *filesystem.glob(os.path.join(filesystem.escape(output_dir), "ckpt-*.index")),
         )
-        if os.path.exists(p)
+        if filesystem.exists(p)
     ]
     if existing:
         raise CheckpointError(
@@ -184,8 +184,13 @@ def _export_encoder(init_checkpoint, output_dir: str, albert_config) -> str:
     else:
         extras = None  # compared after writing, object graph against object graph
 
-    tmp = f"{output_dir.rstrip(os.sep)}.tmp-export-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
+    # Written beside the output (renamed into it), or locally for a URL (copied up).
+    remote = filesystem.is_url(output_dir)
+    if remote:
+        tmp = tempfile.mkdtemp(prefix="albert-export-encoder-")
+    else:
+        tmp = f"{output_dir.rstrip(os.sep)}.tmp-export-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp_prefix = save_checkpoint(encoder, tmp, config)
         if extras is None:
@@ -197,11 +202,12 @@ def _export_encoder(init_checkpoint, output_dir: str, albert_config) -> str:
                 + ", ".join(extras[:5])
                 + (" ..." if len(extras) > 5 else "")
             )
-        os.makedirs(output_dir, exist_ok=True)
+        filesystem.makedirs(output_dir)
         # The state file last: until it is in place, no reader picks the new checkpoint.
         names = sorted(os.listdir(tmp), key=lambda n: n == "checkpoint")
         for name in names:
-            os.replace(os.path.join(tmp, name), os.path.join(output_dir, name))
+            move = filesystem.copy if remote else os.replace
+            move(os.path.join(tmp, name), os.path.join(output_dir, name))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return os.path.join(output_dir, os.path.basename(tmp_prefix))
@@ -240,11 +246,10 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     import numpy as np
-    import tensorflow as tf
 
     count = sum(
         int(np.prod(shape))
-        for name, shape in tf.train.list_variables(prefix)
+        for name, shape in checkpoint_variables(prefix)
         if name.startswith("model/encoder/")
     )
     print(

@@ -12,7 +12,9 @@ or sequence length than the ones it was trained with:
                               "max_seq_length", "do_lower_case", ...}
 
 The directory is written under a temporary name and renamed when complete: a crash never
-leaves a half-written one, and an existing directory is never overwritten.
+leaves a half-written one, and an existing directory is never overwritten. On URLs (no
+directory rename on object stores) it is built locally and copied up, task.json last: a
+directory without task.json is not a fine-tuned model directory to its readers.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+
+from data_pipeline import filesystem
 
 TASK_FILE = "task.json"
 SPM_FILE = "spm.model"
@@ -37,12 +41,17 @@ def save_finetuned(model, directory: str, task: dict, spm_model_file: str) -> st
 
     if task.get("kind") not in KINDS:
         raise ValueError(f"task kind {task.get('kind')!r} is not one of {', '.join(KINDS)}")
-    if os.path.isdir(directory) and os.listdir(directory):
+    if filesystem.isdir(directory) and filesystem.listdir(directory):
         raise FileExistsError(
             f"export directory {directory} exists and is not empty; give a new one"
         )
-    if not os.path.exists(spm_model_file):
+    if not filesystem.exists(spm_model_file):
         raise FileNotFoundError(f"SentencePiece model not found: {spm_model_file}")
+    if filesystem.is_url(directory):  # no directory rename: built locally, task.json last
+        with filesystem.staged_directory(directory, last=(TASK_FILE,)) as tmp:
+            save_checkpoint(model, tmp)
+            write_task_files(tmp, task, spm_model_file)
+        return directory
     tmp = directory.rstrip("/") + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     save_checkpoint(model, tmp)
@@ -60,7 +69,7 @@ def write_task_files(directory: str, task: dict, spm_model_file: str | None) -> 
     from data_pipeline.atomic import write_json
 
     if spm_model_file:
-        shutil.copyfile(spm_model_file, os.path.join(directory, SPM_FILE))
+        filesystem.copy(spm_model_file, os.path.join(directory, SPM_FILE))
     write_json(os.path.join(directory, TASK_FILE), dict(task, spm_model=SPM_FILE))
 
 
@@ -92,12 +101,12 @@ def task_model(task: dict, config):
 def read_task(directory: str) -> dict:
     """task.json of a fine-tuned model directory, with `spm_model` made a full path."""
     path = os.path.join(directory, TASK_FILE)
-    if not os.path.exists(path):
+    if not filesystem.exists(path):
         raise FileNotFoundError(
             f"{path} not found: {directory} is not a fine-tuned model "
             f"directory (a runner's --export_dir writes one)"
         )
-    with open(path) as f:
+    with filesystem.open(path) as f:
         task = json.load(f)
     task["spm_model"] = os.path.join(directory, task.get("spm_model", SPM_FILE))
     return task

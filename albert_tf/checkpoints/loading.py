@@ -22,6 +22,8 @@ from albert_tf.checkpoints.official import (
     strip_module,
 )
 from albert_tf.checkpoints.own import (
+    checkpoint_reader,
+    checkpoint_variables,
     CONFIG_NAME,
     CheckpointError,
     head_attributes,
@@ -30,6 +32,7 @@ from albert_tf.checkpoints.own import (
 )
 from albert_tf.modeling.config import AlbertConfig, ConfigError
 from albert_tf.modeling.encoder import AlbertEncoder
+from data_pipeline import filesystem
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +99,7 @@ def load_checkpoint(model, path: str) -> LoadReport:
 
 
 def _load(model, prefix: str) -> LoadReport:
-    keys = {name: shape for name, shape in tf.train.list_variables(prefix)}
+    keys = {name: shape for name, shape in checkpoint_variables(prefix)}
     own = _model_children(prefix)
     if own is not None:
         report = _load_own(model, prefix, own)
@@ -134,7 +137,7 @@ def _model_children(prefix: str) -> set[str] | None:
     """
     from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-    reader = tf.train.load_checkpoint(prefix)
+    reader = checkpoint_reader(prefix)
     if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
         return None
     graph = trackable_object_graph_pb2.TrackableObjectGraph()
@@ -148,7 +151,7 @@ def _model_children(prefix: str) -> set[str] | None:
 def _load_own(model, prefix: str, present: set[str]) -> LoadReport:
     config_hint = ""
     config_path = os.path.join(os.path.dirname(prefix), CONFIG_NAME)
-    if os.path.isfile(config_path):
+    if filesystem.isfile(config_path):
         try:
             saved = AlbertConfig.from_json_file(config_path)
             diffs = [

@@ -15,9 +15,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import tensorflow as tf
 
-from albert_tf.checkpoints.own import CheckpointError, resolve_checkpoint
+from albert_tf.checkpoints.own import CheckpointError, checkpoint_reader, resolve_checkpoint
 from albert_tf.modeling.encoder import AlbertEncoder
 
 
@@ -216,7 +215,7 @@ def read_tf1_checkpoint(path: str) -> dict[str, np.ndarray]:
     Drops the TF-Hub `module/` prefix, optimizer slots and `global_step`.
     """
     prefix = resolve_checkpoint(path)
-    reader = tf.train.load_checkpoint(prefix)
+    reader = checkpoint_reader(prefix)
     out = {}
     for name in reader.get_variable_to_shape_map():
         if name in _SKIPPED or name.endswith(OPTIMIZER_SUFFIXES):

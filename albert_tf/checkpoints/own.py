@@ -7,13 +7,13 @@ encoder restores from any model's checkpoint and a head that is absent can be re
 
 from __future__ import annotations
 
-import glob
 import os
 
 import tensorflow as tf
 
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
+from data_pipeline import filesystem
 
 CONFIG_NAME = "albert_config.json"
 
@@ -34,18 +34,18 @@ def resolve_checkpoint(path: str) -> str:
       checkpoint of its `checkpoints/` (where training ended), else its `best/`.
     """
     path = os.fspath(path)
-    if os.path.isdir(path) and not _holds_checkpoint(path):
+    if filesystem.isdir(path) and not _holds_checkpoint(path):
         for sub in ("checkpoints", "best"):
             if _holds_checkpoint(os.path.join(path, sub)):
                 path = os.path.join(path, sub)
                 break
-    if os.path.isdir(path):
+    if filesystem.isdir(path):
         latest = tf.train.latest_checkpoint(path)
         if latest is None:
             hub_variables = os.path.join(path, "variables", "variables")  # TF-Hub v1 module
-            if os.path.exists(hub_variables + ".index"):
+            if filesystem.exists(hub_variables + ".index"):
                 return hub_variables
-            indexes = sorted(glob.glob(os.path.join(path, "*.index")))
+            indexes = sorted(filesystem.glob(os.path.join(filesystem.escape(path), "*.index")))
             if len(indexes) == 1:
                 return indexes[0][: -len(".index")]
             raise CheckpointError(
@@ -55,7 +55,7 @@ def resolve_checkpoint(path: str) -> str:
         return latest
     if path.endswith(".index"):
         path = path[: -len(".index")]
-    if os.path.exists(path + ".index"):
+    if filesystem.exists(path + ".index"):
         return path
     raise FileNotFoundError(
         f"checkpoint not found: {path} (expected a directory or a "
@@ -63,11 +63,23 @@ def resolve_checkpoint(path: str) -> str:
     )
 
 
+def checkpoint_reader(prefix: str):
+    """A reader of the checkpoint at `prefix` (tf.errors.OpError when it does not read).
+    Unlike `tf.train.load_checkpoint`, never takes `prefix` for a directory (which ram://
+    does for any prefix of a file name)."""
+    return tf.compat.v1.train.NewCheckpointReader(prefix)
+
+
+def checkpoint_variables(prefix: str) -> list[tuple[str, list[int]]]:
+    """(name, shape) of every variable at `prefix`, sorted (`tf.train.list_variables`)."""
+    return sorted(checkpoint_reader(prefix).get_variable_to_shape_map().items())
+
+
 def _holds_checkpoint(directory: str) -> bool:
-    return os.path.isdir(directory) and (
-        os.path.exists(os.path.join(directory, "checkpoint"))
-        or bool(glob.glob(os.path.join(directory, "*.index")))
-        or os.path.exists(os.path.join(directory, "variables", "variables.index"))
+    return filesystem.isdir(directory) and (
+        filesystem.exists(os.path.join(directory, "checkpoint"))
+        or bool(filesystem.glob(os.path.join(filesystem.escape(directory), "*.index")))
+        or filesystem.exists(os.path.join(directory, "variables", "variables.index"))
     )
 
 
@@ -102,7 +114,7 @@ def save_checkpoint(
     """
     if not model.built:
         model.build()
-    os.makedirs(directory, exist_ok=True)
+    filesystem.makedirs(directory)
     config = config or model_config(model)
     config.to_json_file(os.path.join(directory, CONFIG_NAME))
     manager = tf.train.CheckpointManager(

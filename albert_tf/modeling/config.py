@@ -18,6 +18,8 @@ import os
 from typing import Any
 from collections.abc import Mapping
 
+from data_pipeline import filesystem
+
 # Activation names. "gelu" is the official code's tanh approximation of GELU (Hugging Face
 # calls it "gelu_new"); the erf form is available as "gelu_exact" for Hugging Face configs
 # whose "gelu" means the exact function.
@@ -244,9 +246,9 @@ class AlbertConfig:
     @classmethod
     def from_json_file(cls, path: str | os.PathLike) -> AlbertConfig:
         path = os.fspath(path)
-        if not os.path.isfile(path):
+        if not filesystem.isfile(path):
             raise FileNotFoundError(f"config file not found: {path}")
-        with open(path, encoding="utf-8") as f:
+        with filesystem.open(path) as f:
             return cls.from_json_string(f.read(), source=path)
 
     def replace(self, **changes) -> AlbertConfig:

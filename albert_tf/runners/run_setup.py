@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 
 from albert_tf.runners.flags import micro_batch_size
+from data_pipeline import filesystem
 from data_pipeline.atomic import OutputLock, hold_output_lock, write_json
 
 RUN_CONFIG = "run_config.json"
@@ -75,7 +76,7 @@ def setup_run(
     output_dir = task_output_dir(strategy, trainer_config.output_dir)
     lock = hold_output_lock(output_dir, runner)  # creates output_dir (not when remote)
     if lock.remote:
-        os.makedirs(output_dir, exist_ok=True)
+        filesystem.makedirs(output_dir)
     if training:
         check_same_batches(output_dir, run_config.get("input_pipeline"))
     write_json(
@@ -95,16 +96,15 @@ def check_same_batches(output_dir: str, input_pipeline: dict | None) -> None:
     built otherwise (run_config.json's "input_pipeline", e.g. length buckets against padded
     batches): the checkpoint's data position belongs to that pipeline and cannot be
     restored into this one. Read before anything is written."""
-    import glob
     import json
 
     path = os.path.join(output_dir, RUN_CONFIG)
-    if input_pipeline is None or not os.path.exists(path):
+    if input_pipeline is None or not filesystem.exists(path):
         return
-    if not glob.glob(os.path.join(output_dir, "checkpoints", "*.index")):
+    if not filesystem.glob(os.path.join(output_dir, "checkpoints", "*.index")):
         return
     try:
-        with open(path) as f:
+        with filesystem.open(path) as f:
             before = json.load(f).get("input_pipeline")
     except (OSError, ValueError):
         return  # an unreadable record decides nothing; resume.py checks the checkpoints

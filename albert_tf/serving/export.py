@@ -49,6 +49,7 @@ import sys
 import tensorflow as tf
 
 from albert_tf.modeling.config import AlbertConfig
+from data_pipeline import filesystem
 from data_pipeline.length_buckets import bucket_sizes
 
 TASKS = ("classifier", "multiple_choice", "squad", "encoder")
@@ -418,7 +419,9 @@ class EncoderServing(_Serving):
 def next_version_dir(export_dir: str) -> str:
     """export_dir/N for the next integer N (TF Serving's versions)."""
     versions = (
-        [int(n) for n in os.listdir(export_dir) if n.isdigit()] if os.path.isdir(export_dir) else []
+        [int(n) for n in filesystem.listdir(export_dir) if n.isdigit()]
+        if filesystem.isdir(export_dir)
+        else []
     )
     return os.path.join(export_dir, str(max(versions, default=0) + 1))
 
@@ -431,22 +434,37 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None)
 
     The graph is traced with `kernels.portable_kernels()`: plain TensorFlow ops instead of
     the XLA-compiled elementwise kernels used in training, so that runtimes built without
-    XLA (TF Serving by default) run it."""
+    XLA (TF Serving by default) run it.
+
+    A local version is written beside the others and renamed; for a URL `export_dir` (no
+    directory rename on object stores) it is written locally and copied up with
+    saved_model.pb last, so that a server never loads a half-copied version."""
+    import tempfile
+
     from albert_tf.modeling.kernels import portable_kernels
     from data_pipeline.atomic import output_lock
 
-    os.makedirs(export_dir, exist_ok=True)
-    # One exporter at a time: two would both pick version N (data_pipeline.atomic locks).
+    filesystem.makedirs(export_dir)
+    remote = filesystem.is_url(export_dir)
+    # One exporter at a time: two would both pick version N (data_pipeline.atomic locks;
+    # not on URLs, where nothing can be locked).
     with output_lock(export_dir, "albert_tf.serving.export"):
         target = next_version_dir(export_dir)
-        tmp = os.path.join(export_dir, f".tmp-{os.path.basename(target)}-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
+        if remote:
+            tmp = tempfile.mkdtemp(prefix="albert-savedmodel-")
+        else:
+            tmp = os.path.join(export_dir, f".tmp-{os.path.basename(target)}-{os.getpid()}")
+            shutil.rmtree(tmp, ignore_errors=True)
         try:
             with portable_kernels():
                 tf.saved_model.save(module, tmp, signatures=module.signatures())
             if finetuned_dir:
-                shutil.copytree(finetuned_dir, os.path.join(tmp, "assets.extra", "finetuned"))
-            os.replace(tmp, target)
+                kept = os.path.join(tmp, "assets.extra", "finetuned")
+                filesystem.copy_tree(finetuned_dir, kept)
+            if remote:
+                filesystem.copy_tree(tmp, target, last=("saved_model.pb",))
+            else:
+                os.replace(tmp, target)
         except (tf.errors.OpError, OSError) as e:  # e.g. a full disk
             lines = (getattr(e, "message", None) or str(e)).strip().splitlines()
             reason = lines[0] if lines else type(e).__name__
@@ -476,7 +494,7 @@ def build_module(
     if task not in TASKS:
         raise ValueError(f"--task {task!r} is not one of {', '.join(TASKS)}")
     info = {}
-    if os.path.exists(os.path.join(init_checkpoint, finetuned.TASK_FILE)):
+    if filesystem.exists(os.path.join(init_checkpoint, finetuned.TASK_FILE)):
         info = finetuned.read_task(init_checkpoint)
     elif task != "encoder":
         raise ValueError(
@@ -526,7 +544,7 @@ def export(task: str, init_checkpoint: str, export_dir: str, **options) -> str:
 
     keep = (
         init_checkpoint
-        if os.path.exists(os.path.join(init_checkpoint, finetuned.TASK_FILE))
+        if filesystem.exists(os.path.join(init_checkpoint, finetuned.TASK_FILE))
         else None
     )
     return write_saved_model(build_module(task, init_checkpoint, **options), export_dir, keep)
@@ -577,8 +595,10 @@ def export_trained(
     import tempfile
     from albert_tf.checkpoints import finetuned
 
-    os.makedirs(export_dir, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=export_dir, prefix=".finetuned-") as tmp:
+    filesystem.makedirs(export_dir)
+    # Beside the export (same disk), or in the local temporary directory for a URL.
+    scratch = None if filesystem.is_url(export_dir) else export_dir
+    with tempfile.TemporaryDirectory(dir=scratch, prefix=".finetuned-") as tmp:
         directory = finetuned.save_finetuned(
             model, os.path.join(tmp, "model"), task, spm_model_file
         )

@@ -57,6 +57,7 @@ import tensorflow as tf
 from albert_tf.serving.export import classifier_outputs
 from albert_tf.serving.litert_text import LiteTokenizer, pack, take_rows
 from albert_tf.serving.tflite_predict import FORMAT, METADATA_NAME, SPM_NAME
+from data_pipeline import filesystem
 
 QUANTIZATIONS = ("float32", "float16", "int8")
 # The only op outside LiteRT's builtins a file may contain.
@@ -380,7 +381,7 @@ def export_tflite(
             raise LiteRTError(
                 f"cannot convert the {task} model: {e.message.splitlines()[0]}"
             ) from None
-        os.makedirs(export_dir, exist_ok=True)
+        filesystem.makedirs(export_dir)
         name = f"{task}-{q}{'-fixed' if fixed_length else ''}.tflite"
         path = os.path.join(export_dir, name)
         with atomic_open(path, "wb") as f:

@@ -20,10 +20,10 @@ checkpoints of the earlier run. Here:
 
 from __future__ import annotations
 
-import glob
 import os
 import re
-import shutil
+
+from data_pipeline import filesystem
 
 _NUMBER = re.compile(r"-(\d+)$")
 
@@ -31,6 +31,11 @@ _NUMBER = re.compile(r"-(\d+)$")
 def _number(prefix: str) -> int:
     found = _NUMBER.search(prefix)
     return int(found.group(1)) if found else -1
+
+
+def _normpath(path: str) -> str:
+    """os.path.normpath, which would turn "gs://b" into "gs:/b", for local paths only."""
+    return path if filesystem.is_url(path) else os.path.normpath(path)
 
 
 def _first_line(text) -> str:
@@ -41,9 +46,9 @@ def _first_line(text) -> str:
 def clean_temporaries(directory: str) -> list[str]:
     """Removes the `<prefix>_temp*` directories an interrupted save leaves; returns them."""
     removed = []
-    for path in glob.glob(os.path.join(glob.escape(directory), "*_temp*")):
-        if os.path.isdir(path):
-            shutil.rmtree(path, ignore_errors=True)
+    for path in filesystem.glob(os.path.join(filesystem.escape(directory), "*_temp*")):
+        if filesystem.isdir(path):
+            filesystem.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
 
@@ -53,7 +58,7 @@ def candidates(directory: str) -> tuple[list[str], list[str]]:
     import tensorflow as tf
 
     notes, listed = [], []
-    if os.path.exists(os.path.join(directory, "checkpoint")):
+    if filesystem.exists(os.path.join(directory, "checkpoint")):
         problem = "it names no checkpoint"
         try:  # (TensorFlow logs a ParseError and returns None for a garbled file)
             state = tf.train.get_checkpoint_state(directory)
@@ -61,7 +66,7 @@ def candidates(directory: str) -> tuple[list[str], list[str]]:
             state, problem = None, _first_line(e)
         if state is not None and state.model_checkpoint_path:
             listed = [
-                p if os.path.isabs(p) else os.path.join(directory, p)
+                p if os.path.isabs(p) or filesystem.is_url(p) else os.path.join(directory, p)
                 for p in state.all_model_checkpoint_paths
             ] or [state.model_checkpoint_path]
         else:
@@ -70,9 +75,10 @@ def candidates(directory: str) -> tuple[list[str], list[str]]:
                 f"using the checkpoint files found beside it"
             )
     on_disk = [
-        p[: -len(".index")] for p in glob.glob(os.path.join(glob.escape(directory), "*.index"))
+        p[: -len(".index")]
+        for p in filesystem.glob(os.path.join(filesystem.escape(directory), "*.index"))
     ]
-    prefixes = {os.path.normpath(p) for p in listed + on_disk if p}
+    prefixes = {_normpath(p) for p in listed + on_disk if p}
     return sorted(prefixes, key=_number, reverse=True), notes
 
 
@@ -81,14 +87,16 @@ def unreadable(prefix: str) -> str | None:
     data shard it names exists with a size at least what the index records)."""
     import tensorflow as tf
 
-    if not os.path.exists(prefix + ".index"):
+    if not filesystem.exists(prefix + ".index"):
         return "its .index file is missing"
     try:
-        reader = tf.train.load_checkpoint(prefix)
+        from albert_tf.checkpoints.own import checkpoint_reader
+
+        reader = checkpoint_reader(prefix)
         reader.get_variable_to_shape_map()
     except tf.errors.OpError as e:
         return f"its .index file is unreadable ({_first_line(e.message)})"
-    shards = glob.glob(glob.escape(prefix) + ".data-*-of-*")
+    shards = filesystem.glob(filesystem.escape(prefix) + ".data-*-of-*")
     expected = re.compile(re.escape(os.path.basename(prefix)) + r"\.data-\d+-of-(\d+)$")
     counts = {int(m.group(1)) for m in map(expected.match, map(os.path.basename, shards)) if m}
     if not shards or len(counts) != 1 or len(shards) != counts.pop():
@@ -100,9 +108,9 @@ def quarantine(prefix: str) -> str:
     """Moves every file of the checkpoint `prefix` into `unreadable/` beside it; returns the
     directory."""
     directory = os.path.join(os.path.dirname(prefix), "unreadable")
-    os.makedirs(directory, exist_ok=True)
-    for path in glob.glob(glob.escape(prefix) + ".*"):
-        os.replace(path, os.path.join(directory, os.path.basename(path)))
+    filesystem.makedirs(directory)
+    for path in filesystem.glob(filesystem.escape(prefix) + ".*"):
+        filesystem.replace(path, os.path.join(directory, os.path.basename(path)))
     return directory
 
 
@@ -119,7 +127,7 @@ def restore_newest(checkpoint, directory: str, log=print, repair: bool = True) -
     """
     import tensorflow as tf
 
-    if not os.path.isdir(directory):
+    if not filesystem.isdir(directory):
         return None
     for path in clean_temporaries(directory) if repair else []:
         log(f"removed {path} (left by an interrupted checkpoint save)")
@@ -159,5 +167,5 @@ def restore_newest(checkpoint, directory: str, log=print, repair: bool = True) -
             f"({'; '.join(problems)}); restore them or use a new --output_dir"
         )
     if notes and repair:  # a state file naming nothing that exists
-        os.remove(os.path.join(directory, "checkpoint"))
+        filesystem.remove(os.path.join(directory, "checkpoint"))
     return None

@@ -53,6 +53,7 @@ from albert_tf.training.distribution import set_precision, task_output_dir
 from albert_tf.training.resume import clean_temporaries, restore_newest
 from albert_tf.training.step import LAST_STEP, TrainStep
 from albert_tf.training.tasks import Task, divisors
+from data_pipeline import filesystem
 from data_pipeline.atomic import write_json
 
 
@@ -146,7 +147,7 @@ class Trainer:
         self.log = log
         self.eval_dataset_fn = eval_dataset_fn
         self.evaluate_fn = evaluate_fn
-        os.makedirs(config.output_dir, exist_ok=True)
+        filesystem.makedirs(config.output_dir)
         set_precision(config.dtype)
         keras.utils.set_random_seed(config.seed)
         with strategy.scope():
@@ -417,9 +418,9 @@ class Trainer:
         """The best evaluation so far ({"metric", "value", "step", "eval"}; `checkpoint`
         is in best/best.json), or None before the first evaluation with a best metric."""
         record = os.path.join(self.config.output_dir, "best", "best.json")
-        if not os.path.exists(record):
+        if not filesystem.exists(record):
             return None
-        with open(record) as f:
+        with filesystem.open(record) as f:
             best = json.load(f)
         return {k: best[k] for k in ("metric", "value", "step", "eval")}
 
@@ -429,12 +430,12 @@ class Trainer:
         best_dir = os.path.join(self.config.output_dir, "best")
         record = os.path.join(best_dir, "best.json")
         previous = None
-        if os.path.exists(record):
-            with open(record) as f:
+        if filesystem.exists(record):
+            with filesystem.open(record) as f:
                 previous = json.load(f)
         if previous is not None and previous["value"] >= value or not math.isfinite(value):
             return
-        os.makedirs(best_dir, exist_ok=True)
+        filesystem.makedirs(best_dir)
         ckpt = tf.train.Checkpoint(model=self.model)
         manager = tf.train.CheckpointManager(ckpt, best_dir, max_to_keep=1)
         path = manager.save(checkpoint_number=step)
@@ -461,8 +462,9 @@ class Trainer:
         )
 
     def _append_jsonl(self, row: dict) -> None:
-        with open(os.path.join(self.config.output_dir, "metrics.jsonl"), "a") as f:
-            f.write(json.dumps(row) + "\n")
+        # On URLs (no append on object stores) the small file is rewritten whole.
+        path = os.path.join(self.config.output_dir, "metrics.jsonl")
+        filesystem.append_text(path, json.dumps(row) + "\n")
 
 
 def _until_multiple(step: int, every: int) -> int:

@@ -38,6 +38,8 @@ import json
 import os
 from collections.abc import Sequence
 
+from data_pipeline import filesystem
+
 GLUE_TASKS = ("cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "qnli", "rte", "wnli")
 CHINESE_TASKS = ("chnsenticorp", "afqmc")
 REGRESSION_TASKS = ("sts-b",)
@@ -254,7 +256,7 @@ def _split(task: str, split: str) -> str:
 
 def _lines(path: str):
     """(line number, text) of each line, BOM and line end removed; bad UTF-8 → file:line."""
-    with open(path, "rb") as f:
+    with filesystem.open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
@@ -357,7 +359,7 @@ def read_delimited(
       unlabeled: a header without `label_column` is a file without labels (test files),
         not an error.
     """
-    with open(path, "rb") as f:
+    with filesystem.open(path, "rb") as f:
         data = f.read()
     try:
         text = data.decode("utf-8-sig")
@@ -528,7 +530,7 @@ def read_race(path: str) -> list[MultipleChoiceExample]:
     level: "middle"/"high" from the id ("high1234.txt", original RACE) or a directory
     named middle/high; None otherwise (ExpMRC ids are hex digests and do not say).
     """
-    with open(path, encoding="utf-8") as f:
+    with filesystem.open(path) as f:
         try:
             obj = json.load(f)
         except json.JSONDecodeError as e:

@@ -23,6 +23,7 @@ import os
 
 import numpy as np
 
+from data_pipeline import filesystem
 from data_pipeline.classification.data import choice_text
 from data_pipeline.records import cached_features, fingerprint, record_dataset
 
@@ -215,7 +216,7 @@ def task_features(
     examples at most, drawn at random with `seed` (learning curves, low-resource runs).
     A missing file is a FileNotFoundError naming it."""
     source = spec.source(split)
-    if not os.path.exists(source):
+    if not filesystem.exists(source):
         raise FileNotFoundError(f"{spec.name} {split} file not found: {source}")
     choices = spec.choices
     subset = max_examples if max_examples > 0 else 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from data_pipeline import filesystem
 from data_pipeline.classification import data as classifier_data
 from data_pipeline.classification import metrics
 
@@ -143,7 +144,7 @@ class TaskSpec:
             return classifier_data.label_names(self.name)
         for split in ("train", "dev"):
             path = self.source(split)
-            if os.path.exists(path):
+            if filesystem.exists(path):
                 return classifier_data.discover_labels(self.read(split, path))
         raise FileNotFoundError(f"no train or dev file to discover the labels of {self.name} from")
 
@@ -157,7 +158,7 @@ class TaskSpec:
             return
         path = self.source(split)
         if examples is None:
-            if not os.path.exists(path):
+            if not filesystem.exists(path):
                 return  # (reported where the features are made)
             examples = self.read(split, path)
         known = set(labels)

@@ -48,8 +48,10 @@ import time
 import numpy as np
 
 from data_pipeline import documents as documents_lib
+from data_pipeline import filesystem
 from data_pipeline.atomic import output_lock, write_json
 from data_pipeline.records import AtomicRecordWriter, encode_examples, feature_lengths
+from data_pipeline.pretraining import staging
 from data_pipeline.pretraining.masking import NgramMasker
 from data_pipeline.pretraining.instances import (
     SENTENCE_ORDERS,
@@ -266,29 +268,31 @@ def _stats_path(config: DataConfig, shard: int) -> str:
 def _fingerprint(config: DataConfig, files: list[str], spm_sha256: str) -> str:
     settings = dataclasses.asdict(config)
     settings.pop("output_dir")
-    settings["input"] = [(os.path.abspath(f), os.path.getsize(f)) for f in files]
+    settings["input"] = [
+        (f if filesystem.is_url(f) else os.path.abspath(f), filesystem.getsize(f)) for f in files
+    ]
     settings["spm_sha256"] = spm_sha256
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _check_output_dir(path: str) -> None:
     try:
-        os.makedirs(os.path.join(path, "stats"), exist_ok=True)
+        filesystem.makedirs(os.path.join(path, "stats"))
         probe = os.path.join(path, f".write-probe{os.getpid()}")
-        with open(probe, "w") as f:
+        with filesystem.open(probe, "w") as f:
             f.write("ok")
-        os.remove(probe)
+        filesystem.remove(probe)
     except OSError as e:
         raise OSError(f"output_dir {path!r} is not writable: {e.strerror}") from None
 
 
 def _load_stats(config: DataConfig, shard: int, fingerprint: str) -> dict | None:
     path = _stats_path(config, shard)
-    if not os.path.exists(path) or not os.path.exists(
+    if not filesystem.exists(path) or not filesystem.exists(
         os.path.join(config.output_dir, config.shard_name(shard))
     ):
         return None
-    with open(path) as f:
+    with filesystem.open(path) as f:
         return check_fingerprint(config, json.load(f), fingerprint)
 
 
@@ -309,10 +313,10 @@ def _check_existing(config: DataConfig, fingerprint: str) -> None:
     or shard files that are not this job's. Mixing them would feed a reader both."""
     names = {config.shard_name(s) for s in range(config.num_output_shards)}
     stats_dir = os.path.join(config.output_dir, "stats")
-    for entry in sorted(os.listdir(stats_dir)):
+    for entry in sorted(filesystem.listdir(stats_dir)):
         if not entry.endswith(".tfrecord.json"):
             continue
-        with open(os.path.join(stats_dir, entry)) as f:
+        with filesystem.open(os.path.join(stats_dir, entry)) as f:
             other = json.load(f).get("fingerprint")
         if other != fingerprint:
             raise ValueError(
@@ -320,7 +324,7 @@ def _check_existing(config: DataConfig, fingerprint: str) -> None:
                 f"settings (fingerprint {other} != {fingerprint}); use a new --output_dir "
                 f"or delete it"
             )
-    for entry in sorted(os.listdir(config.output_dir)):
+    for entry in sorted(filesystem.listdir(config.output_dir)):
         if entry.endswith(".tfrecord") and entry not in names:
             raise ValueError(
                 f"{config.output_dir} already holds {entry}, which is not a shard of this "
@@ -426,9 +430,12 @@ def create_pretraining_data(
     num_tasks: int = 1,
     task_index: int = 0,
     progress_every: float = 10.0,
+    staging_dir: str | None = None,
 ) -> dict:
     """Writes this task's shards (skipping complete ones) and, once every shard of every
-    task is complete, meta_data.json. Returns the meta data, or this task's summary."""
+    task is complete, meta_data.json. Returns the meta data, or this task's summary.
+    Paths may be URLs: the workers then use a local staging directory (`staging.py`;
+    `staging_dir`, default a temporary one)."""
     from data_pipeline.tokenization import AlbertTokenizer
 
     if not 0 <= task_index < num_tasks:
@@ -444,18 +451,33 @@ def create_pretraining_data(
             locks.enter_context(output_lock(config.output_dir, what, shared=True))
             name = f".lock-task-{task_index}"
             locks.enter_context(output_lock(config.output_dir, what, name=name))
+        stage = None
+        if staging.needed(config, files):
+            stage = locks.enter_context(staging.staged(config, files, staging_dir))
         return _create_locked(
-            config, files, tokenizer, num_workers, num_tasks, task_index, progress_every
+            config, files, tokenizer, num_workers, num_tasks, task_index, progress_every, stage
         )
 
 
 def _create_locked(
-    config: DataConfig, files, tokenizer, num_workers, num_tasks, task_index, progress_every
+    config: DataConfig,
+    files,
+    tokenizer,
+    num_workers,
+    num_tasks,
+    task_index,
+    progress_every,
+    stage: staging.Staging | None = None,
 ) -> dict:
-    """create_pretraining_data's work, under the output directory's lock."""
+    """create_pretraining_data's work, under the output directory's lock. With `stage`,
+    workers read and write its local paths and each finished shard is published."""
     fingerprint = _fingerprint(config, files, tokenizer.checksum)
     _check_existing(config, fingerprint)
-    blocks = documents_lib.plan_blocks(files, config.block_size, config.input_format)
+    worker_config = stage.config if stage else config
+    publish = stage.publish if stage else lambda name: None
+    blocks = documents_lib.plan_blocks(
+        stage.files if stage else files, config.block_size, config.input_format
+    )
     n = config.num_output_shards
     mine = [s for s in range(n) if s % num_tasks == task_index]
     jobs = [
@@ -493,9 +515,10 @@ def _create_locked(
         import queue as queue_lib
 
         queue = queue_lib.SimpleQueue()
-        _init_worker(config, queue)
+        _init_worker(worker_config, queue)
         for job in jobs:
             results.append(_write_shard(job))
+            publish(results[-1]["shard"])
             drain(queue)
             if time.time() - last >= progress_every:
                 last = time.time()
@@ -504,10 +527,15 @@ def _create_locked(
         ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
         queue = ctx.Queue()
         workers = min(num_workers, len(jobs))
-        with ctx.Pool(workers, _init_worker, (config, queue, os.getpid())) as pool:
+        with ctx.Pool(workers, _init_worker, (worker_config, queue, os.getpid())) as pool:
             pending = [pool.apply_async(_write_shard, (job,)) for job in jobs]
+            published = set()
             while not all(p.ready() for p in pending):
                 drain(queue, block=True)
+                for i, p in enumerate(pending):
+                    if stage and i not in published and p.ready() and p.successful():
+                        published.add(i)
+                        publish(p.get()["shard"])
                 if time.time() - last >= progress_every:
                     last = time.time()
                     _progress(
@@ -520,6 +548,9 @@ def _create_locked(
                         len(jobs),
                     )
             results = [p.get() for p in pending]  # re-raises a worker's error
+            for i, p in enumerate(pending):
+                if i not in published:
+                    publish(p.get()["shard"])
         drain(queue)
     if jobs:
         _progress(start, total_bytes, done[0], done[1], done[2], len(jobs), len(jobs))

@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 
+from data_pipeline import filesystem
 from data_pipeline.pretraining.create_pretraining_data import META_FILE
 from data_pipeline.records import read_records
 
@@ -75,10 +76,10 @@ class PretrainingData:
 def read_meta_data(directory: str) -> tuple[str, dict] | None:
     """(path, content) of `directory`/meta_data.json, or None when there is none."""
     path = os.path.join(directory, META_FILE)
-    if not os.path.exists(path):
+    if not filesystem.exists(path):
         return None
     try:
-        with open(path, encoding="utf-8") as f:
+        with filesystem.open(path) as f:
             return path, json.load(f)
     except (ValueError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not valid JSON ({e})") from None

@@ -39,6 +39,7 @@ import unicodedata
 
 import numpy as np
 
+from data_pipeline import filesystem
 from data_pipeline.tokenization import SPIECE_UNDERLINE
 
 _WORD = re.compile(r"\S+")
@@ -61,10 +62,10 @@ class SquadExample:
 def read_squad(path: str) -> list[SquadExample]:
     """Every question of a SQuAD-format JSON file (v1.1, v2.0, CMRC 2018), in file order.
     A missing file is a FileNotFoundError naming it."""
-    if not os.path.exists(path):
+    if not filesystem.exists(path):
         raise FileNotFoundError(f"SQuAD file not found: {path}")
     try:
-        with open(path, encoding="utf-8") as f:
+        with filesystem.open(path) as f:
             data = json.load(f)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
@@ -136,7 +137,7 @@ def read_squad_files(uses, version_2_with_negative: bool) -> dict:
 
 def is_v2(path: str) -> bool:
     """Whether a SQuAD file has unanswerable questions (v2.0 format)."""
-    with open(path, encoding="utf-8") as f:
+    with filesystem.open(path) as f:
         data = json.load(f)
     return "2.0" in str(data.get("version", "")) or any(
         "is_impossible" in qa
@@ -582,7 +583,7 @@ def squad_features(
     (`read_squad`). A cache whose records do not match its metadata is rebuilt."""
     from data_pipeline.records import cached_features, fingerprint
 
-    if not os.path.exists(source):
+    if not filesystem.exists(source):
         raise FileNotFoundError(f"SQuAD file not found: {source}")
     key = fingerprint(
         source,

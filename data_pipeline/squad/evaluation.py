@@ -37,6 +37,8 @@ import re
 import string
 import sys
 
+from data_pipeline import filesystem
+
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 
@@ -318,7 +320,7 @@ class InputError(Exception):
 
 def _load_json(path: str):
     try:
-        with open(path, encoding="utf-8") as f:
+        with filesystem.open(path) as f:
             return json.load(f)
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from e

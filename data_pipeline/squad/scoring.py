@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 
+from data_pipeline import filesystem
 from data_pipeline.squad import evaluation as squad_eval
 from data_pipeline.squad.postprocess import predictions_at_threshold
 
 
 def read_dataset(path: str) -> dict:
     """A SQuAD JSON file's content, as `evaluation.evaluate` takes it."""
-    with open(path, encoding="utf-8") as f:
+    with filesystem.open(path) as f:
         return json.load(f)
 
 

@@ -6,7 +6,9 @@ a local path or a URL — `gs://bucket/dir`, `s3://...` (with tensorflow-io's pl
 
 - local paths go through `os`, `glob`, `shutil` and the builtin `open`, exactly as before
   (no TensorFlow import: the data writer's worker processes must never load it);
-- URLs (anything with "://") go through `tf.io.gfile`, imported on first use.
+- URLs (anything with "://") go through `tf.io.gfile`, imported on first use; where
+  TensorFlow is not installed (the Beam writer's environment), through Apache Beam's
+  FileSystems (`data_pipeline.beam_files`).
 
 Object stores have no atomic directory rename, no append and no flock; the callers keep
 those to local paths (see `atomic`, `staged_directory`, `append_text`) and docs/
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import glob as _glob
 import os
 import shutil
@@ -34,17 +37,43 @@ def is_url(path) -> bool:
     return SEPARATOR in os.fspath(path)
 
 
-def _gfile():
-    import tensorflow as tf
+@functools.cache
+def _tensorflow():
+    """TensorFlow, or None in an environment without it (the Beam writer's)."""
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return None
+    return tf
 
+
+def _gfile():
+    """`tf.io.gfile`; without TensorFlow, its subset over Apache Beam's FileSystems
+    (`data_pipeline.beam_files`)."""
+    tf = _tensorflow()
+    if tf is None:
+        from data_pipeline import beam_files
+
+        return beam_files
     return tf.io.gfile
 
 
 @contextlib.contextmanager
 def _as_os_error(path: str):
-    """TensorFlow's file-system errors as OSError, naming `path`."""
-    import tensorflow as tf
-
+    """TensorFlow's (or Beam's) file-system errors as OSError, naming `path`."""
+    tf = _tensorflow()
+    if tf is None:
+        try:
+            yield
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            if type(e).__name__ == "NotFoundError":
+                raise FileNotFoundError(str(e)) from None
+            raise
+        except Exception as e:  # Beam's BeamIOError and the like
+            raise OSError(f"{path}: {e}") from None
+        return
     try:
         yield
     except tf.errors.NotFoundError as e:

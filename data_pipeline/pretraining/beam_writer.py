@@ -59,10 +59,11 @@ from each other. For a local `--output_dir`, the driver holds
 local writer), removes temporary files that killed attempts left, and refuses shard files
 of another job; on a remote one, no lock exists: start one writer per directory.
 
-The driver lists the input files and plans the blocks with local file functions; the
-workers read the inputs at the same paths (local, or a mount every worker shares: gs://
-inputs wait for issue 18's cloud-path reading). The SentencePiece model travels to the
-workers inside the pipeline. On Dataflow, Flink and Spark nothing here has been run: only
+The driver lists the input files and plans the blocks, and the workers read their byte
+ranges, through `data_pipeline.filesystem`: local paths (every worker must see them: a
+shared mount) or URLs, which in this TensorFlow-free environment go through Beam's own
+FileSystems (`data_pipeline.beam_files`; gs:// needs apache-beam[gcp]). The SentencePiece
+model travels to the workers inside the pipeline. On Dataflow, Flink and Spark nothing here has been run: only
 DirectRunner (Beam 2.77 tries its Prism engine first and falls back to the FnApiRunner
 when Prism cannot be fetched, as offline here; the bytes are the same either way).
 """

@@ -63,9 +63,10 @@ The driver lists the input files and plans the blocks, and the workers read thei
 ranges, through `data_pipeline.filesystem`: local paths (every worker must see them: a
 shared mount) or URLs, which in this TensorFlow-free environment go through Beam's own
 FileSystems (`data_pipeline.beam_files`; gs:// needs apache-beam[gcp]). The SentencePiece
-model travels to the workers inside the pipeline. On Dataflow, Flink and Spark nothing here has been run: only
-DirectRunner (Beam 2.77 tries its Prism engine first and falls back to the FnApiRunner
-when Prism cannot be fetched, as offline here; the bytes are the same either way).
+model travels to the workers inside the pipeline. On Dataflow, Flink and Spark nothing here
+has been run: only DirectRunner (Beam 2.77 tries its Prism engine first and falls back to
+the FnApiRunner when Prism cannot be fetched, as offline here; the bytes are the same
+either way).
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ set every `--eval_every` steps and at the end, keeping the best checkpoint by th
 metric; final figures go to eval_results.json (with `--num_runs`: over seeds).
 `--do_predict` writes the GLUE submission file and a JSONL with probabilities
 (data_pipeline.classification.submission). `--export_dir` writes a SavedModel that takes
-raw text (albert_tf.serving.export), versioned.
+raw text (albert_tf.serving.export), versioned. `--recipe paper` sets the ALBERT paper's
+hyper-parameters for the task (GLUE, RACE; albert_tf.training.recipes) on every flag not
+given, and prints each with its source.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import sys
 from absl import app, flags
 
 from albert_tf.runners import flags as shared_flags
+from albert_tf.runners.recipe_flags import apply_recipe
 from albert_tf.runners.run_setup import run_main
 
 FLAGS = flags.FLAGS
@@ -68,6 +71,7 @@ def _main() -> int:
     logging.set_verbosity(logging.WARNING)
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         raise ValueError("nothing to do: give --do_train, --do_eval and/or --do_predict")
+    apply_recipe(FLAGS.task_name)  # --recipe: sets what the user did not give, first
     # Everything is checked before the first write (the feature cache in OUTPUT_DIR/cache).
     check = shared_flags.check_classifier_flags
     albert_config, tokenizer = shared_flags.finetuning_inputs_from_flags(check)

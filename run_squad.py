@@ -21,6 +21,8 @@ eval_results.json; for v2.0 at `--null_score_diff_threshold`, and at a threshold
 `--tune_threshold_on` (a separate file) — never tuned silently on the evaluated set.
 A v2.0 file (a question marked `is_impossible`, or one to train or score without answers)
 without --version_2_with_negative is an error; a v1.1 file in v2.0 mode is fine.
+`--recipe paper` sets the ALBERT paper's hyper-parameters for the version
+(albert_tf.training.recipes) on every flag not given, and prints each with its source.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import sys
 from absl import app, flags
 
 from albert_tf.runners import flags as shared_flags
+from albert_tf.runners.recipe_flags import apply_recipe
 from albert_tf.runners.run_setup import run_main
 
 FLAGS = flags.FLAGS
@@ -97,6 +100,13 @@ def _main() -> int:
 
     v2 = FLAGS.version_2_with_negative
     version = "2.0" if v2 else "1.1"
+    # --recipe: sets what the user did not give, first. The head's dropout is no flag.
+    head_dropout = {
+        "albert": "the albert head's answer-class dropout, fixed at 0.1",
+        "bert": "the bert head has no dropout layer (as the official v1.1 head)",
+    }
+    head = shared_flags.squad_head_from_flags()
+    apply_recipe(f"squad_v{version}", {"classifier_dropout": head_dropout[head]})
     # Everything is checked before the first write (the feature cache in OUTPUT_DIR/cache).
     check = shared_flags.check_squad_flags
     albert_config, tokenizer = shared_flags.finetuning_inputs_from_flags(check)
@@ -127,7 +137,6 @@ def _main() -> int:
     trainer_config = shared_flags.trainer_config_from_flags(
         output_dir=FLAGS.output_dir, num_train_steps=steps, num_warmup_steps=warmup
     )
-    head = shared_flags.squad_head_from_flags()
     recorded = {
         "version": version,
         "squad_head": head,

@@ -149,6 +149,20 @@ def define_finetuning_flags(
     f.DEFINE_integer("train_step", 0, "Training steps (official flag; overrides epochs).")
     f.DEFINE_float("warmup_proportion", 0.1, "Warmup as a fraction of training steps.")
     f.DEFINE_integer("warmup_step", 0, "Warmup steps (official flag; overrides the proportion).")
+    f.DEFINE_float(
+        "albert_dropout",
+        None,
+        "Hidden and attention dropout of the encoder while fine-tuning (the paper's "
+        '"ALBERT DR"; default: the config\'s).',
+    )
+    f.DEFINE_enum(
+        "recipe",
+        None,
+        ["paper"],
+        "paper: the ALBERT paper's hyper-parameters for the task (Table 14, and the "
+        "official code's where the paper gives none; albert_tf/training/recipes.py), each "
+        "printed with its source. Flags given on the command line win.",
+    )
     f.DEFINE_string("export_dir", None, export_help)
     define_export_format_flags()
     f.DEFINE_bool(
@@ -315,6 +329,8 @@ def check_finetuning_flags(training: bool) -> None:
     check_trainer_flags()
     _check_range(("num_train_steps", "train_step", "warmup_step"), 0)
     _check_range(("max_seq_length",), 3)
+    if FLAGS.albert_dropout is not None and not 0 <= FLAGS.albert_dropout < 1:
+        raise ValueError(f"--albert_dropout={FLAGS.albert_dropout} must be in [0, 1)")
     if not 0 <= FLAGS.warmup_proportion <= 1:
         raise ValueError(f"--warmup_proportion={FLAGS.warmup_proportion} must be in [0, 1]")
     _check_length_buckets()
@@ -480,14 +496,20 @@ def trainer_config_from_flags(
 
 
 def albert_config_from_flags():
-    """--albert_config_file or --preset → AlbertConfig (exactly one must be given)."""
+    """--albert_config_file or --preset → AlbertConfig (exactly one must be given), with
+    the encoder's hidden and attention dropout set to --albert_dropout where it is given."""
     from albert_tf.modeling.config import AlbertConfig
 
     if bool(FLAGS.albert_config_file) == bool(FLAGS.preset):
         raise ValueError("give exactly one of --albert_config_file and --preset")
     if FLAGS.albert_config_file:
-        return AlbertConfig.from_json_file(FLAGS.albert_config_file)
-    return AlbertConfig.preset(FLAGS.preset)
+        config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
+    else:
+        config = AlbertConfig.preset(FLAGS.preset)
+    dropout = FLAGS.albert_dropout if "albert_dropout" in FLAGS else None
+    if dropout is not None:
+        config = config.replace(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    return config
 
 
 def _as_list(values):

@@ -89,23 +89,23 @@ _README_DIFFERS = {
     ("squad_v2.0", "max_seq_length"): "run_squad_v2 command: 384",
     ("squad_v2.0", "train_step"): "run_squad_v2 command: 2 epochs",
     ("squad_v2.0", "warmup_step"): "run_squad_v2 command: 10% of the steps",
-    ("race", "learning_rate"): "run_race command: 1e-5 (for v2 models: the paper's "
-    "v1 value diverges on them)",
-    ("race", "albert_dropout"): "0 for v2 models (the paper's v1 value diverges on them)",
+    ("race", "learning_rate"): "run_race command: 1e-5, used for v2 models, on which "
+    "the paper's (v1) value diverges",
+    ("race", "albert_dropout"): "uses 0 for v2 models, on which the paper's (v1) value diverges",
 }
 
 # What the paper does not give, from the official code; the same for every size (no
 # source gives a size-specific value). name → (value, source).
 _DEFAULTS = {
-    "optimizer": ("adamw", "official run_glue.sh --optimizer=adamw; create_optimizer default"),
-    "weight_decay_rate": (0.01, f"{OPTIMIZATION} (AdamWeightDecayOptimizer)"),
-    "clip_norm": (1.0, f"{OPTIMIZATION} (clip_by_global_norm)"),
-    "poly_power": (1.0, f"{OPTIMIZATION} (linear decay)"),
+    "optimizer": ("adamw", f"{RUN_GLUE} --optimizer=adamw, create_optimizer's default"),
+    "weight_decay_rate": (0.01, f"{OPTIMIZATION}: AdamWeightDecayOptimizer"),
+    "clip_norm": (1.0, f"{OPTIMIZATION}: clip_by_global_norm"),
+    "poly_power": (1.0, f"{OPTIMIZATION}: linear decay"),
 }
 _SIZE_DEFAULTS = {size: _DEFAULTS for size in SIZES}
 # Evaluation batch: it changes no result, only memory and speed.
-_EVAL_BATCH = (8, "official run_classifier.py / run_race.py default; README run_race command")
-_PREDICT_BATCH = (8, f"{README} run_squad_v1 / run_squad_v2 commands")
+_EVAL_BATCH = (8, "official run_classifier.py and run_race.py default, README run_race command")
+_PREDICT_BATCH = (8, f"{README} run_squad_v1 and run_squad_v2 commands")
 
 
 class UnknownRecipeTask(ValueError):
@@ -123,8 +123,8 @@ class Setting:
     note: str = ""
 
     def describe(self) -> str:
-        """`source` and `note` as one parenthesis-free phrase."""
-        return f"{self.source}; {README}: {self.note}" if self.note else self.source
+        """`source`, and `note` naming the official README's value where it differs."""
+        return f"{self.source}; {README} {self.note}" if self.note else self.source
 
 
 @dataclasses.dataclass(frozen=True)

@@ -219,3 +219,13 @@ def test_run_squad_applies_the_versions_recipe(capsys, version):
     head = "the albert head's answer-class dropout" if v2 else "the bert head has no dropout"
     assert any(x.startswith(f"  classifier_dropout=0.1: {head}") for x in lines)
     assert out.err.strip() == "error: --do_train needs --train_file"
+
+
+def test_albert_dropout_out_of_range_is_one_line():
+    import run_classifier
+    from albert_tf.runners import flags as shared_flags
+
+    args = ("--task_name=mrpc", "--preset=base", "--albert_dropout=1", *CLASSIFIER)
+    with runner_flags(run_classifier, *args):
+        with pytest.raises(ValueError, match=r"^--albert_dropout=1.0 must be in \[0, 1\)$"):
+            shared_flags.check_classifier_flags()

@@ -34,7 +34,7 @@ ZH_TINY = dict(
     hidden_dropout_prob=0.0,
     attention_probs_dropout_prob=0.0,
 )
-V, E, H, I, L, HEADS = 21128, 128, 312, 1248, 4, 12
+V, E, H, FFN, L, HEADS = 21128, 128, 312, 1248, 4, 12
 
 
 def _arrays(shapes: dict, seed: int) -> dict:
@@ -71,8 +71,8 @@ def brightmart_shapes() -> dict:
         s.update(_dense(b + f"attention/self/{qkv}", H, H))
     s.update(_dense(b + "attention/output/dense", H, H))
     s.update(_norm(b + "attention/output/LayerNorm", H))
-    s.update(_dense(b + "intermediate/dense", H, I))
-    s.update(_dense(b + "output/dense", I, H))
+    s.update(_dense(b + "intermediate/dense", H, FFN))
+    s.update(_dense(b + "output/dense", FFN, H))
     s.update(_norm(b + "output/LayerNorm", H))
     s.update(_dense("bert/pooler/dense", H, H))
     s.update(_dense("cls/predictions/transform/dense", H, H))
@@ -97,8 +97,8 @@ def official_zh_shapes() -> dict:
         s.update(_dense(b + f"attention_1/self/{qkv}", H, H))
     s.update(_dense(b + "attention_1/output/dense", H, H))
     s.update(_norm(b + "LayerNorm", H))
-    s.update(_dense(b + "ffn_1/intermediate/dense", H, I))
-    s.update(_dense(b + "ffn_1/intermediate/output/dense", I, H))
+    s.update(_dense(b + "ffn_1/intermediate/dense", H, FFN))
+    s.update(_dense(b + "ffn_1/intermediate/output/dense", FFN, H))
     s.update(_norm(b + "LayerNorm_1", H))
     s.update(_dense("bert/pooler/dense", H, H))
     s.update(_dense("cls/predictions/transform/dense", H, E))

@@ -136,8 +136,8 @@ def brightmart_to_official(weights: dict, source: str) -> Translation:
         weights=out,
         source_embedding_size=int(table.shape[1]),
         folded=(
-            f"{WORD} {list(table.shape)} · {PROJECTION} {list(projection.shape)} → "
+            f"{WORD} {list(table.shape)} @ {PROJECTION} {list(projection.shape)} -> "
             f"{WORD} {list(folded.shape)} (embedding_size = hidden_size)"
         ),
-        renamed=renamed,
+        renamed=dict(sorted(renamed.items())),
     )

@@ -1,11 +1,17 @@
-"""Imports official TF1, TF-Hub v1 and Hugging Face ALBERT weights into this project's format.
+"""Imports official TF1, TF-Hub v1, brightmart/albert_zh and Hugging Face ALBERT weights into
+this project's format.
 
-    python -m albert_tf.checkpoints.convert --source {tf1,tfhub,transformers} --input PATH \
-        --output_dir DIR [--albert_config_file FILE]
+    python -m albert_tf.checkpoints.convert --source {tf1,tfhub,brightmart,transformers} \
+        --input PATH --output_dir DIR [--albert_config_file FILE]
     python -m albert_tf.checkpoints.convert --to {transformers,keras_hub} --input OURS \
         --output_dir DIR
 
 (`--to`: the other way, albert_tf.checkpoints.export_transformers / export_keras_hub.)
+
+`--source brightmart` takes brightmart/albert_zh's own layout (albert_tf.checkpoints.brightmart:
+their word-embedding projection is folded into the word table, so the written config has
+embedding_size = hidden_size); a checkpoint in that layout given as `--source tf1` is
+refused with a pointer to `--source brightmart`.
 
 Writes `DIR/albert_config.json`, a checkpoint (`DIR/ckpt-1`, with a `checkpoint` state file,
 so both `DIR` and `DIR/ckpt-1` work as `--init_checkpoint`) and `DIR/conversion_report.json`.
@@ -33,13 +39,20 @@ from albert_tf.checkpoints import (
     resolve_checkpoint,
     save_checkpoint,
 )
+from albert_tf.checkpoints.brightmart import (
+    PROJECTION,
+    SHARED,
+    brightmart_config,
+    brightmart_to_official,
+    is_brightmart,
+)
 from albert_tf.checkpoints.transformers import transformers_finetuned_task
 from albert_tf.modeling.config import AlbertConfig
 from data_pipeline.atomic import output_lock, write_json
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 
-SOURCES = ("tf1", "tfhub", "transformers")
+SOURCES = ("tf1", "tfhub", "brightmart", "transformers")
 TARGETS = ("transformers", "keras_hub")
 
 
@@ -63,6 +76,7 @@ def convert(
 
 def _convert(source, input_path, output_dir, albert_config_file) -> dict:
     unknown: list[str] = []
+    translation = None
     if source == "transformers":
         config, weights, unknown = read_transformers(input_path)
         if albert_config_file:
@@ -77,7 +91,22 @@ def _convert(source, input_path, output_dir, albert_config_file) -> dict:
                 f"a TF1 checkpoint holds no model config"
             )
         config = AlbertConfig.from_json_file(albert_config_file)
-        weights = read_tf1_checkpoint(resolve_checkpoint(input_path))
+        prefix = resolve_checkpoint(input_path)
+        weights = read_tf1_checkpoint(prefix)
+        if source == "brightmart":
+            if not is_brightmart(weights):
+                raise CheckpointError(
+                    f"{prefix} is not in brightmart's layout (no {PROJECTION}); "
+                    f"for an official checkpoint use --source tf1"
+                )
+            config = brightmart_config(config, albert_config_file)
+            translation = brightmart_to_official(weights, prefix)
+            weights = translation.weights
+        elif is_brightmart(weights):
+            raise CheckpointError(
+                f"{prefix} is a brightmart/albert_zh checkpoint ({PROJECTION}, "
+                f"{SHARED}...): use --source brightmart"
+            )
 
     has_mlm = any(k.startswith("cls/predictions/") for k in weights)
     has_sop = any(k.startswith("cls/seq_relationship/") for k in weights)
@@ -107,6 +136,13 @@ def _convert(source, input_path, output_dir, albert_config_file) -> dict:
         "unused_source_variables": result.unused,
         "unrecognized_source_keys": unknown,
     }
+    if translation is not None:
+        report["brightmart"] = {
+            "source_embedding_size": translation.source_embedding_size,
+            "embedding_size_written": config.embedding_size,
+            "folded": translation.folded,
+            "renamed": translation.renamed,
+        }
     return _write_report(output_dir, report)
 
 
@@ -165,6 +201,8 @@ def _print_report(report: dict) -> None:
         labels = f" labels {task['labels']}" if task.get("labels") else ""
         print(f"a fine-tuned {task['kind']} model directory{labels}", end="")
         print("" if report["vocabulary"] else " (no spiece.model: exports need --spm_model_file)")
+    if report.get("brightmart"):
+        print(f"brightmart layout: {report['brightmart']['folded']}")
     if not report["pooler_from_source"]:
         print("the source has no pooler: the checkpoint's pooler is randomly initialized")
     for key in ("unused_source_variables", "unrecognized_source_keys"):
@@ -194,8 +232,8 @@ def main(argv=None) -> int:
     flags.DEFINE_string(
         "input",
         None,
-        "TF1 checkpoint (prefix or directory), TF-Hub v1 module "
-        "directory, or Hugging Face model directory.",
+        "TF1 checkpoint (prefix or directory; official or brightmart layout), TF-Hub v1 "
+        "module directory, or Hugging Face model directory.",
         flag_values=fl,
     )
     flags.DEFINE_string(
@@ -204,8 +242,8 @@ def main(argv=None) -> int:
     flags.DEFINE_string(
         "albert_config_file",
         None,
-        "albert_config.json (required for tf1 "
-        "and tfhub; for transformers it replaces config.json).",
+        "albert_config.json (required for tf1, tfhub and brightmart; for transformers it "
+        "replaces config.json).",
         flag_values=fl,
     )
     from albert_tf.cli import parse_tool_flags

@@ -1,5 +1,8 @@
 """`load_checkpoint`: restores any model from any checkpoint this project accepts (its
 own, official TF1, TF-Hub v1 modules, converted ones) and reports what it did not restore.
+brightmart/albert_zh checkpoints load into a model whose config has embedding_size =
+hidden_size (what `convert --source brightmart` writes); any other model refuses them with
+a pointer to that conversion.
 
 Whatever the source, the `LoadReport` names every weight of the model that the checkpoint
 did not provide, and a warning line is logged for each head left at its random
@@ -14,6 +17,11 @@ import os
 
 import tensorflow as tf
 
+from albert_tf.checkpoints.brightmart import (
+    brightmart_config,
+    brightmart_to_official,
+    is_brightmart,
+)
 from albert_tf.checkpoints.official import (
     HEADS,
     assign_official,
@@ -42,7 +50,7 @@ class LoadReport:
     """What `load_checkpoint` restored."""
 
     path: str
-    format: str  # "albert_tf" or "tf1"
+    format: str  # "albert_tf", "tf1" or "brightmart"
     restored: list[str]  # components: "encoder", "mlm_head", ...
     missing: list[str]  # components of the model absent from the checkpoint
     not_restored: list[str] = dataclasses.field(default_factory=list)
@@ -103,19 +111,10 @@ def _load(model, prefix: str) -> LoadReport:
     own = _model_children(prefix)
     if own is not None:
         report = _load_own(model, prefix, own)
+    elif is_brightmart({strip_module(k) for k in keys}):
+        report = _load_official(model, prefix, _brightmart_weights(model, prefix), "brightmart")
     elif any(strip_module(k) == "bert/embeddings/word_embeddings" for k in keys):
-        weights = read_tf1_checkpoint(prefix)
-        result = assign_official(model, weights, source=prefix)
-        result.raise_for_errors(allow_missing=HEADS)
-        table = official_name_map(model)
-        assigned = {id(table[name].variable) for name in result.assigned}
-        report = LoadReport(
-            prefix,
-            "tf1",
-            result.components_restored,
-            result.components_missing,
-            [w.path for w in model.weights if id(w) not in assigned],
-        )
+        report = _load_official(model, prefix, read_tf1_checkpoint(prefix), "tf1")
     else:
         raise CheckpointError(
             f"{prefix} is neither an albert_tf checkpoint nor an official "
@@ -124,6 +123,36 @@ def _load(model, prefix: str) -> LoadReport:
     for line in report.warnings():
         log.warning("%s", line)
     return report
+
+
+def _load_official(model, prefix: str, weights: dict, format: str) -> LoadReport:
+    result = assign_official(model, weights, source=prefix)
+    result.raise_for_errors(allow_missing=HEADS)
+    table = official_name_map(model)
+    assigned = {id(table[name].variable) for name in result.assigned}
+    return LoadReport(
+        prefix,
+        format,
+        result.components_restored,
+        result.components_missing,
+        [w.path for w in model.weights if id(w) not in assigned],
+    )
+
+
+def _brightmart_weights(model, prefix: str) -> dict:
+    """A brightmart checkpoint's arrays under official names, for a model that can hold
+    them (embedding_size = hidden_size, one shared block); else a one-line refusal."""
+    config = model_config(model)
+    if config.embedding_size != config.hidden_size:
+        raise CheckpointError(
+            f"{prefix} is a brightmart/albert_zh checkpoint, which a model with "
+            f"embedding_size={config.embedding_size} < hidden_size={config.hidden_size} "
+            f"cannot hold: convert it first (python -m albert_tf.checkpoints.convert "
+            f"--source brightmart --input {prefix} --albert_config_file CONFIG "
+            f"--output_dir DIR) and use DIR"
+        )
+    brightmart_config(config, "the model's config")
+    return brightmart_to_official(read_tf1_checkpoint(prefix), prefix).weights
 
 
 def _model_children(prefix: str) -> set[str] | None:

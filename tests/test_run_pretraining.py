@@ -165,6 +165,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+def start_workers(args, log_prefix, ports=None) -> list[Cli]:
+    """The same command on a chief and a worker of a local two-worker cluster (TF_CONFIG on
+    `ports`, free ones by default); logs at `log_prefix`_chief/_worker."""
+    ports = ports or [free_port(), free_port()]
+    cluster = {"chief": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"]}
+    runs = []
+    for kind in ("chief", "worker"):
+        task = {"cluster": cluster, "task": {"type": kind, "index": 0}}
+        env = dict(CLI_ENV, TF_CONFIG=json.dumps(task))
+        runs.append(start(args, f"{log_prefix}_{kind}", env=env))
+    return runs
+
+
 # --- shared data and the reference run -----------------------------------------------------------
 
 
@@ -503,8 +516,6 @@ def test_tpu_strategy_path_runs_up_to_the_tpu_with_static_shapes(workdir, refere
 def test_multi_worker_mirrored_two_local_workers(workdir):
     """The same command on a chief and a worker (TF_CONFIG on localhost): the chief writes
     the run's files into output_dir, the worker into output_dir/workers/worker_0."""
-    ports = [free_port(), free_port()]
-    cluster = {"chief": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"]}
     out = workdir / "mwms"
     args = base_args(
         workdir,
@@ -520,12 +531,7 @@ def test_multi_worker_mirrored_two_local_workers(workdir):
     )
     runs = []
     try:
-        for kind in ("chief", "worker"):
-            env = dict(
-                CLI_ENV,
-                TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": kind, "index": 0}}),
-            )
-            runs.append(start(args, workdir / f"mwms_{kind}", env=env))
+        runs = start_workers(args, workdir / "mwms")
         for r in runs:
             r.wait(timeout=180)
     finally:
@@ -543,6 +549,60 @@ def test_multi_worker_mirrored_two_local_workers(workdir):
     assert all(np.isfinite(row["loss"]) for row in metrics(out))
     # both workers hold the same (all-reduced) model
     assert_same_weights(latest_checkpoint(out), latest_checkpoint(worker_dir), rtol=0, atol=0)
+
+
+def _wait_all(runs, timeout=TIMEOUT):
+    try:
+        for r in runs:
+            r.wait(timeout=timeout)
+    finally:
+        for r in runs:
+            r.kill()
+    return runs
+
+
+@pytest.mark.slow
+def test_multi_worker_sigterm_to_one_worker_checkpoints_all_at_one_step_and_resumes(workdir):
+    """Two local workers; SIGTERM to the (non-chief) worker once it trains: through
+    TensorFlow's PreemptionCheckpointHandler both write a checkpoint at the same step (the
+    chief without a signal of its own) and exit with 143. Restarted, both resume from the
+    chief's checkpoint and end with the weights (bit for bit, optimizer slots and step too)
+    and the logged losses of the same run uninterrupted, which runs meanwhile."""
+    args = ["--strategy", "multi_worker_mirrored", "--eval_input_file", ""]
+    whole, out = workdir / "mwms_whole", workdir / "mwms_preempted"
+    runs = start_workers(base_args(workdir, whole, *args), whole)
+    preempted = start_workers(base_args(workdir, out, *args), out)
+    chief, worker = preempted
+    try:
+        wait_for(lambda: f"step {LOOP}/{STEPS}" in worker.stdout, worker, "the first loop")
+        worker.proc.send_signal(signal.SIGTERM)
+    finally:
+        _wait_all(preempted)
+        _wait_all(runs)
+    for r in (*runs, *preempted):
+        assert r.rc == (0 if r in runs else 143), r.report()
+    at = int(re.search(r"preempted at step (\d+);", chief.stderr).group(1))
+    assert LOOP < at < STEPS, chief.report()
+    worker_dir = out / "workers" / "worker_0"
+    for r, d in ((chief, out), (worker, worker_dir)):
+        assert f"preempted at step {at}; checkpoint written" in r.stderr, r.report()
+        assert f"preemption: every worker writes checkpoint {at}" in r.stdout, r.report()
+        assert checkpoint_steps(d)[-1] == at and metrics(d)[-1]["step"] == at, r.report()
+    assert "SIGTERM" in worker.stdout and "SIGTERM" not in chief.stdout
+    assert_same_weights(latest_checkpoint(out), latest_checkpoint(worker_dir), rtol=0, atol=0)
+
+    resumed = _wait_all(start_workers(base_args(workdir, out, *args), workdir / "mwms_resumed"))
+    for r in resumed:
+        ok(r)
+        assert f"resumed from {out}/checkpoints/ckpt-{at} at step {at}" in r.stdout, r.report()
+    for d in (out, worker_dir):
+        assert checkpoint_steps(d)[-1] == STEPS
+        assert_same_weights(latest_checkpoint(whole), latest_checkpoint(d), rtol=0, atol=0)
+    rows, whole_rows = last_rows_by_step(metrics(out)), metrics(whole)
+    assert sorted(rows) == [row["step"] for row in whole_rows]
+    for row in whole_rows:
+        for name in ("loss", "mlm_loss", "sop_loss", "mlm_accuracy", "sop_accuracy"):
+            assert rows[row["step"]][name] == row[name], (row["step"], name)
 
 
 # --- 5. bad input: one line naming the file, exit 1 -----------------------------------------------

@@ -165,6 +165,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+def start_workers(args, log_prefix, ports=None) -> list[Cli]:
+    """The same command on a chief and a worker of a local two-worker cluster (TF_CONFIG on
+    `ports`, free ones by default); logs at `log_prefix`_chief/_worker."""
+    ports = ports or [free_port(), free_port()]
+    cluster = {"chief": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"]}
+    runs = []
+    for kind in ("chief", "worker"):
+        task = {"cluster": cluster, "task": {"type": kind, "index": 0}}
+        env = dict(CLI_ENV, TF_CONFIG=json.dumps(task))
+        runs.append(start(args, f"{log_prefix}_{kind}", env=env))
+    return runs
+
+
 # --- shared data and the reference run -----------------------------------------------------------
 
 
@@ -499,50 +512,87 @@ def test_tpu_strategy_path_runs_up_to_the_tpu_with_static_shapes(workdir, refere
     assert_same_weights(latest_checkpoint(ref_out), latest_checkpoint(out), rtol=1e-5)
 
 
-@pytest.mark.slow
-def test_multi_worker_mirrored_two_local_workers(workdir):
-    """The same command on a chief and a worker (TF_CONFIG on localhost): the chief writes
-    the run's files into output_dir, the worker into output_dir/workers/worker_0."""
-    ports = [free_port(), free_port()]
-    cluster = {"chief": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"]}
-    out = workdir / "mwms"
-    args = base_args(
-        workdir,
-        out,
-        "--strategy",
-        "multi_worker_mirrored",
-        "--num_train_steps",
-        6,
-        "--steps_per_loop",
-        2,
-        "--save_checkpoints_steps",
-        4,
-    )
-    runs = []
+MULTI_WORKER = ["--strategy", "multi_worker_mirrored"]
+
+
+def _wait_all(runs, timeout=TIMEOUT):
     try:
-        for kind in ("chief", "worker"):
-            env = dict(
-                CLI_ENV,
-                TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": kind, "index": 0}}),
-            )
-            runs.append(start(args, workdir / f"mwms_{kind}", env=env))
         for r in runs:
-            r.wait(timeout=180)
+            r.wait(timeout=timeout)
     finally:
         for r in runs:
             r.kill()
-    for r in runs:
+    return runs
+
+
+@pytest.fixture(scope="module")
+def multi_worker(workdir):
+    """The reference run's command on a chief and a worker (TF_CONFIG on localhost),
+    uninterrupted: its output_dir."""
+    out = workdir / "mwms"
+    for r in _wait_all(start_workers(base_args(workdir, out, *MULTI_WORKER), out)):
         ok(r)
+    return out
+
+
+@pytest.mark.slow
+def test_multi_worker_mirrored_two_local_workers(multi_worker):
+    """The same command on a chief and a worker (TF_CONFIG on localhost): the chief writes
+    the run's files into output_dir, the worker into output_dir/workers/worker_0."""
+    out = multi_worker
     worker_dir = out / "workers" / "worker_0"
     for d in (out, worker_dir):
         with open(d / "run_config.json") as f:
             assert json.load(f)["replicas"] == 2
-        assert checkpoint_steps(d) == [4, 6]
-        assert [row["step"] for row in metrics(d)] == [2, 4, 6]
-        assert [row["step"] for row in metrics(d, "eval")] == [6]
+        assert checkpoint_steps(d) == [20, 30, 40, 50, 60]
+        assert [row["step"] for row in metrics(d)] == list(range(LOOP, STEPS + 1, LOOP))
+        assert [row["step"] for row in metrics(d, "eval")] == [STEPS]
     assert all(np.isfinite(row["loss"]) for row in metrics(out))
     # both workers hold the same (all-reduced) model
     assert_same_weights(latest_checkpoint(out), latest_checkpoint(worker_dir), rtol=0, atol=0)
+
+
+@pytest.mark.slow
+def test_multi_worker_sigterm_to_one_worker_checkpoints_all_at_one_step_and_resumes(
+    workdir, multi_worker
+):
+    """Two local workers; SIGTERM to the (non-chief) worker once it trains: through
+    TensorFlow's PreemptionCheckpointHandler both write a checkpoint at the same step (the
+    chief without a signal of its own) and exit with 143. Restarted, both resume from the
+    chief's checkpoint and end with the weights (bit for bit, optimizer slots and step too)
+    and the logged losses and evaluation of the same run uninterrupted."""
+    out = workdir / "mwms_preempted"
+    chief, worker = preempted = start_workers(base_args(workdir, out, *MULTI_WORKER), out)
+    try:
+        wait_for(lambda: f"step {LOOP}/{STEPS}" in worker.stdout, worker, "the first loop")
+        worker.proc.send_signal(signal.SIGTERM)
+    finally:
+        _wait_all(preempted)
+    for r in preempted:
+        assert r.rc == 143, r.report()
+    at = int(re.search(r"preempted at step (\d+);", chief.stderr).group(1))
+    assert LOOP < at < STEPS, chief.report()
+    worker_dir = out / "workers" / "worker_0"
+    for r, d in ((chief, out), (worker, worker_dir)):
+        assert f"preempted at step {at}; checkpoint written" in r.stderr, r.report()
+        assert f"preemption: every worker writes checkpoint {at}" in r.stdout, r.report()
+        assert checkpoint_steps(d)[-1] == at and metrics(d)[-1]["step"] == at, r.report()
+    assert "SIGTERM" in worker.stdout and "SIGTERM" not in chief.stdout
+    assert_same_weights(latest_checkpoint(out), latest_checkpoint(worker_dir), rtol=0, atol=0)
+
+    args = base_args(workdir, out, *MULTI_WORKER)
+    for r in _wait_all(start_workers(args, workdir / "mwms_resumed")):
+        ok(r)
+        assert f"resumed from {out}/checkpoints/ckpt-{at} at step {at}" in r.stdout, r.report()
+    for d in (out, worker_dir):
+        assert checkpoint_steps(d)[-1] == STEPS
+        assert_same_weights(latest_checkpoint(multi_worker), latest_checkpoint(d), rtol=0, atol=0)
+    for split in ("train", "eval"):
+        rows, whole = last_rows_by_step(metrics(out, split)), metrics(multi_worker, split)
+        assert sorted(rows) == [row["step"] for row in whole]
+        for row in whole:
+            for name in ("loss", "mlm_loss", "sop_loss", "mlm_accuracy", "sop_accuracy"):
+                assert rows[row["step"]][name] == row[name], (split, row["step"], name)
 
 
 # --- 5. bad input: one line naming the file, exit 1 -----------------------------------------------

@@ -30,7 +30,9 @@ what TPU pods and multi-GPU runs need:
 - Fault tolerance: `tf.train.CheckpointManager` checkpoints hold model, optimizer (its
   `iterations` is the global step) and the input iterator position; a restarted run resumes
   where the last checkpoint was written and ends with the same weights as an uninterrupted
-  run. SIGTERM (preemption) writes a checkpoint at the end of the current loop, then exits.
+  run. SIGTERM (preemption) writes a checkpoint at the end of the current loop, then exits;
+  under a multi-worker strategy TensorFlow's `PreemptionCheckpointHandler` makes every
+  worker write it at the same step (albert_tf.training.preemption).
   Multi-device strategies' iterators cannot be checkpointed (tensorflow#56372): there a
   restart skips the batches already consumed. Under a multi-worker strategy only the chief
   writes to `output_dir`; the other workers write to `output_dir/workers/TYPE_ID`.
@@ -50,6 +52,7 @@ import time
 from collections.abc import Callable
 
 from albert_tf.training.distribution import set_precision, task_output_dir
+from albert_tf.training.preemption import coordinated_preemption
 from albert_tf.training.resume import clean_temporaries, restore_newest
 from albert_tf.training.step import LAST_STEP, TrainStep
 from albert_tf.training.tasks import Task, divisors
@@ -233,6 +236,8 @@ class Trainer:
         self._train_loop = tf.function(self.train_step.loop)
         self._eval_step = None
         self._preempted = False
+        self._preemption = None  # multi-worker and TPU: created when training starts
+        self._preempted_at = 0
 
     def check_trained(self, what: str) -> None:
         """Raises ValueError (one line) when the model has parts at their random
@@ -299,7 +304,22 @@ class Trainer:
 
     def _on_sigterm(self, signum, frame):
         self._preempted = True
-        self.log("SIGTERM: a checkpoint will be written at the end of this loop")
+        if self._preemption is not None and self._preemption.handles_sigterm:
+            self.log("SIGTERM: every worker will write a checkpoint at the same step, then stop")
+        else:
+            self.log("SIGTERM: a checkpoint will be written at the end of this loop")
+
+    def _coordinated_save(self, step: int) -> None:
+        """The preemption handler's `save_fn`: checkpoint `step` (unless the schedule just
+        wrote it), on every worker."""
+        self.log(f"preemption: every worker writes checkpoint {step}")
+        if os.path.basename(self.manager.latest_checkpoint or "") != f"ckpt-{step}":
+            self._save(step)
+        self._preempted_at = step
+
+    def _coordinated_stop(self) -> None:
+        """The preemption handler's `exit_fn`."""
+        raise Preempted(f"preempted at step {self._preempted_at}; checkpoint written")
 
     def train(self) -> dict:
         """Runs to `num_train_steps` (resuming if a checkpoint exists); returns the last
@@ -309,6 +329,15 @@ class Trainer:
         cfg = self.config
         writer = tf.summary.create_file_writer(os.path.join(cfg.output_dir, "train"))
         previous = signal.signal(signal.SIGTERM, self._on_sigterm) if _main_thread() else None
+        if self._preemption is None:
+            self._preemption = coordinated_preemption(
+                self.strategy,
+                signalled=lambda: self._preempted,
+                save=self._coordinated_save,
+                stop=self._coordinated_stop,
+                directory=os.path.join(cfg.output_dir, "preemption"),
+            )
+        coordinated = self._preemption is not None and self._preemption.handles_sigterm
         step = self.step
         if self.restored_from:
             self.log(f"resumed from {self.restored_from} at step {step}")
@@ -340,11 +369,8 @@ class Trainer:
                         tf.summary.scalar(name, value)
                 self._progress(step, last, start_step, start)
                 self._append_jsonl({"step": step, "split": "train", **last})
-                if (
-                    step % cfg.save_checkpoints_steps == 0
-                    or step >= cfg.num_train_steps
-                    or self._preempted
-                ):
+                alone = self._preempted and not coordinated
+                if step % cfg.save_checkpoints_steps == 0 or step >= cfg.num_train_steps or alone:
                     self._save(step)
                 if (
                     cfg.eval_every
@@ -352,8 +378,11 @@ class Trainer:
                     and (step % cfg.eval_every == 0 or step >= cfg.num_train_steps)
                 ):
                     evaluation = self.evaluate(step)
-                if self._preempted:
+                if alone:
                     raise Preempted(f"preempted at step {step}; checkpoint written")
+                # (not after the last loop: a worker that has finished acknowledges nothing)
+                if self._preemption is not None and step < cfg.num_train_steps:
+                    self._preemption.after_loop(step)
         finally:
             writer.flush()
             if previous is not None:

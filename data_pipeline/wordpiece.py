@@ -53,6 +53,9 @@ CJK_RANGES = (
     (0x2F800, 0x2FA1F),
 )
 _UNUSED = re.compile(r"\[unused\d+\]")
+# A capital sigma after a cased letter (case-ignorable characters between) and not before
+# one: Unicode's Final_Sigma, as Python's str.lower applies it (Oniguruma syntax).
+_FINAL_SIGMA = r"(?<=\p{Cased}\p{Case_Ignorable}*)\u03a3(?!\p{Case_Ignorable}*\p{Cased})"
 
 
 def is_cjk(char: str) -> bool:
@@ -192,7 +195,7 @@ class WordPieceTokenizer:
 def _hf_tokenizer(token_to_id: dict, do_lower_case: bool):
     """A Hugging Face `tokenizers.Tokenizer` configured as BERT's FullTokenizer. No added
     or special tokens: "[CLS]" in text is split like any text, as officially."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
 
     tokenizer = Tokenizer(
         models.WordPiece(
@@ -202,12 +205,20 @@ def _hf_tokenizer(token_to_id: dict, do_lower_case: bool):
             continuing_subword_prefix=CONTINUATION,
         )
     )
-    tokenizer.normalizer = normalizers.BertNormalizer(
-        clean_text=True,
-        handle_chinese_chars=True,
-        strip_accents=do_lower_case,
-        lowercase=do_lower_case,
+    clean = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=False, lowercase=False
     )
+    if do_lower_case:
+        # Python's str.lower (the official code's) lowercases a capital sigma that ends a
+        # word to "ς" (Unicode's Final_Sigma condition), `tokenizers` always to "σ": that
+        # case is rewritten first, then accents are stripped and the rest lowercased.
+        final_sigma = normalizers.Replace(Regex(_FINAL_SIGMA), "\u03c2")
+        lower = normalizers.BertNormalizer(
+            clean_text=False, handle_chinese_chars=False, strip_accents=True, lowercase=True
+        )
+        tokenizer.normalizer = normalizers.Sequence([clean, final_sigma, lower])
+    else:
+        tokenizer.normalizer = clean
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     return tokenizer
 

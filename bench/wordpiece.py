@@ -1,6 +1,6 @@
 """WordPiece tokenization throughput: our Python path vs a plain-Python loop like the official.
 
-    python bench/wordpiece.py [--repeat 3] [--json_out FILE]
+    python bench/wordpiece.py [--repeat 3] [--oracle] [--json_out FILE]
 
 Corpora (../shared/data, every line): zh_news (news_zh_1 and THUCNews, 1,221 lines) and
 en_speeches (inaugural and State of the Union addresses). The vocabulary is built here,
@@ -14,6 +14,10 @@ longest-match-first WordPiece written as a plain Python loop over characters as 
 official tokenization.py does it (written here from the algorithm). Both give the same ids
 (checked on every line before timing). Best of `--repeat` runs; the load average is printed
 with the table, since the machine may be shared.
+
+`--oracle` also compares our ids with Hugging Face's pure-Python `BertTokenizerLegacy`
+(transformers, a development dependency) on every line of both corpora and of the Chinese
+task data (ChnSentiCorp, AFQMC, CMRC 2018), and prints the number of texts that differ.
 """
 
 from __future__ import annotations
@@ -238,6 +242,7 @@ def _best(fn, lines: list[str], repeat: int, setup=lambda: None) -> float:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--oracle", action="store_true")
     parser.add_argument("--json_out", default=None)
     args = parser.parse_args(argv)
     sys.path.insert(0, ROOT)
@@ -278,6 +283,18 @@ def main(argv=None) -> int:
                 speedup=slow / fast,
             )
         )
+    oracle_rows = []
+    if args.oracle:
+        from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy
+
+        oracle = BertTokenizerLegacy(vocab_file, do_lower_case=True)
+        texts = {name: read_lines(files) for name, files in corpora.items()}
+        texts.update(task_texts())
+        for name, lines in texts.items():
+            ours = tokenizer.encode_batch(lines)
+            expected = [oracle.convert_tokens_to_ids(oracle.tokenize(t)) for t in lines]
+            differ = sum(a != b for a, b in zip(ours, expected))
+            oracle_rows.append(dict(texts=name, count=len(lines), differ=differ))
     shutil.rmtree(tmp, ignore_errors=True)
     load = os.getloadavg()
     print(f"vocab {len(tokens)} entries; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
@@ -288,9 +305,14 @@ def main(argv=None) -> int:
             f"| {r['corpus']} | {r['lines']:,} | {r['mb']:.1f} | {r['ours_lines_per_s']:,.0f} "
             f"| {r['reference_lines_per_s']:,.0f} | {r['speedup']:.1f} |"
         )
+    for r in oracle_rows:
+        print(
+            f"oracle (BertTokenizerLegacy) on {r['texts']}: {r['count']:,} texts, "
+            f"{r['differ']} differ"
+        )
     if args.json_out:
         with open(args.json_out, "w") as f:
-            json.dump(dict(rows=rows, load_average=load), f, indent=1)
+            json.dump(dict(rows=rows, oracle=oracle_rows, load_average=load), f, indent=1)
     return 0
 
 

@@ -231,11 +231,6 @@ def _ranges_class(ranges) -> str:
     return "[" + "".join(parts) + "]"
 
 
-def _deleted(c: str) -> bool:
-    """Removed by the official `_clean_text`: NUL, U+FFFD, control (C*, not \\t\\n\\r)."""
-    return c in "\x00\ufffd" or (unicodedata.category(c).startswith("C") and c not in "\t\n\r")
-
-
 def _punctuation(c: str) -> bool:
     """The official `_is_punctuation`: ASCII non-alphanumeric symbols, or Unicode P*."""
     cp = ord(c)
@@ -253,24 +248,29 @@ def character_classes() -> dict[str, str]:
     """RE2 classes of the basic tokenizer, from Python's Unicode tables in one pass:
     deleted (cleaning), space (whitespace left after cleaning: Python's `str.split`
     separators), punctuation, nonspacing marks (Mn), and cjk."""
-    tests = {
-        "deleted": _deleted,
-        "space": lambda c: c.isspace() and not _deleted(c),
-        "punctuation": _punctuation,
-        "mark": lambda c: unicodedata.category(c) == "Mn",
-    }
-    ranges = {name: [] for name in tests}
+    ranges = {name: [] for name in ("deleted", "space", "punctuation", "mark")}
+
+    def add(name, cp):
+        r = ranges[name]
+        if r and r[-1][1] == cp - 1:
+            r[-1] = (r[-1][0], cp)
+        else:
+            r.append((cp, cp))
+
     for cp in range(sys.maxunicode + 1):
         if 0xD800 <= cp <= 0xDFFF:
             continue
         c = chr(cp)
-        for name, test in tests.items():
-            if test(c):
-                r = ranges[name]
-                if r and r[-1][1] == cp - 1:
-                    r[-1] = (r[-1][0], cp)
-                else:
-                    r.append((cp, cp))
+        category = unicodedata.category(c)
+        deleted = cp == 0 or cp == 0xFFFD or (category[0] == "C" and c not in "\t\n\r")
+        if deleted:
+            add("deleted", cp)
+        elif c.isspace():
+            add("space", cp)
+        if category[0] == "P" or (cp < 127 and _punctuation(c)):
+            add("punctuation", cp)
+        if category == "Mn":
+            add("mark", cp)
     classes = {name: _ranges_class(r) for name, r in ranges.items()}
     classes["cjk"] = _ranges_class(sorted(CJK_RANGES))
     return classes

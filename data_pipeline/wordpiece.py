@@ -7,8 +7,8 @@ given) runs BERT's basic tokenizer, then WordPiece:
      newline and carriage return); every whitespace character becomes a space;
   2. a space on each side of every CJK ideograph (the CJK Unified Ideographs blocks and
      extensions A-E, the compatibility ideographs), so each is a word of its own;
-  3. split on whitespace; under `do_lower_case`, lowercase each word, NFD, drop nonspacing
-     marks (Mn: accents);
+  3. split on whitespace; under `do_lower_case`, lowercase each word (Python's `str.lower`:
+     a word-final capital sigma becomes "ς"), NFD, drop nonspacing marks (Mn: accents);
   4. every punctuation character (ASCII symbols and Unicode P*) is a word of its own;
   5. WordPiece per word: greedy longest-match-first pieces, continuations prefixed `##`;
      a word with no segmentation, or longer than 100 characters, is one `[UNK]`.
@@ -56,11 +56,6 @@ _UNUSED = re.compile(r"\[unused\d+\]")
 # A capital sigma after a cased letter (case-ignorable characters between) and not before
 # one: Unicode's Final_Sigma, as Python's str.lower applies it (Oniguruma syntax).
 _FINAL_SIGMA = r"(?<=\p{Cased}\p{Case_Ignorable}*)\u03a3(?!\p{Case_Ignorable}*\p{Cased})"
-
-
-def is_cjk(char: str) -> bool:
-    cp = ord(char)
-    return any(a <= cp <= b for a, b in CJK_RANGES)
 
 
 def read_vocab(vocab_file: str) -> list[str]:
@@ -144,8 +139,10 @@ class WordPieceTokenizer:
         cache = self._chunk_cache
         if len(cache) > 2_000_000:  # bounded memory on endless corpora
             cache.clear()
-        normalize = self.backend.normalizer.normalize_str
-        chunked = [normalize(t).split(" ") for t in texts]
+        normalize = self._normalize_shortcut
+        # (after normalization every whitespace character is a space, so `split()` cuts
+        # exactly at spaces, and drops the empty chunks around each CJK character)
+        chunked = [normalize(t).split() for t in texts]
         new = set()
         for chunks in chunked:
             new.update(chunks)
@@ -155,6 +152,22 @@ class WordPieceTokenizer:
             cache.update(zip(new, (e.ids for e in encodings)))
         lookup = cache.__getitem__
         return [list(itertools.chain.from_iterable(map(lookup, chunks))) for chunks in chunked]
+
+    @functools.cached_property
+    def _normalize_shortcut(self):
+        """`normalize`, through a cheaper `tokenizers` normalizer for ASCII text (half the
+        cost): cleaning and lowercasing give the same string there (no CJK characters, no
+        capital sigma, NFD changes nothing)."""
+        from tokenizers import normalizers
+
+        ascii_only = normalizers.BertNormalizer(
+            clean_text=True,
+            handle_chinese_chars=False,
+            strip_accents=False,
+            lowercase=self.do_lower_case,
+        ).normalize_str
+        full = self.backend.normalizer.normalize_str
+        return lambda text: ascii_only(text) if text.isascii() else full(text)
 
     @functools.cached_property
     def _chunk_cache(self) -> dict:

@@ -218,20 +218,26 @@ def _hf_tokenizer(token_to_id: dict, do_lower_case: bool):
             continuing_subword_prefix=CONTINUATION,
         )
     )
-    clean = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=True, strip_accents=False, lowercase=False
-    )
+
+    def bert(clean=False, cjk=False, lower=False):
+        return normalizers.BertNormalizer(
+            clean_text=clean, handle_chinese_chars=cjk, strip_accents=lower, lowercase=lower
+        )
+
     if do_lower_case:
         # Python's str.lower (the official code's) lowercases a capital sigma that ends a
         # word to "ς" (Unicode's Final_Sigma condition), `tokenizers` always to "σ": that
         # case is rewritten first, then accents are stripped and the rest lowercased.
+        # CJK characters are spaced last, on the shorter text (a quarter less time on
+        # Chinese): the same result, since lowercasing and NFD never turn a CJK character
+        # into another kind or back (tested on every code point) and spaces and CJK
+        # characters are alike for the sigma rule (neither cased nor case-ignorable).
         final_sigma = normalizers.Replace(Regex(_FINAL_SIGMA), "\u03c2")
-        lower = normalizers.BertNormalizer(
-            clean_text=False, handle_chinese_chars=False, strip_accents=True, lowercase=True
+        tokenizer.normalizer = normalizers.Sequence(
+            [bert(clean=True), final_sigma, bert(lower=True), bert(cjk=True)]
         )
-        tokenizer.normalizer = normalizers.Sequence([clean, final_sigma, lower])
     else:
-        tokenizer.normalizer = clean
+        tokenizer.normalizer = bert(clean=True, cjk=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     return tokenizer
 

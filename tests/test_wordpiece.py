@@ -157,6 +157,22 @@ def test_edge_cases(edge_vocab, lower):
     assert wp.tokenize("[CLS] x") == ["[", "cls" if lower else "CLS", "]", "x"]
 
 
+def test_cjk_spacing_commutes_with_case_and_accents():
+    """WordPieceTokenizer spaces CJK characters after lowercasing and stripping accents
+    (the official code before): the same when lowercasing + NFD maps no CJK character to
+    anything but CJK characters and marks, and no other character to a CJK one."""
+    import sys
+    import unicodedata
+
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        cjk = bench_wordpiece._is_cjk(cp)
+        for c in unicodedata.normalize("NFD", chr(cp).lower()):
+            if bench_wordpiece._is_cjk(ord(c)) != cjk:
+                assert cjk and unicodedata.category(c) == "Mn", hex(cp)
+
+
 def test_savedmodel_text_to_ids(wp, vocab_file, corpora, tmp_path):
     """The serving tier's TextTokenizer: saved, reloaded, same ids; vocab.txt in assets."""
     import tensorflow as tf

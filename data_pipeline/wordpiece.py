@@ -15,8 +15,9 @@ given) runs BERT's basic tokenizer, then WordPiece:
 Text that spells a special token ("[CLS]") is ordinary text here, as in the official code.
 
 `WordPieceTokenizer` runs this with Hugging Face `tokenizers` (Rust; its BertNormalizer,
-BertPreTokenizer and WordPiece model implement exactly these steps) and has
-`AlbertTokenizer`'s interface, so the data tools and runners take either.
+BertPreTokenizer and WordPiece model implement these steps, plus one regex rewrite for
+the final sigma) and has `AlbertTokenizer`'s interface, so the data tools and runners
+take either.
 `GraphWordPieceTokenizer` is the same in TensorFlow ops for tf.data and SavedModels.
 tensorflow-text's `FastBertTokenizer` is not used whole: its normalizer applies NFKC
 (full-width "１" → "1", "ﬁ" → "fi", common in Chinese text) and turns control characters
@@ -129,12 +130,13 @@ class WordPieceTokenizer:
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """`[encode(t) for t in texts]`, fast: for bulk data (pretraining, task data).
 
-        The text is normalized whole (Hugging Face's BertNormalizer), then cut at spaces
-        into chunks; each distinct chunk is pre-tokenized and WordPiece-encoded once
-        (BertPreTokenizer + WordPiece, one Rust batch over both cores) and cached. Equal to
-        `encode`: the pre-tokenizer splits at every space anyway, so cutting there first
-        changes nothing, and normalizing happens once in both. Chinese text is one chunk
-        per character, where per-word work inside `tokenizers` would dominate otherwise.
+        Each text is normalized whole (the backend's normalizer; for ASCII text a cheaper
+        one giving the same string), then cut at spaces into chunks; each distinct chunk
+        is pre-tokenized and WordPiece-encoded once (BertPreTokenizer + WordPiece, one
+        Rust batch over both cores) and cached. Equal to `encode`: the pre-tokenizer
+        splits at every space anyway, so cutting there first changes nothing, and
+        normalizing happens once in both. Chinese text is one chunk per character, where
+        per-word work inside `tokenizers` would dominate otherwise.
         """
         cache = self._chunk_cache
         if len(cache) > 2_000_000:  # bounded memory on endless corpora

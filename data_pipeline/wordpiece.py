@@ -157,13 +157,18 @@ class WordPieceTokenizer:
 
     @functools.cached_property
     def _normalize_shortcut(self):
-        """`normalize`, for ASCII text as a `str.translate` table holding the normalizer's
-        own result for each of the 128 ASCII characters (a tenth of the cost): on ASCII,
-        normalization is per character (delete controls, whitespace to a space,
-        lowercase; no CJK characters, no capital sigma, NFD changes nothing)."""
+        """`normalize` as `str.translate` with a table of the normalizer's own result for
+        each character alone (`_PerCharacter`), a fraction of the cost: normalization is
+        per character except around a capital sigma and where NFD reorders marks, and
+        texts holding such characters go through the normalizer whole."""
         normalize = self.backend.normalizer.normalize_str
-        table = str.maketrans({chr(cp): normalize(chr(cp)) for cp in range(128)})
-        return lambda text: text.translate(table) if text.isascii() else normalize(text)
+        table = _PerCharacter(normalize, self.do_lower_case)
+
+        def shortcut(text: str) -> str:
+            out = text.translate(table)
+            return normalize(text) if "\x00" in out else out
+
+        return shortcut
 
     @functools.cached_property
     def _chunk_cache(self) -> dict:
@@ -199,6 +204,33 @@ class WordPieceTokenizer:
 
     def graph_tokenizer(self) -> GraphWordPieceTokenizer:
         return GraphWordPieceTokenizer(self.vocab, self.do_lower_case, self.unk_id)
+
+
+class _PerCharacter(dict):
+    """`str.translate` table: code point → `normalize` of that character alone, filled on
+    first sight. Characters whose result depends on their neighbours map to NUL (which
+    normalized text never holds: cleaning deletes it), telling the caller to normalize
+    the text whole: a capital sigma (final or not, by context) and, under lowercasing,
+    characters whose NFD holds a combining character that is not a nonspacing mark (NFD
+    may reorder it; nonspacing marks are dropped wherever they go)."""
+
+    def __init__(self, normalize, do_lower_case: bool):
+        super().__init__()
+        self.normalize = normalize
+        self.do_lower_case = do_lower_case
+
+    def __missing__(self, cp: int) -> str:
+        c = chr(cp)
+        context = self.do_lower_case and (
+            c == "\u03a3"
+            or any(
+                unicodedata.combining(x) and unicodedata.category(x) != "Mn"
+                for x in unicodedata.normalize("NFD", c.lower())
+            )
+        )
+        value = "\x00" if context else self.normalize(c)
+        self[cp] = value
+        return value
 
 
 def _hf_tokenizer(token_to_id: dict, do_lower_case: bool):

@@ -98,6 +98,7 @@ EDGE_CASES = [
     "１２３，ＡＢＣ。ﬁ",  # full-width forms and ligatures are not NFKC-folded
     "Crème Brûlée, Ünïcödé e\u0301",  # accents stripped under do_lower_case
     "İstanbul ΟΔΟΣ ὈΔΥΣΣΕΎΣ",  # lowercasing that adds marks; Greek final sigma
+    "\u0f40\u0f73\u0f74 \U0001d15f\U0001d165\U0001d16e a\u0f71\u0301",  # marks NFD reorders
     "[CLS] text [SEP] [MASK] [UNK] [PAD]",  # special tokens spelled in text are text
     "a" * 100 + " " + "b" * 101,  # over 100 characters: [UNK]
     "中" * 150 + "abc中文def",  # CJK characters are words of their own, long runs too

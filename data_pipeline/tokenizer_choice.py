@@ -1,0 +1,35 @@
+"""The one tokenizer choice: a SentencePiece model (`--spm_model_file`) or a WordPiece
+vocabulary (`--vocab_file`), exactly one, as the official flags. Both tokenizers have one
+interface (encode, encode_batch, tokenize, the special ids, vocab_size, checksum,
+vocab_tables, graph_tokenizer), so callers never branch on the kind."""
+
+from __future__ import annotations
+
+
+def tokenizer_for(
+    spm_model_file: str | None = None, vocab_file: str | None = None, do_lower_case: bool = True
+):
+    """`AlbertTokenizer(spm_model_file, do_lower_case)` or
+    `WordPieceTokenizer(vocab_file, do_lower_case)`; a one-line ValueError when both or
+    neither file is given (empty strings count as not given: unset flags)."""
+    if bool(spm_model_file) == bool(vocab_file):
+        given = "both" if spm_model_file else "neither"
+        detail = f" ({spm_model_file} and {vocab_file})" if spm_model_file else ""
+        raise ValueError(
+            f"give exactly one tokenizer: --spm_model_file (SentencePiece) or --vocab_file "
+            f"(WordPiece vocab.txt); {given} given{detail}"
+        )
+    if spm_model_file:
+        from data_pipeline.tokenization import AlbertTokenizer
+
+        return AlbertTokenizer(spm_model_file, do_lower_case)
+    from data_pipeline.wordpiece import WordPieceTokenizer
+
+    return WordPieceTokenizer(vocab_file, do_lower_case)
+
+
+def tokenizer_kind(tokenizer) -> str:
+    """ "sentencepiece" or "wordpiece": what meta_data.json and exports record."""
+    from data_pipeline.wordpiece import WordPieceTokenizer
+
+    return "wordpiece" if isinstance(tokenizer, WordPieceTokenizer) else "sentencepiece"

@@ -276,7 +276,11 @@ class _BlockRunner:
         c = self.config
         dropout = c.hidden_dropout_prob > 0 or c.attention_probs_dropout_prob > 0
         training = self.training if isinstance(self.training, bool) else True
-        return recompute.recomputed(run, x, weights, dropout_active=training and dropout)
+        y, weights = recompute.recomputed(run, x, weights, dropout_active=training and dropout)
+        # The next segments use the passed-through weights: their gradients then arrive
+        # as one running sum (see `recompute.recomputed`).
+        self.weights.update(zip(sublayers, weights))
+        return y
 
     def _apply(self, block, x, weights, query_rows):
         return block(

@@ -18,6 +18,11 @@ The per-example memory of a mode is the slope between the two batches, and its f
 part (weights, gradients, runtime) the intercept; the largest batch under
 `--budget_gib` follows from that line (stated as such in the table: measuring it by
 bisection would take hours of xxlarge steps on a small CPU machine).
+
+Steps at seq 512 take seconds (large) to minutes (xxlarge) on a 2-core machine, and a
+loaded machine makes step times incomparable between cases: compare step times only
+from cases run interleaved at the same load. docs/performance.md gives the commands its
+figures came from.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MASKED = 20
 
 
-def child(preset: str, mode: str, batch: int, seq: int, steps: int) -> dict:
+def child(preset: str, mode: str, batch: int, seq: int, steps: int, jit: bool = False) -> dict:
     """One case in this process: {"peak_mib", "base_mib", "step_s", "device"}."""
     import keras
     import numpy as np
@@ -61,7 +66,7 @@ def child(preset: str, mode: str, batch: int, seq: int, steps: int) -> dict:
     labels = tf.constant(rng.integers(5, config.vocab_size, (batch, MASKED)), tf.int32)
     order = tf.constant(rng.integers(0, 2, (batch,)), tf.int32)
 
-    @tf.function
+    @tf.function(jit_compile=jit)
     def step():
         with (
             tf.GradientTape() as tape,
@@ -95,7 +100,7 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def run_case(preset, mode, batch, seq, steps) -> dict:
+def run_case(preset, mode, batch, seq, steps, jit=False) -> dict:
     command = [
         sys.executable,
         os.path.abspath(__file__),
@@ -105,6 +110,7 @@ def run_case(preset, mode, batch, seq, steps) -> dict:
         f"--batches={batch}",
         f"--seq={seq}",
         f"--steps={steps}",
+        *(["--jit_compile"] if jit else []),
     ]
     env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run(command, env=env, capture_output=True, text=True)
@@ -121,26 +127,31 @@ def main() -> None:
     parser.add_argument("--seq", type=int, default=512)
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--budget_gib", type=float, default=16.0)
+    parser.add_argument("--jit_compile", action="store_true", help="XLA-compile the step")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     presets, modes = args.presets.split(","), args.modes.split(",")
     batches = [int(b) for b in args.batches.split(",")]
     if args.child:
-        print(json.dumps(child(presets[0], modes[0], batches[0], args.seq, args.steps)))
+        case = (presets[0], modes[0], batches[0], args.seq, args.steps, args.jit_compile)
+        print(json.dumps(child(*case)))
         return
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     budget = args.budget_gib * 1024
     rows = []
     for preset in presets:
         for mode in modes:
-            found = {b: run_case(preset, mode, b, args.seq, args.steps) for b in batches}
+            found = {
+                b: run_case(preset, mode, b, args.seq, args.steps, args.jit_compile)
+                for b in batches
+            }
             for b, r in found.items():
                 print(f"  {preset} {mode} batch {b}: {json.dumps(r)}", flush=True)
             rows.append((preset, mode, found))
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print()
     print(
-        f"seq {args.seq}, float32, one step; peak = process peak RSS"
+        f"seq {args.seq}, float32{', XLA' * args.jit_compile}, one step; peak = process peak RSS"
         f" (MiB); budget {args.budget_gib:g} GiB"
     )
     header = (

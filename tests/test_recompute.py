@@ -12,11 +12,11 @@ import pytest
 
 from conftest import CLI_ENV, ROOT, random_batch, tiny_config
 
-# Two layers of two blocks sharing one group: "layer" cuts two segments of two blocks,
-# "group" one of four; each shared block is used twice per pass.
+# Four layers in two groups: "layer" cuts four segments, "group" two of two layers (each
+# group's shared block used twice in its segment); the last segment runs plainly.
 CONFIG = dict(
-    num_hidden_layers=2,
-    inner_group_num=2,
+    num_hidden_layers=4,
+    num_hidden_groups=2,
     hidden_dropout_prob=0.1,
     attention_probs_dropout_prob=0.1,
 )

@@ -258,7 +258,9 @@ class _BlockRunner:
     def segment(self, indices: range, x, query_rows=None):
         """The blocks at `indices` in turn on x [batch*seq, H], the last of them only at
         `query_rows` if given; recomputed in the backward pass under a recomputation
-        scope."""
+        scope, except the encoder's last segment: the backward starts with it, right
+        after its forward, so keeping its intermediates costs no more at the peak than
+        recomputing them and saves that forward."""
         blocks = [self.blocks[i] for i in indices]
         sublayers = list(dict.fromkeys(s for b in blocks for s in (b.attention, b.ffn)))
         where = {s: n for n, s in enumerate(sublayers)}
@@ -271,7 +273,7 @@ class _BlockRunner:
             return x
 
         weights = tuple(self.weights[s] for s in sublayers)
-        if self.recompute == "none":
+        if self.recompute == "none" or indices[-1] == len(self.blocks) - 1:
             return run(x, weights)
         c = self.config
         dropout = c.hidden_dropout_prob > 0 or c.attention_probs_dropout_prob > 0

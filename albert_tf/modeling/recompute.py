@@ -10,12 +10,14 @@ L times that. ALBERT's cross-layer sharing makes the parameters small, not the
 activations. With recomputation a segment keeps only its input x [B*S, H]; its backward
 runs the segment's forward again (from x, under a fresh tape) and back-propagates through
 that copy at once, so only one segment's intermediates are alive at a time. The cost is
-one more forward pass of the encoder per step.
+one more forward pass of the encoder per step (less its last segment).
 
 Mode "layer": one segment per layer (its `inner_group_num` blocks). Mode "group": one
 segment per hidden group (the consecutive layers that share a parameter set); with the
 released configs (one group) that is the whole stack, whose recomputation keeps every
-intermediate alive at once again: no saving, only the extra forward (docs/architecture.md).
+intermediate alive at once again. The encoder runs its last segment without
+recomputation (the backward begins with it, so recomputing it would save nothing at the
+peak): with one group, "group" is the plain path (docs/architecture.md).
 
 How it stays exact:
 - Shared weights. The encoder prepares each distinct sub-layer's weights once per forward

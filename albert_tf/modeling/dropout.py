@@ -27,15 +27,25 @@ _local = threading.local()
 
 
 @contextlib.contextmanager
-def dropout_seed(seed):
+def dropout_seed(seed, first_call: int = 0):
     """Within the block, `Dropout` layers called with training=True draw their masks from
-    `seed` (int64 [2], e.g. `step_seed(...)`) and their call index in the block."""
+    `seed` (int64 [2], e.g. `step_seed(...)`) and their call index in the block, counted
+    from `first_call` (activation recomputation replays a part of a pass: see
+    `current_state`)."""
     previous = getattr(_local, "scope", None)
-    _local.scope = {"seed": seed, "calls": 0}
+    _local.scope = {"seed": seed, "calls": first_call}
     try:
         yield
     finally:
         _local.scope = previous
+
+
+def current_state():
+    """(seed, index of the next dropout call) of the innermost `dropout_seed` scope, or
+    None outside one: `dropout_seed(*current_state())` later draws the masks the next
+    calls draw now."""
+    scope = getattr(_local, "scope", None)
+    return None if scope is None else (scope["seed"], scope["calls"])
 
 
 def step_seed(seed: int, *parts):

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
+from albert_tf.modeling import recompute
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.layers import (
     AlbertEmbeddings,
@@ -88,6 +89,10 @@ class AlbertEncoder(keras.Model):
         (default zeros).
       training: enables dropout.
       output_hidden_states: also return every block's output.
+
+    Inside a `recompute.recomputation("layer" | "group")` scope the blocks run as
+    segments whose activations are recomputed in the backward pass (same values and
+    gradients; see `albert_tf.modeling.recompute`).
       output_positions: optional int [batch, P]: only these positions of the last
         block's output are needed (pretraining: the masked positions). The last block
         is then computed only there and at [CLS] (for the pooler): the same values,
@@ -159,8 +164,10 @@ class AlbertEncoder(keras.Model):
                 run, x, input_ids, output_positions, output_hidden_states
             )
         hidden_states = [x]
-        for block in self.blocks:  # L × inner_group_num, shared objects reused
-            x = run(block, x)
+        # L × inner_group_num blocks, shared objects reused; every block's output when
+        # all of them are asked for.
+        for segment in run.segments(per_block=output_hidden_states):
+            x = run.segment(segment, x)
             if output_hidden_states:
                 hidden_states.append(x)
         sequence_output = run.unflatten(x)  # [B, S, H]
@@ -206,10 +213,11 @@ class AlbertEncoder(keras.Model):
         query_rows = tf.reshape(
             positions + run.seq_length * tf.range(run.batch_size)[:, None], [-1]
         )
-        *body, last = self.blocks
-        for block in body:
-            x = run(block, x)
-        gathered = run.unflatten(run(last, x, query_rows), tf.shape(positions)[1])  # [B, 1+P, H]
+        *body, last = run.segments()
+        for segment in body:
+            x = run.segment(segment, x)
+        x = run.segment(last, x, query_rows)  # the last block at query_rows only
+        gathered = run.unflatten(x, tf.shape(positions)[1])  # [B, 1+P, H]
         return {"positions_output": gathered[:, 1:], "pooled_output": self._pool(gathered[:, 0])}
 
 
@@ -220,12 +228,19 @@ class _BlockRunner:
     additive attention mask, the shape to unflatten with, and each distinct sub-layer's
     weights (`compute_weights`: Q|K|V fused, cast once under mixed precision). With
     cross-layer sharing one set of weights then serves all L layers.
+
+    Blocks run in segments (`segment`): one block each, or under a `recomputation`
+    scope a layer's or a group's blocks whose activations are recomputed in the
+    backward pass from the segment's input and these prepared weights.
     """
 
     def __init__(self, encoder: AlbertEncoder, input_ids, input_mask, training):
         self.batch_size, self.seq_length = tf.shape(input_ids)[0], tf.shape(input_ids)[1]
+        self.config = encoder.config
         self.hidden_size = encoder.config.hidden_size
         self.training = training
+        self.blocks = encoder.blocks
+        self.recompute = recompute.current_mode()
         # float32 [B, 1, 1, S]: 0 for real tokens, -10000 for padding (official). Built
         # with expand_dims, not `[:, None, None, :]`: on a dynamic S the slice becomes a
         # StridedSlice with new_axis_mask that LiteRT has no builtin for.
@@ -234,8 +249,42 @@ class _BlockRunner:
         sublayers = dict.fromkeys(s for b in encoder.blocks for s in (b.attention, b.ffn))
         self.weights = {s: s.compute_weights(s.compute_dtype) for s in sublayers}
 
-    def __call__(self, block, x, query_rows=None):
-        """block(x): [batch*seq, H] → [batch*seq, H], or [batch*Q, H] at `query_rows`."""
+    def segments(self, per_block: bool = False) -> list[range]:
+        """The block indices run as one segment each (see `recompute.segments`); single
+        blocks with `per_block` (every block's output is wanted, hence kept anyway)."""
+        mode = self.recompute
+        return recompute.segments(self.config, "none" if per_block else mode)
+
+    def segment(self, indices: range, x, query_rows=None):
+        """The blocks at `indices` in turn on x [batch*seq, H], the last of them only at
+        `query_rows` if given; recomputed in the backward pass under a recomputation
+        scope, except the encoder's last segment: the backward starts with it, right
+        after its forward, so keeping its intermediates costs no more at the peak than
+        recomputing them and saves that forward."""
+        blocks = [self.blocks[i] for i in indices]
+        sublayers = list(dict.fromkeys(s for b in blocks for s in (b.attention, b.ffn)))
+        where = {s: n for n, s in enumerate(sublayers)}
+
+        def run(x, weights):
+            for n, block in enumerate(blocks):
+                rows = query_rows if n == len(blocks) - 1 else None
+                pair = (weights[where[block.attention]], weights[where[block.ffn]])
+                x = self._apply(block, x, pair, rows)
+            return x
+
+        weights = tuple(self.weights[s] for s in sublayers)
+        if self.recompute == "none" or indices[-1] == len(self.blocks) - 1:
+            return run(x, weights)
+        c = self.config
+        dropout = c.hidden_dropout_prob > 0 or c.attention_probs_dropout_prob > 0
+        training = self.training if isinstance(self.training, bool) else True
+        y, weights = recompute.recomputed(run, x, weights, dropout_active=training and dropout)
+        # The next segments use the passed-through weights: their gradients then arrive
+        # as one running sum (see `recompute.recomputed`).
+        self.weights.update(zip(sublayers, weights))
+        return y
+
+    def _apply(self, block, x, weights, query_rows):
         return block(
             x,
             self.attention_bias,
@@ -243,7 +292,7 @@ class _BlockRunner:
             self.seq_length,
             training=self.training,
             query_rows=query_rows,
-            weights=(self.weights[block.attention], self.weights[block.ffn]),
+            weights=weights,
         )
 
     def unflatten(self, t, length=None):

@@ -100,6 +100,13 @@ class _CastOnce:
     def __init__(self, source, dtype):
         self.source, self.value = source, tf.cast(source, dtype)
 
+    @classmethod
+    def of(cls, source, value):
+        """The pair from an existing `value` (activation recomputation passes both)."""
+        out = cls.__new__(cls)
+        out.source, out.value = source, value
+        return out
+
 
 def _tensor(w):
     """The tensor to compute with; for a `_CastOnce`, an identity of its low-precision

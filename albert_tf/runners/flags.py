@@ -78,6 +78,14 @@ def define_trainer_flags(
         "Compute dtype (mixed precision; float16 adds loss scaling).",
     )
     f.DEFINE_bool("jit_compile", False, "XLA-compile the per-replica step.")
+    f.DEFINE_enum(
+        "recompute",
+        "none",
+        ["none", "layer", "group"],
+        "Activation recomputation: keep only each layer's (group's) input for the backward "
+        "pass and recompute its activations there; less memory for one more forward "
+        "(albert_tf.modeling.recompute).",
+    )
     f.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and input order.")
     f.DEFINE_enum(
         "on_nonfinite",
@@ -492,6 +500,7 @@ def trainer_config_from_flags(
         dtype=FLAGS.dtype,
         seed=FLAGS.seed,
         on_nonfinite=FLAGS.on_nonfinite,
+        recompute=FLAGS.recompute,
     )
 
 

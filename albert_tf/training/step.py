@@ -39,12 +39,14 @@ class TrainStep:
     def _gradients(self, batch, dens, micro=0):
         import tensorflow as tf
         from albert_tf.modeling.dropout import dropout_seed, step_seed
+        from albert_tf.modeling.recompute import recomputation
 
         # Dropout masks are a function of (seed, step, micro-batch, replica): a resumed run
         # draws the masks of an uninterrupted one (albert_tf.modeling.dropout).
         replica = tf.distribute.get_replica_context().replica_id_in_sync_group
         seed = step_seed(self.config.seed, self.inner_optimizer.iterations, micro, replica)
-        with tf.GradientTape() as tape, dropout_seed(seed):
+        # Activation recomputation (--recompute) applies to this forward pass only.
+        with tf.GradientTape() as tape, dropout_seed(seed), recomputation(self.config.recompute):
             loss, report = self.loss(batch, dens)
             scaled = self.optimizer.scale_loss(loss) if self.loss_scaling else loss
         # Dense gradients: the embedding gather gives IndexedSlices with repeated rows, whose

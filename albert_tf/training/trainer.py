@@ -82,12 +82,15 @@ class TrainerConfig:
     dtype: str = "float32"
     seed: int = 12345
     on_nonfinite: str = "stop"
+    recompute: str = "none"  # activation recomputation: albert_tf.modeling.recompute
 
     def __post_init__(self):
         if self.dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError(f"dtype={self.dtype!r} is not one of float32, bfloat16, float16")
         if self.on_nonfinite not in ("stop", "skip_step"):
             raise ValueError(f"on_nonfinite={self.on_nonfinite!r} is not one of stop, skip_step")
+        if self.recompute not in ("none", "layer", "group"):
+            raise ValueError(f"recompute={self.recompute!r} is not one of none, layer, group")
         for name in (
             "num_train_steps",
             "grad_accum_steps",

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import SHARED_DATA
+from conftest import SHARED_DATA, tiny_config
 from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
 from data_pipeline.records import read_records
 
@@ -126,3 +126,63 @@ def test_beam_writer_writes_the_same_bytes(job):
         pytest.skip("the Beam venv lacks `tokenizers` (requirements-beam.txt; make install-beam)")
     assert out.returncode == 0, _report(out)
     assert digests(cfg.output_dir) == digests(job["cfg"].output_dir)
+
+
+# --- run_pretraining on WordPiece records ------------------------------------------------------
+
+
+def test_records_name_their_tokenizer_to_run_pretraining(job, tok):
+    """run_pretraining's checks: the records' tokenizer (meta_data.json) against the one
+    given, and their vocab_size against the config's (a smaller one: see the run below)."""
+    from albert_tf.runners import flags as shared_flags
+    from data_pipeline.pretraining.meta_data import pretraining_data
+
+    out = job["cfg"].output_dir
+    files = [os.path.join(out, job["cfg"].shard_name(s)) for s in range(2)]
+    data = pretraining_data(files)
+    assert data.tokenizer["kind"] == "wordpiece" and data.spm_sha256 is None
+    assert data.summary["tokenizer"]["sha256"] == job["tok"].checksum
+    data.check_vocabulary(job["tok"], "--vocab_file=v")
+    with pytest.raises(ValueError, match="written with a WordPiece vocab.txt, but --spm_model"):
+        data.check_vocabulary(tok, "--spm_model_file=m")
+    shared_flags.check_records_vocabulary(tiny_config(vocab_size=21128), files)
+
+
+def test_run_pretraining_dynamic_masking_with_vocab_file(job, tmp_path):
+    """A few steps of a tiny model on WordPiece records with dynamic masking (the masker
+    takes its word starts from --vocab_file)."""
+    import json
+
+    from conftest import run_cli
+    from test_run_pretraining import TINY
+
+    cfg = dataclasses.replace(
+        job["cfg"], output_dir=str(tmp_path / "dynamic"), dynamic_masking=True
+    )
+    create_pretraining_data(cfg, progress_every=1e9)
+    config = tmp_path / "albert_config.json"
+    config.write_text(json.dumps(dict(TINY, vocab_size=21128)))
+    args = [
+        f"--input_file={cfg.output_dir}/*.tfrecord",
+        f"--albert_config_file={config}",
+        f"--vocab_file={cfg.vocab_file}",
+        f"--output_dir={tmp_path / 'run'}",
+        "--train_batch_size=8",
+        "--num_train_steps=4",
+        "--num_warmup_steps=1",
+        "--steps_per_loop=2",
+        "--save_checkpoints_steps=4",
+    ]
+    r = run_cli("run_pretraining.py", *args, timeout=240)
+    assert r.returncode == 0, r.report()
+    metrics = json.loads((tmp_path / "run" / "final_metrics.json").read_text())
+    assert metrics, metrics
+    # A config with fewer embeddings than the records' vocabulary: one line naming the file.
+    config.write_text(json.dumps(dict(TINY, vocab_size=20000)))
+    args = [a for a in args if not a.startswith("--output_dir")] + [
+        f"--output_dir={tmp_path / 'run-small'}"
+    ]
+    r = run_cli("run_pretraining.py", *args, timeout=240)
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert r.returncode == 1 and len(errors) == 1, r.report()
+    assert f"{cfg.output_dir}/meta_data.json: the records' vocabulary has 21,128" in errors[0]

@@ -12,7 +12,12 @@ def check_choice(spm_model_file: str | None, vocab_file: str | None) -> None:
     the tokenizer (a data job's config)."""
     if bool(spm_model_file) == bool(vocab_file):
         given = "both" if spm_model_file else "neither"
-        detail = f" ({spm_model_file} and {vocab_file})" if spm_model_file else ""
+        detail = (
+            f" ({spm_model_file} and {vocab_file}; with a SentencePiece model drop "
+            f"--vocab_file, its .vocab is not read)"
+            if spm_model_file
+            else ""
+        )
         raise ValueError(
             f"give exactly one tokenizer: --spm_model_file (SentencePiece) or --vocab_file "
             f"(WordPiece vocab.txt); {given} given{detail}"

@@ -276,8 +276,10 @@ def test_chnsenticorp_chinese_end_to_end(tmp_path, shared_data):
 
 def test_chnsenticorp_wordpiece_end_to_end(tmp_path, shared_data, wordpiece_vocab):
     """ChnSentiCorp with a WordPiece vocab.txt (`--vocab_file`, 21,128 entries like the
-    official Chinese ALBERTs'): features, training, evaluation and predictions. Chinese
-    characters are pieces of their own here (few [UNK]), unlike the German model's above."""
+    official Chinese ALBERTs'): features, training, evaluation, predictions and the
+    SavedModel (its vocab.txt under assets/, text → ids in the graph as in training).
+    Chinese characters are pieces of their own here (few [UNK]), unlike the German
+    model's above."""
     from data_pipeline.wordpiece import WordPieceTokenizer
 
     out = tmp_path / "chn-wp"
@@ -290,6 +292,7 @@ def test_chnsenticorp_wordpiece_end_to_end(tmp_path, shared_data, wordpiece_voca
         f"--output_dir={out}",
         f"--vocab_file={wordpiece_vocab}",
         f"--albert_config_file={config}",
+        f"--export_dir={tmp_path / 'export'}",
         "--max_seq_length=64",
         "--train_batch_size=32",
         "--train_step=10",
@@ -324,6 +327,19 @@ def test_chnsenticorp_wordpiece_end_to_end(tmp_path, shared_data, wordpiece_voca
     assert all(row[0] == tok.cls_id for row in ids)
     flat = [i for row in ids for i in row if i != tok.pad_id]
     assert flat.count(tok.unk_id) < 0.01 * len(flat)
+    # The SavedModel answers raw Chinese text, tokenizing as training did.
+    exported = tmp_path / "export" / "1"
+    assert (exported / "assets" / "vocab.txt").read_bytes() == open(wordpiece_vocab, "rb").read()
+    import tensorflow_text  # noqa: F401  (its ops, as any client loads them)
+
+    loaded = tf.saved_model.load(str(exported))
+    texts = ["这家酒店的服务很好，房间也干净。", "太差了，再也不来了！Wi-Fi 2024"]
+    answer = loaded.signatures["serving_default"](text_a=tf.constant(texts))
+    assert {v.decode() for v in answer["label"].numpy()} <= {"negative", "positive"}
+    packed = loaded.signatures["tokenize"](text_a=tf.constant(texts), text_b=tf.constant(["", ""]))
+    for row, text in zip(packed["input_ids"].numpy(), texts):
+        want = [tok.cls_id, *tok.encode(text), tok.sep_id]
+        assert list(row[: len(want)]) == want and not row[len(want) :].any()
 
 
 @pytest.mark.parametrize(
@@ -332,13 +348,20 @@ def test_chnsenticorp_wordpiece_end_to_end(tmp_path, shared_data, wordpiece_voca
         ("run_classifier.py", ["--task_name=chnsenticorp"], ["vocab", "spm"], "both given"),
         ("run_classifier.py", ["--task_name=chnsenticorp"], [], "neither given"),
         ("run_squad.py", ["--predict_file=x.json"], ["vocab"], "SentencePiece models only"),
+        (
+            "run_classifier.py",
+            ["--task_name=chnsenticorp", "--export_dir=e", "--export_format=tflite"],
+            ["vocab"],
+            "on-device exports of WordPiece models are not written yet",
+        ),
     ],
 )
 def test_tokenizer_flags_one_line_errors(
     tmp_path, wordpiece_vocab, runner, extra, tokenizer, message
 ):
     """Both or neither of --spm_model_file/--vocab_file; run_squad refuses --vocab_file
-    (its character offsets go through SentencePiece only so far). Nothing is written."""
+    (its character offsets go through SentencePiece only so far), run_classifier a tflite
+    export of a WordPiece model. Nothing is written."""
     files = {"vocab": f"--vocab_file={wordpiece_vocab}", "spm": "--spm_model_file=m.model"}
     args = [f"--output_dir={tmp_path / 'out'}", "--do_train", "--do_predict", *extra]
     run = run_cli(runner, *args, *(files[t] for t in tokenizer))

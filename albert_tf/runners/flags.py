@@ -461,10 +461,10 @@ def finetuning_inputs_from_flags(check_flags) -> tuple:
 
     check_flags()
     check_choice(FLAGS.spm_model_file, FLAGS.vocab_file)
-    if FLAGS.vocab_file and FLAGS.export_dir:
+    if FLAGS.vocab_file and FLAGS.export_dir and "tflite" in FLAGS.export_format:
         raise ValueError(
-            f"--export_dir with --vocab_file={FLAGS.vocab_file}: exports of WordPiece models "
-            "are not written yet (train without --export_dir)"
+            f"--export_format tflite with --vocab_file={FLAGS.vocab_file}: on-device exports "
+            "of WordPiece models are not written yet (export --export_format savedmodel)"
         )
     check_output_dir(FLAGS.output_dir)
     albert_config = albert_config_from_flags()

@@ -177,6 +177,7 @@ def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> 
             export_dir,
             serving,
             FLAGS.spm_model_file,
+            vocab_file=FLAGS.vocab_file,
             **shared_flags.export_formats_from_flags(),
         )
         for path in paths:

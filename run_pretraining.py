@@ -70,19 +70,33 @@ def _main() -> int:
         else f"{data.meta_file or files[0]}: the records' max_seq_length",
     )
     shared_flags.check_records_vocabulary(albert_config, files + eval_files)
+    if FLAGS.export_dir and FLAGS.vocab_file:
+        raise ValueError(
+            f"--export_dir with --vocab_file={FLAGS.vocab_file}: run_pretraining exports "
+            "SentencePiece models only so far (export the checkpoint with --spm_model_file)"
+        )
     if FLAGS.export_dir and not FLAGS.spm_model_file:
         raise ValueError("--export_dir needs --spm_model_file")
-    if data.dynamic_masking and not FLAGS.spm_model_file:
-        raise ValueError("records written with --dynamic_masking need --spm_model_file")
-    tokenizer = masker = None
-    if FLAGS.spm_model_file:
-        from data_pipeline.tokenization import AlbertTokenizer
-
-        tokenizer = AlbertTokenizer(FLAGS.spm_model_file)
-        data.check_vocabulary(tokenizer)
-        shared_flags.check_vocab_size(
-            albert_config, tokenizer.vocab_size, f"--spm_model_file={FLAGS.spm_model_file}"
+    given = FLAGS.spm_model_file or FLAGS.vocab_file
+    if data.dynamic_masking and not given:
+        raise ValueError(
+            "records written with --dynamic_masking need their tokenizer: "
+            "--spm_model_file or --vocab_file"
         )
+    tokenizer = masker = None
+    if given:
+        from data_pipeline.tokenizer_choice import tokenizer_for
+
+        tokenizer = tokenizer_for(
+            FLAGS.spm_model_file, FLAGS.vocab_file, data.do_lower_case is not False
+        )
+        flag = (
+            f"--spm_model_file={FLAGS.spm_model_file}"
+            if FLAGS.spm_model_file
+            else f"--vocab_file={FLAGS.vocab_file}"
+        )
+        data.check_vocabulary(tokenizer, flag)
+        shared_flags.check_vocab_size(albert_config, tokenizer.vocab_size, flag)
     if data.dynamic_masking:
         from data_pipeline.pretraining.masking import NgramMasker
 

@@ -6,23 +6,44 @@ vocab_tables, graph_tokenizer), so callers never branch on the kind."""
 from __future__ import annotations
 
 
-def tokenizer_for(
-    spm_model_file: str | None = None, vocab_file: str | None = None, do_lower_case: bool = True
-):
-    """`AlbertTokenizer(spm_model_file, do_lower_case)` or
-    `WordPieceTokenizer(vocab_file, do_lower_case)`; a one-line ValueError when both or
-    neither file is given (empty strings count as not given: unset flags)."""
+def check_choice(spm_model_file: str | None, vocab_file: str | None) -> None:
+    """A one-line ValueError unless exactly one of the two files is given (empty strings
+    count as not given: unset flags). For callers that check settings before they build
+    the tokenizer (a data job's config)."""
     if bool(spm_model_file) == bool(vocab_file):
         given = "both" if spm_model_file else "neither"
-        detail = f" ({spm_model_file} and {vocab_file})" if spm_model_file else ""
+        detail = (
+            f" ({spm_model_file} and {vocab_file}; with a SentencePiece model drop "
+            f"--vocab_file, its .vocab is not read)"
+            if spm_model_file
+            else ""
+        )
         raise ValueError(
             f"give exactly one tokenizer: --spm_model_file (SentencePiece) or --vocab_file "
             f"(WordPiece vocab.txt); {given} given{detail}"
         )
+
+
+def tokenizer_for(
+    spm_model_file: str | None = None,
+    vocab_file: str | None = None,
+    do_lower_case: bool = True,
+    keep_accents: bool = False,
+):
+    """`AlbertTokenizer(spm_model_file, do_lower_case, keep_accents)` or
+    `WordPieceTokenizer(vocab_file, do_lower_case)`; a one-line ValueError when both or
+    neither file is given (`check_choice`), or `keep_accents` with a WordPiece vocabulary
+    (BERT's basic tokenizer strips accents exactly when it lowercases)."""
+    check_choice(spm_model_file, vocab_file)
     if spm_model_file:
         from data_pipeline.tokenization import AlbertTokenizer
 
-        return AlbertTokenizer(spm_model_file, do_lower_case)
+        return AlbertTokenizer(spm_model_file, do_lower_case, keep_accents)
+    if keep_accents:
+        raise ValueError(
+            f"--keep_accents is for SentencePiece models; with --vocab_file={vocab_file} "
+            f"accents are stripped exactly when --do_lower_case (BERT's basic tokenizer)"
+        )
     from data_pipeline.wordpiece import WordPieceTokenizer
 
     return WordPieceTokenizer(vocab_file, do_lower_case)

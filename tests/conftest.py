@@ -236,3 +236,18 @@ def _float32_policy():
 
     yield
     keras.config.set_dtype_policy("float32")
+
+
+@pytest.fixture(scope="session")
+def wordpiece_vocab(tmp_path_factory):
+    """A 21,128-entry WordPiece vocab.txt like the official Chinese one, learned from the zh
+    and en corpora of ../shared/data by bench/wordpiece.py:build_vocab (as
+    tests/test_wordpiece.py's), or skip."""
+    import wordpiece as bench_wordpiece  # bench/ is on the path (pytest.ini)
+
+    if not (SHARED_DATA / "corpus").is_dir():
+        pytest.skip(f"real data not available: {SHARED_DATA} is absent")
+    path = tmp_path_factory.mktemp("wordpiece-vocab") / "vocab.txt"
+    files = [f for fs in bench_wordpiece.corpus_files(str(SHARED_DATA)).values() for f in fs]
+    bench_wordpiece.build_vocab(files, str(path))
+    return str(path)

@@ -59,10 +59,13 @@ def config(input_file, output_dir, **kw):
 
 
 def cli_args(cfg: DataConfig, **extra):
-    """The command line equal to `cfg` (every DataConfig field) plus `extra` flags."""
+    """The command line equal to `cfg` (every DataConfig field that is set) plus `extra`
+    flags."""
     args = []
     for f in dataclasses.fields(DataConfig):
         value = getattr(cfg, f.name)
+        if value is None:  # an unset flag (the tokenizer file not chosen)
+            continue
         if isinstance(value, bool):
             args.append(f"--{'' if value else 'no'}{f.name}")
         else:

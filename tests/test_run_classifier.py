@@ -274,6 +274,102 @@ def test_chnsenticorp_chinese_end_to_end(tmp_path, shared_data):
     }
 
 
+def test_chnsenticorp_wordpiece_end_to_end(tmp_path, shared_data, wordpiece_vocab):
+    """ChnSentiCorp with a WordPiece vocab.txt (`--vocab_file`, 21,128 entries like the
+    official Chinese ALBERTs'): features, training, evaluation, predictions and the
+    SavedModel (its vocab.txt under assets/, text → ids in the graph as in training).
+    Chinese characters are pieces of their own here (few [UNK]), unlike the German
+    model's above."""
+    from data_pipeline.wordpiece import WordPieceTokenizer
+
+    out = tmp_path / "chn-wp"
+    config = tmp_path / "albert_config.json"
+    config.write_text(json.dumps(dict(TINY, vocab_size=21128)))
+    cmd = [
+        "run_classifier.py",
+        "--task_name=chnsenticorp",
+        f"--data_dir={shared_data / 'chinese' / 'ChnSentiCorp'}",
+        f"--output_dir={out}",
+        f"--vocab_file={wordpiece_vocab}",
+        f"--albert_config_file={config}",
+        f"--export_dir={tmp_path / 'export'}",
+        "--max_seq_length=64",
+        "--train_batch_size=32",
+        "--train_step=10",
+        "--steps_per_loop=10",
+        "--eval_batch_size=200",
+        "--learning_rate=1e-3",
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+    ]
+    run = run_cli(*cmd)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "chnsenticorp train: 9,600 examples" in run.stdout
+    final = json.loads((out / "eval_results.json").read_text())["final"]
+    assert 0.0 <= final["accuracy"] <= 1.0
+    rows = (out / "CHNSENTICORP.tsv").read_text().splitlines()
+    assert len(rows) == 1 + 1200
+    assert {r.split("\t")[1] for r in rows[1:]} <= {"negative", "positive"}
+    # The cached features hold the vocab's ids: [CLS] 101 first, few [UNK] (100).
+    import glob
+
+    import tensorflow as tf
+
+    from data_pipeline.records import read_records
+
+    tok = WordPieceTokenizer(wordpiece_vocab)
+    [cached] = [p for p in glob.glob(f"{out}/cache/**/*.tfrecord", recursive=True) if "dev" in p]
+    ids = [
+        list(tf.train.Example.FromString(r).features.feature["input_ids"].int64_list.value)
+        for r in read_records(cached)
+    ]
+    assert all(row[0] == tok.cls_id for row in ids)
+    flat = [i for row in ids for i in row if i != tok.pad_id]
+    assert flat.count(tok.unk_id) < 0.01 * len(flat)
+    # The SavedModel answers raw Chinese text, tokenizing as training did.
+    exported = tmp_path / "export" / "1"
+    assert (exported / "assets" / "vocab.txt").read_bytes() == open(wordpiece_vocab, "rb").read()
+    import tensorflow_text  # noqa: F401  (its ops, as any client loads them)
+
+    loaded = tf.saved_model.load(str(exported))
+    texts = ["这家酒店的服务很好，房间也干净。", "太差了，再也不来了！Wi-Fi 2024"]
+    answer = loaded.signatures["serving_default"](text_a=tf.constant(texts))
+    assert {v.decode() for v in answer["label"].numpy()} <= {"negative", "positive"}
+    packed = loaded.signatures["tokenize"](text_a=tf.constant(texts), text_b=tf.constant(["", ""]))
+    for row, text in zip(packed["input_ids"].numpy(), texts):
+        want = [tok.cls_id, *tok.encode(text), tok.sep_id]
+        assert list(row[: len(want)]) == want and not row[len(want) :].any()
+
+
+@pytest.mark.parametrize(
+    "runner,extra,tokenizer,message",
+    [
+        ("run_squad.py", ["--predict_file=x.json"], ["vocab"], "SentencePiece models only"),
+        (
+            "run_classifier.py",
+            ["--task_name=chnsenticorp", "--export_dir=e", "--export_format=tflite"],
+            ["vocab"],
+            "on-device exports of WordPiece models are not written yet",
+        ),
+    ],
+)
+def test_tokenizer_flags_one_line_errors(
+    tmp_path, wordpiece_vocab, runner, extra, tokenizer, message
+):
+    """run_squad refuses --vocab_file (its character offsets go through SentencePiece only
+    so far), run_classifier a tflite export of a WordPiece model; nothing is written. (Both
+    or neither of --spm_model_file/--vocab_file: `check_choice`, tested in-process in
+    test_pretraining_wordpiece.py and test_wordpiece.py; a subprocess each costs ~6 s.)"""
+    files = {"vocab": f"--vocab_file={wordpiece_vocab}", "spm": "--spm_model_file=m.model"}
+    args = [f"--output_dir={tmp_path / 'out'}", "--do_train", "--do_predict", *extra]
+    run = run_cli(runner, *args, *(files[t] for t in tokenizer))
+    errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
+    assert run.returncode == 1 and len(errors) == 1, run.stderr[-2000:]
+    assert message in errors[0]
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "task,folder,metric,names",

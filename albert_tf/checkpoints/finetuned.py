@@ -27,13 +27,17 @@ from data_pipeline import filesystem
 
 TASK_FILE = "task.json"
 SPM_FILE = "spm.model"
+VOCAB_FILE = "vocab.txt"  # a WordPiece vocabulary, instead of SPM_FILE
 KINDS = ("classifier", "multiple_choice", "squad")
 
 
-def save_finetuned(model, directory: str, task: dict, spm_model_file: str) -> str:
+def save_finetuned(
+    model, directory: str, task: dict, spm_model_file: str | None, vocab_file: str | None = None
+) -> str:
     """Writes `model` (AlbertClassifier, AlbertMultipleChoice, AlbertQuestionAnswering) and
     `task` (see the module
-    docstring; `kind` is required) as a fine-tuned model directory. Returns `directory`.
+    docstring; `kind` is required) as a fine-tuned model directory, with its vocabulary:
+    the SentencePiece model or (`vocab_file`) the WordPiece vocab.txt. Returns `directory`.
 
     Raises FileExistsError when `directory` exists and is not empty.
     """
@@ -45,29 +49,38 @@ def save_finetuned(model, directory: str, task: dict, spm_model_file: str) -> st
         raise FileExistsError(
             f"export directory {directory} exists and is not empty; give a new one"
         )
-    if not filesystem.exists(spm_model_file):
+    if vocab_file and not filesystem.exists(vocab_file):
+        raise FileNotFoundError(f"WordPiece vocabulary not found: {vocab_file}")
+    if not vocab_file and not filesystem.exists(spm_model_file):
         raise FileNotFoundError(f"SentencePiece model not found: {spm_model_file}")
     if filesystem.is_url(directory):  # no directory rename: built locally, task.json last
         with filesystem.staged_directory(directory, last=(TASK_FILE,)) as tmp:
             save_checkpoint(model, tmp)
-            write_task_files(tmp, task, spm_model_file)
+            write_task_files(tmp, task, spm_model_file, vocab_file)
         return directory
     tmp = directory.rstrip("/") + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     save_checkpoint(model, tmp)
-    write_task_files(tmp, task, spm_model_file)
+    write_task_files(tmp, task, spm_model_file, vocab_file)
     if os.path.isdir(directory):
         os.rmdir(directory)  # empty (checked above)
     os.replace(tmp, directory)
     return directory
 
 
-def write_task_files(directory: str, task: dict, spm_model_file: str | None) -> None:
-    """task.json (and the vocabulary as spm.model, when given) into `directory`, which
-    holds the task model's checkpoint: what makes a checkpoint directory a fine-tuned
-    model directory. Without a vocabulary, exports need --spm_model_file."""
+def write_task_files(
+    directory: str, task: dict, spm_model_file: str | None, vocab_file: str | None = None
+) -> None:
+    """task.json (and the vocabulary as spm.model, or a WordPiece `vocab_file` as vocab.txt,
+    when given) into `directory`, which holds the task model's checkpoint: what makes a
+    checkpoint directory a fine-tuned model directory. Without a vocabulary, exports need
+    --spm_model_file."""
     from data_pipeline.atomic import write_json
 
+    if vocab_file:
+        filesystem.copy(vocab_file, os.path.join(directory, VOCAB_FILE))
+        write_json(os.path.join(directory, TASK_FILE), dict(task, vocab_file=VOCAB_FILE))
+        return
     if spm_model_file:
         filesystem.copy(spm_model_file, os.path.join(directory, SPM_FILE))
     write_json(os.path.join(directory, TASK_FILE), dict(task, spm_model=SPM_FILE))
@@ -99,7 +112,8 @@ def task_model(task: dict, config):
 
 
 def read_task(directory: str) -> dict:
-    """task.json of a fine-tuned model directory, with `spm_model` made a full path."""
+    """task.json of a fine-tuned model directory, with `spm_model` (or, for a WordPiece
+    model, `vocab_file`) made a full path."""
     path = os.path.join(directory, TASK_FILE)
     if not filesystem.exists(path):
         raise FileNotFoundError(
@@ -108,6 +122,9 @@ def read_task(directory: str) -> dict:
         )
     with filesystem.open(path) as f:
         task = json.load(f)
+    if "vocab_file" in task:
+        task["vocab_file"] = os.path.join(directory, task["vocab_file"])
+        return task
     task["spm_model"] = os.path.join(directory, task.get("spm_model", SPM_FILE))
     return task
 

@@ -147,7 +147,17 @@ def define_finetuning_flags(
         save_checkpoints_steps=1000,
     )
     f = flags
-    f.DEFINE_string("spm_model_file", None, "SentencePiece model of the pretrained model.")
+    f.DEFINE_string(
+        "spm_model_file",
+        None,
+        "SentencePiece model of the pretrained model; or give --vocab_file.",
+    )
+    f.DEFINE_string(
+        "vocab_file",
+        None,
+        "WordPiece vocab.txt of the pretrained model (the official Chinese ALBERTs, "
+        "brightmart's albert_zh); or give --spm_model_file.",
+    )
     f.DEFINE_bool("do_lower_case", True, "Lowercase (uncased models).")
     f.DEFINE_integer(
         "max_seq_length", max_seq_length, "Tokens per sequence (truncated as the official code)."
@@ -360,6 +370,12 @@ def check_squad_flags() -> None:
     files, windows and answers."""
     if not (FLAGS.do_train or FLAGS.do_predict or FLAGS.do_eval):
         raise ValueError("nothing to do: give --do_train, --do_predict and/or --do_eval")
+    if FLAGS.vocab_file:
+        raise ValueError(
+            f"--vocab_file={FLAGS.vocab_file}: run_squad takes SentencePiece models only so "
+            "far (answer character offsets through BERT's basic tokenizer are not written "
+            "yet); give --spm_model_file"
+        )
     if FLAGS.do_train and not FLAGS.train_file:
         raise ValueError("--do_train needs --train_file")
     if (FLAGS.do_predict or FLAGS.do_eval) and not FLAGS.predict_file:
@@ -447,16 +463,26 @@ def finetuning_inputs_from_flags(check_flags) -> tuple:
     """The checks run_classifier and run_squad make before their first write (the feature
     cache in OUTPUT_DIR/cache): `check_flags()` (the runner's ranges), the output directory,
     the sequence length against the config's positions and the tokenizer's vocabulary
-    against the config's. Returns (albert_config, tokenizer)."""
-    from data_pipeline.tokenization import AlbertTokenizer
+    against the config's. The tokenizer is --spm_model_file's or --vocab_file's, exactly
+    one (`tokenizer_choice`). Returns (albert_config, tokenizer)."""
+    from data_pipeline.tokenizer_choice import check_choice, tokenizer_for
 
     check_flags()
+    check_choice(FLAGS.spm_model_file, FLAGS.vocab_file)
+    if FLAGS.vocab_file and FLAGS.export_dir and "tflite" in FLAGS.export_format:
+        raise ValueError(
+            f"--export_format tflite with --vocab_file={FLAGS.vocab_file}: on-device exports "
+            "of WordPiece models are not written yet (export --export_format savedmodel)"
+        )
     check_output_dir(FLAGS.output_dir)
     albert_config = albert_config_from_flags()
     check_sequence_length(albert_config, FLAGS.max_seq_length)
-    tokenizer = AlbertTokenizer(FLAGS.spm_model_file, FLAGS.do_lower_case)
-    spm = f"--spm_model_file={FLAGS.spm_model_file}"
-    check_vocab_size(albert_config, tokenizer.vocab_size, spm)
+    tokenizer = tokenizer_for(FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.do_lower_case)
+    if FLAGS.spm_model_file:
+        given = f"--spm_model_file={FLAGS.spm_model_file}"
+    else:
+        given = f"--vocab_file={FLAGS.vocab_file}"
+    check_vocab_size(albert_config, tokenizer.vocab_size, given)
     return albert_config, tokenizer
 
 
@@ -581,7 +607,13 @@ def define_pretraining_flags() -> None:
     flags.DEFINE_string(
         "spm_model_file",
         None,
-        "SentencePiece model of the records (needed for dynamic masking and --export_dir).",
+        "SentencePiece model of the records (needed for dynamic masking and --export_dir); "
+        "or --vocab_file.",
+    )
+    flags.DEFINE_string(
+        "vocab_file",
+        None,
+        "WordPiece vocab.txt of the records (needed for dynamic masking); or --spm_model_file.",
     )
     flags.DEFINE_string(
         "length_buckets",
@@ -637,7 +669,7 @@ def define_classifier_flags() -> None:
         "Fine-tune with seeds seed, seed+1, ...; "
         "eval_results.json reports median, min, max and std.",
     )
-    flags.mark_flags_as_required(["task_name", "output_dir", "spm_model_file"])
+    flags.mark_flags_as_required(["task_name", "output_dir"])
 
 
 def define_squad_flags() -> None:
@@ -682,4 +714,4 @@ def define_squad_flags() -> None:
         "v2.0: a separate SQuAD v2.0 file; the threshold maximizing F1 on "
         "it is reported and applied to --predict_file as well.",
     )
-    flags.mark_flags_as_required(["output_dir", "spm_model_file"])
+    flags.mark_flags_as_required(["output_dir"])

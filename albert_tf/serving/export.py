@@ -200,16 +200,23 @@ def pack(ids_a, ids_b, max_seq_length: int, cls_id: int, sep_id: int, length_awa
 
 
 class _Serving(tf.Module):
-    def __init__(self, model, spm_model_file, do_lower_case, max_seq_length):
+    def __init__(self, model, spm_model_file, do_lower_case, max_seq_length, vocab_file=None):
         super().__init__()
         self.model = model
-        self.tokenizer, self.spm_asset, python_tokenizer = _asset_tokenizer(
-            spm_model_file, do_lower_case
-        )
+        if vocab_file:  # WordPiece: the vocab.txt under assets/ (TextTokenizer)
+            from albert_tf.serving.text_tokenizer import TextTokenizer
+
+            self.text = TextTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case)
+            self.tokenizer = self.text.graph_tokenizer
+            python_tokenizer = self.text.python_tokenizer
+        else:
+            self.tokenizer, self.spm_asset, python_tokenizer = _asset_tokenizer(
+                spm_model_file, do_lower_case
+            )
+            self.sentencepiece = self.tokenizer.sp  # tracked: its resource is saved
+            self.spm_sha256 = tf.constant(python_tokenizer.checksum, name="albert_spm_sha256")
         self.text_tokenizer = python_tokenizer  # (not saved; on-device exports reuse it)
-        self.sentencepiece = self.tokenizer.sp  # tracked: its resource is saved
         self.cls_id, self.sep_id = python_tokenizer.cls_id, python_tokenizer.sep_id
-        self.spm_sha256 = tf.constant(python_tokenizer.checksum, name="albert_spm_sha256")
         self.max_seq_length = max_seq_length
 
     def _ids(self, text):
@@ -257,9 +264,17 @@ def classifier_outputs(logits, labels, regression: bool) -> dict:
 
 class ClassifierServing(_Serving):
     def __init__(
-        self, model, spm_model_file, do_lower_case, max_seq_length, labels, regression, text_pair
+        self,
+        model,
+        spm_model_file,
+        do_lower_case,
+        max_seq_length,
+        labels,
+        regression,
+        text_pair,
+        vocab_file=None,
     ):
-        super().__init__(model, spm_model_file, do_lower_case, max_seq_length)
+        super().__init__(model, spm_model_file, do_lower_case, max_seq_length, vocab_file)
         self.regression = regression
         self.labels = tf.constant(labels or [""])
         self.text_pair = text_pair
@@ -504,8 +519,14 @@ def build_module(
         )
     if task != "encoder" and info.get("kind") != task:
         raise ValueError(f"{init_checkpoint} holds a {info.get('kind')} model, not {task}")
+    vocab_file = None if spm_model_file else info.get("vocab_file")
+    if vocab_file and task != "classifier":
+        raise ValueError(
+            f"{init_checkpoint} has a WordPiece vocabulary: exports of WordPiece models are "
+            f"written for classifiers only so far, not {task}"
+        )
     spm_model_file = spm_model_file or info.get("spm_model")
-    if not spm_model_file:
+    if not (spm_model_file or vocab_file):
         raise ValueError("--spm_model_file is needed (the checkpoint has no vocabulary)")
     max_seq_length = max_seq_length or info.get("max_seq_length") or 128
     do_lower_case = info.get("do_lower_case", True) if do_lower_case is None else do_lower_case
@@ -535,6 +556,7 @@ def build_module(
         info.get("labels"),
         bool(info.get("regression")),
         bool(info.get("text_pair", True)),
+        vocab_file,
     )
 
 
@@ -573,7 +595,15 @@ def export_formats(
     if "savedmodel" in formats:
         paths.append(export(task, init_checkpoint, export_dir, **options))
     if "tflite" in formats:
+        from albert_tf.checkpoints import finetuned
         from albert_tf.serving.litert import export_tflite
+
+        task_file = os.path.join(init_checkpoint, finetuned.TASK_FILE)
+        if filesystem.exists(task_file) and "vocab_file" in finetuned.read_task(init_checkpoint):
+            raise ValueError(
+                f"{task_file}: a WordPiece model; on-device (tflite) exports of WordPiece "
+                f"models are not written yet (export --export_format savedmodel)"
+            )
 
         litert_dir = os.path.join(export_dir, LITERT_DIR)
         paths += export_tflite(task, init_checkpoint, litert_dir, quantize, fixed_length, **options)
@@ -584,14 +614,17 @@ def export_trained(
     model,
     export_dir: str,
     task: dict,
-    spm_model_file: str,
+    spm_model_file: str | None,
     formats=("savedmodel",),
     quantize=("float32",),
+    vocab_file: str | None = None,
     **options,
 ) -> list[str]:
     """A runner's `--export_dir`: `model` (just trained) → fine-tuned model directory →
     SavedModel version `export_dir/N` (with the directory in its assets.extra/finetuned)
-    and/or LiteRT files (`export_formats`). Returns what was written."""
+    and/or LiteRT files (`export_formats`). The vocabulary: `spm_model_file`, or a
+    WordPiece `vocab_file` (classifiers, SavedModel only so far). Returns what was
+    written."""
     import tempfile
     from albert_tf.checkpoints import finetuned
 
@@ -600,7 +633,7 @@ def export_trained(
     scratch = None if filesystem.is_url(export_dir) else export_dir
     with tempfile.TemporaryDirectory(dir=scratch, prefix=".finetuned-") as tmp:
         directory = finetuned.save_finetuned(
-            model, os.path.join(tmp, "model"), task, spm_model_file
+            model, os.path.join(tmp, "model"), task, spm_model_file, vocab_file
         )
         return export_formats(task["kind"], directory, export_dir, formats, quantize, **options)
 

@@ -165,18 +165,19 @@ class WriteShard(beam.DoFn):
     """(shard, its blocks) → (shard, stats): writes the shard and its stats file unless
     they are complete already (then reads the stats back)."""
 
-    def __init__(self, config: DataConfig, fingerprint: str, spm_model: bytes):
+    def __init__(self, config: DataConfig, fingerprint: str, tokenizer_bytes: bytes):
         self.config = config
         self.fingerprint = fingerprint
-        self.spm_model = spm_model  # workers may not see the driver's model path
+        # the SentencePiece model or vocab.txt: workers may not see the driver's path
+        self.tokenizer_bytes = tokenizer_bytes
         self.maker = None
 
     def setup(self):
         with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, os.path.basename(self.config.spm_model_file))
+            path = os.path.join(tmp, os.path.basename(self.config.tokenizer_file))
             with open(path, "wb") as f:
-                f.write(self.spm_model)
-            worker_config = dataclasses.replace(self.config, spm_model_file=path)
+                f.write(self.tokenizer_bytes)
+            worker_config = dataclasses.replace(self.config, **{self.config.tokenizer_field: path})
             self.maker = local.make_instance_maker(worker_config)  # holds the model's bytes
 
     def process(self, element):
@@ -219,13 +220,13 @@ class WriteShard(beam.DoFn):
         yield shard, json.loads(text)
 
 
-def write_meta(shard_stats, config, files, spm_sha256, vocab_size):
+def write_meta(shard_stats, config, files, tokenizer_sha256, vocab_size):
     """Every shard's (shard, stats) → meta_data.json, written last and atomically. (No
     type hints: Beam would read them as the step's element types.)"""
     stats = [s for _, s in sorted(shard_stats, key=lambda item: item[0])]
     if len(stats) != config.num_output_shards:
         raise RuntimeError(f"got {len(stats)} shards' statistics of {config.num_output_shards}")
-    meta = local.meta_data(config, files, stats, spm_sha256, vocab_size)
+    meta = local.meta_data(config, files, stats, tokenizer_sha256, vocab_size)
     path = _join(config.output_dir, local.META_FILE)
     tmp = path + f".tmp-{uuid.uuid4().hex}"
     _write_bytes(tmp, json_text(meta).encode("utf-8"))
@@ -235,14 +236,14 @@ def write_meta(shard_stats, config, files, spm_sha256, vocab_size):
 def build_pipeline(pipeline, config: DataConfig, blocks, fingerprint, files, tokenizer):
     """Adds the job to `pipeline` (a `beam.Pipeline`)."""
     n = config.num_output_shards
-    with open(config.spm_model_file, "rb") as f:
-        spm_model = f.read()
+    with open(config.tokenizer_file, "rb") as f:
+        tokenizer_bytes = f.read()
     work = [(s, tuple(blocks[s::n])) for s in range(n)]
     return (
         pipeline
         | "Shards" >> beam.Create(work, reshuffle=False)
         | "Spread" >> beam.Reshuffle()  # one shard per worker (no fusion with Create)
-        | "WriteShard" >> beam.ParDo(WriteShard(config, fingerprint, spm_model))
+        | "WriteShard" >> beam.ParDo(WriteShard(config, fingerprint, tokenizer_bytes))
         | "AllStats" >> beam.combiners.ToList()
         | "WriteMeta"
         >> beam.Map(write_meta, config, files, tokenizer.checksum, tokenizer.vocab_size)
@@ -280,10 +281,8 @@ def _quiet_direct_runner(settings: BeamSettings):
 def create_pretraining_data_beam(config: DataConfig, settings: BeamSettings) -> dict:
     """Runs the job as a Beam pipeline on `settings.runner` (waiting for it to finish);
     returns the meta data."""
-    from data_pipeline.tokenization import AlbertTokenizer
-
     files = documents_lib.expand_input_files(config.input_file)
-    tokenizer = AlbertTokenizer(config.spm_model_file, config.do_lower_case, config.keep_accents)
+    tokenizer = config.tokenizer()
     fingerprint = local._fingerprint(config, files, tokenizer.checksum)
     blocks = documents_lib.plan_blocks(files, config.block_size, config.input_format)
     options = settings.pipeline_options()

@@ -2,6 +2,7 @@
 
     python -m data_pipeline.pretraining.create_pretraining_data --input_file 'corpus/*.txt' \\
         --output_dir data/pretrain --spm_model_file 30k-clean.model \\
+        (or --vocab_file vocab.txt: a WordPiece vocabulary, as the official Chinese models)
         [--max_seq_length 512 --max_predictions_per_seq 20 --dupe_factor 40 ...] \\
         [--num_workers 8] [--num_output_shards 64] [--num_tasks 4 --task_index 0]
         [--runner beam [--beam_runner DataflowRunner] [--beam_options '...']]
@@ -30,6 +31,12 @@ What it writes is a pure function of the input bytes and the settings (never of
   share the directory (a shared lock) and each task index is exclusive. Worker processes
   die with the tool (Linux): a `kill -9` leaves no orphan still writing.
 
+The tokenizer is a SentencePiece model (`--spm_model_file`) or a WordPiece vocab.txt
+(`--vocab_file`), exactly one (`data_pipeline.tokenizer_choice`). Its kind, file name and
+sha256 are part of the job's fingerprint (shards of another tokenizer are refused) and of
+meta_data.json ("tokenizer"). Whole-word masking takes the word starts from the tokenizer
+(`vocab_tables`): pieces with "▁" for SentencePiece, pieces without "##" for WordPiece.
+
 Memory is bounded by one block part × dupe_factor per worker, whatever the corpus size.
 Nothing here imports TensorFlow (see features.py).
 """
@@ -52,6 +59,7 @@ from data_pipeline import filesystem
 from data_pipeline.atomic import output_lock, write_json
 from data_pipeline.records import AtomicRecordWriter, encode_examples, feature_lengths
 from data_pipeline.pretraining import staging
+from data_pipeline.tokenizer_choice import check_choice, tokenizer_for
 from data_pipeline.pretraining.masking import NgramMasker
 from data_pipeline.pretraining.instances import (
     SENTENCE_ORDERS,
@@ -72,7 +80,7 @@ class DataConfig:
 
     input_file: str
     output_dir: str
-    spm_model_file: str
+    spm_model_file: str | None = None
     do_lower_case: bool = True
     keep_accents: bool = False
     max_seq_length: int = 512
@@ -92,8 +100,15 @@ class DataConfig:
     split_sentences: bool = False
     block_size: int = 1 << 20
     num_output_shards: int = 16
+    vocab_file: str | None = None  # WordPiece vocab.txt, instead of spm_model_file
 
     def __post_init__(self):
+        check_choice(self.spm_model_file, self.vocab_file)
+        if self.vocab_file and self.keep_accents:
+            raise ValueError(
+                f"--keep_accents is for SentencePiece models; with --vocab_file="
+                f"{self.vocab_file} accents are stripped exactly when --do_lower_case"
+            )
         if self.num_output_shards < 1:
             raise ValueError(f"num_output_shards={self.num_output_shards} must be >= 1")
         if self.max_predictions_per_seq > self.max_seq_length:
@@ -110,6 +125,27 @@ class DataConfig:
             dupe_factor=self.dupe_factor,
             sentence_order=self.sentence_order,
             short_seq_scope=self.short_seq_scope,
+        )
+
+    @property
+    def tokenizer_kind(self) -> str:
+        """ "sentencepiece" or "wordpiece" (`tokenizer_choice.tokenizer_kind`)."""
+        return "sentencepiece" if self.spm_model_file else "wordpiece"
+
+    @property
+    def tokenizer_file(self) -> str:
+        """The SentencePiece model or WordPiece vocab.txt."""
+        return self.spm_model_file or self.vocab_file
+
+    @property
+    def tokenizer_field(self) -> str:
+        """The name of the field holding `tokenizer_file`."""
+        return "spm_model_file" if self.spm_model_file else "vocab_file"
+
+    def tokenizer(self):
+        """The tokenizer of these settings (`tokenizer_choice.tokenizer_for`)."""
+        return tokenizer_for(
+            self.spm_model_file, self.vocab_file, self.do_lower_case, self.keep_accents
         )
 
     def shard_name(self, shard: int) -> str:
@@ -146,9 +182,7 @@ def _die_with_parent(parent_pid: int) -> None:
 def make_instance_maker(config: DataConfig) -> InstanceMaker:
     """The tokenizer, masker and instance maker of `config` (one per worker; the masker's
     calibration state is reset at each shard's start by `start_shard`)."""
-    from data_pipeline.tokenization import AlbertTokenizer
-
-    tokenizer = AlbertTokenizer(config.spm_model_file, config.do_lower_case, config.keep_accents)
+    tokenizer = config.tokenizer()
     masker = None
     if not config.dynamic_masking:
         _, _, ordinary = tokenizer.vocab_tables()
@@ -265,13 +299,27 @@ def _stats_path(config: DataConfig, shard: int) -> str:
 # --- the job ---------------------------------------------------------------------------------
 
 
-def _fingerprint(config: DataConfig, files: list[str], spm_sha256: str) -> str:
+def _settings(config: DataConfig) -> dict:
+    """The config as a dict, without `vocab_file` when it is unset: SentencePiece jobs keep
+    the fingerprints and meta_data.json they had before WordPiece existed (they resume)."""
     settings = dataclasses.asdict(config)
+    if settings["vocab_file"] is None:
+        settings.pop("vocab_file")
+    return settings
+
+
+def _fingerprint(config: DataConfig, files: list[str], tokenizer_sha256: str) -> str:
+    """The job's identity: settings (tokenizer kind and file among them), input files and
+    sizes, and the tokenizer file's sha256."""
+    settings = _settings(config)
     settings.pop("output_dir")
     settings["input"] = [
         (f if filesystem.is_url(f) else os.path.abspath(f), filesystem.getsize(f)) for f in files
     ]
-    settings["spm_sha256"] = spm_sha256
+    if config.tokenizer_kind == "sentencepiece":
+        settings["spm_sha256"] = tokenizer_sha256
+    else:
+        settings["tokenizer"] = {"kind": "wordpiece", "sha256": tokenizer_sha256}
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -334,10 +382,16 @@ def _check_existing(config: DataConfig, fingerprint: str) -> None:
 
 
 def meta_data(
-    config: DataConfig, files: list[str], shard_stats: list[dict], spm_sha256: str, vocab_size: int
+    config: DataConfig,
+    files: list[str],
+    shard_stats: list[dict],
+    tokenizer_sha256: str,
+    vocab_size: int,
 ) -> dict:
     """meta_data.json of a complete job: the settings and the sums of every shard's
     statistics (`shard_stats` in shard order). Deterministic: no times, no worker counts.
+    "tokenizer" says which tokenizer wrote the ids ({kind, file (base name), sha256});
+    SentencePiece jobs also keep the older "spm_model_file" and "spm_sha256".
     A ValueError when no instances were made (an empty dataset must not look finished)."""
     read = documents_lib.ReadStats()
     made = InstanceStats()
@@ -347,7 +401,7 @@ def meta_data(
     units = sum(made.ngrams)
     labels = sum(made.labels)
     masked = made.masked_tokens
-    settings = dataclasses.asdict(config)
+    settings = _settings(config)
     for key in ("output_dir", "input_file"):
         settings.pop(key)
     meta = {
@@ -361,8 +415,11 @@ def meta_data(
             config.max_seq_length, config.max_predictions_per_seq, config.dynamic_masking
         ),
         "shards": [{"file": s["shard"], "instances": s["instances"]} for s in shard_stats],
-        "spm_model_file": os.path.basename(config.spm_model_file),
-        "spm_sha256": spm_sha256,
+        "tokenizer": {
+            "kind": config.tokenizer_kind,
+            "file": os.path.basename(config.tokenizer_file),
+            "sha256": tokenizer_sha256,
+        },
         "vocab_size": vocab_size,
         "settings": settings,
         "input": {"files": files, **dataclasses.asdict(read)},
@@ -389,6 +446,9 @@ def meta_data(
             "fraction_1": made.labels[1] / max(labels, 1),
         },
     }
+    if config.tokenizer_kind == "sentencepiece":
+        meta["spm_model_file"] = os.path.basename(config.spm_model_file)
+        meta["spm_sha256"] = tokenizer_sha256
     if not config.dynamic_masking:
         meta["masking"] = {
             "masked_tokens": masked,
@@ -436,12 +496,10 @@ def create_pretraining_data(
     task is complete, meta_data.json. Returns the meta data, or this task's summary.
     Paths may be URLs: the workers then use a local staging directory (`staging.py`;
     `staging_dir`, default a temporary one)."""
-    from data_pipeline.tokenization import AlbertTokenizer
-
     if not 0 <= task_index < num_tasks:
         raise ValueError(f"task_index={task_index} is not in [0, num_tasks={num_tasks})")
     files = documents_lib.expand_input_files(config.input_file)
-    tokenizer = AlbertTokenizer(config.spm_model_file, config.do_lower_case, config.keep_accents)
+    tokenizer = config.tokenizer()
     _check_output_dir(config.output_dir)
     with contextlib.ExitStack() as locks:  # held to the end: one job per output directory
         if num_tasks == 1:
@@ -588,7 +646,17 @@ def _define_flags():
     f = flags
     f.DEFINE_string("input_file", None, "Input text: comma-separated globs (gzip ok).")
     f.DEFINE_string("output_dir", None, "Where the TFRecord shards and meta_data.json go.")
-    f.DEFINE_string("spm_model_file", None, "SentencePiece model (ALBERT special pieces).")
+    f.DEFINE_string(
+        "spm_model_file",
+        None,
+        "SentencePiece model (ALBERT special pieces); or give --vocab_file.",
+    )
+    f.DEFINE_string(
+        "vocab_file",
+        None,
+        "WordPiece vocab.txt (BERT's basic tokenizer + WordPiece, as the official Chinese "
+        "ALBERTs); or give --spm_model_file.",
+    )
     f.DEFINE_bool("do_lower_case", True, "Lowercase the text (uncased models).")
     f.DEFINE_bool("keep_accents", False, "Keep combining accents (official: strip).")
     f.DEFINE_integer("max_seq_length", 512, "Maximum sequence length.")
@@ -643,13 +711,8 @@ def _define_flags():
         "beam_options", None, "With --runner beam: Beam pipeline options, passed through."
     )
     # Official flags kept so existing command lines run unchanged.
-    f.DEFINE_string(
-        "vocab_file",
-        None,
-        "Official flag, accepted and unused: the SentencePiece model holds the vocabulary.",
-    )
     f.DEFINE_bool("random_next_sentence", False, "Official flag: true means --sentence_order nsp.")
-    for name in ("input_file", "output_dir", "spm_model_file"):
+    for name in ("input_file", "output_dir"):
         f.mark_flag_as_required(name)
     return f.FLAGS
 

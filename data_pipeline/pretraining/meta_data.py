@@ -1,12 +1,13 @@
 """The settings a pretraining run reads its records with, from the records' own description.
 
 create_pretraining_data writes `meta_data.json` beside the shards: sequence length,
-predictions per sequence, dynamic masking, sentence order, the SentencePiece model's
-sha256 and the masking options. That file is the source of truth: `pretraining_data`
-reads it (every directory's, when the shards lie in several) and returns the settings.
-A setting the caller gives as well (a runner's flag) may only repeat it: a contradiction
-is a ValueError of one line naming the file. Records without meta_data.json (the official
-tool's) are described by their first record (lengths) and the caller (dynamic masking).
+predictions per sequence, dynamic masking, sentence order, the tokenizer (kind:
+SentencePiece or WordPiece, file name, sha256) and the masking options. That file is the
+source of truth: `pretraining_data` reads it (every directory's, when the shards lie in
+several) and returns the settings. A setting the caller gives as well (a runner's flag)
+may only repeat it: a contradiction is a ValueError of one line naming the file. Records
+without meta_data.json (the official tool's) are described by their first record (lengths)
+and the caller (dynamic masking).
 
 The first record of every file is checked against the settings too, so that a shard of
 another length is named here rather than failing as a parse error inside tf.data.
@@ -29,7 +30,7 @@ CHECKED = LENGTHS + ("dynamic_masking", "do_lower_case")
 # meta_data.json "settings" that configure dynamic masking as the writer masked.
 MASKING_OPTIONS = ("masked_lm_prob", "ngram", "favor_shorter_ngram", "do_whole_word_mask")
 # Summarized into a run's run_config.json.
-SUMMARY = ("instances", "sentence_order", "dynamic_masking", "spm_sha256")
+SUMMARY = ("instances", "sentence_order", "dynamic_masking", "spm_sha256", "tokenizer")
 DEFAULT_MAX_PREDICTIONS = 20  # dynamic masking of records that do not say (official value)
 
 
@@ -42,7 +43,10 @@ class PretrainingData:
     do_lower_case: the casing the records were tokenized with (None: not known).
     sentence_order: "sop", "nsp" or "none" (no sentence-order loss).
     masking: NgramMasker options the records were written with (dynamic masking).
-    spm_sha256: the SentencePiece model the records were written with (None: not known).
+    spm_sha256: the SentencePiece model the records were written with (None: not known
+      or WordPiece).
+    tokenizer: {kind, sha256, file?} of the tokenizer the records were written with (None:
+      not known; records of before WordPiece have spm_sha256 only).
     meta_file: the meta_data.json these come from (None: the records alone).
     summary: the parts of meta_data.json a run records in its run_config.json.
     """
@@ -54,6 +58,7 @@ class PretrainingData:
     sentence_order: str = "sop"
     masking: dict = dataclasses.field(default_factory=dict)
     spm_sha256: str | None = None
+    tokenizer: dict | None = None
     meta_file: str | None = None
     summary: dict | None = None
 
@@ -63,12 +68,25 @@ class PretrainingData:
         return 0.0 if self.sentence_order == "none" else 1.0
 
     def check_vocabulary(self, tokenizer, flag: str = "--spm_model_file") -> None:
-        """ValueError unless `tokenizer` is the SentencePiece model the records were
-        written with (masks drawn or text exported with another vocabulary are wrong)."""
-        if self.spm_sha256 and tokenizer.checksum != self.spm_sha256:
+        """ValueError unless `tokenizer` is the one the records were written with, same
+        kind and same file bytes (masks drawn or text exported with another vocabulary
+        are wrong)."""
+        from data_pipeline.tokenizer_choice import tokenizer_kind
+
+        if not self.tokenizer:
+            return
+        names = {"sentencepiece": "SentencePiece model", "wordpiece": "WordPiece vocab.txt"}
+        kind, sha = self.tokenizer.get("kind", "sentencepiece"), self.tokenizer.get("sha256")
+        given = tokenizer_kind(tokenizer)
+        if kind != given:
+            raise ValueError(
+                f"{self.meta_file}: the records were written with a {names.get(kind, kind)}, "
+                f"but {flag} is a {names[given]}"
+            )
+        if sha and tokenizer.checksum != sha:
             raise ValueError(
                 f"{self.meta_file}: the records were written with a "
-                f"SentencePiece model of sha256 {self.spm_sha256[:16]}..., "
+                f"{names[given]} of sha256 {sha[:16]}..., "
                 f"but {flag} has sha256 {tokenizer.checksum[:16]}..."
             )
 
@@ -137,6 +155,12 @@ def pretraining_data(files: list[str], **given) -> PretrainingData:
         sentence_order=main.get("sentence_order", "sop"),
         masking={k: settings[k] for k in MASKING_OPTIONS if k in settings},
         spm_sha256=main.get("spm_sha256"),
+        tokenizer=main.get("tokenizer")
+        or (
+            {"kind": "sentencepiece", "sha256": main["spm_sha256"]}
+            if "spm_sha256" in main
+            else None
+        ),
         meta_file=metas[0][0] if metas else None,
         summary={k: main[k] for k in SUMMARY if k in main} if metas else None,
     )

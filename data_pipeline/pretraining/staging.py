@@ -37,8 +37,8 @@ from data_pipeline import filesystem
 
 
 def needed(config, files: list[str]) -> bool:
-    """Whether the job touches a URL (its inputs, SentencePiece model or output directory)."""
-    paths = [config.output_dir, config.spm_model_file, *files]
+    """Whether the job touches a URL (its inputs, tokenizer file or output directory)."""
+    paths = [config.output_dir, config.tokenizer_file, *files]
     return any(filesystem.is_url(p) for p in paths)
 
 
@@ -84,9 +84,10 @@ def staged(config, files: list[str], root: str | None = None) -> Iterator[Stagin
                 path = local
             local_files.append(path)
         changes = {}
-        if filesystem.is_url(config.spm_model_file):
-            changes["spm_model_file"] = os.path.join(root, "spm.model")
-            filesystem.copy(config.spm_model_file, changes["spm_model_file"])
+        if filesystem.is_url(config.tokenizer_file):
+            name = "spm.model" if config.spm_model_file else "vocab.txt"
+            changes[config.tokenizer_field] = os.path.join(root, name)
+            filesystem.copy(config.tokenizer_file, changes[config.tokenizer_field])
         if filesystem.is_url(config.output_dir):
             changes["output_dir"] = os.path.join(root, "output")
             os.makedirs(os.path.join(changes["output_dir"], "stats"), exist_ok=True)

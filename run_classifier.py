@@ -68,6 +68,8 @@ def _main() -> int:
     from data_pipeline.classification import metrics
     from data_pipeline.classification.features import task_features
 
+    shared_flags.resolve_tokenizer_flags()
+
     logging.set_verbosity(logging.WARNING)
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         raise ValueError("nothing to do: give --do_train, --do_eval and/or --do_predict")

@@ -48,6 +48,8 @@ def _main() -> int:
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
     from data_pipeline.pretraining.meta_data import find_corrupt, pretraining_data
 
+    shared_flags.resolve_tokenizer_flags()
+
     # Everything is checked before the first write (setup_run creates the output directory).
     shared_flags.check_pretraining_flags()
     shared_flags.check_output_dir(FLAGS.output_dir)

@@ -98,6 +98,8 @@ def _main() -> int:
     from data_pipeline.squad.data import read_squad_files, squad_features
     from data_pipeline.squad.postprocess import write_predictions
 
+    shared_flags.resolve_tokenizer_flags()
+
     v2 = FLAGS.version_2_with_negative
     version = "2.0" if v2 else "1.1"
     # --recipe: sets what the user did not give, first. The head's dropout is no flag.

@@ -1,27 +1,32 @@
 """The one tokenizer choice: a SentencePiece model (`--spm_model_file`) or a WordPiece
-vocabulary (`--vocab_file`), exactly one, as the official flags. Both tokenizers have one
-interface (encode, encode_batch, tokenize, the special ids, vocab_size, checksum,
-vocab_tables, graph_tokenizer), so callers never branch on the kind."""
+vocabulary (`--vocab_file`), as the official flags. With both, the SentencePiece model is
+the tokenizer and the vocab file is not read: the official FullTokenizer does the same, and
+official command lines pass both (`--vocab_file=30k-clean.vocab
+--spm_model_file=30k-clean.model`). Both tokenizers have one interface (encode,
+encode_batch, tokenize, the special ids, vocab_size, checksum, vocab_tables,
+graph_tokenizer), so callers never branch on the kind."""
 
 from __future__ import annotations
 
 
+def chosen_files(spm_model_file: str | None, vocab_file: str | None) -> tuple:
+    """(spm_model_file, vocab_file) with exactly one set: the SentencePiece model when it
+    is given (the vocab file is then not read), else the vocab file; a one-line ValueError
+    when neither is given (empty strings count as not given: unset flags)."""
+    if spm_model_file:
+        return spm_model_file, None
+    if vocab_file:
+        return None, vocab_file
+    raise ValueError(
+        "give a tokenizer: --spm_model_file (SentencePiece) or --vocab_file (WordPiece "
+        "vocab.txt); neither given"
+    )
+
+
 def check_choice(spm_model_file: str | None, vocab_file: str | None) -> None:
-    """A one-line ValueError unless exactly one of the two files is given (empty strings
-    count as not given: unset flags). For callers that check settings before they build
-    the tokenizer (a data job's config)."""
-    if bool(spm_model_file) == bool(vocab_file):
-        given = "both" if spm_model_file else "neither"
-        detail = (
-            f" ({spm_model_file} and {vocab_file}; with a SentencePiece model drop "
-            f"--vocab_file, its .vocab is not read)"
-            if spm_model_file
-            else ""
-        )
-        raise ValueError(
-            f"give exactly one tokenizer: --spm_model_file (SentencePiece) or --vocab_file "
-            f"(WordPiece vocab.txt); {given} given{detail}"
-        )
+    """`chosen_files`' check alone, for callers that check settings before they build the
+    tokenizer (a data job's config)."""
+    chosen_files(spm_model_file, vocab_file)
 
 
 def tokenizer_for(
@@ -32,9 +37,10 @@ def tokenizer_for(
 ):
     """`AlbertTokenizer(spm_model_file, do_lower_case, keep_accents)` or
     `WordPieceTokenizer(vocab_file, do_lower_case)`; a one-line ValueError when both or
-    neither file is given (`check_choice`), or `keep_accents` with a WordPiece vocabulary
-    (BERT's basic tokenizer strips accents exactly when it lowercases)."""
-    check_choice(spm_model_file, vocab_file)
+    no file is given (`chosen_files`: with both, the SentencePiece model), or `keep_accents`
+    with a WordPiece vocabulary (BERT's basic tokenizer strips accents exactly when it
+    lowercases)."""
+    spm_model_file, vocab_file = chosen_files(spm_model_file, vocab_file)
     if spm_model_file:
         from data_pipeline.tokenization import AlbertTokenizer
 

@@ -108,10 +108,12 @@ def test_another_tokenizer_is_refused_in_the_same_directory(job, tok):
         )
 
 
-def test_exactly_one_tokenizer_file(job):
-    for spm, vocab, word in [(None, None, "neither"), ("a.model", "v.txt", "both")]:
-        with pytest.raises(ValueError, match=f"exactly one tokenizer.*{word} given"):
-            dataclasses.replace(job["cfg"], spm_model_file=spm, vocab_file=vocab)
+def test_one_tokenizer_the_sentencepiece_model_first(job):
+    with pytest.raises(ValueError, match="give a tokenizer.*neither given"):
+        dataclasses.replace(job["cfg"], spm_model_file=None, vocab_file=None)
+    # Both (official command lines pass the model's .vocab too): the model is the tokenizer.
+    both = dataclasses.replace(job["cfg"], spm_model_file="a.model")
+    assert both.vocab_file is None and both.spm_model_file == "a.model"
     with pytest.raises(ValueError, match="--keep_accents is for SentencePiece"):
         dataclasses.replace(job["cfg"], keep_accents=True)
 

@@ -459,12 +459,20 @@ def check_records_vocabulary(albert_config, files: list[str]) -> None:
             check_vocab_size(albert_config, meta["vocab_size"], f"{path}: the records' vocabulary")
 
 
+def resolve_tokenizer_flags() -> None:
+    """With --spm_model_file, --vocab_file is not read (the official precedence, and
+    official command lines pass both: `data_pipeline.tokenizer_choice`); it is dropped so
+    that every later check sees the one tokenizer. Runners call this first."""
+    if "vocab_file" in FLAGS and FLAGS.spm_model_file and FLAGS.vocab_file:
+        FLAGS.vocab_file = None
+
+
 def finetuning_inputs_from_flags(check_flags) -> tuple:
     """The checks run_classifier and run_squad make before their first write (the feature
     cache in OUTPUT_DIR/cache): `check_flags()` (the runner's ranges), the output directory,
     the sequence length against the config's positions and the tokenizer's vocabulary
-    against the config's. The tokenizer is --spm_model_file's or --vocab_file's, exactly
-    one (`tokenizer_choice`). Returns (albert_config, tokenizer)."""
+    against the config's. The tokenizer is --spm_model_file's or else --vocab_file's
+    (`tokenizer_choice`). Returns (albert_config, tokenizer)."""
     from data_pipeline.tokenizer_choice import check_choice, tokenizer_for
 
     check_flags()

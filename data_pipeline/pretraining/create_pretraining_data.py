@@ -32,10 +32,11 @@ What it writes is a pure function of the input bytes and the settings (never of
   die with the tool (Linux): a `kill -9` leaves no orphan still writing.
 
 The tokenizer is a SentencePiece model (`--spm_model_file`) or a WordPiece vocab.txt
-(`--vocab_file`), exactly one (`data_pipeline.tokenizer_choice`). Its kind, file name and
-sha256 are part of the job's fingerprint (shards of another tokenizer are refused) and of
-meta_data.json ("tokenizer"). Whole-word masking takes the word starts from the tokenizer
-(`vocab_tables`): pieces with "▁" for SentencePiece, pieces without "##" for WordPiece.
+(`--vocab_file`; with both, the model, as officially: `data_pipeline.tokenizer_choice`).
+Its kind, file name and sha256 are part of the job's fingerprint (shards of another
+tokenizer are refused) and of meta_data.json ("tokenizer"). Whole-word masking takes the
+word starts from the tokenizer (`vocab_tables`): pieces with "▁" for SentencePiece,
+pieces without "##" for WordPiece.
 
 Memory is bounded by one block part × dupe_factor per worker, whatever the corpus size.
 Nothing here imports TensorFlow (see features.py).
@@ -104,6 +105,8 @@ class DataConfig:
 
     def __post_init__(self):
         check_choice(self.spm_model_file, self.vocab_file)
+        if self.spm_model_file and self.vocab_file:  # the model is the tokenizer (official)
+            object.__setattr__(self, "vocab_file", None)
         if self.vocab_file and self.keep_accents:
             raise ValueError(
                 f"--keep_accents is for SentencePiece models; with --vocab_file="

@@ -245,7 +245,6 @@ def main(argv=None) -> int:
     parser.add_argument("--oracle", action="store_true")
     parser.add_argument("--json_out", default=None)
     args = parser.parse_args(argv)
-    sys.path.insert(0, ROOT)
     from data_pipeline.wordpiece import WordPieceTokenizer
 
     corpora = corpus_files()

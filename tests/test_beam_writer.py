@@ -131,7 +131,9 @@ def test_beam_resumes_a_local_run_and_skips_complete_shards(job):
 def test_beam_refuses_shards_of_other_settings(job):
     cfg = dataclasses.replace(job["cfg"], output_dir=str(job["base"] / "other"), random_seed=7)
     shutil.copytree(job["cfg"].output_dir, cfg.output_dir)
+    before = digests(cfg.output_dir)
     _one_line_error(beam_tool(cli_args(cfg, runner="beam")), "made from other inputs or settings")
+    assert before and digests(cfg.output_dir) == before  # nothing of the other job touched
 
 
 def test_cli_beam_empty_input_is_a_one_line_error(tmp_path):
@@ -175,6 +177,7 @@ def test_cli_beam_without_apache_beam_says_how_to_install(tmp_path):
     )
     out = run_cli("-c", blocked, *cli_args(cfg, runner="beam"))
     _one_line_error(out, "needs Apache Beam", "requirements-beam.txt")
+    assert out.returncode == 1 and not os.path.exists(cfg.output_dir)
 
 
 def test_without_tensorflow_urls_go_through_beams_filesystems(tmp_path):

@@ -238,19 +238,17 @@ def test_num_runs_reports_median_and_spread_over_seeds(tmp_path, shared_data):
     assert any(not np.array_equal(a.get_tensor(k), b.get_tensor(k)) for k in keys)
 
 
-@pytest.mark.slow
-def test_chnsenticorp_chinese_end_to_end(tmp_path, shared_data):
-    """Chinese sentiment end to end; the vocabulary is the German ALBERT model's, so most
-    characters are <unk> — this checks the plumbing and the labels, not accuracy."""
-    out = tmp_path / "chn"
+def _chnsenticorp(tmp_path, shared_data, out, tokenizer_flag, vocab_size, *extra):
+    """run_classifier on ChnSentiCorp (tiny model, 10 steps) with `tokenizer_flag`; checks
+    the run, its evaluation and its 1,200 test predictions."""
     config = tmp_path / "albert_config.json"
-    config.write_text(json.dumps(TINY))
-    cmd = [
+    config.write_text(json.dumps(dict(TINY, vocab_size=vocab_size)))
+    run = run_cli(
         "run_classifier.py",
         "--task_name=chnsenticorp",
         f"--data_dir={shared_data / 'chinese' / 'ChnSentiCorp'}",
         f"--output_dir={out}",
-        f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+        tokenizer_flag,
         f"--albert_config_file={config}",
         "--max_seq_length=64",
         "--train_batch_size=32",
@@ -261,17 +259,24 @@ def test_chnsenticorp_chinese_end_to_end(tmp_path, shared_data):
         "--do_train",
         "--do_eval",
         "--do_predict",
-    ]
-    run = run_cli(*cmd)
+        *extra,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "chnsenticorp train: 9,600 examples" in run.stdout
     final = json.loads((out / "eval_results.json").read_text())["final"]
     assert 0.0 <= final["accuracy"] <= 1.0
     rows = (out / "CHNSENTICORP.tsv").read_text().splitlines()
-    assert len(rows) == 1 + 1200 and {r.split("\t")[1] for r in rows[1:]} <= {
-        "negative",
-        "positive",
-    }
+    assert len(rows) == 1 + 1200
+    assert {r.split("\t")[1] for r in rows[1:]} <= {"negative", "positive"}
+    return run
+
+
+@pytest.mark.slow
+def test_chnsenticorp_chinese_end_to_end(tmp_path, shared_data):
+    """Chinese sentiment end to end; the vocabulary is the German ALBERT model's, so most
+    characters are <unk> — this checks the plumbing and the labels, not accuracy."""
+    spm = f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}"
+    _chnsenticorp(tmp_path, shared_data, tmp_path / "chn", spm, TINY["vocab_size"])
 
 
 def test_chnsenticorp_wordpiece_end_to_end(tmp_path, shared_data, wordpiece_vocab):
@@ -283,34 +288,8 @@ def test_chnsenticorp_wordpiece_end_to_end(tmp_path, shared_data, wordpiece_voca
     from data_pipeline.wordpiece import WordPieceTokenizer
 
     out = tmp_path / "chn-wp"
-    config = tmp_path / "albert_config.json"
-    config.write_text(json.dumps(dict(TINY, vocab_size=21128)))
-    cmd = [
-        "run_classifier.py",
-        "--task_name=chnsenticorp",
-        f"--data_dir={shared_data / 'chinese' / 'ChnSentiCorp'}",
-        f"--output_dir={out}",
-        f"--vocab_file={wordpiece_vocab}",
-        f"--albert_config_file={config}",
-        f"--export_dir={tmp_path / 'export'}",
-        "--max_seq_length=64",
-        "--train_batch_size=32",
-        "--train_step=10",
-        "--steps_per_loop=10",
-        "--eval_batch_size=200",
-        "--learning_rate=1e-3",
-        "--do_train",
-        "--do_eval",
-        "--do_predict",
-    ]
-    run = run_cli(*cmd)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "chnsenticorp train: 9,600 examples" in run.stdout
-    final = json.loads((out / "eval_results.json").read_text())["final"]
-    assert 0.0 <= final["accuracy"] <= 1.0
-    rows = (out / "CHNSENTICORP.tsv").read_text().splitlines()
-    assert len(rows) == 1 + 1200
-    assert {r.split("\t")[1] for r in rows[1:]} <= {"negative", "positive"}
+    vocab = f"--vocab_file={wordpiece_vocab}"
+    _chnsenticorp(tmp_path, shared_data, out, vocab, 21128, f"--export_dir={tmp_path / 'export'}")
     # The cached features hold the vocab's ids: [CLS] 101 first, few [UNK] (100).
     import glob
 

@@ -18,6 +18,10 @@ Cases (each one process, so that its peak RSS and TensorFlow state are its own):
   savedmodel  our exported classifier's serving_default on raw strings (tokenizer in the
               graph); exported once per task and dtype before the rounds. Its peers'
               columns repeat the infer figures.
+  litert      the same classifier as a float32 LiteRT file (tokenizer in the file,
+              XNNPack on every core) through LiteModel.classify: our on-device export,
+              also a CPU server's fastest batch-1 path. float32 only; exported once per
+              task before the rounds; its peers' columns repeat the infer figures.
   train       fine-tuning examples/s at --train_batch over --warmup untimed then --reps ×
               --steps timed steps: our Trainer + ClassificationTask, length-aware against
               padded batches; KerasHub fit; HF AdamW with dynamic padding.
@@ -113,18 +117,27 @@ def group(args, task: str, case: str, batch: int) -> list[tuple[str, list[str]]]
             cmd += ["--saved_model", saved_model_dir(args, task, dtype)]
             ours.append((f"ours {dtype}", cmd + ["--probs_out", f"{probs}.npy"]))
             continue
+        if case == "litert":  # the file's weights are float32 whatever --dtype says
+            if dtype == "float32":
+                cmd += ["--litert_file", litert_file(args, task)]
+                ours.append((f"ours {dtype}", cmd + ["--probs_out", f"{probs}.npy"]))
+            continue
         for variant, column, runs in (("length_aware", "ours", ours), ("padded", "padded", padded)):
             keep = ["--probs_out", f"{probs}-{variant}.npy"] if case == "infer" else []
             runs.append((f"{column} {dtype}", cmd + ["--variant", variant, *keep]))
     peers = [
         (peer, [args.python[peer], os.path.join(HERE, SCRIPTS[peer]), *shared])
-        for peer in (args.peers if case != "savedmodel" else [])
+        for peer in (args.peers if case not in ("savedmodel", "litert") else [])
     ]
     return peers[:1] + ours + padded + peers[1:]
 
 
 def saved_model_dir(args, task: str, dtype: str) -> str:
     return os.path.join(args.work, f"saved_model-{task}-{dtype}")
+
+
+def litert_file(args, task: str) -> str:
+    return os.path.join(args.work, f"litert-{task}", "classifier-float32.tflite")
 
 
 def probability_diffs(args) -> dict:
@@ -142,6 +155,7 @@ def probability_diffs(args) -> dict:
                 for case, path in (
                     ("infer", base.format("infer", "-length_aware")),
                     ("savedmodel", base.format("savedmodel", "")),
+                    ("litert", base.format("litert", "")),
                 ):
                     if os.path.exists(path) and np.load(path).shape == padded.shape:
                         diffs[(task, case, batch, dtype)] = float(
@@ -166,7 +180,7 @@ def ratio(a, b):
 def summarize(args, results: dict, task, case, batch, dtype) -> dict:
     """One table row's figures: examples/s (squad: questions/s) of ours, padded and each
     peer (medians over rounds); their tokens computed/present, latencies and peak RSS."""
-    peer_case = "infer" if case == "savedmodel" else case
+    peer_case = "infer" if case in ("savedmodel", "litert") else case
     found = {"ours": results.get((task, case, batch, f"ours {dtype}"), [])}
     found["padded"] = results.get((task, case, batch, f"padded {dtype}"), [])
     found.update({p: results.get((task, peer_case, batch, p), []) for p in args.peers})
@@ -241,6 +255,11 @@ def targets(rows: list[dict]) -> None:
     checks = [
         ("SST-2 infer b32: ours / best peer ≥ 2", ratio(b32.get("ours"), b32.get("best")), 2.0),
         ("SST-2 infer b1: ours / our padded ≥ 2.5", ratio(b1.get("ours"), b1.get("padded")), 2.5),
+        (
+            "SST-2 LiteRT float32 b1: ours / our padded (in-process) ≥ 2.5",
+            ratio(find("sst-2", "litert", 1).get("ours"), b1.get("padded")),
+            2.5,
+        ),
         (
             "SST-2 infer b32: ours bf16 / ours fp32 ≥ 1.6",
             ratio(find("sst-2", "infer", 32, "bfloat16").get("ours"), b32.get("ours")),
@@ -329,6 +348,11 @@ def main():
                     cmd += ["--dtype", dtype, "--seq", str(args.seq), "--spm", args.spm]
                     cmd += ["--saved_model", saved_model_dir(args, task, dtype)]
                     run(cmd, f"export {task} {dtype}")
+        if "litert" in args.cases and "float32" in args.dtype:
+            for task in args.tasks:
+                cmd = [sys.executable, CASES, "--mode", "export_litert", "--task", task]
+                cmd += ["--seq", str(args.seq), "--spm", args.spm]
+                run(cmd + ["--litert_file", litert_file(args, task)], f"export {task} LiteRT")
         for r in range(args.rounds):
             for (task, case, batch), order in plan(args):
                 for column, cmd in order if r % 2 == 0 else order[::-1]:

@@ -27,7 +27,13 @@ savedmodel  `serving_default` of the exported classifier (albert_tf.serving.expo
             raw strings, batches of consecutive dev examples; `--saved_model` names the
             export directory (exported here first when it holds none: the export is then
             part of this process's peak RSS).
-export      writes that SavedModel (`export_trained` of the random-weight model).
+export      writes that SavedModel (`export_trained` of the random-weight model);
+export_litert  writes the LiteRT file below.
+litert      the same classifier as a float32 LiteRT file (albert_tf.serving.litert: the
+            SentencePiece tokenizer in the file, each request padded to its longest row;
+            XNNPack, every core) through `LiteModel.classify` on raw strings, batches of
+            consecutive dev examples; `--litert_file` names it (exported here first when
+            absent). float32 only: the file's weights are float32 whatever --dtype says.
 train       fine-tuning steps with our Trainer and ClassificationTask (as run_classifier
             builds them: AdamW, lr 2e-5, classifier dropout 0.1, no XLA, one loop per step)
             on `--limit` train examples drawn at random (seed 0; 0: as many as the steps
@@ -257,6 +263,67 @@ def savedmodel(args, result, examples, labels, tokenizer):
     return rates(result, len(examples), passes, latencies), out["probs"]
 
 
+def export_litert(args, labels, pair: bool) -> str:
+    """The random-weight classifier as a float32 .tflite at --litert_file (through a
+    fine-tuned directory beside it, as `export_tflite` reads one); its path."""
+    import shutil
+
+    from albert_tf.checkpoints.finetuned import save_finetuned
+    from albert_tf.serving.litert import export_tflite
+
+    directory = os.path.dirname(os.path.abspath(args.litert_file))
+    finetuned = os.path.join(directory, "finetuned")
+    shutil.rmtree(finetuned, ignore_errors=True)
+    model = build_classifier(args, labels)
+    save_finetuned(model, finetuned, serving_task(args, labels, pair), args.spm)
+    (path,) = export_tflite("classifier", finetuned, directory, "float32")
+    os.replace(path, args.litert_file)
+    os.replace(path + ".json", args.litert_file + ".json")
+    return args.litert_file
+
+
+def litert(args, result, examples, labels, tokenizer):
+    """`LiteModel.classify` on raw strings, batches of consecutive examples."""
+    import numpy as np
+    from albert_tf.serving.tflite_predict import LiteModel
+    from data_pipeline.classification.features import convert_examples
+
+    pair = examples[0].text_b is not None
+    if not os.path.exists(args.litert_file):
+        export_litert(args, labels, pair)
+        result["exported_here"] = True
+    lite = LiteModel(args.litert_file)
+    requests = []
+    for i in range(0, len(examples), args.batch):
+        chunk = examples[i : i + args.batch]
+        requests.append(([e.text_a for e in chunk], [e.text_b for e in chunk] if pair else None))
+    key = "score" if labels is None else "probabilities"
+    out = {}
+
+    def one_pass(latencies):
+        probs = []
+        for text_a, text_b in requests:
+            t = time.perf_counter()
+            probs.append(np.asarray(lite.classify(text_a, text_b)[key]))
+            latencies.append(time.perf_counter() - t)
+        out["probs"] = np.concatenate(probs)
+
+    passes, latencies, first = timed_passes(one_pass, args.reps)
+    lengths = convert_examples(examples, tokenizer, args.seq, labels)["input_mask"].sum(1)
+    computed = sum(
+        len(lengths[i : i + args.batch]) * int(lengths[i : i + args.batch].max())
+        for i in range(0, len(examples), args.batch)
+    )
+    result.update(
+        api="LiteModel(file).classify(text_a[, text_b]) (ai-edge-litert, XNNPack, every core)",
+        litert_file=args.litert_file,
+        warmup_pass_s=round(first, 3),
+        tokens_computed=computed,
+        tokens_present=int(lengths.sum()),
+    )
+    return rates(result, len(examples), passes, latencies), out["probs"]
+
+
 def train(args, result, labels, tokenizer):
     """Fine-tuning steps with the Trainer; examples/s from its per-loop timing."""
     import shutil
@@ -354,7 +421,10 @@ def squad(args, result):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", choices=list(FOLDERS), default="sst-2")
-    p.add_argument("--mode", choices=["infer", "savedmodel", "export", "train", "squad"])
+    p.add_argument(
+        "--mode",
+        choices=["infer", "savedmodel", "export", "litert", "export_litert", "train", "squad"],
+    )
     p.add_argument("--variant", choices=["padded", "length_aware"], default="length_aware")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--limit", type=int, default=0, help="examples (0: dev set / what steps need)")
@@ -367,6 +437,7 @@ def main():
     p.add_argument("--config", default="base")
     p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     p.add_argument("--saved_model", default="/tmp/real_text_saved_model")
+    p.add_argument("--litert_file", default="/tmp/real_text_litert/classifier.tflite")
     p.add_argument("--probs_out", help="write the probabilities here (.npy)")
     args = p.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -380,7 +451,9 @@ def main():
         system="ours",
         task=args.task,
         mode=args.mode,
-        variant="savedmodel" if args.mode in ("savedmodel", "export") else args.variant,
+        variant={"export": "savedmodel", "export_litert": "litert"}.get(args.mode, args.mode)
+        if args.mode in ("savedmodel", "export", "litert", "export_litert")
+        else args.variant,
         batch=args.batch,
         seq=args.seq,
         dtype=args.dtype,
@@ -408,7 +481,12 @@ def main():
         result["saved_model"] = export(args, labels, examples[0].text_b is not None)
         result["export_s"] = round(time.perf_counter() - start, 3)
         return emit(result)
-    run = infer if args.mode == "infer" else savedmodel
+    if args.mode == "export_litert":
+        start = time.perf_counter()
+        result["litert_file"] = export_litert(args, labels, examples[0].text_b is not None)
+        result["export_s"] = round(time.perf_counter() - start, 3)
+        return emit(result)
+    run = {"infer": infer, "savedmodel": savedmodel, "litert": litert}[args.mode]
     result, probs = run(args, result, examples, labels, tokenizer)
     if args.probs_out:
         np.save(args.probs_out, probs)

@@ -3,8 +3,8 @@
 The fine-tuning runners predict several times with one model (an evaluation every
 `eval_every` steps, then the dev, test and tuning sets); each call would trace a new
 `tf.function`, and the last, shorter batch another. So the traced forward pass is kept per
-model (a weak reference: it goes with the model) and traced with `reduce_retracing`, and
-every later call reuses it.
+model (a weak reference: it goes with the model) and traced once with every dimension left
+open (any batch size and length), and every later call reuses it.
 
 Batches grouped by length (data_pipeline.length_buckets) come in several lengths: their
 per-token arrays (SQuAD's start/end logits and the features carried with them) are padded
@@ -71,7 +71,14 @@ def _results(model, dataset, strategy, batch_size):
     if strategy is None or strategy is tf.distribute.get_strategy():
         forward = _forward(model)
         for batch in dataset:
-            yield forward({k: batch[k] for k in MODEL_INPUTS}), batch
+            inputs = {k: batch[k] for k in MODEL_INPUTS}
+            # Trace once for every batch size and length first (one graph however many
+            # lengths come: length-grouped batches, one request at a time), instead of
+            # for the first batch's shape and then again relaxed.
+            forward.get_concrete_function(
+                {k: tf.TensorSpec([None] * v.shape.rank, v.dtype) for k, v in inputs.items()}
+            )
+            yield forward(inputs), batch
         return
     if not batch_size:
         raise ValueError("predicting under a distribution strategy needs batch_size")

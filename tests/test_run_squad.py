@@ -359,7 +359,8 @@ def test_cmrc_wordpiece_train_predict_score_and_serve(tmp_path, shared_data, wor
     assert json.loads((finetuned / "task.json").read_text())["vocab_file"] == "vocab.txt"
     assert (version / "assets" / "vocab.txt").read_bytes() == vocab
     # The SavedModel answers every question as the runner did, offsets into the context.
-    served = tf.saved_model.load(str(version)).signatures["serving_default"](
+    serve = tf.saved_model.load(str(version)).signatures["serving_default"]
+    served = serve(
         question=tf.constant([q for _, q, _ in questions]),
         context=tf.constant([c for _, _, c in questions]),
     )
@@ -369,3 +370,15 @@ def test_cmrc_wordpiece_train_predict_score_and_serve(tmp_path, shared_data, wor
     ):
         assert answer == predictions[qid], qid
         assert context[s:e] == answer
+    # No context → no answer; invalid UTF-8 reads as U+FFFD; a 3,000-character context
+    # is windowed in the graph; an empty question still gets an answer from its context.
+    contexts = ["", "中\ufffd国 Wi-Fi", "北京大学" * 750]
+    odd = serve(
+        question=tf.constant(["什么？", "", "哪里？"]),
+        context=tf.constant([b"", b"\xe4\xb8\xad\xff\xe5\x9b\xbd Wi-Fi", contexts[2].encode()]),
+    )
+    answers = [a.decode() for a in odd["answer"].numpy()]
+    assert answers[0] == "" and odd["start"].numpy()[0] == odd["end"].numpy()[0] == -1
+    starts, ends = odd["start"].numpy(), odd["end"].numpy()
+    for context, answer, s, e in zip(contexts[1:], answers[1:], starts[1:], ends[1:]):
+        assert answer and context[s:e] == answer

@@ -77,28 +77,34 @@ def test_offsets_point_into_the_original_text(wp):
     assert [e for s, e in spans if 12 <= s < 15][-1] == 15
 
 
-def test_graph_offsets_equal_the_runners(wp, cmrc):
-    """GraphWordPieceOffsets (the SavedModel's) gives the Python ids and, converted from
-    UTF-8 bytes to characters, the Python offsets: on the tricky strings and on every
-    CMRC 2018 context."""
+def _graph_equals_python(tokenizer, texts):
     import tensorflow as tf
 
-    from data_pipeline.squad.wordpiece_offsets import GraphWordPieceOffsets
     from data_pipeline.squad.data import offset_tokenizer
+    from data_pipeline.squad.wordpiece_offsets import GraphWordPieceOffsets
 
-    texts = TRICKY + list(dict.fromkeys(ex.context for ex in cmrc))
-    graph = GraphWordPieceOffsets(wp.graph_tokenizer())
+    graph = GraphWordPieceOffsets(tokenizer.graph_tokenizer())
     ids, starts, ends = (x.to_list() for x in graph(tf.constant(texts)))
-    python = offset_tokenizer(wp)
+    python = offset_tokenizer(tokenizer)
     for text, g_ids, g_starts, g_ends in zip(texts, ids, starts, ends):
         char_at = []  # UTF-8 byte offset → character offset
         for i, c in enumerate(text):
             char_at += [i] * len(c.encode())
         char_at.append(len(text))
         want = python.encode(text)
-        assert g_ids == want[0] == wp.encode(text), text[:40]
+        assert g_ids == want[0] == tokenizer.encode(text), text[:40]
         assert [char_at[b] for b in g_starts] == want[1], text[:40]
         assert [char_at[b] for b in g_ends] == want[2], text[:40]
+
+
+def test_graph_offsets_equal_the_runners(wp, cmrc, wordpiece_vocab):
+    """GraphWordPieceOffsets (the SavedModel's) gives the Python ids and, converted from
+    UTF-8 bytes to characters, the Python offsets: on the tricky strings and on every
+    CMRC 2018 context; cased (no lowercasing, accents kept) on the tricky strings."""
+    from data_pipeline.wordpiece import WordPieceTokenizer
+
+    _graph_equals_python(wp, TRICKY + list(dict.fromkeys(ex.context for ex in cmrc)))
+    _graph_equals_python(WordPieceTokenizer(wordpiece_vocab, do_lower_case=False), TRICKY)
 
 
 def test_every_cmrc_answer_round_trips(wp, cmrc):

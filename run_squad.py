@@ -21,6 +21,17 @@ eval_results.json; for v2.0 at `--null_score_diff_threshold`, and at a threshold
 `--tune_threshold_on` (a separate file) — never tuned silently on the evaluated set.
 A v2.0 file (a question marked `is_impossible`, or one to train or score without answers)
 without --version_2_with_negative is an error; a v1.1 file in v2.0 mode is fine.
+Chinese span QA (CMRC 2018) with a WordPiece vocab.txt:
+
+    python run_squad.py --vocab_file vocab.txt --albert_config_file albert_config.json \
+        --train_file cmrc2018_train.json --predict_file cmrc2018_dev.json \
+        --eval_metric cmrc2018 --init_checkpoint ... --output_dir out/cmrc \
+        --do_train --do_predict --do_eval
+
+answers are located through BERT's basic tokenizer at the character level (each CJK
+character a token: data_pipeline.squad.wordpiece_offsets), and `--eval_metric cmrc2018`
+scores with the CMRC 2018 script's EM and F1 (data_pipeline.squad.cmrc_evaluation;
+SQuAD's F1 counts whitespace words, one per Chinese answer).
 `--recipe paper` sets the ALBERT paper's hyper-parameters for the version
 (albert_tf.training.recipes) on every flag not given, and prints each with its source.
 """
@@ -93,7 +104,6 @@ def _predict(model, features, threshold, strategy):
 def _main() -> int:
     from albert_tf.training import SquadTask, SquadV2Task, Trainer
     from data_pipeline.atomic import write_json
-    from data_pipeline.squad import evaluation as squad_eval
     from data_pipeline.squad import scoring
     from data_pipeline.squad.data import read_squad_files, squad_features
     from data_pipeline.squad.postprocess import write_predictions
@@ -161,7 +171,7 @@ def _main() -> int:
     def evaluate_fn(model):
         predictions = _predict(model, predict_set, FLAGS.null_score_diff_threshold, run.strategy)[0]
         dataset = scoring.read_dataset(FLAGS.predict_file)
-        return squad_eval.evaluate(dataset, predictions, version=version)
+        return scoring.score(dataset, predictions, version, FLAGS.eval_metric)
 
     task = (
         SquadV2Task(albert_config, FLAGS.start_n_top, FLAGS.end_n_top)
@@ -193,9 +203,11 @@ def _main() -> int:
             tuned = _predict(trainer.model, tune_set, threshold, run.strategy)
             tune_on = (tune_set.source, *tuned[1:])
         scores = scoring.evaluation_report(
-            FLAGS.predict_file, predictions, nbest, null_odds, v2, threshold, tune_on
-        )
+            FLAGS.predict_file, predictions, nbest, null_odds, v2, threshold, tune_on,
+            FLAGS.eval_metric,
+        )  # fmt: skip
         report = {"predict_file": FLAGS.predict_file, "version": version, "step": trainer.step}
+        report["metric"] = FLAGS.eval_metric
         report.update(scores)
         threshold = report.get("tuned_threshold", {}).get("threshold", threshold)
         write_json(os.path.join(run.output_dir, "eval_results.json"), report)
@@ -223,6 +235,7 @@ def _main() -> int:
             FLAGS.export_dir,
             serving,
             FLAGS.spm_model_file,
+            vocab_file=FLAGS.vocab_file,
             **shared_flags.export_formats_from_flags(),
         )
         for path in paths:

@@ -268,6 +268,117 @@ def test_bad_command_lines_are_clear_errors(tmp_path, shared_data):
             ],
             "--tune_threshold_on is for SQuAD v2.0",
         ),
+        (
+            ["--do_predict", f"--predict_file={train}", "--version_2_with_negative"]
+            + ["--eval_metric=cmrc2018"],
+            "error: --eval_metric cmrc2018 scores answerable questions only",
+        ),
     ):
         run = run_cli(*base, *extra)
         assert run.returncode == 1 and message in run.stderr, run.stderr[-1000:]
+
+
+def test_wordpiece_vocab_larger_than_the_model_is_a_clear_error(tmp_path, wordpiece_vocab):
+    """run_squad --vocab_file goes through the runners' tokenizer checks: a vocab.txt with
+    more entries than the config's vocab_size is one line naming both; nothing is written."""
+    config = tmp_path / "albert_config.json"
+    config.write_text(json.dumps(dict(TINY, vocab_size=21000)))
+    run = run_cli(
+        "run_squad.py",
+        f"--output_dir={tmp_path / 'out'}",
+        f"--vocab_file={wordpiece_vocab}",
+        f"--albert_config_file={config}",
+        "--max_seq_length=128",
+        "--do_predict",
+        "--predict_file=x.json",
+    )
+    errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
+    assert run.returncode == 1 and len(errors) == 1, run.stderr[-1000:]
+    assert f"--vocab_file={wordpiece_vocab} has 21,128 pieces, but vocab_size=21,000" in errors[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_cmrc_wordpiece_train_predict_score_and_serve(tmp_path, shared_data, wordpiece_vocab):
+    """run_squad with a WordPiece vocab.txt (`--vocab_file`, 21,128 entries like the
+    official Chinese ALBERTs') on CMRC 2018 slices: answers located through BERT's basic
+    tokenizer (each CJK character a token), predictions taken from their contexts, the
+    CMRC 2018 metric (`--eval_metric cmrc2018`), the fine-tuned directory holding the
+    vocab.txt, and the SavedModel answering raw Chinese text exactly as the runner."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (its ops, as any client loads them)
+
+    from data_pipeline.squad import cmrc_evaluation
+
+    with open(shared_data / "chinese" / "expmrc-cmrc2018-dev.json") as f:
+        data = json.load(f)
+    files = {}
+    for name, (a, b) in {"train": (0, 40), "dev": (300, 320)}.items():
+        files[name] = tmp_path / f"cmrc-{name}.json"
+        files[name].write_text(json.dumps({"version": data["version"], "data": data["data"][a:b]}))
+    config = tmp_path / "albert_config.json"
+    config.write_text(json.dumps(dict(TINY, vocab_size=21128)))
+    out, export = tmp_path / "cmrc", tmp_path / "serving"
+    run = run_cli(
+        "run_squad.py",
+        f"--output_dir={out}",
+        f"--vocab_file={wordpiece_vocab}",
+        f"--albert_config_file={config}",
+        f"--train_file={files['train']}",
+        f"--predict_file={files['dev']}",
+        "--eval_metric=cmrc2018",
+        "--max_seq_length=128",
+        "--doc_stride=64",
+        "--max_query_length=32",
+        "--train_batch_size=16",
+        "--predict_batch_size=64",
+        "--learning_rate=1e-3",
+        "--train_step=10",
+        "--steps_per_loop=10",
+        "--do_train",
+        "--do_predict",
+        "--do_eval",
+        f"--export_dir={export}",
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "boundary_inside_piece" not in run.stdout and "unalignable" not in run.stdout
+    questions = _questions(files["dev"])
+    predictions = json.loads((out / "predictions.json").read_text())
+    assert set(predictions) == {q for q, _, _ in questions}
+    for qid, _, context in questions:
+        assert predictions[qid] and predictions[qid] in context, qid
+    report = json.loads((out / "eval_results.json").read_text())
+    assert report["metric"] == "cmrc2018"
+    dev = json.loads(files["dev"].read_text())
+    assert report["scores"] == cmrc_evaluation.evaluate(dev, predictions)
+    assert report["scores"]["total"] == len(questions) and report["scores"]["skip"] == 0
+    # The fine-tuned directory records the vocabulary; the SavedModel holds it as an asset.
+    version = export / "1"
+    finetuned = version / "assets.extra" / "finetuned"
+    vocab = open(wordpiece_vocab, "rb").read()
+    assert (finetuned / "vocab.txt").read_bytes() == vocab
+    assert json.loads((finetuned / "task.json").read_text())["vocab_file"] == "vocab.txt"
+    assert (version / "assets" / "vocab.txt").read_bytes() == vocab
+    # The SavedModel answers every question as the runner did, offsets into the context.
+    serve = tf.saved_model.load(str(version)).signatures["serving_default"]
+    served = serve(
+        question=tf.constant([q for _, q, _ in questions]),
+        context=tf.constant([c for _, _, c in questions]),
+    )
+    answers = [a.decode() for a in served["answer"].numpy()]
+    for (qid, _, context), answer, s, e in zip(
+        questions, answers, served["start"].numpy(), served["end"].numpy()
+    ):
+        assert answer == predictions[qid], qid
+        assert context[s:e] == answer
+    # No context → no answer; invalid UTF-8 reads as U+FFFD; a 3,000-character context
+    # is windowed in the graph; an empty question still gets an answer from its context.
+    contexts = ["", "中\ufffd国 Wi-Fi", "北京大学" * 750]
+    odd = serve(
+        question=tf.constant(["什么？", "", "哪里？"]),
+        context=tf.constant([b"", b"\xe4\xb8\xad\xff\xe5\x9b\xbd Wi-Fi", contexts[2].encode()]),
+    )
+    answers = [a.decode() for a in odd["answer"].numpy()]
+    assert answers[0] == "" and odd["start"].numpy()[0] == odd["end"].numpy()[0] == -1
+    starts, ends = odd["start"].numpy(), odd["end"].numpy()
+    for context, answer, s, e in zip(contexts[1:], answers[1:], starts[1:], ends[1:]):
+        assert answer and context[s:e] == answer

@@ -370,11 +370,10 @@ def check_squad_flags() -> None:
     files, windows and answers."""
     if not (FLAGS.do_train or FLAGS.do_predict or FLAGS.do_eval):
         raise ValueError("nothing to do: give --do_train, --do_predict and/or --do_eval")
-    if FLAGS.vocab_file:
+    if FLAGS.eval_metric == "cmrc2018" and FLAGS.version_2_with_negative:
         raise ValueError(
-            f"--vocab_file={FLAGS.vocab_file}: run_squad takes SentencePiece models only so "
-            "far (answer character offsets through BERT's basic tokenizer are not written "
-            "yet); give --spm_model_file"
+            "--eval_metric cmrc2018 scores answerable questions only (CMRC 2018 has no "
+            "unanswerable ones); drop --version_2_with_negative or use --eval_metric squad"
         )
     if FLAGS.do_train and not FLAGS.train_file:
         raise ValueError("--do_train needs --train_file")
@@ -696,6 +695,14 @@ def define_squad_flags() -> None:
     flags.DEFINE_bool("do_predict", False, "Write predictions for --predict_file.")
     flags.DEFINE_bool("do_eval", False, "Score the predictions of --predict_file (EM, F1).")
     flags.DEFINE_bool("version_2_with_negative", False, "SQuAD v2.0: unanswerable questions.")
+    flags.DEFINE_enum(
+        "eval_metric",
+        "squad",
+        ["squad", "cmrc2018"],
+        "--do_eval: squad, the official SQuAD v1.1/v2.0 script (F1 over whitespace words: "
+        "on Chinese text it equals EM); cmrc2018, the CMRC 2018 script's EM and F1 (each "
+        "CJK character a segment; data_pipeline.squad.cmrc_evaluation).",
+    )
     flags.DEFINE_enum(
         "squad_head",
         None,

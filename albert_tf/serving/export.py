@@ -520,10 +520,10 @@ def build_module(
     if task != "encoder" and info.get("kind") != task:
         raise ValueError(f"{init_checkpoint} holds a {info.get('kind')} model, not {task}")
     vocab_file = None if spm_model_file else info.get("vocab_file")
-    if vocab_file and task != "classifier":
+    if vocab_file and task not in ("classifier", "squad"):
         raise ValueError(
             f"{init_checkpoint} has a WordPiece vocabulary: exports of WordPiece models are "
-            f"written for classifiers only so far, not {task}"
+            f"written for classifiers and SQuAD only so far, not {task}"
         )
     spm_model_file = spm_model_file or info.get("spm_model")
     if not (spm_model_file or vocab_file):
@@ -543,7 +543,13 @@ def build_module(
 
         model, info = finetuned.load_finetuned(init_checkpoint)
         return SquadServing(
-            model, spm_model_file, do_lower_case, max_seq_length, info, **squad_options
+            model,
+            spm_model_file,
+            do_lower_case,
+            max_seq_length,
+            info,
+            vocab_file=vocab_file,
+            **squad_options,
         )
     model, info = finetuned.load_finetuned(init_checkpoint)
     if task == "multiple_choice":
@@ -623,8 +629,8 @@ def export_trained(
     """A runner's `--export_dir`: `model` (just trained) → fine-tuned model directory →
     SavedModel version `export_dir/N` (with the directory in its assets.extra/finetuned)
     and/or LiteRT files (`export_formats`). The vocabulary: `spm_model_file`, or a
-    WordPiece `vocab_file` (classifiers, SavedModel only so far). Returns what was
-    written."""
+    WordPiece `vocab_file` (classifiers and SQuAD, SavedModel only so far). Returns what
+    was written."""
     import tempfile
     from albert_tf.checkpoints import finetuned
 

@@ -11,6 +11,9 @@ ops on a batch:
      covers its whole word (the runner maps those character by character: "ﬁne", "``",
      a word with a control character that SentencePiece deletes, "x\\x01y"). NUL bytes
      are ordinary characters of their word here, as in the runner.
+     A WordPiece model (vocab.txt) takes BERT's basic tokenizer and WordPiece with byte
+     offsets instead (data_pipeline.squad.wordpiece_offsets.GraphWordPieceOffsets: the
+     runner's offsets, each CJK character a token).
   2. Windows: `[CLS] question [SEP] context window [SEP]`, the question cut to
      `max_query_length` tokens, `max_seq_length - len(question) - 3` context tokens every
      `doc_stride` tokens, as many windows as the longest context of the batch needs.
@@ -63,8 +66,14 @@ class SquadServing(_Serving):
         n_best_size: int | None = None,
         null_score_diff_threshold: float | None = None,
         length_aware: bool = True,
+        vocab_file: str | None = None,
     ):
-        super().__init__(model, spm_model_file, do_lower_case, max_seq_length)
+        super().__init__(model, spm_model_file, do_lower_case, max_seq_length, vocab_file)
+        self.wordpiece_offsets = None
+        if vocab_file:  # (its FastWordpiece resource is the tokenizer's, tracked already)
+            from data_pipeline.squad.wordpiece_offsets import GraphWordPieceOffsets
+
+            self.wordpiece_offsets = GraphWordPieceOffsets(self.tokenizer)
         self.length_aware = length_aware
         self.doc_stride = doc_stride or info.get("doc_stride", 128)
         self.max_query_length = max_query_length or info.get("max_query_length", 64)
@@ -83,6 +92,9 @@ class SquadServing(_Serving):
     def _context_tokens(self, context):
         """ids, byte starts, byte ends: int32 RaggedTensors [B, (T)]."""
         from data_pipeline.tokenization import SPIECE_UNDERLINE, _whitespace_class
+
+        if self.wordpiece_offsets is not None:
+            return self.wordpiece_offsets(context)
 
         # regex_split_with_offsets stops at a NUL byte: split a copy whose NULs are \x01
         # (one byte, not whitespace either), then cut the words out of the context itself.

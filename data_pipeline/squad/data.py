@@ -14,6 +14,11 @@ token knows which characters of the *original* context it covers:
      [s, e) maps to the first token ending after s and the last token starting before e;
      a predicted token span maps back to context[token_start[a]:token_end[b]].
 
+With a WordPiece vocab.txt, steps 1-2 are BERT's basic tokenizer and WordPiece with
+offsets (`data_pipeline.squad.wordpiece_offsets`; each CJK character a word of its own,
+unlike the official code's whitespace "doc tokens"); step 3 and everything below are the
+same (`offset_tokenizer` picks the encoder by the tokenizer's kind).
+
 An answer whose boundary falls inside a piece comes back with the rest of that piece
 ("1990" from the piece "▁1990s"): such answers are counted (`boundary_inside_piece`), as
 are answers whose offset does not match their text (`misplaced_offset`, found again
@@ -248,6 +253,20 @@ class OffsetTokenizer:
         return ids, starts, ends
 
 
+def offset_tokenizer(tokenizer):
+    """The tokens-with-offsets encoder for `tokenizer`'s kind: `OffsetTokenizer`
+    (SentencePiece) or `WordPieceOffsetTokenizer` (a WordPiece vocab.txt,
+    data_pipeline.squad.wordpiece_offsets). Both have `encode(text)` → (ids, token start
+    chars, token end chars), so features and postprocessing never branch on the kind."""
+    from data_pipeline.tokenizer_choice import tokenizer_kind
+
+    if tokenizer_kind(tokenizer) == "wordpiece":
+        from data_pipeline.squad.wordpiece_offsets import WordPieceOffsetTokenizer
+
+        return WordPieceOffsetTokenizer(tokenizer)
+    return OffsetTokenizer(tokenizer)
+
+
 def _char_index_of_bytes(text: str) -> list[int]:
     """For every UTF-8 byte offset 0..len(bytes) of `text`, the character index there."""
     out = []
@@ -364,7 +383,7 @@ def convert_squad_examples(
             f"after max_query_length {max_query_length}"
         )
     counts = collections.Counter()
-    offsets = OffsetTokenizer(tokenizer)
+    offsets = offset_tokenizer(tokenizer)
     rows = {k: [] for k in FEATURE_KEYS}
     contexts: dict[str, tuple] = {}
     for index, ex in enumerate(examples):

@@ -23,6 +23,17 @@ def read_dataset(path: str) -> dict:
         return json.load(f)
 
 
+def score(dataset_json: dict, predictions: dict, version: str, metric: str = "squad") -> dict:
+    """The scores of `predictions` ({qas_id: text}) on a SQuAD-format file's content: the
+    official SQuAD script of `version` ("1.1" / "2.0"), or with `metric` "cmrc2018" the
+    CMRC 2018 script's (data_pipeline.squad.cmrc_evaluation: Chinese, answerable only)."""
+    if metric == "cmrc2018":
+        from data_pipeline.squad import cmrc_evaluation
+
+        return cmrc_evaluation.evaluate(dataset_json, predictions)
+    return squad_eval.evaluate(dataset_json, predictions, version=version)
+
+
 def tune_threshold(dataset_json: dict, nbest: dict, null_odds: dict) -> tuple[float, float]:
     """(threshold, its F1) maximizing F1 on a held-out v2.0 set, from that set's
     postprocessed `nbest` and `null_odds` ({qas_id: float}).
@@ -48,14 +59,17 @@ def evaluation_report(
     version_2: bool,
     threshold: float,
     tune_on: tuple | None = None,
+    metric: str = "squad",
 ) -> dict:
     """The scores of `predictions` (made at `threshold`) on the SQuAD file `data_path`:
     {"scores"} for v1.1; for v2.0 also {"at_threshold": {threshold, **scores}}, the
     optimistic {"oracle_threshold_on_this_set"} (module docstring) and, when `tune_on` =
     (held-out file, its nbest, its null_odds) is given, {"tuned_threshold": {tuned_on,
-    threshold, tuning_set_f1, **the scores of data_path at that threshold}}."""
+    threshold, tuning_set_f1, **the scores of data_path at that threshold}}.
+    `metric` "cmrc2018": {"scores"} of the CMRC 2018 script (data_pipeline.squad
+    .cmrc_evaluation; answerable questions only, so v1.1)."""
     dataset = read_dataset(data_path)
-    scores = squad_eval.evaluate(dataset, predictions, version="2.0" if version_2 else "1.1")
+    scores = score(dataset, predictions, "2.0" if version_2 else "1.1", metric)
     if not version_2:
         return {"scores": scores}
     report = {"at_threshold": {"threshold": threshold, **scores}, "scores": scores}

@@ -40,8 +40,6 @@ import hashlib
 import io
 import itertools
 
-import numpy as np
-
 from data_pipeline.wordpiece import CJK_RANGES
 
 INSIDE_WORD = 1 << 30  # set on the id of a token that continues a Chinese word
@@ -111,17 +109,16 @@ class ChineseWords:
         if tokenizer.vocab_size > INSIDE_WORD:
             raise ValueError(f"vocab_size={tokenizer.vocab_size} exceeds {INSIDE_WORD}")
         wordpiece = tokenizer_kind(tokenizer) == "wordpiece"
-        texts, lead, chinese = [], [], np.zeros(tokenizer.vocab_size, bool)
+        # Per id (Python lists: `mark` looks ids up one by one): the text it spells, where
+        # its first character is in that text, and whether that character is Chinese.
+        self.texts, self.lead, self.chinese = [], [], []
         for i in range(tokenizer.vocab_size):
             piece = tokenizer.id_to_piece(i)
             text = piece.removeprefix("##") if wordpiece else piece.replace("\u2581", " ")
             word = text.lstrip(" ")
-            texts.append(text)
-            lead.append(len(text) - len(word))  # where its first character is
-            chinese[i] = bool(word) and is_chinese(word[0])
-        self.texts = texts
-        self.lead = lead
-        self.chinese = chinese
+            self.texts.append(text)
+            self.lead.append(len(text) - len(word))
+            self.chinese.append(bool(word) and is_chinese(word[0]))
         self.segmenter = _segmenter()
 
     def words(self, text: str) -> list[str]:
@@ -132,14 +129,15 @@ class ChineseWords:
         """One sentence's ids with `INSIDE_WORD` set on every token that continues a
         Chinese word (module docstring); `ids` itself when none does."""
         chinese = self.chinese
-        if not any(chinese[i] for i in ids):
+        if not any(map(chinese.__getitem__, ids)):
             return ids
-        texts = [self.texts[i] for i in ids]
+        texts = list(map(self.texts.__getitem__, ids))
         word_starts = set(itertools.accumulate(map(len, self.words("".join(texts))), initial=0))
+        lead = self.lead
         out = list(ids)
         position = 0
-        for k, (i, text) in enumerate(zip(ids, texts)):
-            if chinese[i] and position + self.lead[i] not in word_starts:
+        for k, i in enumerate(ids):
+            if chinese[i] and position + lead[i] not in word_starts:
                 out[k] = i | INSIDE_WORD
-            position += len(text)
+            position += len(texts[k])
         return out

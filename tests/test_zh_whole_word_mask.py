@@ -396,7 +396,7 @@ def test_without_jieba_one_line_error(corpus, wordpiece_vocab, tmp_path, monkeyp
     """jieba missing (import blocked): DataConfig says how to install it, and the command
     line prints that one line, exit 1, before touching the output directory."""
     monkeypatch.setitem(__import__("sys").modules, "jieba", None)
-    with pytest.raises(ImportError, match=re.escape("pip install 'albert-tf[zh]'")):
+    with pytest.raises(ImportError, match=re.escape("pip install jieba==0.42.1")):
         _config(corpus, tmp_path / "x", vocab_file=wordpiece_vocab, zh_whole_word_mask=True)
     monkeypatch.undo()
     cfg = _config(corpus, tmp_path / "out", vocab_file=wordpiece_vocab, zh_whole_word_mask=True)
@@ -409,5 +409,5 @@ def test_without_jieba_one_line_error(corpus, wordpiece_vocab, tmp_path, monkeyp
         """
     )
     out = Cli("-c", blocked, *cli_args(cfg)).wait()
-    _one_line_error(out, "--zh_whole_word_mask", "jieba", "pip install 'albert-tf[zh]'")
+    _one_line_error(out, "--zh_whole_word_mask", "jieba", "pip install -e '.[zh]'")
     assert not os.path.exists(cfg.output_dir)

@@ -45,7 +45,7 @@ from data_pipeline.wordpiece import CJK_RANGES
 INSIDE_WORD = 1 << 30  # set on the id of a token that continues a Chinese word
 TOKEN_ID_BITS = INSIDE_WORD - 1
 HMM = True
-INSTALL_HINT = "pip install 'albert-tf[zh]' (jieba==0.42.1)"
+INSTALL_HINT = "pip install jieba==0.42.1 (the project's zh extra: pip install -e '.[zh]')"
 
 
 def load_jieba():

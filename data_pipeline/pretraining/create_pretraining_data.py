@@ -693,8 +693,7 @@ def _define_flags():
         "zh_whole_word_mask",
         False,
         "Chinese whole-word masking: each jieba word of Chinese text is one unit, as "
-        "Chinese-BERT-wwm and brightmart/albert_zh (needs jieba: pip install "
-        "'albert-tf[zh]').",
+        "Chinese-BERT-wwm and brightmart/albert_zh (needs jieba: pip install -e '.[zh]').",
     )
     f.DEFINE_bool(
         "calibrate_ngrams", True, "Make the realized n-gram mix match p(n) (see masking.py)."

@@ -5,11 +5,13 @@ off means the bytes of before, and the option is recorded and refused where it d
 Runs on zh_news from ../shared/data (skipped without it)."""
 
 import dataclasses
+import functools
 import hashlib
 import os
 import re
 import textwrap
 
+import jieba
 import numpy as np
 import pytest
 
@@ -17,8 +19,6 @@ from conftest import CLI_ENV, SHARED_DATA, Cli
 from data_pipeline.pretraining import chinese_words
 from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
 from test_create_pretraining_data import TOOL, _one_line_error, cli_args, digests, load, meta_of
-
-jieba = pytest.importorskip("jieba", reason="jieba is a test dependency (requirements-dev.txt)")
 
 SEQ, PRED = 128, 20
 
@@ -91,6 +91,16 @@ def jobs(corpus, wordpiece_vocab, spm_zh, tmp_path_factory):
 # --- the check: masked spans against jieba's words of the decoded text -----------------------
 
 
+@functools.cache
+def _jieba():
+    """jieba on its default dictionary (read here from the package's dict.txt)."""
+    segmenter = jieba.Tokenizer()
+    dictionary = os.path.join(os.path.dirname(jieba.__file__), "dict.txt")
+    segmenter.FREQ, segmenter.total = segmenter.gen_pfdict(open(dictionary, "rb"))
+    segmenter.initialized = True
+    return segmenter
+
+
 class Decoder:
     """Token texts as the pieces spell them ("##" dropped, "▁" a space), and jieba."""
 
@@ -103,11 +113,7 @@ class Decoder:
             p.removeprefix("##") if wordpiece else p.replace("\u2581", " ")
             for p in map(tokenizer.id_to_piece, range(tokenizer.vocab_size))
         ]
-        self.jieba = jieba.Tokenizer()
-        self.jieba.FREQ, self.jieba.total = self.jieba.gen_pfdict(
-            open(os.path.join(os.path.dirname(jieba.__file__), "dict.txt"), "rb")
-        )
-        self.jieba.initialized = True
+        self.jieba = _jieba()
 
     def segments(self, ids, n):
         """[(positions, text, token char spans)] of the row's segments (between specials)."""

@@ -63,10 +63,13 @@ The driver lists the input files and plans the blocks, and the workers read thei
 ranges, through `data_pipeline.filesystem`: local paths (every worker must see them: a
 shared mount) or URLs, which in this TensorFlow-free environment go through Beam's own
 FileSystems (`data_pipeline.beam_files`; gs:// needs apache-beam[gcp]). The SentencePiece
-model travels to the workers inside the pipeline. On Dataflow, Flink and Spark nothing here
-has been run: only DirectRunner (Beam 2.77 tries its Prism engine first and falls back to
-the FnApiRunner when Prism cannot be fetched, as offline here; the bytes are the same
-either way).
+model travels to the workers inside the pipeline. With `--zh_whole_word_mask` every worker
+needs jieba (requirements-beam.txt; on a cluster, in the workers' image or packages), the
+same version and dictionary as the driver's: a worker whose segmenter differs refuses to
+write (its words, and so the bytes, would differ under the same fingerprint). On
+Dataflow, Flink and Spark nothing here has been run: only DirectRunner (Beam 2.77 tries
+its Prism engine first and falls back to the FnApiRunner when Prism cannot be fetched, as
+offline here; the bytes are the same either way).
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ import uuid
 
 from data_pipeline import documents as documents_lib
 from data_pipeline.atomic import is_remote, json_text, output_lock
+from data_pipeline.pretraining import chinese_words
 from data_pipeline.pretraining import create_pretraining_data as local
 from data_pipeline.pretraining.create_pretraining_data import DataConfig
 from data_pipeline.pretraining.instances import InstanceStats
@@ -165,14 +169,22 @@ class WriteShard(beam.DoFn):
     """(shard, its blocks) → (shard, stats): writes the shard and its stats file unless
     they are complete already (then reads the stats back)."""
 
-    def __init__(self, config: DataConfig, fingerprint: str, tokenizer_bytes: bytes):
+    def __init__(
+        self, config: DataConfig, fingerprint: str, tokenizer_bytes: bytes, segmenter=None
+    ):
         self.config = config
         self.fingerprint = fingerprint
         # the SentencePiece model or vocab.txt: workers may not see the driver's path
         self.tokenizer_bytes = tokenizer_bytes
+        self.segmenter = segmenter  # the driver's chinese_words.identity(), or None
         self.maker = None
 
     def setup(self):
+        if self.segmenter is not None and chinese_words.identity() != self.segmenter:
+            raise ValueError(
+                f"--zh_whole_word_mask: this worker's segmenter {chinese_words.identity()} "
+                f"is not the driver's {self.segmenter}; install the same jieba everywhere"
+            )
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, os.path.basename(self.config.tokenizer_file))
             with open(path, "wb") as f:
@@ -239,11 +251,12 @@ def build_pipeline(pipeline, config: DataConfig, blocks, fingerprint, files, tok
     with open(config.tokenizer_file, "rb") as f:
         tokenizer_bytes = f.read()
     work = [(s, tuple(blocks[s::n])) for s in range(n)]
+    segmenter = chinese_words.identity() if config.zh_whole_word_mask else None
     return (
         pipeline
         | "Shards" >> beam.Create(work, reshuffle=False)
         | "Spread" >> beam.Reshuffle()  # one shard per worker (no fusion with Create)
-        | "WriteShard" >> beam.ParDo(WriteShard(config, fingerprint, tokenizer_bytes))
+        | "WriteShard" >> beam.ParDo(WriteShard(config, fingerprint, tokenizer_bytes, segmenter))
         | "AllStats" >> beam.combiners.ToList()
         | "WriteMeta"
         >> beam.Map(write_meta, config, files, tokenizer.checksum, tokenizer.vocab_size)

@@ -36,7 +36,10 @@ The tokenizer is a SentencePiece model (`--spm_model_file`) or a WordPiece vocab
 Its kind, file name and sha256 are part of the job's fingerprint (shards of another
 tokenizer are refused) and of meta_data.json ("tokenizer"). Whole-word masking takes the
 word starts from the tokenizer (`vocab_tables`): pieces with "▁" for SentencePiece,
-pieces without "##" for WordPiece.
+pieces without "##" for WordPiece. `--zh_whole_word_mask` (off by default, as officially)
+also makes each jieba word of Chinese text one unit (`chinese_words.py`; jieba is an
+optional dependency); the segmenter's identity (jieba version, dictionary sha256, HMM) is
+then part of the fingerprint and of meta_data.json ("zh_whole_word_mask").
 
 Memory is bounded by one block part × dupe_factor per worker, whatever the corpus size.
 Nothing here imports TensorFlow (see features.py).
@@ -59,7 +62,7 @@ from data_pipeline import documents as documents_lib
 from data_pipeline import filesystem
 from data_pipeline.atomic import output_lock, write_json
 from data_pipeline.records import AtomicRecordWriter, encode_examples, feature_lengths
-from data_pipeline.pretraining import staging
+from data_pipeline.pretraining import chinese_words, staging
 from data_pipeline.tokenizer_choice import check_choice, tokenizer_for
 from data_pipeline.pretraining.masking import NgramMasker
 from data_pipeline.pretraining.instances import (
@@ -102,9 +105,17 @@ class DataConfig:
     block_size: int = 1 << 20
     num_output_shards: int = 16
     vocab_file: str | None = None  # WordPiece vocab.txt, instead of spm_model_file
+    zh_whole_word_mask: bool = False  # jieba words of Chinese text are whole-word units
 
     def __post_init__(self):
         check_choice(self.spm_model_file, self.vocab_file)
+        if self.zh_whole_word_mask:
+            if not self.do_whole_word_mask:
+                raise ValueError(
+                    "--zh_whole_word_mask makes Chinese words whole-word units, but "
+                    "--nodo_whole_word_mask masks single tokens; drop one of them"
+                )
+            chinese_words.load_jieba()  # one line saying how to install it
         if self.spm_model_file and self.vocab_file:  # the model is the tokenizer (official)
             object.__setattr__(self, "vocab_file", None)
         if self.vocab_file and self.keep_accents:
@@ -184,7 +195,8 @@ def _die_with_parent(parent_pid: int) -> None:
 
 def make_instance_maker(config: DataConfig) -> InstanceMaker:
     """The tokenizer, masker and instance maker of `config` (one per worker; the masker's
-    calibration state is reset at each shard's start by `start_shard`)."""
+    calibration state is reset at each shard's start by `start_shard`), with jieba's words
+    under `zh_whole_word_mask`."""
     tokenizer = config.tokenizer()
     masker = None
     if not config.dynamic_masking:
@@ -199,7 +211,8 @@ def make_instance_maker(config: DataConfig) -> InstanceMaker:
             config.do_whole_word_mask,
             config.calibrate_ngrams,
         )
-    return InstanceMaker(tokenizer, config.instance_options(), masker)
+    words = chinese_words.ChineseWords(tokenizer) if config.zh_whole_word_mask else None
+    return InstanceMaker(tokenizer, config.instance_options(), masker, words)
 
 
 def start_shard(maker: InstanceMaker) -> None:
@@ -303,17 +316,20 @@ def _stats_path(config: DataConfig, shard: int) -> str:
 
 
 def _settings(config: DataConfig) -> dict:
-    """The config as a dict, without `vocab_file` when it is unset: SentencePiece jobs keep
-    the fingerprints and meta_data.json they had before WordPiece existed (they resume)."""
+    """The config as a dict, without `vocab_file` when it is unset and without
+    `zh_whole_word_mask` when it is off: jobs keep the fingerprints and meta_data.json they
+    had before these options existed (they resume)."""
     settings = dataclasses.asdict(config)
     if settings["vocab_file"] is None:
         settings.pop("vocab_file")
+    if not settings["zh_whole_word_mask"]:
+        settings.pop("zh_whole_word_mask")
     return settings
 
 
 def _fingerprint(config: DataConfig, files: list[str], tokenizer_sha256: str) -> str:
     """The job's identity: settings (tokenizer kind and file among them), input files and
-    sizes, and the tokenizer file's sha256."""
+    sizes, the tokenizer file's sha256, and the Chinese word segmenter when it is used."""
     settings = _settings(config)
     settings.pop("output_dir")
     settings["input"] = [
@@ -323,6 +339,8 @@ def _fingerprint(config: DataConfig, files: list[str], tokenizer_sha256: str) ->
         settings["spm_sha256"] = tokenizer_sha256
     else:
         settings["tokenizer"] = {"kind": "wordpiece", "sha256": tokenizer_sha256}
+    if config.zh_whole_word_mask:
+        settings["segmenter"] = chinese_words.identity()
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -395,6 +413,7 @@ def meta_data(
     statistics (`shard_stats` in shard order). Deterministic: no times, no worker counts.
     "tokenizer" says which tokenizer wrote the ids ({kind, file (base name), sha256});
     SentencePiece jobs also keep the older "spm_model_file" and "spm_sha256".
+    "zh_whole_word_mask" (only when on) is the segmenter's identity (`chinese_words`).
     A ValueError when no instances were made (an empty dataset must not look finished)."""
     read = documents_lib.ReadStats()
     made = InstanceStats()
@@ -452,6 +471,8 @@ def meta_data(
     if config.tokenizer_kind == "sentencepiece":
         meta["spm_model_file"] = os.path.basename(config.spm_model_file)
         meta["spm_sha256"] = tokenizer_sha256
+    if config.zh_whole_word_mask:
+        meta["zh_whole_word_mask"] = chinese_words.identity()
     if not config.dynamic_masking:
         meta["masking"] = {
             "masked_tokens": masked,
@@ -668,6 +689,12 @@ def _define_flags():
     f.DEFINE_integer("ngram", 3, "Maximum n-gram (in words) of a masked unit.")
     f.DEFINE_bool("favor_shorter_ngram", True, "p(n) ∝ 1/n (else ∝ n).")
     f.DEFINE_bool("do_whole_word_mask", True, "Mask whole words (n-grams of words).")
+    f.DEFINE_bool(
+        "zh_whole_word_mask",
+        False,
+        "Chinese whole-word masking: each jieba word of Chinese text is one unit, as "
+        "Chinese-BERT-wwm and brightmart/albert_zh (needs jieba: pip install -e '.[zh]').",
+    )
     f.DEFINE_bool(
         "calibrate_ngrams", True, "Make the realized n-gram mix match p(n) (see masking.py)."
     )

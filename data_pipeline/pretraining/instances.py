@@ -19,6 +19,11 @@ It follows the official `create_instances_from_document` (ALGORITHMS.md) step by
 6. `[CLS] A [SEP] B [SEP]`, segment 0 up to the first `[SEP]`, 1 after; then n-gram masks
    (`masking.NgramMasker`) unless masks are drawn later in tf.data.
 
+Word starts (whole-word masking, the cuts of long sentences, the split of a single
+sentence) come from the tokenizer's per-id rule; with `chinese_words` (`--zh_whole_word_mask`)
+a token inside a jieba word is no start either (`chinese_words.py`: marked on its id until
+the rows are written).
+
 Fixes of official defects (all counted in the stats → meta_data.json):
 - Pure SOP: a single-sentence chunk is split inside the sentence at a uniformly drawn word
   boundary, or dropped when it has one word; the official code makes an NSP-style
@@ -36,6 +41,7 @@ import random
 
 import numpy as np
 
+from data_pipeline.pretraining.chinese_words import INSIDE_WORD, TOKEN_ID_BITS, ChineseWords
 from data_pipeline.pretraining.masking import NgramMasker
 
 SENTENCE_ORDERS = ("sop", "nsp", "none")
@@ -131,12 +137,21 @@ class InstanceMaker:
       options: `InstanceOptions`.
       masker: an `NgramMasker`, or None to leave masking to the input pipeline (dynamic
         masking: records then carry `token_boundary` and no `masked_lm_*`).
+      chinese_words: a `ChineseWords` to make jieba words whole-word units
+        (`--zh_whole_word_mask`), or None.
     """
 
-    def __init__(self, tokenizer, options: InstanceOptions, masker: NgramMasker | None):
+    def __init__(
+        self,
+        tokenizer,
+        options: InstanceOptions,
+        masker: NgramMasker | None,
+        chinese_words: ChineseWords | None = None,
+    ):
         self.tokenizer = tokenizer
         self.options = options
         self.masker = masker
+        self.chinese_words = chinese_words
         self.word_start, self.special_ids, _ = tokenizer.vocab_tables()
         self.cls_id, self.sep_id = tokenizer.cls_id, tokenizer.sep_id
 
@@ -147,6 +162,8 @@ class InstanceMaker:
         longer than max_num_tokens cut at word boundaries."""
         flat = [s for doc in documents for s in doc]
         encoded = self.tokenizer.encode_batch(flat)
+        if self.chinese_words is not None:  # before the cuts: they fall at word starts
+            encoded = [self.chinese_words.mark(ids) for ids in encoded]
         limit = self.options.max_num_tokens
         docs, k = [], 0
         for doc in documents:
@@ -175,8 +192,14 @@ class InstanceMaker:
         stats.tokens += sum(len(d.tokens) for d in docs)
         return docs
 
+    def _starts(self, ids: np.ndarray) -> np.ndarray:
+        """[T] bool: which of the (possibly marked) token ids `ids` [T] start a word."""
+        if self.chinese_words is None:
+            return self.word_start[ids]
+        return self.word_start[ids & TOKEN_ID_BITS] & (ids & INSIDE_WORD == 0)
+
     def _cut(self, ids: np.ndarray, limit: int):
-        starts = np.flatnonzero(self.word_start[ids])
+        starts = np.flatnonzero(self._starts(ids))
         pos = 0
         while len(ids) - pos > limit:
             inside = starts[(starts > pos) & (starts <= pos + limit)]
@@ -243,7 +266,7 @@ class InstanceMaker:
                 label, unused = 1, 0
                 stats.nsp_random_segments += 1
             else:  # pure SOP: split the sentence at a word boundary, or drop it
-                inner = np.flatnonzero(self.word_start[tokens[begin + 1 : end]])
+                inner = np.flatnonzero(self._starts(tokens[begin + 1 : end]))
                 if len(inner) == 0:
                     stats.single_sentence_chunks_dropped += 1
                     return 0
@@ -336,7 +359,9 @@ class InstanceMaker:
         rows = np.arange(count)
         special[rows, seps[:, 0]] = True
         special[rows, seps[:, 1]] = True
-        starts = self.word_start[ids] & valid
+        starts = self._starts(ids) & valid
+        if self.chinese_words is not None:
+            np.bitwise_and(ids, TOKEN_ID_BITS, out=ids)  # the marks end here
         # Official token_boundary: 1 at word starts and at [CLS]/[SEP]; a segment's first
         # token starts a word even when it is a continuation piece (after truncation).
         after_special = np.zeros_like(special)

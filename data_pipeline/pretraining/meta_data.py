@@ -30,7 +30,14 @@ CHECKED = LENGTHS + ("dynamic_masking", "do_lower_case")
 # meta_data.json "settings" that configure dynamic masking as the writer masked.
 MASKING_OPTIONS = ("masked_lm_prob", "ngram", "favor_shorter_ngram", "do_whole_word_mask")
 # Summarized into a run's run_config.json.
-SUMMARY = ("instances", "sentence_order", "dynamic_masking", "spm_sha256", "tokenizer")
+SUMMARY = (
+    "instances",
+    "sentence_order",
+    "dynamic_masking",
+    "spm_sha256",
+    "tokenizer",
+    "zh_whole_word_mask",
+)
 DEFAULT_MAX_PREDICTIONS = 20  # dynamic masking of records that do not say (official value)
 
 

@@ -1,0 +1,376 @@
+"""Exports of WordPiece models (`--vocab_file`, the official Chinese ALBERTs' vocab.txt):
+the encoder and multiple-choice SavedModels, on-device LiteRT files whose tokenizer runs in
+the file (data_pipeline.baked_wordpiece), and run_pretraining's --export_dir. Each is
+compared with the Python tokenizer's ids and the in-memory model's outputs on real Chinese
+text (ChnSentiCorp, Chinese news)."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from conftest import SHARED_DATA, run_cli, tiny_config
+
+MAX_SEQ = 128
+BAD = [
+    "",
+    "   ",
+    "字" * 600,
+    "HELLO\x00WORLD Ärger\x00Über ΟΔΥΣΣΕΥΣ",
+    "a\x01b \x7f c\u200bd\u3000e\u2028f",
+    "１２３，ｆｕｌｌ－ｗｉｄｔｈ ﬁ",
+    "x" * 100 + " " + "y" * 101 + " " + "é" * 101,
+]
+
+
+def _chnsenticorp(count=None):
+    path = SHARED_DATA / "chinese" / "ChnSentiCorp" / "dev.tsv"
+    if not path.exists():
+        pytest.skip(f"real data not available: {path} is absent")
+    lines = path.read_text(encoding="utf-8").splitlines()[1:]
+    return [line.split("\t")[0] for line in lines][:count]
+
+
+def _config():
+    return tiny_config(vocab_size=21128, max_position_embeddings=512)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory, wordpiece_vocab):
+    """{kind: (model, fine-tuned directory)}: a tiny classifier and multiple-choice model
+    (random weights) saved with the WordPiece vocabulary."""
+    import keras
+
+    from albert_tf.checkpoints.finetuned import save_finetuned
+    from albert_tf.modeling.models import AlbertClassifier, AlbertMultipleChoice
+
+    tmp = tmp_path_factory.mktemp("wp-models")
+    keras.utils.set_random_seed(5)
+    info = dict(max_seq_length=MAX_SEQ, do_lower_case=True, text_pair=False, regression=False)
+    out = {}
+    classifier = AlbertClassifier(_config(), 2, dropout=0.0)
+    classifier.build()
+    task = dict(info, kind="classifier", labels=["negative", "positive"])
+    out["classifier"] = (
+        classifier,
+        save_finetuned(classifier, str(tmp / "cls"), task, None, wordpiece_vocab),
+    )
+    choice = AlbertMultipleChoice(_config(), dropout=0.0)
+    choice.build()
+    task = dict(info, kind="multiple_choice", labels=None, num_choices=3, text_pair=True)
+    out["multiple_choice"] = (
+        choice,
+        save_finetuned(choice, str(tmp / "mc"), task, None, wordpiece_vocab),
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, models):
+    """{kind: (SavedModel version, .tflite)} of the classifier, multiple-choice and
+    encoder (the classifier's encoder) exports."""
+    from albert_tf.serving.export import export_formats
+
+    tmp = tmp_path_factory.mktemp("wp-export")
+    out = {}
+    for kind in ("classifier", "multiple_choice"):
+        paths = export_formats(kind, models[kind][1], str(tmp / kind), ("savedmodel", "tflite"))
+        out[kind] = tuple(paths)
+    paths = export_formats(
+        "encoder", models["classifier"][1], str(tmp / "encoder"), ("savedmodel", "tflite")
+    )
+    out["encoder"] = tuple(paths)
+    return out
+
+
+def _packed(tok, texts_a, texts_b=None, length=MAX_SEQ):
+    from data_pipeline.classification.features import _pack
+
+    rows = [
+        _pack(tok, tok.encode(a), tok.encode(texts_b[i]) if texts_b else [], length)
+        for i, a in enumerate(texts_a)
+    ]
+    return {
+        k: np.array([r[i] for r in rows], np.int32)
+        for i, k in enumerate(("input_ids", "input_mask", "segment_ids"))
+    }
+
+
+def _multiple_choice_inputs():
+    passages = _chnsenticorp(6)
+    questions = ["这条评论的态度是_的。", "作者满意吗？"] * 3
+    options = [["正面", "负面", "中立"], ["满意", "不满意", ""]] * 3
+    return passages, questions, options
+
+
+def test_multiple_choice_savedmodel_tokenizes_and_chooses_as_in_memory(
+    exported, models, wordpiece_vocab
+):
+    """The multiple-choice SavedModel of a WordPiece model: its vocab.txt under assets/,
+    the Python tokenizer's ids (tokenize), the in-memory model's logits (within 1e-5)."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (its ops, as any client loads them)
+
+    from data_pipeline.classification.data import MultipleChoiceExample
+    from data_pipeline.classification.features import convert_multiple_choice
+    from data_pipeline.wordpiece import WordPieceTokenizer
+
+    version = exported["multiple_choice"][0]
+    assert (
+        open(os.path.join(version, "assets", "vocab.txt"), "rb").read()
+        == open(wordpiece_vocab, "rb").read()
+    )
+    loaded = tf.saved_model.load(version)
+    passages, questions, options = _multiple_choice_inputs()
+    got = loaded.signatures["serving_default"](
+        passage=tf.constant(passages), question=tf.constant(questions), options=tf.constant(options)
+    )
+    tok = WordPieceTokenizer(wordpiece_vocab)
+    examples = [
+        MultipleChoiceExample(str(i), p, q, tuple(o for o in opts if o), 0)
+        for i, (p, q, opts) in enumerate(zip(passages, questions, options))
+    ]
+    f = convert_multiple_choice(examples, tok, MAX_SEQ, 3)
+    want = models["multiple_choice"][0](
+        {k: f[k].astype(np.int32) for k in ("input_ids", "input_mask", "segment_ids")}
+    )["logits"].numpy()
+    logits = got["logits"].numpy()
+    np.testing.assert_allclose(logits[0::2], want[0::2], atol=1e-5)  # three options
+    np.testing.assert_allclose(logits[1::2, :2], want[1::2, :2], atol=1e-5)  # two
+    assert got["probabilities"].numpy()[1::2, 2].max() < 1e-6  # the "" option
+    packed = loaded.signatures["tokenize"](
+        text_a=tf.constant(passages), text_b=tf.constant(questions)
+    )
+    want = _packed(tok, passages, questions)
+    for key in want:
+        np.testing.assert_array_equal(packed[key].numpy(), want[key])
+
+
+def test_encoder_savedmodel_embeds_as_in_memory(exported, models, wordpiece_vocab):
+    """The encoder SavedModel of a WordPiece model: the Python tokenizer's ids, the
+    in-memory encoder's pooled and sequence outputs (within 1e-5) on real lines."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (its ops, as any client loads them)
+
+    from data_pipeline.wordpiece import WordPieceTokenizer
+
+    texts = _chnsenticorp(12) + BAD[:2]
+    loaded = tf.saved_model.load(exported["encoder"][0])
+    assert loaded.text.tokenizer_kind.numpy() == b"wordpiece"
+    out = loaded.signatures["embed"](text=tf.constant(texts))
+    tok = WordPieceTokenizer(wordpiece_vocab)
+    inputs = _packed(tok, texts)
+    want = models["classifier"][0].encoder(inputs, training=False)
+    np.testing.assert_array_equal(out["input_mask"].numpy(), inputs["input_mask"])
+    np.testing.assert_allclose(out["pooled_output"], want["pooled_output"], atol=1e-5)
+    real = inputs["input_mask"][:, :, None].astype(bool)
+    np.testing.assert_allclose(
+        np.where(real, out["sequence_output"].numpy(), 0),
+        np.where(real, want["sequence_output"].numpy(), 0),
+        atol=1e-5,
+    )
+
+
+def _lines():
+    """Every line of ChnSentiCorp dev and of the Chinese news corpus, and the bad input."""
+    news = SHARED_DATA / "corpus" / "zh_news"
+    lines = _chnsenticorp()
+    for name in ("news_zh_1.txt", "thucnews_1000.txt"):
+        lines += [x for x in (news / name).read_text(encoding="utf-8").splitlines() if x.strip()]
+    return lines + BAD
+
+
+def test_litert_tokenizer_in_the_file_gives_the_python_ids(tmp_path, models, wordpiece_vocab):
+    """The .tflite file tokenizes raw text itself (FastSentencepiece with BERT's basic
+    tokenization baked in, FastWordpiece): through the LiteRT interpreter, every line of
+    ChnSentiCorp dev and the Chinese news gets `WordPieceTokenizer.encode`'s ids, and so
+    do the bad inputs (NUL deleted by the runner, full-width forms kept, words of over 100
+    characters one [UNK])."""
+    from albert_tf.serving.litert import export_tflite
+    from albert_tf.serving.tflite_predict import LiteModel, read_metadata
+    from data_pipeline.wordpiece import WordPieceTokenizer
+
+    path = export_tflite(
+        "encoder", models["classifier"][1], str(tmp_path / "lite"), max_seq_length=12000
+    )[0]
+    model = LiteModel(path)
+    meta = json.loads(read_metadata(path)["albert_metadata"])
+    tok = WordPieceTokenizer(wordpiece_vocab)
+    assert meta["tokenizer"] == "wordpiece" and meta["vocab_sha256"] == tok.checksum
+    lines = _lines()
+    differ = []
+    for first in range(0, len(lines), 64):
+        batch = lines[first : first + 64]
+        got = model.tokenize(batch, [""] * len(batch))
+        for i, (line, ids) in enumerate(zip(batch, tok.encode_batch(batch))):
+            assert len(ids) <= 11998, len(ids)  # (not truncated: every id is compared)
+            row = got["input_ids"][i]
+            if row[1 : len(ids) + 1].tolist() != ids or row[len(ids) + 1] != tok.sep_id:
+                differ.append(line)
+    assert len(lines) > 2400 and differ == [], differ[:3]
+    assert tok.encode("y" * 101) == [tok.unk_id] and tok.unk_id not in tok.encode("x" * 100)
+
+
+@pytest.mark.parametrize("kind", ["classifier", "multiple_choice", "encoder"])
+def test_litert_outputs_equal_the_savedmodel(exported, kind):
+    """Each .tflite (float32) against the SavedModel of the same model: probabilities,
+    logits, choices and embeddings within 1e-5 on real Chinese lines and bad input."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (its ops, as any client loads them)
+
+    from albert_tf.serving.tflite_predict import LiteModel
+
+    saved = tf.saved_model.load(exported[kind][0]).signatures
+    lite = LiteModel(exported[kind][1])
+    texts = _chnsenticorp(24) + BAD
+    if kind == "classifier":
+        got = lite.classify(texts)
+        want = saved["serving_default"](text_a=tf.constant(texts))
+        keys = ("probabilities", "logits")
+        assert got["label"].tolist() == want["label"].numpy().tolist()
+    elif kind == "multiple_choice":
+        passages, questions, options = _multiple_choice_inputs()
+        got = lite.choose(passages, questions, options)
+        want = saved["serving_default"](
+            passage=tf.constant(passages),
+            question=tf.constant(questions),
+            options=tf.constant(options),
+        )
+        keys = ("probabilities",)
+        np.testing.assert_array_equal(got["choice"], want["choice"].numpy())
+    else:
+        texts = [t for t in texts if "\x00" not in t]  # (the runner deletes NUL; embed too)
+        got = lite.embed(texts)
+        want = saved["embed"](text=tf.constant(texts))
+        keys = ("pooled_output", "sequence_output", "input_mask")
+    for key in keys:
+        np.testing.assert_allclose(got[key], want[key].numpy(), atol=1e-5, err_msg=key)
+
+
+def test_squad_litert_of_a_wordpiece_model_is_refused_before_writing(tmp_path, models):
+    from albert_tf.serving.export import export_formats
+
+    with pytest.raises(ValueError, match="on-device SQuAD files of WordPiece models are not"):
+        export_formats(
+            "squad", models["classifier"][1], str(tmp_path / "out"), ("savedmodel", "tflite")
+        )
+    assert not (tmp_path / "out").exists()
+
+
+# --- run_pretraining --export_dir and the export tool on its checkpoint ----------------------
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory, wordpiece_vocab):
+    """A few steps of run_pretraining on WordPiece records of Chinese news, with
+    --vocab_file and --export_dir: (run directory, SavedModel version)."""
+    from data_pipeline.pretraining.create_pretraining_data import (
+        DataConfig,
+        create_pretraining_data,
+    )
+    from test_run_pretraining import TINY
+
+    tmp = tmp_path_factory.mktemp("wp-pretrain-export")
+    news = SHARED_DATA / "corpus" / "zh_news" / "news_zh_1.txt"
+    corpus = tmp / "news.txt"
+    corpus.write_text(
+        "".join(news.read_text(encoding="utf-8").splitlines(keepends=True)[:80]), "utf-8"
+    )
+    cfg = DataConfig(
+        input_file=str(corpus),
+        output_dir=str(tmp / "records"),
+        vocab_file=wordpiece_vocab,
+        max_seq_length=64,
+        max_predictions_per_seq=10,
+        dupe_factor=1,
+        num_output_shards=1,
+    )
+    create_pretraining_data(cfg, progress_every=1e9)
+    config = tmp / "albert_config.json"
+    config.write_text(json.dumps(dict(TINY, vocab_size=21128)))
+    run = run_cli(
+        "run_pretraining.py",
+        f"--input_file={cfg.output_dir}/*.tfrecord",
+        f"--albert_config_file={config}",
+        f"--vocab_file={wordpiece_vocab}",
+        f"--output_dir={tmp / 'run'}",
+        f"--export_dir={tmp / 'export'}",
+        "--train_batch_size=8",
+        "--num_train_steps=2",
+        "--num_warmup_steps=1",
+        "--steps_per_loop=2",
+        "--save_checkpoints_steps=2",
+        timeout=300,
+    )
+    assert run.returncode == 0, run.report()
+    assert f"SavedModel: {tmp / 'export' / '1'}" in run.stdout
+    return tmp / "run", str(tmp / "export" / "1")
+
+
+def test_run_pretraining_exports_a_wordpiece_encoder(pretrained, wordpiece_vocab):
+    """run_pretraining --vocab_file --export_dir: the encoder SavedModel holds the vocab.txt,
+    tokenizes as the Python tokenizer and embeds as the trained checkpoint in memory."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (its ops, as any client loads them)
+
+    from albert_tf.checkpoints import load_checkpoint
+    from albert_tf.checkpoints.export_encoder import checkpoint_config
+    from albert_tf.modeling.encoder import AlbertEncoder
+    from data_pipeline.wordpiece import WordPieceTokenizer
+
+    run, version = pretrained
+    assert (
+        open(os.path.join(version, "assets", "vocab.txt"), "rb").read()
+        == open(wordpiece_vocab, "rb").read()
+    )
+    texts = _chnsenticorp(10)
+    loaded = tf.saved_model.load(version)
+    tok = WordPieceTokenizer(wordpiece_vocab)
+    inputs = _packed(tok, texts, length=64)
+    packed = loaded.signatures["tokenize"](
+        text_a=tf.constant(texts), text_b=tf.constant([""] * len(texts))
+    )
+    np.testing.assert_array_equal(packed["input_ids"].numpy(), inputs["input_ids"])
+    config, _ = checkpoint_config(str(run / "checkpoints"))
+    encoder = AlbertEncoder(config)
+    encoder.build()
+    load_checkpoint(encoder, str(run / "checkpoints"))
+    want = encoder(inputs, training=False)
+    out = loaded.signatures["embed"](text=tf.constant(texts))
+    np.testing.assert_allclose(out["pooled_output"], want["pooled_output"], atol=1e-5)
+
+
+def test_export_tool_checks_the_runs_tokenizer(pretrained, wordpiece_vocab, tmp_path, tok):
+    """`albert_tf.serving.export --task encoder` on the run's checkpoint: with the run's
+    vocab.txt it writes a SavedModel; another vocab.txt or a SentencePiece model is a
+    one-line error naming the run's run_config.json, and nothing is written."""
+    from albert_tf.serving.export import build_module, export
+
+    run, _ = pretrained
+    checkpoints = str(run / "checkpoints")
+    version = export("encoder", checkpoints, str(tmp_path / "ok"), vocab_file=wordpiece_vocab)
+    assert os.path.exists(os.path.join(version, "assets", "vocab.txt"))
+    other = tmp_path / "vocab.txt"
+    other.write_bytes(open(wordpiece_vocab, "rb").read() + b"[unused-extra-token]\n")
+    with pytest.raises(
+        ValueError,
+        match=r"run_config.json: the model was pretrained on "
+        r"records of a WordPiece vocab.txt of sha256 .* but --vocab_file=",
+    ):
+        build_module("encoder", checkpoints, vocab_file=str(other))
+    run_tool = run_cli(
+        "-m",
+        "albert_tf.serving.export",
+        "--task=encoder",
+        f"--init_checkpoint={checkpoints}",
+        f"--spm_model_file={tok.model_file}",
+        f"--export_dir={tmp_path / 'bad'}",
+    )
+    errors = [line for line in run_tool.stderr.splitlines() if line.startswith("error:")]
+    assert run_tool.returncode == 1 and len(errors) == 1, run_tool.report()
+    assert (
+        f"{run / 'run_config.json'}: the model was pretrained on records of a WordPiece "
+        "vocab.txt, but --spm_model_file=" in errors[0]
+    )
+    assert not (tmp_path / "bad" / "1").exists()

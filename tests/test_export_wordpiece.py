@@ -13,6 +13,7 @@ import pytest
 from conftest import SHARED_DATA, run_cli, tiny_config
 
 MAX_SEQ = 128
+LONG = 12000  # (the longest line of `_lines` has 9,093 pieces)
 BAD = [
     "",
     "   ",
@@ -68,19 +69,23 @@ def models(tmp_path_factory, wordpiece_vocab):
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory, models):
-    """{kind: (SavedModel version, .tflite)} of the classifier, multiple-choice and
-    encoder (the classifier's encoder) exports."""
+    """{kind: (SavedModel version, .tflite)} of the classifier and multiple-choice models;
+    "encoder": (None, the classifier's encoder as a .tflite of max_seq_length 12,000, long
+    enough for every line of `_lines` untruncated). The encoder SavedModel is
+    run_pretraining's (`pretrained`)."""
     from albert_tf.serving.export import export_formats
+    from albert_tf.serving.litert import export_tflite
 
     tmp = tmp_path_factory.mktemp("wp-export")
     out = {}
     for kind in ("classifier", "multiple_choice"):
         paths = export_formats(kind, models[kind][1], str(tmp / kind), ("savedmodel", "tflite"))
         out[kind] = tuple(paths)
-    paths = export_formats(
-        "encoder", models["classifier"][1], str(tmp / "encoder"), ("savedmodel", "tflite")
+    encoder = models["classifier"][1]
+    out["encoder"] = (
+        None,
+        export_tflite("encoder", encoder, str(tmp / "enc"), max_seq_length=LONG)[0],
     )
-    out["encoder"] = tuple(paths)
     return out
 
 
@@ -147,31 +152,6 @@ def test_multiple_choice_savedmodel_tokenizes_and_chooses_as_in_memory(
         np.testing.assert_array_equal(packed[key].numpy(), want[key])
 
 
-def test_encoder_savedmodel_embeds_as_in_memory(exported, models, wordpiece_vocab):
-    """The encoder SavedModel of a WordPiece model: the Python tokenizer's ids, the
-    in-memory encoder's pooled and sequence outputs (within 1e-5) on real lines."""
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (its ops, as any client loads them)
-
-    from data_pipeline.wordpiece import WordPieceTokenizer
-
-    texts = _chnsenticorp(12) + BAD[:2]
-    loaded = tf.saved_model.load(exported["encoder"][0])
-    assert loaded.text.tokenizer_kind.numpy() == b"wordpiece"
-    out = loaded.signatures["embed"](text=tf.constant(texts))
-    tok = WordPieceTokenizer(wordpiece_vocab)
-    inputs = _packed(tok, texts)
-    want = models["classifier"][0].encoder(inputs, training=False)
-    np.testing.assert_array_equal(out["input_mask"].numpy(), inputs["input_mask"])
-    np.testing.assert_allclose(out["pooled_output"], want["pooled_output"], atol=1e-5)
-    real = inputs["input_mask"][:, :, None].astype(bool)
-    np.testing.assert_allclose(
-        np.where(real, out["sequence_output"].numpy(), 0),
-        np.where(real, want["sequence_output"].numpy(), 0),
-        atol=1e-5,
-    )
-
-
 def _lines():
     """Every line of ChnSentiCorp dev and of the Chinese news corpus, and the bad input."""
     news = SHARED_DATA / "corpus" / "zh_news"
@@ -181,22 +161,18 @@ def _lines():
     return lines + BAD
 
 
-def test_litert_tokenizer_in_the_file_gives_the_python_ids(tmp_path, models, wordpiece_vocab):
+def test_litert_tokenizer_in_the_file_gives_the_python_ids(exported, wordpiece_vocab):
     """The .tflite file tokenizes raw text itself (FastSentencepiece with BERT's basic
     tokenization baked in, FastWordpiece): through the LiteRT interpreter, every line of
     ChnSentiCorp dev and the Chinese news gets `WordPieceTokenizer.encode`'s ids, and so
     do the bad inputs (NUL deleted by the runner, full-width forms kept, words of over 100
     characters one [UNK])."""
-    from albert_tf.serving.litert import export_tflite
-    from albert_tf.serving.tflite_predict import LiteModel, read_metadata
+    from albert_tf.serving.tflite_predict import LiteModel
     from data_pipeline.wordpiece import WordPieceTokenizer
 
-    path = export_tflite(
-        "encoder", models["classifier"][1], str(tmp_path / "lite"), max_seq_length=12000
-    )[0]
-    model = LiteModel(path)
-    meta = json.loads(read_metadata(path)["albert_metadata"])
+    model = LiteModel(exported["encoder"][1])
     tok = WordPieceTokenizer(wordpiece_vocab)
+    meta = model.metadata
     assert meta["tokenizer"] == "wordpiece" and meta["vocab_sha256"] == tok.checksum
     lines = _lines()
     differ = []
@@ -204,7 +180,7 @@ def test_litert_tokenizer_in_the_file_gives_the_python_ids(tmp_path, models, wor
         batch = lines[first : first + 64]
         got = model.tokenize(batch, [""] * len(batch))
         for i, (line, ids) in enumerate(zip(batch, tok.encode_batch(batch))):
-            assert len(ids) <= 11998, len(ids)  # (not truncated: every id is compared)
+            assert len(ids) <= LONG - 2, len(ids)  # (not truncated: every id is compared)
             row = got["input_ids"][i]
             if row[1 : len(ids) + 1].tolist() != ids or row[len(ids) + 1] != tok.sep_id:
                 differ.append(line)
@@ -212,10 +188,10 @@ def test_litert_tokenizer_in_the_file_gives_the_python_ids(tmp_path, models, wor
     assert tok.encode("y" * 101) == [tok.unk_id] and tok.unk_id not in tok.encode("x" * 100)
 
 
-@pytest.mark.parametrize("kind", ["classifier", "multiple_choice", "encoder"])
+@pytest.mark.parametrize("kind", ["classifier", "multiple_choice"])
 def test_litert_outputs_equal_the_savedmodel(exported, kind):
     """Each .tflite (float32) against the SavedModel of the same model: probabilities,
-    logits, choices and embeddings within 1e-5 on real Chinese lines and bad input."""
+    logits and choices within 1e-5 on real Chinese lines and bad input."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (its ops, as any client loads them)
 
@@ -229,7 +205,7 @@ def test_litert_outputs_equal_the_savedmodel(exported, kind):
         want = saved["serving_default"](text_a=tf.constant(texts))
         keys = ("probabilities", "logits")
         assert got["label"].tolist() == want["label"].numpy().tolist()
-    elif kind == "multiple_choice":
+    else:
         passages, questions, options = _multiple_choice_inputs()
         got = lite.choose(passages, questions, options)
         want = saved["serving_default"](
@@ -239,13 +215,31 @@ def test_litert_outputs_equal_the_savedmodel(exported, kind):
         )
         keys = ("probabilities",)
         np.testing.assert_array_equal(got["choice"], want["choice"].numpy())
-    else:
-        texts = [t for t in texts if "\x00" not in t]  # (the runner deletes NUL; embed too)
-        got = lite.embed(texts)
-        want = saved["embed"](text=tf.constant(texts))
-        keys = ("pooled_output", "sequence_output", "input_mask")
     for key in keys:
         np.testing.assert_allclose(got[key], want[key].numpy(), atol=1e-5, err_msg=key)
+
+
+def test_litert_encoder_embeds_as_in_memory(exported, models, wordpiece_vocab):
+    """The encoder .tflite against the in-memory encoder on the Python tokenizer's ids:
+    pooled and sequence outputs within 1e-5, zeros at padding."""
+    from albert_tf.serving.tflite_predict import LiteModel
+    from data_pipeline.wordpiece import WordPieceTokenizer
+
+    tok = WordPieceTokenizer(wordpiece_vocab)
+    texts = _chnsenticorp(16) + BAD[:2] + BAD[4:]
+    texts = [t for t in texts if len(tok.encode(t)) <= 510]  # (the model has 512 positions)
+    assert len(texts) > 12
+    out = LiteModel(exported["encoder"][1]).embed(texts)
+    inputs = _packed(tok, texts, length=512)
+    want = models["classifier"][0].encoder(inputs, training=False)
+    length = out["sequence_output"].shape[1]
+    assert length == LONG and not out["input_mask"][:, 512:].any()
+    np.testing.assert_array_equal(out["input_mask"][:, :512], inputs["input_mask"])
+    np.testing.assert_allclose(out["pooled_output"], want["pooled_output"], atol=1e-5)
+    real = inputs["input_mask"][:, :, None].astype(bool)
+    np.testing.assert_allclose(
+        out["sequence_output"][:, :512], np.where(real, want["sequence_output"], 0), atol=1e-5
+    )
 
 
 def test_squad_litert_of_a_wordpiece_model_is_refused_before_writing(tmp_path, models):
@@ -339,13 +333,17 @@ def test_run_pretraining_exports_a_wordpiece_encoder(pretrained, wordpiece_vocab
     want = encoder(inputs, training=False)
     out = loaded.signatures["embed"](text=tf.constant(texts))
     np.testing.assert_allclose(out["pooled_output"], want["pooled_output"], atol=1e-5)
+    real = inputs["input_mask"][:, :, None].astype(bool)
+    np.testing.assert_allclose(
+        out["sequence_output"].numpy(), np.where(real, want["sequence_output"], 0), atol=1e-5
+    )
 
 
-def test_export_tool_checks_the_runs_tokenizer(pretrained, wordpiece_vocab, tmp_path, tok):
+def test_export_tool_checks_the_runs_tokenizer(pretrained, wordpiece_vocab, tmp_path, tok, capsys):
     """`albert_tf.serving.export --task encoder` on the run's checkpoint: with the run's
     vocab.txt it writes a SavedModel; another vocab.txt or a SentencePiece model is a
     one-line error naming the run's run_config.json, and nothing is written."""
-    from albert_tf.serving.export import build_module, export
+    from albert_tf.serving.export import build_module, export, main
 
     run, _ = pretrained
     checkpoints = str(run / "checkpoints")
@@ -355,20 +353,21 @@ def test_export_tool_checks_the_runs_tokenizer(pretrained, wordpiece_vocab, tmp_
     other.write_bytes(open(wordpiece_vocab, "rb").read() + b"[unused-extra-token]\n")
     with pytest.raises(
         ValueError,
-        match=r"run_config.json: the model was pretrained on "
-        r"records of a WordPiece vocab.txt of sha256 .* but --vocab_file=",
+        match=r"run_config.json: the model was pretrained on records of a WordPiece "
+        r"vocab.txt of sha256 .* but --vocab_file=",
     ):
         build_module("encoder", checkpoints, vocab_file=str(other))
-    run_tool = run_cli(
-        "-m",
-        "albert_tf.serving.export",
-        "--task=encoder",
-        f"--init_checkpoint={checkpoints}",
-        f"--spm_model_file={tok.model_file}",
-        f"--export_dir={tmp_path / 'bad'}",
+    code = main(
+        [
+            "export",
+            "--task=encoder",
+            f"--init_checkpoint={checkpoints}",
+            f"--spm_model_file={tok.model_file}",
+            f"--export_dir={tmp_path / 'bad'}",
+        ]
     )
-    errors = [line for line in run_tool.stderr.splitlines() if line.startswith("error:")]
-    assert run_tool.returncode == 1 and len(errors) == 1, run_tool.report()
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert code == 1 and len(errors) == 1, errors
     assert (
         f"{run / 'run_config.json'}: the model was pretrained on records of a WordPiece "
         "vocab.txt, but --spm_model_file=" in errors[0]

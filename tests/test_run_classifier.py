@@ -325,21 +325,15 @@ def test_chnsenticorp_wordpiece_end_to_end(tmp_path, shared_data, wordpiece_voca
     "runner,extra,tokenizer,message",
     [
         ("run_squad.py", ["--predict_file=x.json"], ["vocab"], "SentencePiece models only"),
-        (
-            "run_classifier.py",
-            ["--task_name=chnsenticorp", "--export_dir=e", "--export_format=tflite"],
-            ["vocab"],
-            "on-device exports of WordPiece models are not written yet",
-        ),
     ],
 )
 def test_tokenizer_flags_one_line_errors(
     tmp_path, wordpiece_vocab, runner, extra, tokenizer, message
 ):
     """run_squad refuses --vocab_file (its character offsets go through SentencePiece only
-    so far), run_classifier a tflite export of a WordPiece model; nothing is written. (Both
-    or neither of --spm_model_file/--vocab_file: `check_choice`, tested in-process in
-    test_pretraining_wordpiece.py and test_wordpiece.py; a subprocess each costs ~6 s.)"""
+    so far); nothing is written. (Both or neither of --spm_model_file/--vocab_file:
+    `check_choice`, tested in-process in test_pretraining_wordpiece.py and
+    test_wordpiece.py; a subprocess each costs ~6 s.)"""
     files = {"vocab": f"--vocab_file={wordpiece_vocab}", "spm": "--spm_model_file=m.model"}
     args = [f"--output_dir={tmp_path / 'out'}", "--do_train", "--do_predict", *extra]
     run = run_cli(runner, *args, *(files[t] for t in tokenizer))

@@ -373,3 +373,76 @@ def test_export_tool_checks_the_runs_tokenizer(pretrained, wordpiece_vocab, tmp_
         "vocab.txt, but --spm_model_file=" in errors[0]
     )
     assert not (tmp_path / "bad" / "1").exists()
+
+
+# --- Hugging Face and KerasHub ----------------------------------------------------------------
+
+
+def test_hugging_face_directory_tokenizes_and_computes_as_ours(tmp_path, models, wordpiece_vocab):
+    """convert --to transformers of a WordPiece model: vocab.txt + a BertTokenizer config,
+    the Chinese ALBERTs' layout on the hub. transformers' AutoTokenizer from the directory
+    gives our ids on every line of ChnSentiCorp dev and the Chinese news; AlbertModel and
+    AlbertForSequenceClassification give our encoder outputs and logits (1e-5); converted
+    back, the fine-tuned directory holds the vocab.txt again."""
+    import torch
+    import transformers
+
+    from albert_tf.checkpoints.convert import convert
+    from albert_tf.checkpoints.export_transformers import export_transformers
+    from albert_tf.checkpoints.finetuned import read_task
+    from data_pipeline.wordpiece import WordPieceTokenizer
+
+    model, directory = models["classifier"]
+    hf_dir = str(tmp_path / "hf")
+    report = export_transformers(directory, hf_dir)
+    assert report["vocabulary"] == "vocab.txt"
+    assert (
+        open(os.path.join(hf_dir, "vocab.txt"), "rb").read() == open(wordpiece_vocab, "rb").read()
+    )
+    hf_tok = transformers.AutoTokenizer.from_pretrained(hf_dir)
+    assert type(hf_tok).__name__.startswith("BertTokenizer")
+    tok = WordPieceTokenizer(wordpiece_vocab)
+    lines = _lines()[: -len(BAD)]
+    theirs = hf_tok(lines, add_special_tokens=False)["input_ids"]
+    assert [i for i, (a, b) in enumerate(zip(theirs, tok.encode_batch(lines))) if a != b] == []
+
+    texts = _chnsenticorp(8)
+    batch = hf_tok(texts, padding="max_length", truncation=True, max_length=MAX_SEQ)
+    inputs = _packed(tok, texts)
+    np.testing.assert_array_equal(batch["input_ids"], inputs["input_ids"])
+    torch_inputs = dict(
+        input_ids=torch.tensor(inputs["input_ids"], dtype=torch.long),
+        attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
+        token_type_ids=torch.tensor(inputs["segment_ids"], dtype=torch.long),
+    )
+    mine = model(inputs, training=False)
+    encoded = model.encoder(inputs, training=False)
+    for cls in (transformers.AlbertModel, transformers.AlbertForSequenceClassification):
+        hf = cls.from_pretrained(hf_dir, attn_implementation="eager").eval()
+        with torch.no_grad():
+            out = hf(**torch_inputs)
+        if cls is transformers.AlbertModel:
+            real = inputs["input_mask"].astype(bool)
+            np.testing.assert_allclose(
+                out.last_hidden_state.numpy()[real],
+                encoded["sequence_output"].numpy()[real],
+                atol=1e-5,
+            )
+            np.testing.assert_allclose(
+                out.pooler_output.numpy(), encoded["pooled_output"].numpy(), atol=1e-5
+            )
+        else:
+            np.testing.assert_allclose(out.logits.numpy(), mine["logits"].numpy(), atol=1e-5)
+    back = convert("transformers", hf_dir, str(tmp_path / "back"))
+    assert back["vocabulary"] == "vocab.txt"
+    task = read_task(str(tmp_path / "back"))
+    assert open(task["vocab_file"], "rb").read() == open(wordpiece_vocab, "rb").read()
+
+
+def test_keras_hub_preset_of_a_wordpiece_model_is_refused_naming_why(tmp_path, models):
+    from albert_tf.checkpoints import CheckpointError
+    from albert_tf.checkpoints.export_keras_hub import export_keras_hub
+
+    with pytest.raises(CheckpointError, match="AlbertTokenizer reads SentencePiece models only"):
+        export_keras_hub(models["classifier"][1], str(tmp_path / "kh"))
+    assert not (tmp_path / "kh").exists()

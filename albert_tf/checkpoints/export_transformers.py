@@ -140,7 +140,7 @@ def export_transformers(
         read_vocab(vocab)  # a BERT vocab.txt, or a one-line error naming the file
     config, state = transformers_files(model, task)
     lower = True if task is None else bool(task.get("do_lower_case", True))
-    shipped = {spm: "spiece.model", vocab: "vocab.txt"}.get(spm or vocab)
+    shipped = "spiece.model" if spm else ("vocab.txt" if vocab else None)
     with output_lock(output_dir, "albert_tf.checkpoints.convert --to transformers"):
         write_weights(output_dir, config, state)
         if shipped:

@@ -30,6 +30,11 @@ LiteRT cannot express a step):
 
 Text → ids runs in the file with builtin ops and one custom op (`litert_text`); ids equal
 the SavedModel's but for final sigma in uncased models (`data_pipeline.baked_normalization`).
+WordPiece models (vocab.txt) use three of tensorflow-text's LiteRT ops instead
+(FastSentencepieceTokenize with BERT's basic tokenization baked in, FastWordpieceDetokenize,
+FastWordpieceTokenizeWithOffsets: `data_pipeline.baked_wordpiece`), ids equal to the
+SavedModel's but for the same final sigma; squad files of WordPiece models are not written
+(their runner windows text with the SentencePiece model they carry).
 The sequence length is the request's longest row (LiteRT resizes per call: a short sentence
 costs what its length costs); `--fixed_length` pads to max_seq_length for delegates that
 need static shapes.
@@ -41,8 +46,9 @@ custom op TFText>FastSentencepieceTokenize"), and integer-only accelerators coul
 either.
 
 Metadata (`METADATA_NAME` in the file's metadata table, and `<file>.json`): task, labels,
-max_seq_length, casing, the vocabulary's sha256, quantization, the squad settings; squad
-files also carry the SentencePiece model (`SPM_NAME`).
+max_seq_length, casing, the tokenizer kind ("sentencepiece" / "wordpiece") and the
+vocabulary's sha256, quantization, the squad settings; squad files also carry the
+SentencePiece model (`SPM_NAME`).
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ Input, one example per line (UTF-8; invalid bytes become U+FFFD, as in the Saved
 Output: one JSON object per line (label and probabilities; choice; answer with character
 offsets; pooled output).
 
+Files of WordPiece models (vocab.txt) work the same; NUL characters are deleted before
+the file, as BERT's tokenizer deletes them (data_pipeline.baked_wordpiece).
+
 Needs only the LiteRT interpreter (`pip install ai-edge-litert`) plus, for the text-in
 models, tensorflow-text's op registrar (`tensorflow_text.tflite_registrar`, which brings
 TensorFlow); squad files take ids and run on ai-edge-litert alone (the runner tokenizes and

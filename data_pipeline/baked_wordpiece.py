@@ -19,17 +19,18 @@ FastWordpiece ops. `baked_wordpiece` builds three models for them that together 
   2. a `joiner` WordPiece vocabulary that turns those ids back into text (FastWordpiece's
      detokenizer: "▁" → a word-start marker `WORD`, a character → "##" + it, so words come
      out as `WORD` + characters, separated by spaces). tensorflow-text's
-     FastSentencepieceDetokenize would do it directly but crashes in LiteRT (it writes
-     its string output without a shape);
+     FastSentencepieceDetokenize would do it directly but crashes the LiteRT interpreter
+     (a segmentation fault once its string output is read; ai-edge-litert 2.3);
   3. the WordPiece vocabulary itself, written in those characters (word-start tokens
      behind `WORD`, continuations behind "##"; same order, so the same ids), for
      FastWordpiece's tokenizer, which splits the words at the spaces and runs the greedy
      longest-match-first WordPiece. A word longer than 100 characters is one [UNK]
      (`max_bytes_per_word` = 4 bytes × (100 + the marker)), as officially.
 
-Tested: the ids equal `WordPieceTokenizer.encode`'s on every line of ChnSentiCorp, Chinese
-news and English speeches, in TensorFlow and through the LiteRT interpreter. What a
-per-character table cannot express, and so differs:
+Tested through the LiteRT interpreter: the ids equal `WordPieceTokenizer.encode`'s on every
+line of ChnSentiCorp dev and the Chinese news, and on control characters, full-width forms
+and words of 100 and 101 characters. What a per-character table cannot express, and so
+differs:
   * final sigma: Python's `str.lower()` turns "Σ" at the end of a word into "ς"; the table
     gives "σ" (uncased models, Greek capitals only; as `baked_normalization`);
   * canonical reordering: NFD of a word may reorder combining marks across characters;

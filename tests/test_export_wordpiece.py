@@ -341,14 +341,22 @@ def test_run_pretraining_exports_a_wordpiece_encoder(pretrained, wordpiece_vocab
 
 def test_export_tool_checks_the_runs_tokenizer(pretrained, wordpiece_vocab, tmp_path, tok, capsys):
     """`albert_tf.serving.export --task encoder` on the run's checkpoint: with the run's
-    vocab.txt it writes a SavedModel; another vocab.txt or a SentencePiece model is a
-    one-line error naming the run's run_config.json, and nothing is written."""
+    vocab.txt it writes a SavedModel at the run's sequence length; another vocab.txt or a
+    SentencePiece model is a one-line error naming the run's run_config.json, and nothing
+    is written."""
     from albert_tf.serving.export import build_module, export, main
 
     run, _ = pretrained
     checkpoints = str(run / "checkpoints")
     version = export("encoder", checkpoints, str(tmp_path / "ok"), vocab_file=wordpiece_vocab)
     assert os.path.exists(os.path.join(version, "assets", "vocab.txt"))
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (its ops, as any client loads them)
+
+    packed = tf.saved_model.load(version).signatures["tokenize"](
+        text_a=tf.constant(["你好"]), text_b=tf.constant([""])
+    )
+    assert packed["input_ids"].shape == (1, 64)  # the run's sequence length (not 128)
     other = tmp_path / "vocab.txt"
     other.write_bytes(open(wordpiece_vocab, "rb").read() + b"[unused-extra-token]\n")
     with pytest.raises(

@@ -574,8 +574,8 @@ def build_module(
     model directory brings its own config, vocabulary, labels and settings). The
     vocabulary: `spm_model_file`, else `vocab_file` (WordPiece), else the directory's;
     an encoder checkpoint of a pretraining run is checked against the tokenizer its
-    records were written with (`check_run_tokenizer`), and takes that run's casing
-    unless `do_lower_case` is given."""
+    records were written with (`check_run_tokenizer`), and takes that run's sequence
+    length and casing unless they are given."""
     from albert_tf.checkpoints import finetuned
     from albert_tf.checkpoints import load_checkpoint
     from albert_tf.checkpoints.export_encoder import checkpoint_config
@@ -603,19 +603,26 @@ def build_module(
         raise ValueError(
             "--spm_model_file or --vocab_file is needed (the checkpoint has no vocabulary)"
         )
-    max_seq_length = max_seq_length or info.get("max_seq_length") or 128
     run = pretraining_run(init_checkpoint) if task == "encoder" and not info else None
-    if do_lower_case is None and run:
-        do_lower_case = (run[1].get("data") or {}).get("do_lower_case")
+    data = (run[1].get("data") or {}) if run else {}  # (the run's records' settings)
+    max_seq_length = (
+        max_seq_length or info.get("max_seq_length") or data.get("max_seq_length") or 128
+    )
+    if do_lower_case is None:
+        do_lower_case = data.get("do_lower_case")
     do_lower_case = info.get("do_lower_case", True) if do_lower_case is None else do_lower_case
     if task == "encoder":
         from albert_tf.modeling.encoder import AlbertEncoder
         from data_pipeline.tokenizer_choice import tokenizer_for
 
         if run:
-            flag = f"--spm_model_file={spm_model_file}" if spm_model_file else ""
             tokenizer = tokenizer_for(spm_model_file, vocab_file, do_lower_case)
-            check_run_tokenizer(run, tokenizer, flag or f"--vocab_file={vocab_file}")
+            given = (
+                f"--spm_model_file={spm_model_file}"
+                if spm_model_file
+                else f"--vocab_file={vocab_file}"
+            )
+            check_run_tokenizer(run, tokenizer, given)
         config, _ = checkpoint_config(init_checkpoint, albert_config)
         model = AlbertEncoder(config)
         model.build()
@@ -784,7 +791,10 @@ def main(argv=None) -> int:
         flag_values=fv,
     )
     flags.DEFINE_integer(
-        "max_seq_length", None, "Default: the fine-tuned model's (else 128).", flag_values=fv
+        "max_seq_length",
+        None,
+        "Default: the fine-tuned model's or the pretraining run's (else 128).",
+        flag_values=fv,
     )
     flags.DEFINE_bool(
         "do_lower_case",

@@ -72,14 +72,11 @@ def _main() -> int:
         else f"{data.meta_file or files[0]}: the records' max_seq_length",
     )
     shared_flags.check_records_vocabulary(albert_config, files + eval_files)
-    if FLAGS.export_dir and FLAGS.vocab_file:
-        raise ValueError(
-            f"--export_dir with --vocab_file={FLAGS.vocab_file}: run_pretraining exports "
-            "SentencePiece models only so far (export the checkpoint with --spm_model_file)"
-        )
-    if FLAGS.export_dir and not FLAGS.spm_model_file:
-        raise ValueError("--export_dir needs --spm_model_file")
     given = FLAGS.spm_model_file or FLAGS.vocab_file
+    if FLAGS.export_dir and not given:
+        raise ValueError(
+            "--export_dir needs the records' tokenizer: --spm_model_file or --vocab_file"
+        )
     if data.dynamic_masking and not given:
         raise ValueError(
             "records written with --dynamic_masking need their tokenizer: "
@@ -164,6 +161,7 @@ def _main() -> int:
             **shared_flags.export_formats_from_flags(),
             albert_config=albert_config,
             spm_model_file=FLAGS.spm_model_file,
+            vocab_file=FLAGS.vocab_file,
             max_seq_length=data.max_seq_length,
             do_lower_case=data.do_lower_case is not False,
         )

@@ -5,8 +5,10 @@
 Corpora (../shared/data, every line): zh_news (news_zh_1 and THUCNews, 1,221 lines) and
 en_speeches (inaugural and State of the Union addresses). The vocabulary is built here,
 never copied: `build_vocab` (the tests use the same function) trains a WordPiece
-vocabulary on both corpora with Hugging Face `tokenizers`' trainer and adds every CJK
-character seen there with its `##` form, 21,128 entries like the official Chinese vocab.
+vocabulary on both corpora (`data_pipeline.train_tokenizer.wordpiece_vocabulary`, as
+`python -m data_pipeline.train_tokenizer --kind wordpiece` does): every CJK character seen
+there with its `##` form, then Hugging Face `tokenizers`' trainer's pieces, 21,128 entries
+like the official Chinese vocab.
 
 Rows: lines/s of `WordPieceTokenizer.encode_batch` (Hugging Face `tokenizers`, Rust, the
 whole corpus as one batch) and of `reference_encode`, BERT's basic tokenizer and greedy
@@ -91,36 +93,13 @@ def _is_cjk(cp: int) -> bool:
 
 
 def build_vocab(files: list[str], out_file: str, size: int = VOCAB_SIZE) -> list[str]:
-    """Writes a `size`-entry WordPiece vocab.txt learned from `files`; returns its tokens.
+    """Writes a `size`-entry WordPiece vocab.txt learned from every line of `files`
+    (`data_pipeline.train_tokenizer.wordpiece_vocabulary`: the official Chinese layout,
+    every CJK character with its `##` form, then Hugging Face `tokenizers`' WordPiece
+    trainer's pieces); returns its tokens."""
+    from data_pipeline.train_tokenizer import wordpiece_vocabulary
 
-    Layout like the official Chinese vocab: [PAD], [unused1-99], [UNK], [CLS], [SEP],
-    [MASK]; then every CJK character of the files and its `##` form; then the pieces of a
-    WordPiece trained on the files (Hugging Face `tokenizers`' trainer, BERT's basic
-    tokenization) in training order, to `size` (padded with [unusedN] if it learns fewer).
-    """
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
-
-    head = ["[PAD]"] + [f"[unused{i}]" for i in range(1, 100)]
-    head += ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    lines = read_lines(files)
-    cjk = sorted({c for line in lines for c in line if _is_cjk(ord(c))})
-    tokens = head + cjk + ["##" + c for c in cjk]
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=size, special_tokens=["[UNK]"], show_progress=False
-    )
-    tokenizer.train_from_iterator(lines, trainer)
-    learned = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
-    seen = set(tokens)
-    for token, _ in learned:
-        if len(tokens) == size:
-            break
-        if token not in seen:
-            seen.add(token)
-            tokens.append(token)
-    tokens += [f"[unused{i}]" for i in range(100, 100 + size - len(tokens))]
+    tokens = wordpiece_vocabulary(read_lines(files), size)
     with open(out_file, "w", encoding="utf-8") as f:
         f.write("".join(t + "\n" for t in tokens))
     return tokens

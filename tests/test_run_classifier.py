@@ -325,18 +325,19 @@ def test_chnsenticorp_wordpiece_end_to_end(tmp_path, shared_data, wordpiece_voca
     "runner,extra,tokenizer,message",
     [
         (
-            "run_classifier.py",
-            ["--task_name=chnsenticorp", "--export_dir=e", "--export_format=tflite"],
+            "run_squad.py",
+            ["--predict_file=x.json", "--export_dir=e", "--export_format=tflite"],
             ["vocab"],
-            "on-device exports of WordPiece models are not written yet",
+            "on-device SQuAD",
         ),
     ],
 )
 def test_tokenizer_flags_one_line_errors(
     tmp_path, wordpiece_vocab, runner, extra, tokenizer, message
 ):
-    """run_classifier refuses a tflite export of a WordPiece model; nothing is written. (Both
-    or neither of --spm_model_file/--vocab_file: `check_choice`, tested in-process in
+    """run_squad refuses an on-device export of a WordPiece model (that file windows the
+    text with a SentencePiece model); nothing is written. (Both or neither of
+    --spm_model_file/--vocab_file: `check_choice`, tested in-process in
     test_pretraining_wordpiece.py and test_wordpiece.py; a subprocess each costs ~6 s.)"""
     files = {"vocab": f"--vocab_file={wordpiece_vocab}", "spm": "--spm_model_file=m.model"}
     args = [f"--output_dir={tmp_path / 'out'}", "--do_train", "--do_predict", *extra]

@@ -360,3 +360,75 @@ def test_chinese_news(tmp_path, shared_data):
         assert len(ids) >= 5 and ids.count(tok.unk_id) <= len(ids) // 10, tok.tokenize(text)
         assert len(ids) < len(normalize_text(text))  # multi-character pieces were learned
     assert tok.tokenize(unseen)[-1] == "。"
+
+
+# --- WordPiece ------------------------------------------------------------------------------
+
+
+def _wordpiece_corpus(tmp_path, shared_data):
+    """ChnSentiCorp's dev reviews and an English address: Chinese, Latin words, numbers."""
+    chn = (shared_data / "chinese" / "ChnSentiCorp" / "dev.tsv").read_text(encoding="utf-8")
+    speech = shared_data / "corpus" / "en_speeches" / "inaugural"
+    english = sorted(speech.glob("*.txt"))[-1].read_text(encoding="utf-8", errors="replace")
+    corpus = tmp_path / "corpus.txt"
+    lines = [line.split("\t")[0] for line in chn.splitlines()[1:]] + english.splitlines()
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return corpus, [line for line in lines if line.strip()]
+
+
+def test_wordpiece_vocabulary_covers_its_text_and_reruns_give_the_same_file(
+    tmp_path, shared_data, capsys
+):
+    """--kind wordpiece: a vocab.txt in the official Chinese layout that WordPieceTokenizer
+    loads, holding every CJK character of the text with its ## form, that encodes the text
+    without [UNK] (words of over 100 characters aside); a rerun, and the command line in
+    another process, write the same bytes (Hugging Face's trainer alone does not)."""
+    from data_pipeline.train_tokenizer import train_wordpiece
+    from data_pipeline.wordpiece import WordPieceTokenizer
+
+    corpus, lines = _wordpiece_corpus(tmp_path, shared_data)
+    report = train_wordpiece(str(corpus), str(tmp_path / "a" / "vocab.txt"), 8000)
+    tok = WordPieceTokenizer(report["vocab_file"])
+    assert tok.vocab_size == report["vocab_size"] == 8000
+    assert tok.vocab[:2] == ["[PAD]", "[unused1]"] and tok.vocab[99] == "[unused99]"
+    assert (tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id) == (100, 101, 102, 103)
+    cjk = {c for line in lines for c in line if "\u4e00" <= c <= "\u9fff"}
+    assert report["cjk_characters"] >= len(cjk) > 1500
+    assert all(c in tok.token_to_id and "##" + c in tok.token_to_id for c in cjk)
+    assert report["unused_filled"] == 0 and report["sentences"] == len(lines)
+    unknown = [line for line, ids in zip(lines, tok.encode_batch(lines)) if tok.unk_id in ids]
+    assert all(max(len(w) for w in line.split()) > 100 for line in unknown), unknown[:3]
+    learned = [t for t in tok.vocab[104 + 2 * len(cjk) :] if not t.startswith("[unused")]
+    assert {"the", "of", "##s"} <= set(learned) and max(map(len, learned)) > 6
+
+    train_wordpiece(str(corpus), str(tmp_path / "b" / "vocab.txt"), 8000)
+    first = (tmp_path / "a" / "vocab.txt").read_bytes()
+    assert (tmp_path / "b" / "vocab.txt").read_bytes() == first
+    run = run_cli(
+        "-m",
+        "data_pipeline.train_tokenizer",
+        "--kind=wordpiece",
+        f"--input_file={corpus}",
+        f"--vocab_file={tmp_path / 'c' / 'vocab.txt'}",
+        "--vocab_size=8000",
+    )
+    assert run.returncode == 0, run.report()
+    assert (tmp_path / "c" / "vocab.txt").read_bytes() == first
+    assert json.loads(run.stdout[run.stdout.index("\n{") + 1 :])["vocab_sha256"] == (
+        hashlib.sha256(first).hexdigest()
+    )
+
+
+def test_wordpiece_errors_are_one_line(tmp_path, shared_data, capsys):
+    from data_pipeline.train_tokenizer import train_wordpiece
+
+    corpus, _ = _wordpiece_corpus(tmp_path, shared_data)
+    with pytest.raises(ValueError, match=r"vocab_size=1,000 is too small: the text holds"):
+        train_wordpiece(str(corpus), str(tmp_path / "small.txt"), 1000)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    with pytest.raises(ValueError, match="no sentences to train on in .*empty.txt"):
+        train_wordpiece(str(empty), str(tmp_path / "none.txt"), 1000)
+    assert not (tmp_path / "small.txt").exists() and not (tmp_path / "none.txt").exists()
+    assert main(["train_tokenizer", "--kind=wordpiece", f"--input_file={corpus}"]) == 2
+    assert "--kind wordpiece writes --vocab_file" in capsys.readouterr().err

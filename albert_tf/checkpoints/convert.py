@@ -4,7 +4,7 @@ this project's format.
     python -m albert_tf.checkpoints.convert --source {tf1,tfhub,brightmart,transformers} \
         --input PATH --output_dir DIR [--albert_config_file FILE]
     python -m albert_tf.checkpoints.convert --to {transformers,keras_hub} --input OURS \
-        --output_dir DIR
+        --output_dir DIR [--spm_model_file M | --vocab_file V]
 
 (`--to`: the other way, albert_tf.checkpoints.export_transformers / export_keras_hub.)
 
@@ -17,7 +17,8 @@ Writes `DIR/albert_config.json`, a checkpoint (`DIR/ckpt-1`, with a `checkpoint`
 so both `DIR` and `DIR/ckpt-1` work as `--init_checkpoint`) and `DIR/conversion_report.json`.
 A Hugging Face task model (`architectures`: AlbertForSequenceClassification,
 AlbertForMultipleChoice, AlbertForQuestionAnswering) becomes a fine-tuned model directory
-(task.json with the labels of `id2label`, spm.model from spiece.model) that the runners'
+(task.json with the labels of `id2label`, spm.model from spiece.model, or a BertTokenizer's
+vocab.txt as the Chinese ALBERTs have) that the runners'
 --init_checkpoint and `albert_tf.serving.export` take. Only the parts the source holds are
 written: an encoder-only source gives an encoder-only
 checkpoint, and a model restored from it reports its heads as missing. `DIR` is locked while
@@ -161,14 +162,16 @@ def _convert_task(input_path, output_dir, config, weights, unknown, task) -> dic
     prefix = save_checkpoint(model, output_dir, config)
     spm = os.path.join(input_path, "spiece.model")
     spm = spm if os.path.isfile(spm) else None
-    write_task_files(output_dir, task, spm)
+    vocab = os.path.join(input_path, "vocab.txt")  # (a BertTokenizer's: Chinese ALBERTs)
+    vocab = vocab if not spm and os.path.isfile(vocab) else None
+    write_task_files(output_dir, task, spm, vocab)
     report = {
         "source": "transformers",
         "input": os.path.abspath(input_path),
         "checkpoint": prefix,
         "config": os.path.join(output_dir, CONFIG_NAME),
         "task": task,
-        "vocabulary": "spm.model" if spm else None,
+        "vocabulary": "spm.model" if spm else ("vocab.txt" if vocab else None),
         "variables_assigned": len(result.assigned),
         "heads_written": [c for c in result.components_restored if c not in ("encoder", "pooler")],
         "heads_absent_from_source": [],
@@ -200,7 +203,11 @@ def _print_report(report: dict) -> None:
         task = report["task"]
         labels = f" labels {task['labels']}" if task.get("labels") else ""
         print(f"a fine-tuned {task['kind']} model directory{labels}", end="")
-        print("" if report["vocabulary"] else " (no spiece.model: exports need --spm_model_file)")
+        print(
+            ""
+            if report["vocabulary"]
+            else " (no spiece.model or vocab.txt: exports need --spm_model_file or --vocab_file)"
+        )
     if report.get("brightmart"):
         print(f"brightmart layout: {report['brightmart']['folded']}")
     if not report["pooler_from_source"]:
@@ -227,6 +234,12 @@ def main(argv=None) -> int:
         "spm_model_file",
         None,
         "--to: the vocabulary to ship (default: the fine-tuned directory's).",
+        flag_values=fl,
+    )
+    flags.DEFINE_string(
+        "vocab_file",
+        None,
+        "--to: a WordPiece vocab.txt to ship instead (default: the fine-tuned directory's).",
         flag_values=fl,
     )
     flags.DEFINE_string(
@@ -259,14 +272,16 @@ def main(argv=None) -> int:
 
         write = export_transformers if fl.to == "transformers" else export_keras_hub
         try:
-            report = write(fl.input, fl.output_dir, fl.albert_config_file, fl.spm_model_file)
+            report = write(
+                fl.input, fl.output_dir, fl.albert_config_file, fl.spm_model_file, fl.vocab_file
+            )
         except (OSError, ValueError, CheckpointError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
         what = report.get("architecture") or report.get("written")
         print(
             f"wrote {report['output_dir']}: {what}, vocabulary "
-            f"{report['vocabulary'] or 'none (give --spm_model_file)'}"
+            f"{report['vocabulary'] or 'none (give --spm_model_file or --vocab_file)'}"
         )
         if report.get("not_written"):
             print(f"no KerasHub counterpart, not written: {', '.join(report['not_written'])}")

@@ -14,6 +14,13 @@ read by KerasHub's own Hugging Face loader, then KerasHub's `save_to_preset`. Wh
 KerasHub counterpart is not written and is named in the report: the MLM and SOP heads
 (KerasHub has no SOP head), multiple choice and SQuAD heads (no ALBERT task models for
 them), and activations other than the tanh GELU (KerasHub's AlbertBackbone has no option).
+
+WordPiece models (vocab.txt: a fine-tuned directory holding one, or `--vocab_file`) are
+refused: KerasHub's AlbertTokenizer reads SentencePiece models only, and its BertTokenizer
+lowercases by NFKC case folding ("，" → ",", "２" → "2"), not as BERT's basic tokenizer, so
+a preset would feed the model other ids than it was trained on (85% of ChnSentiCorp's dev
+lines differ with a Chinese vocab.txt). `--to transformers` writes such models with
+Hugging Face's BertTokenizer, which tokenizes as ours.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ def export_keras_hub(
     output_dir: str,
     albert_config_file: str | None = None,
     spm_model_file: str | None = None,
+    vocab_file: str | None = None,
 ) -> dict:
     """Writes the preset (see the module docstring); returns a report {task, written,
     not_written, vocabulary}."""
@@ -38,14 +46,22 @@ def export_keras_hub(
         raise CheckpointError("--to keras_hub needs keras-hub: pip install keras-hub") from None
     from albert_tf.checkpoints.export_transformers import (
         _our_model,
+        chosen_vocabulary,
         transformers_files,
         write_weights,
     )
     from albert_tf.modeling.encoder import AlbertEncoder
     from data_pipeline.atomic import output_lock
 
-    model, task, vocabulary = _our_model(input_path, albert_config_file)
-    vocabulary = spm_model_file or vocabulary
+    model, task, found = _our_model(input_path, albert_config_file)
+    vocabulary, wordpiece = chosen_vocabulary(found, spm_model_file, vocab_file)
+    if wordpiece:
+        raise CheckpointError(
+            f"{wordpiece}: a WordPiece vocabulary; KerasHub's AlbertTokenizer reads "
+            'SentencePiece models only and its BertTokenizer folds case by NFKC ("，" → '
+            '","), unlike BERT\'s: no KerasHub preset would tokenize as the model was trained '
+            "(use --to transformers)"
+        )
     encoder = model if isinstance(model, AlbertEncoder) else model.encoder
     if encoder.config.hidden_act != "gelu":
         raise CheckpointError(

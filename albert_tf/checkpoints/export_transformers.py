@@ -1,12 +1,15 @@
 """This project's models → Hugging Face `save_pretrained` directories.
 
     python -m albert_tf.checkpoints.convert --to transformers --input CKPT_OR_FINETUNED_DIR \
-        --output_dir DIR [--albert_config_file F] [--spm_model_file M]
+        --output_dir DIR [--albert_config_file F] [--spm_model_file M | --vocab_file V]
 
 Writes DIR/config.json (with `architectures`), DIR/model.safetensors, and, with a
 vocabulary, DIR/spiece.model + tokenizer_config.json, which transformers'
 `Albert*.from_pretrained(DIR)` and `AlbertTokenizer.from_pretrained(DIR)` load with no
-missing or unexpected keys:
+missing or unexpected keys. A WordPiece model (a fine-tuned directory holding vocab.txt,
+or `--vocab_file`) gets DIR/vocab.txt + a tokenizer_config.json naming `BertTokenizer`,
+the layout of the Chinese ALBERTs on the Hugging Face hub (AlbertModel weights read with a
+BertTokenizer): `AutoTokenizer.from_pretrained(DIR)` loads it and gives our ids.
 
   a fine-tuned model directory  classifier → AlbertForSequenceClassification (id2label from
                                 the labels; regression: one output, problem_type regression),
@@ -34,9 +37,9 @@ ARCHITECTURES = {
 
 
 def _our_model(input_path: str, albert_config_file=None):
-    """(model, task or None, vocabulary or None) from a fine-tuned model directory or a
-    checkpoint: the pretraining model when the checkpoint has both heads, else the
-    encoder."""
+    """(model, task or None, (spm_model_file, vocab_file) of a fine-tuned directory, each
+    None when absent) from a fine-tuned model directory or a checkpoint: the pretraining
+    model when the checkpoint has both heads, else the encoder."""
     from albert_tf.checkpoints.export_encoder import checkpoint_config
     from albert_tf.checkpoints.finetuned import TASK_FILE, load_finetuned
     from albert_tf.checkpoints.loading import load_checkpoint
@@ -45,8 +48,8 @@ def _our_model(input_path: str, albert_config_file=None):
 
     if os.path.exists(os.path.join(input_path, TASK_FILE)):
         model, task = load_finetuned(input_path)
-        spm = task.get("spm_model")
-        return model, task, spm if spm and os.path.isfile(spm) else None
+        found = [task.get(k) for k in ("spm_model", "vocab_file")]
+        return model, task, tuple(f if f and os.path.isfile(f) else None for f in found)
     config, _ = checkpoint_config(input_path, albert_config_file)
     model = AlbertPretrainer(config)
     model.build()
@@ -55,7 +58,17 @@ def _our_model(input_path: str, albert_config_file=None):
         model = AlbertEncoder(config)
         model.build()
         load_checkpoint(model, input_path)
-    return model, None, None
+    return model, None, (None, None)
+
+
+def chosen_vocabulary(found: tuple, spm_model_file=None, vocab_file=None) -> tuple:
+    """(spm_model_file, vocab_file) to ship, at most one set: the given ones (both: the
+    SentencePiece model, as `tokenizer_choice`), else the directory's `found`."""
+    if spm_model_file:
+        return spm_model_file, None
+    if vocab_file:
+        return None, vocab_file
+    return found
 
 
 def transformers_files(model, task: dict | None) -> tuple[dict, dict]:
@@ -113,35 +126,54 @@ def export_transformers(
     output_dir: str,
     albert_config_file: str | None = None,
     spm_model_file: str | None = None,
+    vocab_file: str | None = None,
 ) -> dict:
     """Writes the Hugging Face directory (see the module docstring) under `output_dir`'s
     lock, each file atomically; returns a report {architecture, tensors, vocabulary}."""
     from data_pipeline.atomic import output_lock, write_json
 
-    model, task, vocabulary = _our_model(input_path, albert_config_file)
-    vocabulary = spm_model_file or vocabulary
+    model, task, found = _our_model(input_path, albert_config_file)
+    spm, vocab = chosen_vocabulary(found, spm_model_file, vocab_file)
+    if vocab:
+        from data_pipeline.wordpiece import read_vocab
+
+        read_vocab(vocab)  # a BERT vocab.txt, or a one-line error naming the file
     config, state = transformers_files(model, task)
+    lower = True if task is None else bool(task.get("do_lower_case", True))
+    shipped = "spiece.model" if spm else ("vocab.txt" if vocab else None)
     with output_lock(output_dir, "albert_tf.checkpoints.convert --to transformers"):
         write_weights(output_dir, config, state)
-        if vocabulary:
-            shutil.copyfile(vocabulary, os.path.join(output_dir, ".spiece.tmp"))
-            os.replace(
-                os.path.join(output_dir, ".spiece.tmp"), os.path.join(output_dir, "spiece.model")
-            )
-            lower = True if task is None else bool(task.get("do_lower_case", True))
+        if shipped:
+            tmp = os.path.join(output_dir, f".{shipped}.tmp")
+            shutil.copyfile(spm or vocab, tmp)
+            os.replace(tmp, os.path.join(output_dir, shipped))
             write_json(
                 os.path.join(output_dir, "tokenizer_config.json"),
-                {
-                    "tokenizer_class": "AlbertTokenizer",
-                    "do_lower_case": lower,
-                    "keep_accents": False,
-                    "remove_space": True,
-                },
+                _tokenizer_config(bool(vocab), lower),
                 indent=2,
             )
     return {
         "architecture": config["architectures"][0],
         "tensors": len(state),
-        "vocabulary": "spiece.model" if vocabulary else None,
+        "vocabulary": shipped,
         "output_dir": output_dir,
+    }
+
+
+def _tokenizer_config(wordpiece: bool, lower: bool) -> dict:
+    """tokenizer_config.json: AlbertTokenizer (spiece.model) with ALBERT's normalization,
+    or BertTokenizer (vocab.txt) with BERT's basic tokenization: CJK characters apart,
+    accents stripped exactly when lowercasing (strip_accents None), as `WordPieceTokenizer`."""
+    if wordpiece:
+        return {
+            "tokenizer_class": "BertTokenizer",
+            "do_lower_case": lower,
+            "tokenize_chinese_chars": True,
+            "strip_accents": None,
+        }
+    return {
+        "tokenizer_class": "AlbertTokenizer",
+        "do_lower_case": lower,
+        "keep_accents": False,
+        "remove_space": True,
     }

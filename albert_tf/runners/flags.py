@@ -476,10 +476,11 @@ def finetuning_inputs_from_flags(check_flags) -> tuple:
 
     check_flags()
     check_choice(FLAGS.spm_model_file, FLAGS.vocab_file)
-    if FLAGS.vocab_file and FLAGS.export_dir and "tflite" in FLAGS.export_format:
+    squad = "doc_stride" in FLAGS  # (run_squad's flags)
+    if squad and FLAGS.vocab_file and FLAGS.export_dir and "tflite" in FLAGS.export_format:
         raise ValueError(
-            f"--export_format tflite with --vocab_file={FLAGS.vocab_file}: on-device exports "
-            "of WordPiece models are not written yet (export --export_format savedmodel)"
+            f"--export_format tflite with --vocab_file={FLAGS.vocab_file}: on-device SQuAD "
+            "files of WordPiece models are not written (export --export_format savedmodel)"
         )
     check_output_dir(FLAGS.output_dir)
     albert_config = albert_config_from_flags()
@@ -620,7 +621,8 @@ def define_pretraining_flags() -> None:
     flags.DEFINE_string(
         "vocab_file",
         None,
-        "WordPiece vocab.txt of the records (needed for dynamic masking); or --spm_model_file.",
+        "WordPiece vocab.txt of the records (needed for dynamic masking and --export_dir); "
+        "or --spm_model_file.",
     )
     flags.DEFINE_string(
         "length_buckets",

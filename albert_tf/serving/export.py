@@ -1,7 +1,8 @@
 """SavedModels that take raw text: classify, choose, answer questions, embed.
 
     python -m albert_tf.serving.export --task {classifier,multiple_choice,squad,encoder} \\
-        --init_checkpoint C [--albert_config_file F] [--spm_model_file M] --export_dir D \\
+        --init_checkpoint C [--albert_config_file F] [--spm_model_file M | --vocab_file V] \\
+        --export_dir D \\
         [--format savedmodel --format tflite --quantize float32,float16,int8]
 
 (`--format tflite`: on-device LiteRT files, see albert_tf.serving.litert.)
@@ -11,12 +12,18 @@ and SentencePiece (tensorflow-text; `data_pipeline.tokenization.GraphTokenizer`,
 equal the Python tokenizer's), with the SentencePiece model stored in the SavedModel (and
 as the file `assets/<name>.model`); then truncation and packing exactly as for training;
 then the model. A client needs only `tensorflow` and `tensorflow_text` (for the op kernels).
+A WordPiece model (`--vocab_file`, the official Chinese ALBERTs') tokenizes with BERT's
+basic tokenizer and WordPiece in the graph instead (`albert_tf.serving.text_tokenizer.
+TextTokenizer`, ids equal to `data_pipeline.wordpiece.WordPieceTokenizer`'s), its vocab.txt
+under `assets/`: every task but squad.
 
 `--init_checkpoint` is best a fine-tuned model directory (a runner's `--export_dir`,
 `albert_tf.checkpoints.finetuned`): its task.json brings the labels, sequence length, casing and
 vocabulary, so none can be mismatched. Any checkpoint works for `--task encoder` (give
-`--spm_model_file`). Each export is a new version directory `D/1`, `D/2`, ... as TF
-Serving expects, written under a temporary name and renamed when complete.
+`--spm_model_file` or `--vocab_file`; a pretraining run's checkpoint is checked against the
+tokenizer its records were written with, recorded in its run_config.json). Each export is
+a new version directory `D/1`, `D/2`, ... as TF Serving expects, written under a temporary
+name and renamed when complete.
 
 Signatures (batch dimension first; strings are UTF-8, invalid bytes become U+FFFD):
   classifier       serving_default(text_a [B] (, text_b [B] for pair tasks)) →
@@ -491,6 +498,68 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None)
     return target
 
 
+def pretraining_run(init_checkpoint: str) -> tuple[str, dict] | None:
+    """(path, content) of the run_config.json of the pretraining run a checkpoint comes
+    from (in the checkpoint's directory or its parent, where run_pretraining writes it),
+    or None (a converted or hand-made checkpoint)."""
+    import json
+
+    from albert_tf.checkpoints import resolve_checkpoint
+    from albert_tf.checkpoints.export_encoder import RUN_CONFIG_NAME
+
+    prefix = resolve_checkpoint(init_checkpoint)
+    here = os.path.dirname(prefix if filesystem.is_url(prefix) else os.path.abspath(prefix))
+    for directory in dict.fromkeys((here, os.path.dirname(here))):
+        path = os.path.join(directory, RUN_CONFIG_NAME)
+        if filesystem.isfile(path):
+            with filesystem.open(path) as f:
+                try:
+                    run = json.load(f)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+            return (path, run) if isinstance(run, dict) else None
+    return None
+
+
+def check_run_tokenizer(run: tuple[str, dict] | None, tokenizer, given: str) -> None:
+    """ValueError unless `tokenizer` (given as the flag text `given`) is the one the
+    pretraining run's records were written with, as run_config.json records it (their
+    meta_data.json's tokenizer: kind and sha256): an encoder exported with another
+    vocabulary would turn text into ids the model never saw. Runs that recorded none
+    are not checked."""
+    from data_pipeline.tokenizer_choice import tokenizer_kind
+
+    if not run:
+        return
+    path, config = run
+    recorded = (config.get("data_meta") or {}).get("tokenizer")
+    if not isinstance(recorded, dict):
+        return
+    names = {"sentencepiece": "SentencePiece model", "wordpiece": "WordPiece vocab.txt"}
+    kind, sha = recorded.get("kind", "sentencepiece"), recorded.get("sha256")
+    if kind != tokenizer_kind(tokenizer):
+        raise ValueError(
+            f"{path}: the model was pretrained on records of a {names.get(kind, kind)}, "
+            f"but {given} is a {names[tokenizer_kind(tokenizer)]}"
+        )
+    if sha and tokenizer.checksum != sha:
+        raise ValueError(
+            f"{path}: the model was pretrained on records of a {names[kind]} of sha256 "
+            f"{sha[:16]}..., but {given} has sha256 {tokenizer.checksum[:16]}..."
+        )
+
+
+def vocabulary_files(info: dict, spm_model_file=None, vocab_file=None) -> tuple:
+    """(spm_model_file, vocab_file) an export uses, at most one set: the given ones (both:
+    the SentencePiece model, as `tokenizer_choice`), else those of a fine-tuned model
+    directory's task.json `info` (`finetuned.read_task`)."""
+    if spm_model_file:
+        return spm_model_file, None
+    if vocab_file:
+        return None, vocab_file
+    return info.get("spm_model"), info.get("vocab_file")
+
+
 def build_module(
     task: str,
     init_checkpoint: str,
@@ -498,10 +567,15 @@ def build_module(
     spm_model_file: str | None = None,
     max_seq_length: int | None = None,
     do_lower_case: bool | None = None,
+    vocab_file: str | None = None,
     **squad_options,
 ):
     """The serving module of `task` with weights from `init_checkpoint` (a fine-tuned
-    model directory brings its own config, vocabulary, labels and settings)."""
+    model directory brings its own config, vocabulary, labels and settings). The
+    vocabulary: `spm_model_file`, else `vocab_file` (WordPiece), else the directory's;
+    an encoder checkpoint of a pretraining run is checked against the tokenizer its
+    records were written with (`check_run_tokenizer`), and takes that run's sequence
+    length and casing unless they are given."""
     from albert_tf.checkpoints import finetuned
     from albert_tf.checkpoints import load_checkpoint
     from albert_tf.checkpoints.export_encoder import checkpoint_config
@@ -519,25 +593,36 @@ def build_module(
         )
     if task != "encoder" and info.get("kind") != task:
         raise ValueError(f"{init_checkpoint} holds a {info.get('kind')} model, not {task}")
-    vocab_file = None if spm_model_file else info.get("vocab_file")
-    if vocab_file and task not in ("classifier", "squad"):
-        raise ValueError(
-            f"{init_checkpoint} has a WordPiece vocabulary: exports of WordPiece models are "
-            f"written for classifiers and SQuAD only so far, not {task}"
-        )
-    spm_model_file = spm_model_file or info.get("spm_model")
+    spm_model_file, vocab_file = vocabulary_files(info, spm_model_file, vocab_file)
     if not (spm_model_file or vocab_file):
-        raise ValueError("--spm_model_file is needed (the checkpoint has no vocabulary)")
-    max_seq_length = max_seq_length or info.get("max_seq_length") or 128
+        raise ValueError(
+            "--spm_model_file or --vocab_file is needed (the checkpoint has no vocabulary)"
+        )
+    run = pretraining_run(init_checkpoint) if task == "encoder" and not info else None
+    data = (run[1].get("data") or {}) if run else {}  # (the run's records' settings)
+    max_seq_length = (
+        max_seq_length or info.get("max_seq_length") or data.get("max_seq_length") or 128
+    )
+    if do_lower_case is None:
+        do_lower_case = data.get("do_lower_case")
     do_lower_case = info.get("do_lower_case", True) if do_lower_case is None else do_lower_case
     if task == "encoder":
         from albert_tf.modeling.encoder import AlbertEncoder
+        from data_pipeline.tokenizer_choice import tokenizer_for
 
+        if run:
+            tokenizer = tokenizer_for(spm_model_file, vocab_file, do_lower_case)
+            given = (
+                f"--spm_model_file={spm_model_file}"
+                if spm_model_file
+                else f"--vocab_file={vocab_file}"
+            )
+            check_run_tokenizer(run, tokenizer, given)
         config, _ = checkpoint_config(init_checkpoint, albert_config)
         model = AlbertEncoder(config)
         model.build()
         load_checkpoint(model, init_checkpoint)
-        return EncoderServing(model, spm_model_file, do_lower_case, max_seq_length)
+        return EncoderServing(model, spm_model_file, do_lower_case, max_seq_length, vocab_file)
     if task == "squad":
         from albert_tf.serving.squad import SquadServing
 
@@ -553,7 +638,9 @@ def build_module(
         )
     model, info = finetuned.load_finetuned(init_checkpoint)
     if task == "multiple_choice":
-        return MultipleChoiceServing(model, spm_model_file, do_lower_case, max_seq_length)
+        return MultipleChoiceServing(
+            model, spm_model_file, do_lower_case, max_seq_length, vocab_file
+        )
     return ClassifierServing(
         model,
         spm_model_file,
@@ -597,19 +684,23 @@ def export_formats(
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         raise ValueError(f"export format {unknown[0]!r} is not one of {', '.join(FORMATS)}")
+    if "tflite" in formats and task == "squad":  # refused before anything is written
+        from albert_tf.checkpoints import finetuned
+
+        task_file = os.path.join(init_checkpoint, finetuned.TASK_FILE)
+        info = finetuned.read_task(init_checkpoint) if filesystem.exists(task_file) else {}
+        chosen = vocabulary_files(info, options.get("spm_model_file"), options.get("vocab_file"))
+        if chosen[1]:
+            raise ValueError(
+                f"{init_checkpoint}: a WordPiece model; on-device SQuAD files of WordPiece "
+                "models are not written (their runner windows text with the SentencePiece "
+                "model the file carries)"
+            )
     paths = []
     if "savedmodel" in formats:
         paths.append(export(task, init_checkpoint, export_dir, **options))
     if "tflite" in formats:
-        from albert_tf.checkpoints import finetuned
         from albert_tf.serving.litert import export_tflite
-
-        task_file = os.path.join(init_checkpoint, finetuned.TASK_FILE)
-        if filesystem.exists(task_file) and "vocab_file" in finetuned.read_task(init_checkpoint):
-            raise ValueError(
-                f"{task_file}: a WordPiece model; on-device (tflite) exports of WordPiece "
-                f"models are not written yet (export --export_format savedmodel)"
-            )
 
         litert_dir = os.path.join(export_dir, LITERT_DIR)
         paths += export_tflite(task, init_checkpoint, litert_dir, quantize, fixed_length, **options)
@@ -629,8 +720,8 @@ def export_trained(
     """A runner's `--export_dir`: `model` (just trained) → fine-tuned model directory →
     SavedModel version `export_dir/N` (with the directory in its assets.extra/finetuned)
     and/or LiteRT files (`export_formats`). The vocabulary: `spm_model_file`, or a
-    WordPiece `vocab_file` (classifiers and SQuAD, SavedModel only so far). Returns what
-    was written."""
+    WordPiece `vocab_file` (SQuAD LiteRT files: SentencePiece only). Returns what was
+    written."""
     import tempfile
     from albert_tf.checkpoints import finetuned
 
@@ -670,6 +761,12 @@ def main(argv=None) -> int:
         flag_values=fv,
     )
     flags.DEFINE_string(
+        "vocab_file",
+        None,
+        "WordPiece vocab.txt, instead of --spm_model_file (default: the fine-tuned directory's).",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
         "export_dir",
         None,
         "SavedModel versions are written as EXPORT_DIR/N, LiteRT files in EXPORT_DIR/litert/.",
@@ -696,10 +793,16 @@ def main(argv=None) -> int:
         flag_values=fv,
     )
     flags.DEFINE_integer(
-        "max_seq_length", None, "Default: the fine-tuned model's (else 128).", flag_values=fv
+        "max_seq_length",
+        None,
+        "Default: the fine-tuned model's or the pretraining run's (else 128).",
+        flag_values=fv,
     )
     flags.DEFINE_bool(
-        "do_lower_case", None, "Default: the fine-tuned model's (else True).", flag_values=fv
+        "do_lower_case",
+        None,
+        "Default: the fine-tuned model's or the pretraining run's (else True).",
+        flag_values=fv,
     )
     flags.DEFINE_integer(
         "doc_stride", None, "squad: default the model's (else 128).", flag_values=fv
@@ -758,6 +861,7 @@ def main(argv=None) -> int:
             fv.fixed_length,
             albert_config=config,
             spm_model_file=fv.spm_model_file,
+            vocab_file=fv.vocab_file,
             max_seq_length=fv.max_seq_length,
             do_lower_case=fv.do_lower_case,
             **squad,

@@ -30,6 +30,11 @@ LiteRT cannot express a step):
 
 Text → ids runs in the file with builtin ops and one custom op (`litert_text`); ids equal
 the SavedModel's but for final sigma in uncased models (`data_pipeline.baked_normalization`).
+WordPiece models (vocab.txt) use three of tensorflow-text's LiteRT ops instead
+(FastSentencepieceTokenize with BERT's basic tokenization baked in, FastWordpieceDetokenize,
+FastWordpieceTokenizeWithOffsets: `data_pipeline.baked_wordpiece`), ids equal to the
+SavedModel's but for the same final sigma; squad files of WordPiece models are not written
+(their runner windows text with the SentencePiece model they carry).
 The sequence length is the request's longest row (LiteRT resizes per call: a short sentence
 costs what its length costs); `--fixed_length` pads to max_seq_length for delegates that
 need static shapes.
@@ -41,8 +46,9 @@ custom op TFText>FastSentencepieceTokenize"), and integer-only accelerators coul
 either.
 
 Metadata (`METADATA_NAME` in the file's metadata table, and `<file>.json`): task, labels,
-max_seq_length, casing, the vocabulary's sha256, quantization, the squad settings; squad
-files also carry the SentencePiece model (`SPM_NAME`).
+max_seq_length, casing, the tokenizer kind ("sentencepiece" / "wordpiece") and the
+vocabulary's sha256, quantization, the squad settings; squad files also carry the
+SentencePiece model (`SPM_NAME`).
 """
 
 from __future__ import annotations
@@ -55,13 +61,18 @@ import tempfile
 import tensorflow as tf
 
 from albert_tf.serving.export import classifier_outputs
-from albert_tf.serving.litert_text import LiteTokenizer, pack, take_rows
+from albert_tf.serving.litert_text import lite_tokenizer, pack, take_rows
 from albert_tf.serving.tflite_predict import FORMAT, METADATA_NAME, SPM_NAME
 from data_pipeline import filesystem
 
 QUANTIZATIONS = ("float32", "float16", "int8")
-# The only op outside LiteRT's builtins a file may contain.
-ALLOWED_CUSTOM_OPS = ("TFText>FastSentencepieceTokenize",)
+# The only ops outside LiteRT's builtins a file may contain: the tokenizers' (the last two
+# for WordPiece vocabularies, litert_text.LiteWordPieceTokenizer).
+ALLOWED_CUSTOM_OPS = (
+    "TFText>FastSentencepieceTokenize",
+    "TFText>FastWordpieceDetokenize",
+    "FastWordpieceTokenizeWithOffsets",
+)
 
 
 def _string(name):
@@ -75,7 +86,7 @@ class _LiteModule:
         self.model = model
         self.max_seq_length = max_seq_length
         self.fixed_length = fixed_length
-        self.tokenizer = LiteTokenizer(tokenizer)
+        self.tokenizer = lite_tokenizer(tokenizer)
 
     def _pack(self, a, b):
         return pack(
@@ -314,9 +325,17 @@ def build(task: str, init_checkpoint: str, fixed_length: bool = False, **options
     """(module, metadata) for `task` from a fine-tuned model directory (or any checkpoint
     for the encoder): the same model, vocabulary and settings as `export.build_module`."""
     from albert_tf.serving.export import build_module
+    from data_pipeline.tokenizer_choice import tokenizer_kind
 
     serving = build_module(task, init_checkpoint, **options)
     model, length, tokenizer = serving.model, serving.max_seq_length, serving.text_tokenizer
+    kind = tokenizer_kind(tokenizer)
+    if task == "squad" and kind == "wordpiece":
+        raise LiteRTError(
+            f"{init_checkpoint}: a WordPiece model; on-device SQuAD files of WordPiece "
+            "models are not written (their runner windows text with the SentencePiece model "
+            "the file carries)"
+        )
     meta = {
         "format": FORMAT,
         "task": task,
@@ -324,6 +343,7 @@ def build(task: str, init_checkpoint: str, fixed_length: bool = False, **options
         "fixed_length": fixed_length,
         "do_lower_case": tokenizer.do_lower_case,
         "keep_accents": tokenizer.keep_accents,
+        "tokenizer": kind,
         "vocab_sha256": tokenizer.checksum,
         "vocab_size": tokenizer.vocab_size,
     }

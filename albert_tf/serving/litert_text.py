@@ -14,10 +14,16 @@ plain mobile runtime. This module computes the same ids from ops a LiteRT interp
   3. `pack`: `[CLS] a [SEP] (b [SEP])` truncated as in training (`export.truncated_lengths`)
      by gathers from the flat ids, at the request's longest row (or max_seq_length).
 
+A WordPiece vocabulary (`LiteWordPieceTokenizer`) replaces steps 1-2 by three
+tensorflow-text ops (`data_pipeline.baked_wordpiece`): `FastSentencepieceTokenizer` with
+BERT's basic tokenization baked into its rewrite table, `FastWordpieceDetokenize` joining
+the characters back into words, and `FastWordpieceTokenizer` on those words.
+
 Ids equal the Python tokenizer's except where a context-free rewrite table cannot follow
-Python (final sigma; see `baked_normalization`). Invalid UTF-8 is not repaired in the graph
-(LiteRT has no transcoding op): the runner decodes with errors="replace" first, as the
-SavedModel's `valid_utf8` does; strings from Java/Kotlin/Swift are valid already.
+Python (final sigma; see `baked_normalization` and `baked_wordpiece`). Invalid UTF-8 is not
+repaired in the graph (LiteRT has no transcoding op): the runner decodes with
+errors="replace" first, as the SavedModel's `valid_utf8` does; strings from
+Java/Kotlin/Swift are valid already.
 """
 
 from __future__ import annotations
@@ -71,6 +77,53 @@ class LiteTokenizer:
         return ids, splits[:-1], splits[1:] - splits[:-1]
 
 
+class LiteWordPieceTokenizer:
+    """`LiteTokenizer` for a WordPiece vocabulary (`WordPieceTokenizer`): text [B] string →
+    (ids [N] int32, starts [B] int32, lengths [B] int32), ids equal to
+    `WordPieceTokenizer.encode`'s (`data_pipeline.baked_wordpiece`)."""
+
+    def __init__(self, tokenizer):
+        import tensorflow_text as tf_text
+        from data_pipeline.baked_wordpiece import baked_wordpiece
+        from data_pipeline.wordpiece import CONTINUATION
+
+        baked = baked_wordpiece(tokenizer)
+        self.cls_id, self.sep_id = tokenizer.cls_id, tokenizer.sep_id
+        self.characters = tf_text.FastSentencepieceTokenizer(baked.normalizer_model)
+        self.joiner = tf_text.FastWordpieceTokenizer(
+            vocab=list(baked.joiner_vocab),
+            suffix_indicator=CONTINUATION,
+            unknown_token=baked.joiner_vocab[0],
+            token_out_type=tf.int32,
+            support_detokenization=True,
+        )
+        self.wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=list(baked.vocab),
+            suffix_indicator=CONTINUATION,
+            max_bytes_per_word=baked.max_bytes_per_word,
+            token_out_type=tf.int32,
+            unknown_token=baked.unknown_token,
+            no_pretokenization=False,  # split the joined words at their spaces
+        )
+
+    def __call__(self, text):
+        characters = self.characters.tokenize(text)  # [B, (characters)], "▁" between words
+        words = self.joiner.detokenize(characters.with_row_splits_dtype(tf.int64))  # [B]
+        pieces = self.wordpiece.tokenize(words)  # [B, (pieces)]
+        splits = tf.cast(pieces.row_splits, tf.int32)
+        return pieces.flat_values, splits[:-1], splits[1:] - splits[:-1]
+
+
+def lite_tokenizer(tokenizer):
+    """`LiteTokenizer` of a SentencePiece `AlbertTokenizer`, `LiteWordPieceTokenizer` of a
+    `WordPieceTokenizer`."""
+    from data_pipeline.tokenizer_choice import tokenizer_kind
+
+    if tokenizer_kind(tokenizer) == "wordpiece":
+        return LiteWordPieceTokenizer(tokenizer)
+    return LiteTokenizer(tokenizer)
+
+
 def _gather_or_zero(ids, index):
     """ids[index], 0 where index is outside ids (the row's tokens are all inside)."""
     padded = tf.concat([ids, [0]], 0)
@@ -80,7 +133,7 @@ def _gather_or_zero(ids, index):
 def pack(a, b, max_seq_length: int, cls_id: int, sep_id: int, fixed_length: bool = False):
     """`[CLS] a [SEP] (b [SEP])` per row, as `export.pack` (a row with no b tokens is a
     single sentence; the longer side loses tokens first). `a`, `b`: (ids [N], starts [B],
-    lengths [B]) from `LiteTokenizer`. Returns input_ids, input_mask, segment_ids int32
+    lengths [B]) from `lite_tokenizer`. Returns input_ids, input_mask, segment_ids int32
     [B, L]: L = the longest packed row (padding beyond a row changes none of its outputs),
     or max_seq_length with `fixed_length` (static shapes for delegates that need them)."""
     (ids_a, start_a, la), (ids_b, start_b, lb) = a, b

@@ -12,6 +12,9 @@ Input, one example per line (UTF-8; invalid bytes become U+FFFD, as in the Saved
 Output: one JSON object per line (label and probabilities; choice; answer with character
 offsets; pooled output).
 
+Files of WordPiece models (vocab.txt) work the same; NUL characters are deleted before
+the file, as BERT's tokenizer deletes them (data_pipeline.baked_wordpiece).
+
 Needs only the LiteRT interpreter (`pip install ai-edge-litert`) plus, for the text-in
 models, tensorflow-text's op registrar (`tensorflow_text.tflite_registrar`, which brings
 TensorFlow); squad files take ids and run on ai-edge-litert alone (the runner tokenizes and
@@ -52,10 +55,13 @@ def _text(x) -> str:
     return x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
 
 
-def _strings(values) -> np.ndarray:
-    """UTF-8 bytes, invalid sequences replaced (LiteRT has no transcoding op); any shape."""
+def _strings(values, drop_nul: bool = False) -> np.ndarray:
+    """UTF-8 bytes, invalid sequences replaced (LiteRT has no transcoding op); any shape.
+    `drop_nul`: NUL characters deleted, as BERT's basic tokenizer does (a WordPiece file's
+    rewrite table cannot hold NUL: data_pipeline.baked_wordpiece)."""
     array = np.asarray(values, dtype=object)
-    flat = [_text(v).encode("utf-8") for v in array.reshape(-1)]
+    flat = [_text(v) for v in array.reshape(-1)]
+    flat = [(v.replace("\x00", "") if drop_nul else v).encode("utf-8") for v in flat]
     return np.array(flat + [b""], dtype=object)[:-1].reshape(array.shape)
 
 
@@ -71,6 +77,7 @@ class LiteModel:
         if self.metadata.get("format") != FORMAT:
             raise ValueError(f"{path}: format {self.metadata.get('format')!r}, expected {FORMAT}")
         self.task = self.metadata["task"]
+        self._drop_nul = self.metadata.get("tokenizer") == "wordpiece"
         options = dict(model_path=path, num_threads=num_threads or os.cpu_count() or 1)
         if self.task == "squad":
             from ai_edge_litert.interpreter import Interpreter
@@ -101,6 +108,9 @@ class LiteModel:
             return {k: v[:0] for k, v in self._runners[signature](**one).items()}
         return self._runners[signature](**inputs)
 
+    def _text_in(self, values) -> np.ndarray:
+        return _strings(values, self._drop_nul)
+
     def _rows(self, **inputs):
         counts = {k: len(v) for k, v in inputs.items()}
         if len(set(counts.values())) > 1:
@@ -111,9 +121,9 @@ class LiteModel:
 
     def classify(self, text_a, text_b=None) -> dict:
         """probabilities [B, L], logits, label [B] (regression: score [B])."""
-        inputs = {"text_a": _strings(text_a)}
+        inputs = {"text_a": self._text_in(text_a)}
         if self.metadata.get("text_pair"):
-            inputs["text_b"] = _strings(text_b if text_b is not None else [""] * len(text_a))
+            inputs["text_b"] = self._text_in(text_b if text_b is not None else [""] * len(text_a))
         elif text_b is not None and any(_text(b) for b in text_b):
             raise ValueError("this model classifies single sentences; text_b was given")
         self._rows(**inputs)
@@ -121,7 +131,7 @@ class LiteModel:
 
     def tokenize(self, text_a, text_b) -> dict:
         self._rows(text_a=text_a, text_b=text_b)
-        return self.run("tokenize", text_a=_strings(text_a), text_b=_strings(text_b))
+        return self.run("tokenize", text_a=self._text_in(text_a), text_b=self._text_in(text_b))
 
     def choose(self, passages, questions, options) -> dict:
         """options: [B][C] strings ("" or missing = no such option): probabilities [B, C],
@@ -138,12 +148,12 @@ class LiteModel:
             for q, opts in zip(questions, options)
         ]
         return self.run(
-            passage=_strings(passages),
-            choices=_strings(choices),
+            passage=self._text_in(passages),
+            choices=self._text_in(choices),
         )
 
     def embed(self, texts) -> dict:
-        return self.run("embed", text=_strings(texts))
+        return self.run("embed", text=self._text_in(texts))
 
     def answer(self, questions, contexts, batch_size: int = 8) -> list[dict]:
         """[{"answer", "start", "end", "score"(, "no_answer_probability")}] per question:

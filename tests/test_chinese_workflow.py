@@ -2,7 +2,8 @@
 through every step as a user of the official Chinese ALBERTs runs it:
 
   create_pretraining_data --vocab_file (zh_news)  →  run_pretraining
-    →  run_classifier AFQMC (sentence pairs) --init_checkpoint --export_dir
+    →  run_classifier ChnSentiCorp (sentences) and AFQMC (sentence pairs)
+       --init_checkpoint --export_dir
     →  run_squad CMRC 2018 --init_checkpoint --eval_metric cmrc2018 --export_dir
     →  a fresh Python process that loads the SavedModels and answers raw Chinese text.
 
@@ -30,6 +31,7 @@ CONFIG = {
     "attention_probs_dropout_prob": 0.0,
 }
 AFQMC = SHARED_DATA / "chinese" / "AFQMC"
+CHNSENTICORP = SHARED_DATA / "chinese" / "ChnSentiCorp"
 CMRC = SHARED_DATA / "chinese" / "expmrc-cmrc2018-dev.json"
 
 
@@ -83,24 +85,24 @@ def chain(tmp_path_factory, wordpiece_vocab):
     assert run.returncode == 0, run.report()
     common = [vocab, f"--albert_config_file={config}", f"--init_checkpoint={pretrained}"]
     common += ["--learning_rate=1e-3", "--steps_per_loop=10", "--do_train", "--do_predict"]
-    afqmc = tmp / "afqmc"
-    run = run_cli(
-        "run_classifier.py",
-        "--task_name=afqmc",
-        f"--data_dir={AFQMC}",
-        f"--output_dir={afqmc}",
-        "--max_seq_length=64",
-        "--max_train_examples=640",
-        "--train_batch_size=32",
-        "--train_step=10",
-        "--eval_batch_size=256",
-        "--do_eval",
-        f"--export_dir={tmp / 'afqmc-serving'}",
-        *common,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.report()
-    assert "init_checkpoint: " in run.stdout + run.stderr
+    for task, data_dir in (("chnsenticorp", CHNSENTICORP), ("afqmc", AFQMC)):
+        run = run_cli(
+            "run_classifier.py",
+            f"--task_name={task}",
+            f"--data_dir={data_dir}",
+            f"--output_dir={tmp / task}",
+            "--max_seq_length=64",
+            "--max_train_examples=640",
+            "--train_batch_size=32",
+            "--train_step=10",
+            "--eval_batch_size=256",
+            "--do_eval",
+            f"--export_dir={tmp / f'{task}-serving'}",
+            *common,
+            timeout=300,
+        )
+        assert run.returncode == 0, run.report()
+        assert "init_checkpoint: " in run.stdout + run.stderr
     with open(CMRC) as f:
         data = json.load(f)
     cmrc_files = {}
@@ -132,7 +134,9 @@ def chain(tmp_path_factory, wordpiece_vocab):
         vocab=wordpiece_vocab,
         records=records,
         pretrained=pretrained,
-        afqmc=afqmc,
+        chnsenticorp=tmp / "chnsenticorp",
+        chnsenticorp_serving=tmp / "chnsenticorp-serving" / "1",
+        afqmc=tmp / "afqmc",
         afqmc_serving=tmp / "afqmc-serving" / "1",
         cmrc=cmrc,
         cmrc_dev=cmrc_files["dev"],
@@ -145,14 +149,15 @@ def test_every_step_hands_on_the_vocabulary_and_its_results(chain):
     and its test set predicted; CMRC is scored with the CMRC 2018 metric. (Both runs
     restored the pretrained encoder: the fixture checks their "init_checkpoint:" lines.)"""
     vocab = open(chain["vocab"], "rb").read()
-    for name in ("afqmc_serving", "cmrc_serving"):
+    for name in ("chnsenticorp_serving", "afqmc_serving", "cmrc_serving"):
         assert (chain[name] / "assets" / "vocab.txt").read_bytes() == vocab
         finetuned = chain[name] / "assets.extra" / "finetuned"
         assert json.loads((finetuned / "task.json").read_text())["vocab_file"] == "vocab.txt"
-    afqmc = json.loads((chain["afqmc"] / "eval_results.json").read_text())["final"]
-    assert 0.0 <= afqmc["accuracy"] <= 1.0
-    rows = (chain["afqmc"] / "AFQMC.tsv").read_text(encoding="utf-8").splitlines()
-    assert len(rows) == 1 + 3861
+    for task, test_rows in (("chnsenticorp", 1200), ("afqmc", 3861)):
+        final = json.loads((chain[task] / "eval_results.json").read_text())["final"]
+        assert 0.0 <= final["accuracy"] <= 1.0
+        rows = (chain[task] / f"{task.upper()}.tsv").read_text(encoding="utf-8").splitlines()
+        assert len(rows) == 1 + test_rows
     cmrc = json.loads((chain["cmrc"] / "eval_results.json").read_text())
     assert cmrc["metric"] == "cmrc2018" and cmrc["scores"]["total"] == 29
 
@@ -161,14 +166,18 @@ FRESH = r"""
 import json, sys
 import tensorflow as tf
 import tensorflow_text  # its ops, as any client loads them
-afqmc_dir, cmrc_dir, pairs, questions = sys.argv[1:5]
-pairs, questions = json.load(open(pairs)), json.load(open(questions))
+sentiment_dir, afqmc_dir, cmrc_dir, sentences, pairs, questions = sys.argv[1:7]
+sentences, pairs = json.load(open(sentences)), json.load(open(pairs))
+questions = json.load(open(questions))
+sentiment = tf.saved_model.load(sentiment_dir).signatures["serving_default"]
+feeling = sentiment(text_a=tf.constant(sentences))
 classify = tf.saved_model.load(afqmc_dir).signatures["serving_default"]
 out = classify(text_a=tf.constant([a for a, _ in pairs]), text_b=tf.constant([b for _, b in pairs]))
 answer = tf.saved_model.load(cmrc_dir).signatures["serving_default"]
 found = answer(question=tf.constant([q for q, _ in questions]),
                context=tf.constant([c for _, c in questions]))
 print(json.dumps({
+    "sentiment": [x.decode() for x in feeling["label"].numpy()],
     "labels": [x.decode() for x in out["label"].numpy()],
     "answers": [x.decode() for x in found["answer"].numpy()],
 }, ensure_ascii=False))
@@ -177,11 +186,20 @@ print(json.dumps({
 
 def test_a_fresh_process_answers_raw_chinese_text_as_the_runners(chain):
     """A new interpreter that imports nothing of ours loads both SavedModels and, from raw
-    strings, gives the AFQMC labels run_classifier predicted for the test set and the CMRC
-    answers run_squad predicted for the dev questions."""
+    strings, gives the ChnSentiCorp and AFQMC labels run_classifier predicted for their test
+    sets and the CMRC answers run_squad predicted for the dev questions."""
     import subprocess
 
     tmp = chain["tmp"]
+    lines = (CHNSENTICORP / "test.tsv").read_text(encoding="utf-8").splitlines()[1:41]
+    sentences = [line.split("\t")[1] for line in lines]
+    felt = [
+        row.split("\t")[1]
+        for row in (chain["chnsenticorp"] / "CHNSENTICORP.tsv")
+        .read_text(encoding="utf-8")
+        .splitlines()[1:41]
+    ]
+    (tmp / "sentences.json").write_text(json.dumps(sentences, ensure_ascii=False), "utf-8")
     test_lines = (AFQMC / "test.txt").read_text(encoding="utf-8").splitlines()[:40]
     pairs = [line.split("\t")[:2] for line in test_lines]
     predicted = [
@@ -195,12 +213,14 @@ def test_a_fresh_process_answers_raw_chinese_text_as_the_runners(chain):
     questions = [(q, c) for _, q, c in qas]
     (tmp / "questions.json").write_text(json.dumps(questions, ensure_ascii=False), "utf-8")
     run = subprocess.run(
-        [sys.executable, "-c", FRESH, str(chain["afqmc_serving"]), str(chain["cmrc_serving"]),
+        [sys.executable, "-c", FRESH, str(chain["chnsenticorp_serving"]),
+         str(chain["afqmc_serving"]), str(chain["cmrc_serving"]), str(tmp / "sentences.json"),
          str(tmp / "pairs.json"), str(tmp / "questions.json")],
         capture_output=True, text=True, timeout=300, cwd=tmp,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["sentiment"] == felt
     assert got["labels"] == predicted
     runner = json.loads((chain["cmrc"] / "predictions.json").read_text(encoding="utf-8"))
     assert got["answers"] == [runner[qid] for qid, _, _ in qas]

@@ -326,7 +326,8 @@ def test_chnsenticorp_wordpiece_end_to_end(tmp_path, shared_data, wordpiece_voca
     [
         (
             "run_squad.py",
-            ["--predict_file=x.json", "--export_dir=e", "--export_format=tflite"],
+            ["--train_file=x.json", "--predict_file=x.json", "--export_dir=e"]
+            + ["--export_format=tflite"],
             ["vocab"],
             "on-device SQuAD",
         ),

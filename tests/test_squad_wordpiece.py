@@ -157,7 +157,7 @@ def test_oracle_logits_give_the_gold_answers_and_cmrc_em_100(wp, cmrc):
     stats = {}
     features = convert_squad_examples(cmrc, wp, 128, 64, 32, is_training=True, stats=stats)
     assert "boundary_inside_piece" not in stats and "unalignable" not in stats
-    assert stats["examples_with_several_windows"] == 515 and stats["features"] == 3740
+    assert stats["examples_with_several_windows"] == 515 and stats["features"] == 3741
     assert (features["input_ids"][:, 0] == wp.cls_id).all()
     n, seq = features["input_ids"].shape
     start = np.full((n, seq), -5.0, np.float32)

@@ -276,7 +276,8 @@ def test_chnsenticorp_chinese_end_to_end(tmp_path, shared_data):
     """Chinese sentiment end to end; the vocabulary is the German ALBERT model's, so most
     characters are <unk> — this checks the plumbing and the labels, not accuracy."""
     spm = f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}"
-    _chnsenticorp(tmp_path, shared_data, tmp_path / "chn", spm, TINY["vocab_size"])
+    run = _chnsenticorp(tmp_path, shared_data, tmp_path / "chn", spm, TINY["vocab_size"])
+    assert "chnsenticorp dev: 1,200 examples" in run.stdout
 
 
 def test_chnsenticorp_wordpiece_end_to_end(tmp_path, shared_data, wordpiece_vocab):

@@ -18,18 +18,9 @@ import sys
 import pytest
 
 from conftest import SHARED_DATA, run_cli
+from test_run_squad import TINY as SQUAD_TINY
 
-CONFIG = {
-    "vocab_size": 21128,
-    "embedding_size": 32,
-    "hidden_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 128,
-    "max_position_embeddings": 128,
-    "hidden_dropout_prob": 0.0,
-    "attention_probs_dropout_prob": 0.0,
-}
+CONFIG = dict(SQUAD_TINY, vocab_size=21128)  # 128 positions: CMRC windows of 128
 AFQMC = SHARED_DATA / "chinese" / "AFQMC"
 CHNSENTICORP = SHARED_DATA / "chinese" / "ChnSentiCorp"
 CMRC = SHARED_DATA / "chinese" / "expmrc-cmrc2018-dev.json"

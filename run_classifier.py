@@ -64,7 +64,7 @@ def _predict(model, features, strategy):
 
 def _main() -> int:
     from absl import logging
-    from data_pipeline.atomic import write_json
+    from data_pipeline.io.atomic import write_json
     from data_pipeline.classification import metrics
     from data_pipeline.classification.features import task_features
 
@@ -116,7 +116,7 @@ def _main() -> int:
 def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> dict:
     """One fine-tuning run (one seed, into trainer_config.output_dir); what it did."""
     from albert_tf.training import ClassificationTask, Trainer
-    from data_pipeline.atomic import write_json
+    from data_pipeline.io.atomic import write_json
     from data_pipeline.classification.submission import write_submission
 
     run = shared_flags.setup_run_from_flags(

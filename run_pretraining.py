@@ -43,7 +43,7 @@ def main(argv):
 def _main() -> int:
     import tensorflow as tf
     from albert_tf.training import PretrainingTask, Trainer
-    from data_pipeline.atomic import write_json
+    from data_pipeline.io.atomic import write_json
     from data_pipeline.documents import expand_input_files
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
     from data_pipeline.pretraining.meta_data import find_corrupt, pretraining_data
@@ -84,7 +84,7 @@ def _main() -> int:
         )
     tokenizer = masker = None
     if given:
-        from data_pipeline.tokenizer_choice import tokenizer_for
+        from data_pipeline.tokenization.choice import tokenizer_for
 
         tokenizer = tokenizer_for(
             FLAGS.spm_model_file, FLAGS.vocab_file, data.do_lower_case is not False

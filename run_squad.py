@@ -103,7 +103,7 @@ def _predict(model, features, threshold, strategy):
 
 def _main() -> int:
     from albert_tf.training import SquadTask, SquadV2Task, Trainer
-    from data_pipeline.atomic import write_json
+    from data_pipeline.io.atomic import write_json
     from data_pipeline.squad import scoring
     from data_pipeline.squad.data import read_squad_files, squad_features
     from data_pipeline.squad.postprocess import write_predictions

@@ -31,7 +31,7 @@ def run_case(dtype: str, args) -> dict:
     from albert_tf.training import ClassificationTask, Trainer, TrainerConfig
     from data_pipeline.classification.data import label_names, read_task
     from data_pipeline.classification.features import convert_examples
-    from data_pipeline.tokenization import AlbertTokenizer
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     tok = AlbertTokenizer(os.path.join(DATA, "spm", "de-30k-clean.model"))
     examples = read_task(os.path.join(DATA, "glue", "SST-2"), "sst-2", "dev")

@@ -74,7 +74,7 @@ def gemm_floor(tf, config, batch: int, seq: int, dtype):
     [H, I] and [I, H]. Plus the embedding projection [B*S, E] x [E, H] (when E != H) and
     the pooler [B, H] x [H, H]. Each product consumes the previous one's result (through
     reshapes and a leading-axis slice), so none runs concurrently with another and none
-    is pruned; the FLOPs equal the encoder's matmul FLOPs (tests/test_bench.py).
+    is pruned; the FLOPs equal the encoder's matmul FLOPs (tests/tools/test_bench.py).
 
     The values do not matter to the arithmetic's speed but are kept near unit size, so
     that nothing overflows to inf or NaN at any depth: the weights are (scaled)

@@ -80,8 +80,8 @@ EXPORT_CODE = [
         "albert_tf/serving/litert_text.py",
         "albert_tf/serving/export.py",
         "albert_tf/serving/squad.py",
-        "data_pipeline/baked_normalization.py",
-        "data_pipeline/tokenization.py",
+        "data_pipeline/tokenization/baked_normalization.py",
+        "data_pipeline/tokenization/sentencepiece_tokenizer.py",
     )
 ]
 BATCH = 64  # rows per call where only the results matter (accuracy, tokens)
@@ -446,8 +446,8 @@ def accuracy_part(args) -> dict:
 
 
 def size_part(args) -> dict:
-    from data_pipeline.baked_normalization import albert_normalized_spm
-    from data_pipeline.tokenization import AlbertTokenizer
+    from data_pipeline.tokenization.baked_normalization import albert_normalized_spm
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     sizes = {}
     for name in ("sst2", "mrpc", "squad"):
@@ -538,7 +538,7 @@ def latency_part(args) -> dict:
                 times[name].append(time.perf_counter() - start)
                 probabilities[name].append(p[0])
     load.append(os.getloadavg()[0])
-    from data_pipeline.tokenization import AlbertTokenizer
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     tokens = [len(ids) + 2 for ids in AlbertTokenizer(args.spm).encode_batch(timed)]
     reference = np.array(probabilities["SavedModel float32"])
@@ -674,7 +674,7 @@ def difference(tokenizer, source, number, text, python_ids, lite_ids, limit) -> 
 def tokens_part(args) -> dict:
     from albert_tf import AlbertConfig
     from albert_tf.serving.tflite_predict import LiteModel
-    from data_pipeline.tokenization import AlbertTokenizer
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     length = 512
     tokenizer = AlbertTokenizer(args.spm)

@@ -445,7 +445,7 @@ def main():
     import numpy as np
     import tensorflow as tf
     from data_pipeline.classification.data import label_names, read_task
-    from data_pipeline.tokenization import AlbertTokenizer
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     result = dict(
         system="ours",

@@ -65,7 +65,7 @@ def squad_predict_case(config_name="base", batch=32, limit=200, rounds=2, seq=38
         squad_features,
     )
     from data_pipeline.squad.postprocess import postprocess
-    from data_pipeline.tokenization import AlbertTokenizer
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     tok = AlbertTokenizer(os.path.join(DATA, "spm", "de-30k-clean.model"))
     source = os.path.join(DATA, "squad", "dev-v1.1.json")

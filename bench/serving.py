@@ -142,7 +142,7 @@ def main():
     from albert_tf.modeling.models import AlbertClassifier
     from data_pipeline.classification.data import Example, read_task
     from data_pipeline.classification.features import convert_examples
-    from data_pipeline.tokenization import AlbertTokenizer
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     sentences = [e.text_a for e in read_task(SST2, "sst-2", "dev")]
 

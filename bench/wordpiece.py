@@ -5,8 +5,9 @@
 Corpora (../shared/data, every line): zh_news (news_zh_1 and THUCNews, 1,221 lines) and
 en_speeches (inaugural and State of the Union addresses). The vocabulary is built here,
 never copied: `build_vocab` (the tests use the same function) trains a WordPiece
-vocabulary on both corpora (`data_pipeline.train_tokenizer.wordpiece_vocabulary`, as
-`python -m data_pipeline.train_tokenizer --kind wordpiece` does): every CJK character seen
+vocabulary on both corpora (`data_pipeline.tokenization.train_tokenizer.wordpiece_vocabulary`, as
+`python -m data_pipeline.tokenization.train_tokenizer --kind wordpiece` does): every CJK character
+seen
 there with its `##` form, then Hugging Face `tokenizers`' trainer's pieces, 21,128 entries
 like the official Chinese vocab.
 
@@ -94,10 +95,10 @@ def _is_cjk(cp: int) -> bool:
 
 def build_vocab(files: list[str], out_file: str, size: int = VOCAB_SIZE) -> list[str]:
     """Writes a `size`-entry WordPiece vocab.txt learned from every line of `files`
-    (`data_pipeline.train_tokenizer.wordpiece_vocabulary`: the official Chinese layout,
+    (`data_pipeline.tokenization.train_tokenizer.wordpiece_vocabulary`: the official Chinese layout,
     every CJK character with its `##` form, then Hugging Face `tokenizers`' WordPiece
     trainer's pieces); returns its tokens."""
-    from data_pipeline.train_tokenizer import wordpiece_vocabulary
+    from data_pipeline.tokenization.train_tokenizer import wordpiece_vocabulary
 
     tokens = wordpiece_vocabulary(read_lines(files), size)
     with open(out_file, "w", encoding="utf-8") as f:
@@ -224,7 +225,7 @@ def main(argv=None) -> int:
     parser.add_argument("--oracle", action="store_true")
     parser.add_argument("--json_out", default=None)
     args = parser.parse_args(argv)
-    from data_pipeline.wordpiece import WordPieceTokenizer
+    from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
 
     corpora = corpus_files()
     if not all(corpora.values()):

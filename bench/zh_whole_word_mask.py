@@ -85,7 +85,7 @@ def segmentation_alone(inputs: list[str], vocab: str) -> dict:
     """`ChineseWords.mark` over every sentence of the job, timed in this process."""
     from data_pipeline import documents
     from data_pipeline.pretraining.chinese_words import ChineseWords
-    from data_pipeline.wordpiece import WordPieceTokenizer
+    from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
 
     tok = WordPieceTokenizer(vocab)
     sentences = []

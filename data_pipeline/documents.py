@@ -29,7 +29,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 
 FORMATS = ("auto", "text", "jsonl")
 

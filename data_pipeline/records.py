@@ -26,8 +26,8 @@ import struct
 
 import numpy as np
 
-from data_pipeline import filesystem
-from data_pipeline.atomic import write_json
+from data_pipeline.io import filesystem
+from data_pipeline.io.atomic import write_json
 
 INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "token_boundary")
 MLM_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")

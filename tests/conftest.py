@@ -1,175 +1,12 @@
-"""Shared fixtures: tiny configs, the ../shared/data location, Hugging Face references, and
-the one harness for command-line tests (`Cli`, `run_cli`)."""
+"""Shared fixtures (the helpers themselves live in tests/support/harness.py)."""
 
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import pathlib
-import shutil
-import subprocess
-import sys
-import tempfile
-import time
-
-import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
-
-# What every command-line test runs under: the project importable from anywhere, output
-# unbuffered (a running process can be watched), TensorFlow's C++ logs quiet, and no GPU:
-# these are CPU tests, and their comparisons need one device kind.
-CLI_ENV = dict(
-    os.environ,
-    PYTHONPATH=str(ROOT),
-    PYTHONUNBUFFERED="1",
-    TF_CPP_MIN_LOG_LEVEL="2",
-    CUDA_VISIBLE_DEVICES="-1",
-)
-
-
-class Cli:
-    """A command line (a runner script, a driver file, or `-m module`) run by this Python
-    in a subprocess from the project root (or `cwd`), as a user runs it. stdout and stderr go to
-    files (`log_prefix`.out/.err, else temporary ones read back and removed at the end), so
-    several can run at once without pipe deadlocks, and a running one can be watched
-    (`stdout`) and signalled (`proc`). `timeout` (seconds from the start) bounds `wait`.
-
-        run = Cli("run_classifier.py", "--task_name=rte", ...).wait()
-        assert run.returncode == 0, run.report()
-    """
-
-    def __init__(self, *command, log_prefix=None, env=None, timeout=300, cwd=ROOT):
-        self.args = [str(a) for a in command]
-        self.timeout = timeout
-        self._tmp = None if log_prefix else tempfile.mkdtemp(prefix="cli-")
-        prefix = str(log_prefix) if log_prefix else os.path.join(self._tmp, "run")
-        self.out_path, self.err_path = f"{prefix}.out", f"{prefix}.err"
-        self._out, self._err = open(self.out_path, "w"), open(self.err_path, "w")
-        self._logs = None
-        self.start = time.time()
-        self.proc = subprocess.Popen(
-            [sys.executable, *self.args],
-            cwd=cwd,
-            env=CLI_ENV if env is None else env,
-            stdout=self._out,
-            stderr=self._err,
-        )
-
-    def wait(self, timeout=None):
-        """Waits for the end (killing the process after the timeout); returns self."""
-        timeout = self.timeout if timeout is None else timeout
-        try:
-            self.proc.wait(timeout=max(1, timeout - (time.time() - self.start)))
-        finally:
-            self.kill()
-        return self
-
-    def kill(self):
-        """Ends the process if it still runs and closes (temporary: reads back) the logs."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self._out.close()
-        self._err.close()
-        if self._tmp and self._logs is None:
-            self._logs = (self._read(self.out_path), self._read(self.err_path))
-            shutil.rmtree(self._tmp, ignore_errors=True)
-
-    @staticmethod
-    def _read(path):
-        with open(path) as f:
-            return f.read()
-
-    @property
-    def returncode(self):
-        return self.proc.returncode
-
-    rc = returncode
-
-    @property
-    def stdout(self):
-        return self._logs[0] if self._logs else self._read(self.out_path)
-
-    @property
-    def stderr(self):
-        return self._logs[1] if self._logs else self._read(self.err_path)
-
-    def report(self):
-        return (
-            f"exit {self.returncode}\n--- stdout ---\n{self.stdout[-3000:]}\n"
-            f"--- stderr ---\n{self.stderr[-5000:]}"
-        )
-
-
-def run_cli(*command, **options) -> Cli:
-    """`Cli(*command, **options)`, waited for."""
-    return Cli(*command, **options).wait()
-
-
-def two_cpu_driver(runner: str) -> str:
-    """A script running `runner` (run_pretraining, run_classifier, ...) with two logical
-    CPU devices, so that `--strategy mirrored` has two replicas on a CPU machine (logical
-    devices must exist before TensorFlow initializes its runtime)."""
-    return (
-        "import sys\nimport tensorflow as tf\n"
-        "cpus = tf.config.list_physical_devices('CPU')\n"
-        "tf.config.set_logical_device_configuration(\n"
-        "    cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)\n"
-        f"from absl import app\nimport {runner}\n{runner}.define_flags()\n"
-        f"app.run(lambda argv: sys.exit({runner}.main(argv)))\n"
-    )
-
-
-def tpu_driver(runner: str, record: str) -> str:
-    """A script running `runner` with `--strategy tpu` on a CPU machine: TensorFlow's TPU
-    entry points (TPUClusterResolver, experimental_connect_to_cluster,
-    initialize_tpu_system, TPUStrategy) are replaced by recorders, and the strategy by a
-    one-CPU strategy whose `distribute_datasets_from_function` and
-    `experimental_distribute_dataset` record the element shapes of every dataset the run
-    distributes (training, evaluation, prediction). The record (JSON) goes to `record` at exit: the
-    project's TPU path runs up to the point where a TPU is needed."""
-    return (
-        "import atexit, json, sys\nimport tensorflow as tf\n"
-        "record = {'resolver': [], 'connect': 0, 'initialize': 0, 'datasets': []}\n"
-        f"atexit.register(lambda: open({record!r}, 'w').write(json.dumps(record)))\n"
-        "class Resolver:\n"
-        "    def __init__(self, tpu=None, **kw):\n"
-        "        record['resolver'].append(tpu)\n"
-        "def connect(resolver):\n"
-        "    assert isinstance(resolver, Resolver)\n"
-        "    record['connect'] += 1\n"
-        "def initialize(resolver):\n"
-        "    assert isinstance(resolver, Resolver) and record['connect']\n"
-        "    record['initialize'] += 1\n"
-        "def strategy(resolver):\n"
-        "    assert record['initialize']\n"
-        "    s = tf.distribute.OneDeviceStrategy('/cpu:0')\n"
-        "    distribute = s.distribute_datasets_from_function\n"
-        "    def recorded(fn, options=None):\n"
-        "        def fn_recorded(ctx):\n"
-        "            ds = fn(ctx)\n"
-        "            record['datasets'].append(\n"
-        "                [x.shape.as_list() for x in tf.nest.flatten(ds.element_spec)])\n"
-        "            return ds\n"
-        "        return distribute(fn_recorded, options)\n"
-        "    s.distribute_datasets_from_function = recorded\n"
-        "    distribute_one = s.experimental_distribute_dataset\n"
-        "    def recorded_one(ds, options=None):\n"
-        "        record['datasets'].append(\n"
-        "            [x.shape.as_list() for x in tf.nest.flatten(ds.element_spec)])\n"
-        "        return distribute_one(ds, options)\n"
-        "    s.experimental_distribute_dataset = recorded_one\n"
-        "    return s\n"
-        "tf.distribute.cluster_resolver.TPUClusterResolver = Resolver\n"
-        "tf.config.experimental_connect_to_cluster = connect\n"
-        "tf.tpu.experimental.initialize_tpu_system = initialize\n"
-        "tf.distribute.TPUStrategy = strategy\n"
-        f"from absl import app\nimport {runner}\n{runner}.define_flags()\n"
-        f"app.run(lambda argv: sys.exit({runner}.main(argv)))\n"
-    )
+from tests.support.harness import SHARED_DATA
 
 
 @pytest.fixture
@@ -183,50 +20,12 @@ def shared_data():
 @pytest.fixture(scope="session")
 def tok():
     """The German ALBERT SentencePiece model of ../shared/data (lower-cased), or skip."""
-    from data_pipeline.tokenization import AlbertTokenizer
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     path = SHARED_DATA / "spm" / "de-30k-clean.model"
     if not path.exists():
         pytest.skip(f"real data not available: {path} is absent")
     return AlbertTokenizer(str(path))
-
-
-def tiny_config(**overrides):
-    from albert_tf import AlbertConfig
-
-    fields = dict(
-        vocab_size=99,
-        embedding_size=16,
-        hidden_size=32,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=40,
-    )
-    fields.update(overrides)
-    return AlbertConfig(**fields)
-
-
-def random_batch(vocab_size=99, batch=3, seq=11, positions=3, seed=0):
-    """Inputs with padding in the batch (rows 1 and 2 padded) and two segments."""
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(5, vocab_size, (batch, seq)).astype(np.int32)
-    mask = np.ones_like(ids)
-    if batch > 1:
-        mask[1, seq - 4 :] = 0
-    if batch > 2:
-        mask[2, 3:] = 0
-    ids[mask == 0] = 0
-    segments = np.zeros_like(ids)
-    segments[:, seq // 2 :] = 1
-    segments[mask == 0] = 0
-    lm_positions = np.sort(rng.integers(0, 3, (batch, positions)), axis=1).astype(np.int32)
-    return {
-        "input_ids": ids,
-        "input_mask": mask,
-        "segment_ids": segments,
-        "masked_lm_positions": lm_positions,
-    }
 
 
 @pytest.fixture(autouse=True)
@@ -242,7 +41,7 @@ def _float32_policy():
 def wordpiece_vocab(tmp_path_factory):
     """A 21,128-entry WordPiece vocab.txt like the official Chinese one, learned from the zh
     and en corpora of ../shared/data by bench/wordpiece.py:build_vocab (as
-    tests/test_wordpiece.py's), or skip."""
+    tests/data_pipeline/tokenization/test_wordpiece.py's), or skip."""
     import wordpiece as bench_wordpiece  # bench/ is on the path (pytest.ini)
 
     if not (SHARED_DATA / "corpus").is_dir():

@@ -1,6 +1,6 @@
 """No plain-Python file I/O on paths that may be URLs: in the modules that handle user
 paths, calls such as `open`, `glob.glob`, `os.path.exists`, `os.makedirs`, `os.replace` or
-`shutil.rmtree` go through `data_pipeline.filesystem` (docs/architecture.md, "Paths and
+`shutil.rmtree` go through `data_pipeline.io.filesystem` (docs/architecture.md, "Paths and
 filesystems"), which keeps local paths on `os` and sends URLs to `tf.io.gfile`. A plain call
 sees nothing on gs:// or ram:// — silently — so a new one must either use the module or be
 listed below with the reason its path is always local (checked from the source, by
@@ -8,12 +8,15 @@ enclosing function, so moving code around does not break the test)."""
 
 import ast
 import pathlib
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 MODULES = """
-    data_pipeline/documents.py data_pipeline/records.py data_pipeline/tokenization.py
-    data_pipeline/train_tokenizer.py data_pipeline/pretraining/create_pretraining_data.py
+    data_pipeline/documents.py data_pipeline/records.py
+    data_pipeline/tokenization/sentencepiece_tokenizer.py
+    data_pipeline/tokenization/train_tokenizer.py
+    data_pipeline/pretraining/create_pretraining_data.py
     data_pipeline/pretraining/meta_data.py data_pipeline/pretraining/input_pipeline.py
     data_pipeline/classification/data.py data_pipeline/classification/features.py
     data_pipeline/classification/tasks.py data_pipeline/classification/submission.py
@@ -115,7 +118,7 @@ def test_no_plain_io_on_user_paths():
     unexplained = [
         f"{m}:{line} {call} in {fn}" for m, fn, call, line in found if (m, fn, call) not in LOCAL
     ]
-    assert not unexplained, "use data_pipeline.filesystem (or list why the path is local): " + (
+    assert not unexplained, "use data_pipeline.io.filesystem (or list why the path is local): " + (
         "; ".join(unexplained)
     )
     stale = set(LOCAL) - {(m, fn, call) for m, fn, call, _ in found}
@@ -124,5 +127,5 @@ def test_no_plain_io_on_user_paths():
 
 def test_the_check_sees_a_plain_call(tmp_path, monkeypatch):
     (tmp_path / "m.py").write_text("import os\ndef f(p):\n    return os.path.exists(p)\n")
-    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert list(plain_calls("m.py")) == [("m.py", "f", "os.path.exists", 3)]

@@ -5,7 +5,7 @@ import io
 import os
 import re
 
-from conftest import ROOT
+from tests.support.harness import ROOT
 
 
 def test_readme_python_example_runs(tmp_path, monkeypatch):

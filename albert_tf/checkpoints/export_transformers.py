@@ -113,7 +113,7 @@ def write_weights(directory: str, config: dict, state: dict) -> None:
     written under a temporary name and renamed."""
     from safetensors.numpy import save_file
 
-    from data_pipeline.atomic import write_json
+    from data_pipeline.io.atomic import write_json
 
     tmp = os.path.join(directory, f".model.safetensors.tmp{os.getpid()}")
     save_file(state, tmp, metadata={"format": "pt"})
@@ -130,12 +130,12 @@ def export_transformers(
 ) -> dict:
     """Writes the Hugging Face directory (see the module docstring) under `output_dir`'s
     lock, each file atomically; returns a report {architecture, tensors, vocabulary}."""
-    from data_pipeline.atomic import output_lock, write_json
+    from data_pipeline.io.atomic import output_lock, write_json
 
     model, task, found = _our_model(input_path, albert_config_file)
     spm, vocab = chosen_vocabulary(found, spm_model_file, vocab_file)
     if vocab:
-        from data_pipeline.wordpiece import read_vocab
+        from data_pipeline.tokenization.wordpiece import read_vocab
 
         read_vocab(vocab)  # a BERT vocab.txt, or a one-line error naming the file
     config, state = transformers_files(model, task)

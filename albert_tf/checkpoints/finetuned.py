@@ -23,7 +23,7 @@ import json
 import os
 import shutil
 
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 
 TASK_FILE = "task.json"
 SPM_FILE = "spm.model"
@@ -75,7 +75,7 @@ def write_task_files(
     when given) into `directory`, which holds the task model's checkpoint: what makes a
     checkpoint directory a fine-tuned model directory. Without a vocabulary, exports need
     --spm_model_file."""
-    from data_pipeline.atomic import write_json
+    from data_pipeline.io.atomic import write_json
 
     if vocab_file:
         filesystem.copy(vocab_file, os.path.join(directory, VOCAB_FILE))

@@ -40,7 +40,7 @@ from albert_tf.checkpoints.own import (
 )
 from albert_tf.modeling.config import AlbertConfig, ConfigError
 from albert_tf.modeling.encoder import AlbertEncoder
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.encoder import AlbertEncoder
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 
 CONFIG_NAME = "albert_config.json"
 

@@ -18,7 +18,7 @@ import os
 from typing import Any
 from collections.abc import Mapping
 
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 
 # Activation names. "gelu" is the official code's tanh approximation of GELU (Hugging Face
 # calls it "gelu_new"); the erf form is available as "gelu_exact" for Hugging Face configs
@@ -265,6 +265,6 @@ class AlbertConfig:
 
     def to_json_file(self, path: str | os.PathLike) -> None:
         """Writes atomically (temporary name, then rename)."""
-        from data_pipeline.atomic import write_text
+        from data_pipeline.io.atomic import write_text
 
         write_text(os.fspath(path), self.to_json_string())

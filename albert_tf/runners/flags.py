@@ -460,7 +460,7 @@ def check_records_vocabulary(albert_config, files: list[str]) -> None:
 
 def resolve_tokenizer_flags() -> None:
     """With --spm_model_file, --vocab_file is not read (the official precedence, and
-    official command lines pass both: `data_pipeline.tokenizer_choice`); it is dropped so
+    official command lines pass both: `data_pipeline.tokenization.choice`); it is dropped so
     that every later check sees the one tokenizer. Runners call this first."""
     if "vocab_file" in FLAGS and FLAGS.spm_model_file and FLAGS.vocab_file:
         FLAGS.vocab_file = None
@@ -472,7 +472,7 @@ def finetuning_inputs_from_flags(check_flags) -> tuple:
     the sequence length against the config's positions and the tokenizer's vocabulary
     against the config's. The tokenizer is --spm_model_file's or else --vocab_file's
     (`tokenizer_choice`). Returns (albert_config, tokenizer)."""
-    from data_pipeline.tokenizer_choice import check_choice, tokenizer_for
+    from data_pipeline.tokenization.choice import check_choice, tokenizer_for
 
     check_flags()
     check_choice(FLAGS.spm_model_file, FLAGS.vocab_file)

@@ -8,13 +8,15 @@
 (`--format tflite`: on-device LiteRT files, see albert_tf.serving.litert.)
 
 The tokenization the model was trained with runs inside the graph: ALBERT's normalization
-and SentencePiece (tensorflow-text; `data_pipeline.tokenization.GraphTokenizer`, whose ids
+and SentencePiece (tensorflow-text;
+`data_pipeline.tokenization.sentencepiece_tokenizer.GraphTokenizer`, whose ids
 equal the Python tokenizer's), with the SentencePiece model stored in the SavedModel (and
 as the file `assets/<name>.model`); then truncation and packing exactly as for training;
 then the model. A client needs only `tensorflow` and `tensorflow_text` (for the op kernels).
 A WordPiece model (`--vocab_file`, the official Chinese ALBERTs') tokenizes with BERT's
 basic tokenizer and WordPiece in the graph instead (`albert_tf.serving.text_tokenizer.
-TextTokenizer`, ids equal to `data_pipeline.wordpiece.WordPieceTokenizer`'s), its vocab.txt
+TextTokenizer`, ids equal to `data_pipeline.tokenization.wordpiece.WordPieceTokenizer`'s), its
+vocab.txt
 under `assets/`: every task but squad.
 
 `--init_checkpoint` is best a fine-tuned model directory (a runner's `--export_dir`,
@@ -42,7 +44,8 @@ Empty strings give [CLS] [SEP] (a defined prediction); text longer than max_seq_
 truncated as in training; a SQuAD context longer than one window is windowed in the
 graph with the doc stride (as many windows as the batch's longest context needs).
 Control characters and NUL bytes are tokenized as the Python tokenizer does (see
-`data_pipeline.tokenization`). An empty batch (0 rows) gives empty outputs of the same
+`data_pipeline.tokenization.sentencepiece_tokenizer`). An empty batch (0 rows) gives empty outputs
+of the same
 dtypes ([0, L] probabilities, [0] labels, ...). Inputs of one request must have the same
 number of rows, else InvalidArgumentError "text_a has 3 rows but text_b has 2".
 """
@@ -56,7 +59,7 @@ import sys
 import tensorflow as tf
 
 from albert_tf.modeling.config import AlbertConfig
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 from data_pipeline.length_buckets import bucket_sizes
 
 TASKS = ("classifier", "multiple_choice", "squad", "encoder")
@@ -72,7 +75,7 @@ def _asset_tokenizer(spm_model_file: str, do_lower_case: bool):
     holds the model bytes itself; the same file is also stored under `assets/` (with its
     sha256 in the `albert_spm_sha256` constant) for clients that tokenize outside the
     graph or audit what the model was trained with."""
-    from data_pipeline.tokenization import AlbertTokenizer
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     python_tokenizer = AlbertTokenizer(spm_model_file, do_lower_case)
     return (
@@ -464,11 +467,11 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None)
     import tempfile
 
     from albert_tf.modeling.kernels import portable_kernels
-    from data_pipeline.atomic import output_lock
+    from data_pipeline.io.atomic import output_lock
 
     filesystem.makedirs(export_dir)
     remote = filesystem.is_url(export_dir)
-    # One exporter at a time: two would both pick version N (data_pipeline.atomic locks;
+    # One exporter at a time: two would both pick version N (data_pipeline.io.atomic locks;
     # not on URLs, where nothing can be locked).
     with output_lock(export_dir, "albert_tf.serving.export"):
         target = next_version_dir(export_dir)
@@ -527,7 +530,7 @@ def check_run_tokenizer(run: tuple[str, dict] | None, tokenizer, given: str) -> 
     meta_data.json's tokenizer: kind and sha256): an encoder exported with another
     vocabulary would turn text into ids the model never saw. Runs that recorded none
     are not checked."""
-    from data_pipeline.tokenizer_choice import tokenizer_kind
+    from data_pipeline.tokenization.choice import tokenizer_kind
 
     if not run:
         return
@@ -608,7 +611,7 @@ def build_module(
     do_lower_case = info.get("do_lower_case", True) if do_lower_case is None else do_lower_case
     if task == "encoder":
         from albert_tf.modeling.encoder import AlbertEncoder
-        from data_pipeline.tokenizer_choice import tokenizer_for
+        from data_pipeline.tokenization.choice import tokenizer_for
 
         if run:
             tokenizer = tokenizer_for(spm_model_file, vocab_file, do_lower_case)

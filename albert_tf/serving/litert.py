@@ -29,10 +29,11 @@ LiteRT cannot express a step):
   all text models  tokenize(text_a [B], text_b [B]) → input_ids, input_mask, segment_ids.
 
 Text → ids runs in the file with builtin ops and one custom op (`litert_text`); ids equal
-the SavedModel's but for final sigma in uncased models (`data_pipeline.baked_normalization`).
+the SavedModel's but for final sigma in uncased models
+(`data_pipeline.tokenization.baked_normalization`).
 WordPiece models (vocab.txt) use three of tensorflow-text's LiteRT ops instead
 (FastSentencepieceTokenize with BERT's basic tokenization baked in, FastWordpieceDetokenize,
-FastWordpieceTokenizeWithOffsets: `data_pipeline.baked_wordpiece`), ids equal to the
+FastWordpieceTokenizeWithOffsets: `data_pipeline.tokenization.baked_wordpiece`), ids equal to the
 SavedModel's but for the same final sigma; squad files of WordPiece models are not written
 (their runner windows text with the SentencePiece model they carry).
 The sequence length is the request's longest row (LiteRT resizes per call: a short sentence
@@ -63,7 +64,7 @@ import tensorflow as tf
 from albert_tf.serving.export import classifier_outputs
 from albert_tf.serving.litert_text import lite_tokenizer, pack, take_rows
 from albert_tf.serving.tflite_predict import FORMAT, METADATA_NAME, SPM_NAME
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 
 QUANTIZATIONS = ("float32", "float16", "int8")
 # The only ops outside LiteRT's builtins a file may contain: the tokenizers' (the last two
@@ -325,7 +326,7 @@ def build(task: str, init_checkpoint: str, fixed_length: bool = False, **options
     """(module, metadata) for `task` from a fine-tuned model directory (or any checkpoint
     for the encoder): the same model, vocabulary and settings as `export.build_module`."""
     from albert_tf.serving.export import build_module
-    from data_pipeline.tokenizer_choice import tokenizer_kind
+    from data_pipeline.tokenization.choice import tokenizer_kind
 
     serving = build_module(task, init_checkpoint, **options)
     model, length, tokenizer = serving.model, serving.max_seq_length, serving.text_tokenizer
@@ -383,7 +384,7 @@ def export_tflite(
     """Writes `export_dir/<task>-<quantize>[-fixed].tflite` for each of `quantize` (a
     name or a sequence), each with its metadata as .json beside it, atomically (a crash
     leaves the previous file or none); returns the files' paths."""
-    from data_pipeline.atomic import atomic_open, write_json
+    from data_pipeline.io.atomic import atomic_open, write_json
 
     quantize = [quantize] if isinstance(quantize, str) else list(quantize)
     for q in quantize:

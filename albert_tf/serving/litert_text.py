@@ -1,21 +1,23 @@
 """Text → model inputs with LiteRT builtin ops only (plus one tensorflow-text custom op).
 
 The SavedModels tokenize with regex, Unicode-normalization, lowercasing and ragged ops
-(`data_pipeline.tokenization.GraphTokenizer`, `export.pack`); none of them is a LiteRT
+(`data_pipeline.tokenization.sentencepiece_tokenizer.GraphTokenizer`, `export.pack`); none of them
+is a LiteRT
 builtin, and the Flex delegate that could run them is not in the pip interpreters nor in a
 plain mobile runtime. This module computes the same ids from ops a LiteRT interpreter has:
 
   1. `FastSentencepieceTokenizer` on the raw text: the TFLite custom op
      `TFText>FastSentencepieceTokenize` (registered by `tensorflow_text.tflite_registrar`),
      with ALBERT's normalization baked into the model's charsmap
-     (`data_pipeline.baked_normalization`);
+     (`data_pipeline.tokenization.baked_normalization`);
   2. the official "<digit>," quirk as an id table (`AlbertTokenizer.digit_comma_rewrites`):
      equal + argmax + gather + boolean_mask;
   3. `pack`: `[CLS] a [SEP] (b [SEP])` truncated as in training (`export.truncated_lengths`)
      by gathers from the flat ids, at the request's longest row (or max_seq_length).
 
 A WordPiece vocabulary (`LiteWordPieceTokenizer`) replaces steps 1-2 by three
-tensorflow-text ops (`data_pipeline.baked_wordpiece`): `FastSentencepieceTokenizer` with
+tensorflow-text ops (`data_pipeline.tokenization.baked_wordpiece`): `FastSentencepieceTokenizer`
+with
 BERT's basic tokenization baked into its rewrite table, `FastWordpieceDetokenize` joining
 the characters back into words, and `FastWordpieceTokenizer` on those words.
 
@@ -40,7 +42,7 @@ class LiteTokenizer:
 
     def __init__(self, tokenizer):
         import tensorflow_text as tf_text
-        from data_pipeline.baked_normalization import albert_normalized_spm
+        from data_pipeline.tokenization.baked_normalization import albert_normalized_spm
 
         self.spm_model = albert_normalized_spm(tokenizer)
         self.fast = tf_text.FastSentencepieceTokenizer(self.spm_model)
@@ -80,12 +82,12 @@ class LiteTokenizer:
 class LiteWordPieceTokenizer:
     """`LiteTokenizer` for a WordPiece vocabulary (`WordPieceTokenizer`): text [B] string →
     (ids [N] int32, starts [B] int32, lengths [B] int32), ids equal to
-    `WordPieceTokenizer.encode`'s (`data_pipeline.baked_wordpiece`)."""
+    `WordPieceTokenizer.encode`'s (`data_pipeline.tokenization.baked_wordpiece`)."""
 
     def __init__(self, tokenizer):
         import tensorflow_text as tf_text
-        from data_pipeline.baked_wordpiece import baked_wordpiece
-        from data_pipeline.wordpiece import CONTINUATION
+        from data_pipeline.tokenization.baked_wordpiece import baked_wordpiece
+        from data_pipeline.tokenization.wordpiece import CONTINUATION
 
         baked = baked_wordpiece(tokenizer)
         self.cls_id, self.sep_id = tokenizer.cls_id, tokenizer.sep_id
@@ -117,7 +119,7 @@ class LiteWordPieceTokenizer:
 def lite_tokenizer(tokenizer):
     """`LiteTokenizer` of a SentencePiece `AlbertTokenizer`, `LiteWordPieceTokenizer` of a
     `WordPieceTokenizer`."""
-    from data_pipeline.tokenizer_choice import tokenizer_kind
+    from data_pipeline.tokenization.choice import tokenizer_kind
 
     if tokenizer_kind(tokenizer) == "wordpiece":
         return LiteWordPieceTokenizer(tokenizer)

@@ -91,7 +91,10 @@ class SquadServing(_Serving):
 
     def _context_tokens(self, context):
         """ids, byte starts, byte ends: int32 RaggedTensors [B, (T)]."""
-        from data_pipeline.tokenization import SPIECE_UNDERLINE, _whitespace_class
+        from data_pipeline.tokenization.sentencepiece_tokenizer import (
+            SPIECE_UNDERLINE,
+            _whitespace_class,
+        )
 
         if self.wordpiece_offsets is not None:
             return self.wordpiece_offsets(context)

@@ -3,8 +3,9 @@
     tokenizer = TextTokenizer(vocab_file="vocab.txt")       # or spm_model_file=...
     ids = tokenizer.ids(tf.constant(["中文 text"]))          # int32 RaggedTensor [B, (P)]
 
-Holds the graph tokenizer (`data_pipeline.tokenization.GraphTokenizer` or
-`data_pipeline.wordpiece.GraphWordPieceTokenizer`, ids equal to the Python tokenizer's) as
+Holds the graph tokenizer (`data_pipeline.tokenization.sentencepiece_tokenizer.GraphTokenizer` or
+`data_pipeline.tokenization.wordpiece.GraphWordPieceTokenizer`, ids equal to the Python
+tokenizer's) as
 tracked state, so a SavedModel holding this module tokenizes as training did; the
 vocabulary file itself is stored under `assets/` (`vocabulary`), with its sha256 in
 `vocabulary_sha256` and its kind ("sentencepiece" / "wordpiece") in `tokenizer_kind`, for
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from data_pipeline.tokenizer_choice import tokenizer_for, tokenizer_kind
+from data_pipeline.tokenization.choice import tokenizer_for, tokenizer_kind
 
 
 class TextTokenizer(tf.Module):

@@ -13,7 +13,7 @@ Output: one JSON object per line (label and probabilities; choice; answer with c
 offsets; pooled output).
 
 Files of WordPiece models (vocab.txt) work the same; NUL characters are deleted before
-the file, as BERT's tokenizer deletes them (data_pipeline.baked_wordpiece).
+the file, as BERT's tokenizer deletes them (data_pipeline.tokenization.baked_wordpiece).
 
 Needs only the LiteRT interpreter (`pip install ai-edge-litert`) plus, for the text-in
 models, tensorflow-text's op registrar (`tensorflow_text.tflite_registrar`, which brings
@@ -58,7 +58,7 @@ def _text(x) -> str:
 def _strings(values, drop_nul: bool = False) -> np.ndarray:
     """UTF-8 bytes, invalid sequences replaced (LiteRT has no transcoding op); any shape.
     `drop_nul`: NUL characters deleted, as BERT's basic tokenizer does (a WordPiece file's
-    rewrite table cannot hold NUL: data_pipeline.baked_wordpiece)."""
+    rewrite table cannot hold NUL: data_pipeline.tokenization.baked_wordpiece)."""
     array = np.asarray(values, dtype=object)
     flat = [_text(v) for v in array.reshape(-1)]
     flat = [(v.replace("\x00", "") if drop_nul else v).encode("utf-8") for v in flat]
@@ -185,7 +185,7 @@ class LiteModel:
         """(predictions, nbest, null_odds) for SquadExamples, as `run_squad` writes them."""
         from data_pipeline.squad.data import convert_squad_examples
         from data_pipeline.squad.postprocess import postprocess, postprocess_beam
-        from data_pipeline.tokenization import AlbertTokenizer
+        from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
         m = self.metadata
         with tempfile.NamedTemporaryFile(suffix=".model") as f:

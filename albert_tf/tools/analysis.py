@@ -167,7 +167,7 @@ def record_seq_length(path: str) -> int:
 
 def write_csv(path: str, results: list[tuple[str, str, LayerSimilarity]]) -> None:
     """`results`: (model label, sharing mode, measures) per model. Written atomically."""
-    from data_pipeline.atomic import atomic_open
+    from data_pipeline.io.atomic import atomic_open
 
     with atomic_open(path, "w", newline="") as f:
         writer = csv.writer(f)
@@ -209,7 +209,7 @@ def plot(path: str, results: list[tuple[str, str, LayerSimilarity]]) -> None:
     left.legend(fontsize=7)
     fig.suptitle("Input vs output embedding per layer (ALBERT paper, Figure 2)", fontsize=10)
     fig.tight_layout()
-    from data_pipeline.atomic import atomic_open
+    from data_pipeline.io.atomic import atomic_open
 
     with atomic_open(path, "wb") as f:
         fig.savefig(f, format="png", dpi=120)

@@ -308,13 +308,14 @@ def main(argv=None) -> int:
     eval_corpus = os.path.join(args.output_dir, "stdlib_docstrings_heldout.txt")
     write_corpus(documents, corpus)
     write_corpus(held_out, eval_corpus)
-    # ALBERT's recipe (data_pipeline.train_tokenizer): <pad>=0 <unk>=1 [CLS]=2 [SEP]=3 [MASK]=4.
-    from data_pipeline.train_tokenizer import train_sentencepiece
+    # ALBERT's recipe (data_pipeline.tokenization.train_tokenizer): <pad>=0 <unk>=1 [CLS]=2 [SEP]=3
+    # [MASK]=4.
+    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
 
     model_file = train_sentencepiece(
         [corpus], os.path.join(args.output_dir, "stdlib_spm"), vocab_size=2000, num_threads=1
     )["model_file"]
-    from data_pipeline.tokenization import AlbertTokenizer
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     tok = AlbertTokenizer(model_file, do_lower_case=True)
     print(

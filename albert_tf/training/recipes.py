@@ -80,7 +80,7 @@ TASKS = tuple(_TABLE_14)
 SQUAD_TASKS = ("squad_v1.1", "squad_v2.0")
 
 # What run_glue.sh runs (warmup, LR, steps, batch; max_seq_length 512 for all): equal to
-# Table 14 for these eight tasks (checked by tests/test_recipes.py).
+# Table 14 for these eight tasks (checked by tests/training/test_recipes.py).
 RUN_GLUE_TASKS = ("sst-2", "mnli", "cola", "qnli", "qqp", "rte", "sts-b", "mrpc")
 
 # The official README's commands where they differ from Table 14 (see the module doc).

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 
 _NUMBER = re.compile(r"-(\d+)$")
 

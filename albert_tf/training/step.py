@@ -136,7 +136,7 @@ class TrainStep:
         The trainer reads an input iterator here (`loop`), the one host operation of the loop
         (on a TPU it becomes the infeed). With `next_batch` a tensor function instead (batches
         staged on the device), the whole loop compiles as one XLA computation: that is how
-        tests/test_tpu_readiness.py checks on CPU what a TPU requires."""
+        tests/training/test_tpu_readiness.py checks on CPU what a TPU requires."""
         import tensorflow as tf
 
         k = self.config.grad_accum_steps

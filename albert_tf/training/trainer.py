@@ -56,8 +56,8 @@ from albert_tf.training.preemption import coordinated_preemption
 from albert_tf.training.resume import clean_temporaries, restore_newest
 from albert_tf.training.step import LAST_STEP, TrainStep
 from albert_tf.training.tasks import Task, divisors
-from data_pipeline import filesystem
-from data_pipeline.atomic import write_json
+from data_pipeline.io import filesystem
+from data_pipeline.io.atomic import write_json
 
 
 @dataclasses.dataclass(frozen=True)

@@ -38,7 +38,7 @@ import json
 import os
 from collections.abc import Sequence
 
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 
 GLUE_TASKS = ("cola", "sst-2", "mrpc", "sts-b", "qqp", "mnli", "qnli", "rte", "wnli")
 CHINESE_TASKS = ("chnsenticorp", "afqmc")

@@ -23,7 +23,7 @@ import os
 
 import numpy as np
 
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 from data_pipeline.classification.data import choice_text
 from data_pipeline.records import cached_features, fingerprint, record_dataset
 

@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from data_pipeline.atomic import atomic_open
+from data_pipeline.io.atomic import atomic_open
 
 SUBMISSION_NAMES = {"mnli": "MNLI-m", "sts-b": "STS-B", "sst-2": "SST-2"}
 

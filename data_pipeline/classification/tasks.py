@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 from data_pipeline.classification import data as classifier_data
 from data_pipeline.classification import metrics
 

@@ -55,14 +55,14 @@ skipped (its stats are read back); a shard of other inputs or settings is an err
 other shard is written. So re-running an interrupted pipeline finishes it, and a complete
 one rewrites only meta_data.json (same bytes). Local and Beam runs of one job may take over
 from each other. For a local `--output_dir`, the driver holds
-`data_pipeline.atomic.output_lock` on it for the whole run (one job per directory, as the
+`data_pipeline.io.atomic.output_lock` on it for the whole run (one job per directory, as the
 local writer), removes temporary files that killed attempts left, and refuses shard files
 of another job; on a remote one, no lock exists: start one writer per directory.
 
 The driver lists the input files and plans the blocks, and the workers read their byte
-ranges, through `data_pipeline.filesystem`: local paths (every worker must see them: a
+ranges, through `data_pipeline.io.filesystem`: local paths (every worker must see them: a
 shared mount) or URLs, which in this TensorFlow-free environment go through Beam's own
-FileSystems (`data_pipeline.beam_files`; gs:// needs apache-beam[gcp]). The SentencePiece
+FileSystems (`data_pipeline.io.beam_files`; gs:// needs apache-beam[gcp]). The SentencePiece
 model travels to the workers inside the pipeline. With `--zh_whole_word_mask` every worker
 needs jieba (requirements-beam.txt; on a cluster, in the workers' image or packages), the
 same version and dictionary as the driver's: a worker whose segmenter differs refuses to
@@ -86,7 +86,7 @@ import time
 import uuid
 
 from data_pipeline import documents as documents_lib
-from data_pipeline.atomic import is_remote, json_text, output_lock
+from data_pipeline.io.atomic import is_remote, json_text, output_lock
 from data_pipeline.pretraining import chinese_words
 from data_pipeline.pretraining import create_pretraining_data as local
 from data_pipeline.pretraining.create_pretraining_data import DataConfig

@@ -40,7 +40,7 @@ import hashlib
 import io
 import itertools
 
-from data_pipeline.wordpiece import CJK_RANGES
+from data_pipeline.tokenization.wordpiece import CJK_RANGES
 
 INSIDE_WORD = 1 << 30  # set on the id of a token that continues a Chinese word
 TOKEN_ID_BITS = INSIDE_WORD - 1
@@ -104,7 +104,7 @@ class ChineseWords:
     """
 
     def __init__(self, tokenizer):
-        from data_pipeline.tokenizer_choice import tokenizer_kind
+        from data_pipeline.tokenization.choice import tokenizer_kind
 
         if tokenizer.vocab_size > INSIDE_WORD:
             raise ValueError(f"vocab_size={tokenizer.vocab_size} exceeds {INSIDE_WORD}")

@@ -25,14 +25,14 @@ What it writes is a pure function of the input bytes and the settings (never of
   `stats/NAME.json`. A re-run skips complete shards (an interrupted run resumes); settings
   that differ from those of existing shards are refused. When every shard is complete,
   `meta_data.json` sums the statistics (deterministic: no times, no worker counts).
-- One job per output directory: the run holds `data_pipeline.atomic.output_lock` on it
+- One job per output directory: the run holds `data_pipeline.io.atomic.output_lock` on it
   from before it looks at existing shards to the end, so a second run started on the same
   directory fails at once (exit 1, naming the first). The `--num_tasks` tasks of one job
   share the directory (a shared lock) and each task index is exclusive. Worker processes
   die with the tool (Linux): a `kill -9` leaves no orphan still writing.
 
 The tokenizer is a SentencePiece model (`--spm_model_file`) or a WordPiece vocab.txt
-(`--vocab_file`; with both, the model, as officially: `data_pipeline.tokenizer_choice`).
+(`--vocab_file`; with both, the model, as officially: `data_pipeline.tokenization.choice`).
 Its kind, file name and sha256 are part of the job's fingerprint (shards of another
 tokenizer are refused) and of meta_data.json ("tokenizer"). Whole-word masking takes the
 word starts from the tokenizer (`vocab_tables`): pieces with "▁" for SentencePiece,
@@ -59,11 +59,11 @@ import time
 import numpy as np
 
 from data_pipeline import documents as documents_lib
-from data_pipeline import filesystem
-from data_pipeline.atomic import output_lock, write_json
+from data_pipeline.io import filesystem
+from data_pipeline.io.atomic import output_lock, write_json
 from data_pipeline.records import AtomicRecordWriter, encode_examples, feature_lengths
 from data_pipeline.pretraining import chinese_words, staging
-from data_pipeline.tokenizer_choice import check_choice, tokenizer_for
+from data_pipeline.tokenization.choice import check_choice, tokenizer_for
 from data_pipeline.pretraining.masking import NgramMasker
 from data_pipeline.pretraining.instances import (
     SENTENCE_ORDERS,

@@ -19,7 +19,7 @@ import dataclasses
 import json
 import os
 
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 from data_pipeline.pretraining.create_pretraining_data import META_FILE
 from data_pipeline.records import read_records
 
@@ -78,7 +78,7 @@ class PretrainingData:
         """ValueError unless `tokenizer` is the one the records were written with, same
         kind and same file bytes (masks drawn or text exported with another vocabulary
         are wrong)."""
-        from data_pipeline.tokenizer_choice import tokenizer_kind
+        from data_pipeline.tokenization.choice import tokenizer_kind
 
         if not self.tokenizer:
             return

@@ -33,7 +33,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 
 
 def needed(config, files: list[str]) -> bool:

@@ -44,8 +44,8 @@ import unicodedata
 
 import numpy as np
 
-from data_pipeline import filesystem
-from data_pipeline.tokenization import SPIECE_UNDERLINE
+from data_pipeline.io import filesystem
+from data_pipeline.tokenization.sentencepiece_tokenizer import SPIECE_UNDERLINE
 
 _WORD = re.compile(r"\S+")
 
@@ -258,7 +258,7 @@ def offset_tokenizer(tokenizer):
     (SentencePiece) or `WordPieceOffsetTokenizer` (a WordPiece vocab.txt,
     data_pipeline.squad.wordpiece_offsets). Both have `encode(text)` → (ids, token start
     chars, token end chars), so features and postprocessing never branch on the kind."""
-    from data_pipeline.tokenizer_choice import tokenizer_kind
+    from data_pipeline.tokenization.choice import tokenizer_kind
 
     if tokenizer_kind(tokenizer) == "wordpiece":
         from data_pipeline.squad.wordpiece_offsets import WordPieceOffsetTokenizer

@@ -37,7 +37,7 @@ import re
 import string
 import sys
 
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)

@@ -216,7 +216,7 @@ def write_predictions(output_dir: str, predictions: dict, nbest: dict, null_odds
     the path of predictions.json."""
     import os
 
-    from data_pipeline.atomic import write_json
+    from data_pipeline.io.atomic import write_json
 
     files = {"predictions": predictions, "nbest_predictions": nbest, "null_odds": null_odds}
     for name, obj in files.items():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from data_pipeline import filesystem
+from data_pipeline.io import filesystem
 from data_pipeline.squad import evaluation as squad_eval
 from data_pipeline.squad.postprocess import predictions_at_threshold
 

@@ -3,7 +3,7 @@
 in TensorFlow ops for the SQuAD SavedModel, with the same offsets.
 
 A token covers original characters [start, end): the characters whose normalized form
-(BERT's basic tokenizer, `data_pipeline.wordpiece`: control characters deleted, CJK
+(BERT's basic tokenizer, `data_pipeline.tokenization.wordpiece`: control characters deleted, CJK
 characters spaced, lowercase, NFD, accents dropped) holds the token's first and last
 normalized characters. So offsets point into the text as given, however normalization
 changed its length: "Café" → "ca" [0, 2) "##fe" [2, 4) ("fé"); "a\\x00b" → "ab" [0, 3);
@@ -74,12 +74,12 @@ class GraphWordPieceOffsets:
     the word covers the whole word.
 
     Args:
-      graph_tokenizer: a `data_pipeline.wordpiece.GraphWordPieceTokenizer`; its
+      graph_tokenizer: a `data_pipeline.tokenization.wordpiece.GraphWordPieceTokenizer`; its
         FastWordpiece resource is the one used here (nothing new to save).
     """
 
     def __init__(self, graph_tokenizer):
-        from data_pipeline.wordpiece import MAX_WORD_CHARS
+        from data_pipeline.tokenization.wordpiece import MAX_WORD_CHARS
 
         self.tokenizer = graph_tokenizer
         self.classes = graph_tokenizer.classes

@@ -1,0 +1,1 @@
+"""Paths and URLs, atomic writes, output-directory locks, Beam filesystems."""

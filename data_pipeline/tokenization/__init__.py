@@ -1,0 +1,1 @@
+"""Tokenizers (SentencePiece, WordPiece), their in-graph and on-device forms, their trainers."""

@@ -1,0 +1,274 @@
+"""Hugging Face ALBERT task models in: `convert --source transformers` of every head class
+(config.json `architectures` decides) gives a fine-tuned model directory whose model
+reproduces Hugging Face's logits on random weights, with the labels of `id2label`."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.support.harness import random_batch
+
+
+def _hf_task_model(directory, cls_name, seed=0, **config):
+    """A Hugging Face `cls_name` with every parameter random, saved with save_pretrained."""
+    from tests.support.references import hf_model
+
+    return hf_model(directory, cls_name, seed, **config)
+
+
+def _torch(batch, choices=None):
+    import torch
+
+    def t(x):
+        x = torch.tensor(x, dtype=torch.long)
+        return x.reshape(-1, choices, x.shape[-1]) if choices else x
+
+    return dict(
+        input_ids=t(batch["input_ids"]),
+        attention_mask=t(batch["input_mask"]),
+        token_type_ids=t(batch["segment_ids"]),
+    )
+
+
+def _ours(batch, choices=None):
+    keys = ("input_ids", "input_mask", "segment_ids")
+    if choices:
+        return {k: batch[k].reshape(-1, choices, batch[k].shape[-1]) for k in keys}
+    return {k: batch[k] for k in keys}
+
+
+@pytest.mark.parametrize(
+    "cls_name, config, kind",
+    [
+        (
+            "AlbertForSequenceClassification",
+            {"id2label": {0: "contradiction", 1: "entailment", 2: "neutral"}},
+            "classifier",
+        ),
+        ("AlbertForSequenceClassification", {"num_labels": 1}, "classifier"),
+        ("AlbertForMultipleChoice", {}, "multiple_choice"),
+        ("AlbertForQuestionAnswering", {"num_labels": 2}, "squad"),
+    ],
+    ids=["classifier", "regression", "multiple_choice", "squad"],
+)
+def test_task_heads_convert_with_hugging_face_logits(tmp_path, cls_name, config, kind):
+    import torch
+    from albert_tf.checkpoints.convert import convert
+    from albert_tf.checkpoints.finetuned import load_finetuned
+
+    hf = _hf_task_model(tmp_path / "hf", cls_name, **config)
+    (tmp_path / "hf" / "spiece.model").write_bytes(b"the vocabulary travels")
+    report = convert("transformers", str(tmp_path / "hf"), str(tmp_path / "ours"))
+    assert report["task"]["kind"] == kind and not report["unrecognized_source_keys"]
+    assert not report["unused_source_variables"]
+    model, task = load_finetuned(str(tmp_path / "ours"))
+    assert (tmp_path / "ours" / "spm.model").read_bytes() == b"the vocabulary travels"
+
+    choices = 3 if kind == "multiple_choice" else None
+    batch = random_batch(batch=6 if choices else 3, seq=11)
+    with torch.no_grad():
+        want = hf(**_torch(batch, choices))
+    got = model(_ours(batch, choices), training=False)
+    if kind == "squad":
+        real = batch["input_mask"].astype(bool)  # (ours puts -1e4 on padding)
+        for ours, theirs in (("start_logits", want.start_logits), ("end_logits", want.end_logits)):
+            np.testing.assert_allclose(got[ours].numpy()[real], theirs.numpy()[real], atol=1e-5)
+        return
+    np.testing.assert_allclose(got["logits"].numpy(), want.logits.numpy(), atol=1e-5)
+    if kind == "classifier" and "id2label" in config:
+        assert task["labels"] == ["contradiction", "entailment", "neutral"]
+        assert task["regression"] is False
+    if config.get("num_labels") == 1:
+        assert task["regression"] is True and got["logits"].shape[-1] == 1
+
+
+def test_token_classification_is_refused_naming_why(tmp_path):
+    from albert_tf.checkpoints import CheckpointError
+    from albert_tf.checkpoints.convert import convert
+
+    _hf_task_model(tmp_path / "hf", "AlbertForTokenClassification", num_labels=5)
+    with pytest.raises(CheckpointError, match="AlbertForTokenClassification.*no token-class"):
+        convert("transformers", str(tmp_path / "hf"), str(tmp_path / "ours"))
+    assert json.loads((tmp_path / "hf" / "config.json").read_text())["architectures"]
+
+
+def _randomized(model, seed=1):
+    """`model` with every weight drawn at 0.3 (heads, biases and LayerNorms included)."""
+    rng = np.random.default_rng(seed)
+    for w in model.weights:
+        w.assign(rng.normal(0.0, 0.3, w.shape).astype(np.float32))
+    return model
+
+
+@pytest.mark.parametrize(
+    "kind", ["pretraining", "encoder", "classifier", "regression", "multiple_choice", "squad"]
+)
+def test_models_leave_as_hugging_face_directories_and_come_back(tmp_path, kind):
+    """ours → convert --to transformers → `from_pretrained` with no missing or unexpected
+    keys and our outputs (1e-5) → convert --source transformers → our outputs again."""
+    import torch
+    import transformers
+    from albert_tf import AlbertEncoder, AlbertPretrainer, save_checkpoint
+    from albert_tf.checkpoints.convert import convert
+    from albert_tf.checkpoints.export_transformers import export_transformers
+    from albert_tf.checkpoints.finetuned import load_finetuned, save_finetuned, task_model
+    from albert_tf.checkpoints.loading import load_checkpoint
+    from tests.support.harness import tiny_config
+
+    config = tiny_config()
+    vocab = tmp_path / "spm.model"
+    vocab.write_bytes(b"a vocabulary")
+    tasks = {
+        "classifier": {"kind": "classifier", "labels": ["no", "yes", "maybe"], "regression": False},
+        "regression": {"kind": "classifier", "labels": [], "regression": True},
+        "multiple_choice": {"kind": "multiple_choice"},
+        "squad": {"kind": "squad"},
+    }
+    if kind in ("pretraining", "encoder"):
+        ours = _randomized(
+            AlbertPretrainer(config) if kind == "pretraining" else AlbertEncoder(config)
+        )
+        save_checkpoint(ours, str(tmp_path / "ours"), config)
+    else:
+        ours = task_model(tasks[kind], config)
+        ours.build()
+        _randomized(ours)
+        save_finetuned(
+            ours, str(tmp_path / "ours"), dict(tasks[kind], do_lower_case=True), str(vocab)
+        )
+    report = export_transformers(str(tmp_path / "ours"), str(tmp_path / "hf"))
+    cls = getattr(transformers, report["architecture"])
+    hf, info = cls.from_pretrained(
+        str(tmp_path / "hf"), output_loading_info=True, attn_implementation="eager"
+    )
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    hf.eval()
+
+    choices = 3 if kind == "multiple_choice" else None
+    batch = random_batch(batch=6 if choices else 3, seq=11)
+    with torch.no_grad():
+        theirs = hf(**_torch(batch, choices))
+    mine = ours(_ours(batch, choices), training=False)
+    real = batch["input_mask"].astype(bool)
+    if kind == "pretraining":
+        pairs = [(mine["sop_logits"].numpy(), theirs.sop_logits.numpy())]
+    elif kind == "encoder":
+        pairs = [(mine["pooled_output"].numpy(), theirs.pooler_output.numpy())]
+    elif kind == "squad":
+        pairs = [(mine["start_logits"].numpy()[real], theirs.start_logits.numpy()[real])]
+    else:
+        pairs = [(mine["logits"].numpy(), theirs.logits.numpy())]
+    for a, b in pairs:
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    if kind == "classifier":
+        assert hf.config.id2label == {0: "no", 1: "yes", 2: "maybe"}
+    if kind not in ("pretraining", "encoder"):
+        assert (tmp_path / "hf" / "spiece.model").read_bytes() == b"a vocabulary"
+
+    convert("transformers", str(tmp_path / "hf"), str(tmp_path / "back"))
+    if kind in ("pretraining", "encoder"):
+        back = AlbertPretrainer(config) if kind == "pretraining" else AlbertEncoder(config)
+        back.build()
+        load_checkpoint(back, str(tmp_path / "back"))
+    else:
+        back, task = load_finetuned(str(tmp_path / "back"))
+        assert task["kind"] == tasks[kind]["kind"]
+    again = back(_ours(batch, choices), training=False)
+    for key in mine:
+        if key in again and (key != "pooled_output" or kind == "encoder"):
+            np.testing.assert_allclose(again[key].numpy(), mine[key].numpy(), atol=1e-6)
+
+
+def test_the_vocabulary_travels_and_tokenizes_as_ours(tmp_path, tok):
+    """A fine-tuned directory exported to Hugging Face: `AlbertTokenizer.from_pretrained`
+    on its spiece.model + tokenizer_config.json gives our packed ids."""
+    import transformers
+    from albert_tf.checkpoints.export_transformers import export_transformers
+    from albert_tf.checkpoints.finetuned import save_finetuned, task_model
+    from tests.support.harness import tiny_config
+
+    task = {"kind": "classifier", "labels": ["a", "b"], "regression": False, "do_lower_case": True}
+    model = task_model(task, tiny_config(vocab_size=tok.vocab_size))
+    model.build()
+    save_finetuned(model, str(tmp_path / "ours"), task, tok.model_file)
+    export_transformers(str(tmp_path / "ours"), str(tmp_path / "hf"))
+    hf = transformers.AlbertTokenizer.from_pretrained(str(tmp_path / "hf"))
+    for text in ["Über die Brücke, sagt sie.", "Ein  ``Test'' mit 3,5 Tagen", "HELLO world"]:
+        assert hf(text)["input_ids"] == [tok.cls_id, *tok.encode(text), tok.sep_id], text
+
+
+@pytest.mark.parametrize("kind", ["classifier", "encoder"])
+def test_models_leave_as_keras_hub_presets(tmp_path, tok, kind):
+    """ours → convert --to keras_hub → KerasHub's own from_preset: the backbone's outputs
+    and the classifier's logits within 1e-5, the vocabulary in the preset."""
+    import keras_hub
+    from albert_tf import AlbertEncoder, save_checkpoint
+    from albert_tf.checkpoints.export_keras_hub import export_keras_hub
+    from albert_tf.checkpoints.finetuned import save_finetuned, task_model
+    from tests.support.harness import tiny_config
+
+    config = tiny_config(vocab_size=tok.vocab_size)
+    task = {
+        "kind": "classifier",
+        "labels": ["a", "b", "c"],
+        "regression": False,
+        "max_seq_length": 32,
+    }
+    if kind == "classifier":
+        ours = task_model(task, config)
+        ours.build()
+        _randomized(ours)
+        save_finetuned(ours, str(tmp_path / "ours"), task, tok.model_file)
+        encoder = ours.encoder
+    else:
+        ours = encoder = _randomized(AlbertEncoder(config))
+        save_checkpoint(ours, str(tmp_path / "ours"), config)
+    report = export_keras_hub(
+        str(tmp_path / "ours"), str(tmp_path / "kh"), spm_model_file=tok.model_file
+    )
+    assert report["written"] == (
+        "AlbertTextClassifier" if kind == "classifier" else "AlbertBackbone"
+    )
+    batch = random_batch(vocab_size=tok.vocab_size, batch=3, seq=11)
+    inputs = {
+        "token_ids": batch["input_ids"],
+        "segment_ids": batch["segment_ids"],
+        "padding_mask": batch["input_mask"],
+    }
+    backbone = keras_hub.models.AlbertBackbone.from_preset(str(tmp_path / "kh"))
+    theirs = backbone(inputs)
+    mine = encoder(_ours(batch), training=False)
+    for key in ("sequence_output", "pooled_output"):
+        a, b = np.asarray(theirs[key]), mine[key].numpy()
+        if key == "sequence_output":
+            a, b = a[batch["input_mask"] == 1], b[batch["input_mask"] == 1]
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    if kind == "classifier":
+        classifier = keras_hub.models.AlbertTextClassifier.from_preset(str(tmp_path / "kh"))
+        logits = np.asarray(classifier(inputs))  # (call: token ids; predict takes strings)
+        np.testing.assert_allclose(logits, ours(_ours(batch))["logits"].numpy(), atol=1e-5)
+        tokenizer = keras_hub.models.AlbertTokenizer.from_preset(str(tmp_path / "kh"))
+        assert tokenizer.proto == tok.model_proto or tokenizer.vocabulary_size() == tok.vocab_size
+
+
+def test_the_albert_v2_head_has_no_foreign_class_and_says_so(tmp_path, tok):
+    """--squad_head albert: no Hugging Face class holds it (a clear error); KerasHub gets
+    the backbone and the report names the head left behind."""
+    import keras_hub
+    from albert_tf.checkpoints import CheckpointError
+    from albert_tf.checkpoints.export_keras_hub import export_keras_hub
+    from albert_tf.checkpoints.export_transformers import export_transformers
+    from albert_tf.checkpoints.finetuned import save_finetuned, task_model
+    from tests.support.harness import tiny_config
+
+    task = {"kind": "squad", "squad_head": "albert", "version_2_with_negative": True}
+    model = task_model(task, tiny_config(vocab_size=tok.vocab_size))
+    model.build()
+    save_finetuned(model, str(tmp_path / "ours"), task, tok.model_file)
+    with pytest.raises(CheckpointError, match="no Hugging Face class"):
+        export_transformers(str(tmp_path / "ours"), str(tmp_path / "hf"))
+    report = export_keras_hub(str(tmp_path / "ours"), str(tmp_path / "kh"))
+    assert report["written"] == "AlbertBackbone" and report["not_written"] == ["squad_v2_head"]
+    backbone = keras_hub.models.AlbertBackbone.from_preset(str(tmp_path / "kh"))
+    assert backbone.count_params() == model.encoder.count_params()

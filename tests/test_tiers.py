@@ -14,7 +14,7 @@ import ast
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TASK_DATA = ("pretraining", "classification", "squad")
+TASK_DATA = ("pretraining", "classification", "squad", "tagging")
 TIERS = {
     "data_pipeline": 0,
     "albert_tf.cli": 0,

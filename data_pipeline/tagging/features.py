@@ -78,7 +78,7 @@ def convert_sentences(
                 if word is None:
                     continue
                 if index is not None:
-                    label_ids[p - start + 1] = index[sentence.tags[word]]
+                    label_ids[p - start + 1] = _label_id(index, sentence, word)
                 if owner[p] == w_index:
                     word_index[p - start + 1] = word
             n = length + 2
@@ -97,6 +97,16 @@ def convert_sentences(
     out = {k: np.array(rows[k], np.int64).reshape(count, max_seq_length) for k in SEQUENCE_FEATURES}
     out["sentence_index"] = np.array(rows["sentence_index"], np.int64)
     return out
+
+
+def _label_id(index: dict, sentence, word: int) -> int:
+    tag = sentence.tags[word]
+    if tag not in index:
+        raise ValueError(
+            f"the sentence of line {sentence.line}: tag {tag!r} is not one of the "
+            f"{len(index)} labels"
+        )
+    return index[tag]
 
 
 def tagging_dataset(

@@ -40,6 +40,14 @@ def _check_round_trip(sentences, labels, tokenizer, features, max_seq_length, do
         word_index, sentence_index, predicted, [len(s.tokens) for s in sentences]
     )
     assert [[labels[i] for i in tags] for tags in back] == [list(s.tags) for s in sentences]
+    # predictions of a batch cut to its longest window (length buckets) read the same
+    cut = word_predictions(
+        word_index,
+        sentence_index,
+        predicted[:, : lengths.max()],
+        [len(s.tokens) for s in sentences],
+    )
+    assert cut == back
     # Layout: [CLS] pieces [SEP] padding; labels only on pieces; owned ⊂ labelled.
     assert (ids[:, 0] == tokenizer.cls_id).all()
     assert (ids[np.arange(len(ids)), lengths - 1] == tokenizer.sep_id).all()
@@ -84,6 +92,8 @@ def test_round_trip_on_dev(shared_data, request, name, kind, max_seq_length, doc
     words = sum(len(s.tokens) for s in sentences)
     assert (features["word_index"] != IGNORED).sum() == words
     assert stats["features"] == len(features["input_ids"]) >= len(sentences)
+    print(f"{name} {kind} {max_seq_length}/{doc_stride}: {len(sentences):,} sentences, "
+          f"{words:,} words, {stats}")  # fmt: skip
     if max_seq_length == 16:  # most sentences need several windows, and the trip holds
         assert stats["windowed_sentences"] > len(sentences) // 3
     # the pieces of each word are its own encoding: the first pieces in order
@@ -105,6 +115,8 @@ def test_a_word_without_pieces_is_still_predicted(request, kind):
     stats = {}
     features = convert_sentences(sentences, tokenizer, 16, 4, labels, stats)
     assert stats["empty_words"] == 2
+    with pytest.raises(ValueError, match="'B-X' is not one of the 2 labels"):
+        convert_sentences(sentences, tokenizer, 16, 4, labels[:2])
     row = features["input_ids"][0]
     owned = features["word_index"][0] != IGNORED
     assert features["word_index"][0][owned].tolist() == [0, 1, 2, 3]

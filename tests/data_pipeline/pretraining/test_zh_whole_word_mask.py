@@ -17,7 +17,8 @@ import pytest
 
 from tests.support.harness import CLI_ENV, SHARED_DATA, Cli
 from data_pipeline.pretraining import chinese_words
-from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
+from data_pipeline.pretraining.data_config import DataConfig
+from data_pipeline.pretraining.local_writer import create_pretraining_data
 from tests.data_pipeline.pretraining.test_create_pretraining_data import (
     TOOL,
     _one_line_error,
@@ -61,7 +62,7 @@ def _config(corpus, output_dir, **kw):
         num_output_shards=2,
         block_size=8192,
     )
-    return DataConfig(**{**args, **kw})
+    return DataConfig.from_flags(**{**args, **kw})
 
 
 def _make(cfg):
@@ -342,7 +343,7 @@ def test_off_writes_the_bytes_of_before(tmp_path):
     en = [line.strip() for line in en if len(line.strip()) > 40]
     corpus = tmp_path / "mixed.txt"
     corpus.write_text("\n".join(zh) + "\n\n" + "\n\n".join(en) + "\n", encoding="utf-8")
-    cfg = DataConfig(
+    cfg = DataConfig.from_flags(
         input_file=str(corpus),
         output_dir=str(tmp_path / "o"),
         spm_model_file=str(data / "spm" / "de-30k-clean.model"),

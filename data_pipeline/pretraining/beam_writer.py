@@ -59,7 +59,8 @@ from each other. For a local `--output_dir`, the driver holds
 local writer), removes temporary files that killed attempts left, and refuses shard files
 of another job; on a remote one, no lock exists: start one writer per directory.
 
-The driver lists the input files and plans the blocks, and the workers read their byte
+The driver lists the input files, plans the blocks and reads each input once for the job's
+fingerprint (its bytes' CRC-32C, `fingerprint.py`), and the workers read their byte
 ranges, through `data_pipeline.io.filesystem`: local paths (every worker must see them: a
 shared mount) or URLs, which in this TensorFlow-free environment go through Beam's own
 FileSystems (`data_pipeline.io.beam_files`; gs:// needs apache-beam[gcp]). The SentencePiece

@@ -314,8 +314,8 @@ def _result(future, config: DataConfig, shard: int) -> dict:
         return future.result()
     except concurrent.futures.process.BrokenProcessPool:
         raise WorkerFailed(
-            f"a worker process died while writing {config.shard_name(shard)} "
-            f"(killed, or out of memory?)"
+            f"a worker process died (killed, or out of memory?) before "
+            f"{config.shard_name(shard)} was complete"
         ) from None
     except (OSError, ValueError, ImportError):
         raise

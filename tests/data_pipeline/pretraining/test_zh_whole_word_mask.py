@@ -197,7 +197,7 @@ def test_masks_cover_whole_jieba_words(jobs, kind):
     results = {}
     for zh in (True, False):
         cfg = jobs[kind, zh]["cfg"]
-        tok = cfg.tokenizer()
+        tok = cfg.tokenizer.build()
         decoder = Decoder(tok)
         ids, masked, lengths, r = _rows(cfg.output_dir)
         assert r["input_ids"].max() < tok.vocab_size  # no mark is left on an id
@@ -215,7 +215,7 @@ def test_wordpiece_units_are_words_and_latin_pieces_keep_theirs(jobs):
     """Masked `##` continuations still come with their word start (Latin words, numbers),
     and the n-gram units are fewer and longer than without the option."""
     cfg = jobs["wordpiece", True]["cfg"]
-    tok = cfg.tokenizer()
+    tok = cfg.tokenizer.build()
     ids, masked, lengths, _ = _rows(cfg.output_dir)
     continuations = 0
     for row in range(len(ids)):
@@ -259,7 +259,7 @@ def test_token_boundary_holds_the_units_for_dynamic_masking(jobs, tmp_path):
         jobs["wordpiece", True]["cfg"], output_dir=str(tmp_path / "dyn"), dynamic_masking=True
     )
     _make(cfg)
-    tok = cfg.tokenizer()
+    tok = cfg.tokenizer.build()
     decoder = Decoder(tok)
     ids, _, lengths, r = _rows(cfg.output_dir, dynamic=True)
     boundary = r["token_boundary"]

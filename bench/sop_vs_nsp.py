@@ -61,10 +61,8 @@ def heldout_files():
 
 
 def prepare(out: str, log) -> dict:
-    from data_pipeline.pretraining.create_pretraining_data import (
-        DataConfig,
-        create_pretraining_data,
-    )
+    from data_pipeline.pretraining.data_config import DataConfig
+    from data_pipeline.pretraining.local_writer import create_pretraining_data
     from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
 
     spm_prefix = os.path.join(out, "spm8k")
@@ -80,7 +78,7 @@ def prepare(out: str, log) -> dict:
         d = os.path.join(out, name)
         if not os.path.exists(os.path.join(d, "meta_data.json")):
             create_pretraining_data(
-                DataConfig(
+                DataConfig.from_flags(
                     input_file=",".join(files),
                     output_dir=d,
                     spm_model_file=paths["spm"],

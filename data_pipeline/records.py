@@ -19,6 +19,7 @@ length + masked CRC32C (google-crc32c). Tests check the bytes against TensorFlow
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,7 +28,7 @@ import struct
 import numpy as np
 
 from data_pipeline.io import filesystem
-from data_pipeline.io.atomic import write_json
+from data_pipeline.io.atomic import naming, write_json
 
 INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "token_boundary")
 MLM_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
@@ -193,52 +194,68 @@ def frame_records(records: list[bytes]) -> bytes:
 class AtomicRecordWriter:
     """Writes TFRecords to `path + '.tmp'` and renames to `path` on `commit()`: a reader
     (or a resumed run) never sees a truncated shard. Without commit (an exception, a kill)
-    the temporary file is removed or left to be overwritten by the next run."""
+    the temporary file is removed or left to be replaced by the next run. The temporary
+    file is created new (`filesystem.open_new`: never through a planted link); a failing
+    write (a full disk) is an OSError naming `path`."""
 
     def __init__(self, path: str):
         self.path = path
         self.tmp = path + ".tmp"
         self.count = 0
-        self._f = filesystem.open(self.tmp, "wb")
+        with naming(self.path):
+            self._f = filesystem.open_new(self.tmp, "wb")
 
     def write_all(self, records: list[bytes]) -> None:
-        self._f.write(frame_records(records))
+        with naming(self.path):
+            self._f.write(frame_records(records))
         self.count += len(records)
 
     def commit(self) -> None:
-        self._f.flush()
-        if not filesystem.is_url(self.path):
-            os.fsync(self._f.fileno())
-        self._f.close()
+        with naming(self.path):
+            self._f.flush()
+            if not filesystem.is_url(self.path):
+                os.fsync(self._f.fileno())
+            self._f.close()
         filesystem.replace(self.tmp, self.path)
 
     def abort(self) -> None:
         if not self._f.closed:
-            self._f.close()
+            with contextlib.suppress(OSError):  # the write error being reported matters
+                self._f.close()
         if filesystem.exists(self.tmp):
             filesystem.remove(self.tmp)
 
 
 def read_records(path: str):
     """Yields the data of each TFRecord in `path`, checking both CRCs (pure Python; for
-    tests and tools that must not import TensorFlow; URLs load it)."""
+    tests and tools that must not import TensorFlow; URLs load it). A bad record is a
+    ValueError of one line naming the file, the record's number and its byte offset."""
     with filesystem.open(path, "rb") as f:
-        n = 0
+        n = offset = 0
         while True:
             header = f.read(12)
             if not header:
                 return
             if len(header) < 12:
-                raise ValueError(f"{path}: record {n} is truncated")
+                raise ValueError(
+                    f"{path}: record {n} is truncated (at byte {offset}: "
+                    f"{len(header)} of its 12 header bytes)"
+                )
             length, crc = struct.unpack("<QI", header)
             if _masked_crc(header[:8]) != crc:
                 raise ValueError(f"{path}: record {n}: corrupt length")
             data = f.read(length)
-            (dcrc,) = struct.unpack("<I", f.read(4))
-            if len(data) < length or _masked_crc(data) != dcrc:
+            footer = f.read(4)
+            if len(data) < length or len(footer) < 4:
+                raise ValueError(
+                    f"{path}: record {n} is truncated (at byte {offset}: {len(data)} of its "
+                    f"{length} data bytes, {len(footer)} of 4 CRC bytes)"
+                )
+            if _masked_crc(data) != struct.unpack("<I", footer)[0]:
                 raise ValueError(f"{path}: record {n}: corrupt or truncated data")
             yield data
             n += 1
+            offset += 16 + length
 
 
 # ----------------------------------------------------------------------------- task-feature cache

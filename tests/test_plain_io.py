@@ -16,7 +16,9 @@ MODULES = """
     data_pipeline/documents.py data_pipeline/records.py
     data_pipeline/tokenization/sentencepiece_tokenizer.py
     data_pipeline/tokenization/train_tokenizer.py
-    data_pipeline/pretraining/create_pretraining_data.py
+    data_pipeline/pretraining/create_pretraining_data.py data_pipeline/pretraining/data_config.py
+    data_pipeline/pretraining/fingerprint.py data_pipeline/pretraining/shards.py
+    data_pipeline/pretraining/local_writer.py
     data_pipeline/pretraining/meta_data.py data_pipeline/pretraining/input_pipeline.py
     data_pipeline/classification/data.py data_pipeline/classification/features.py
     data_pipeline/classification/tasks.py data_pipeline/classification/submission.py
@@ -52,20 +54,19 @@ PLAIN = {
 # (module, enclosing function, call) → why its path is always local.
 LOCAL = {
     ("data_pipeline/documents.py", "read_block", "gzip.open"): "wraps a filesystem.open file",
-    ("data_pipeline/pretraining/create_pretraining_data.py", "_write_shard", "open"): (
+    ("data_pipeline/pretraining/local_writer.py", "_write_shard", "os.replace"): (
         "workers write stats into the local output or staging directory"
     ),
-    ("data_pipeline/pretraining/create_pretraining_data.py", "_write_shard", "os.replace"): (
-        "same"
-    ),
-    ("data_pipeline/pretraining/create_pretraining_data.py", "_write_shard", "os.path.getsize"): (
+    ("data_pipeline/pretraining/local_writer.py", "_write_shard", "os.remove"): "same",
+    ("data_pipeline/pretraining/local_writer.py", "_write_shard", "os.path.getsize"): (
         "workers read local (staged) inputs"
     ),
-    (
-        "data_pipeline/pretraining/create_pretraining_data.py",
-        "_create_locked",
-        "os.path.getsize",
-    ): "block paths are local (staged) inputs",
+    ("data_pipeline/pretraining/local_writer.py", "_create_locked", "os.path.getsize"): (
+        "block paths are local (staged) inputs"
+    ),
+    ("data_pipeline/pretraining/local_writer.py", "_stop", "os.remove"): (
+        "the workers' temporary files in the local output or staging directory"
+    ),
     ("albert_tf/checkpoints/finetuned.py", "save_finetuned", "shutil.rmtree"): (
         "the local branch; URLs are staged (filesystem.staged_directory)"
     ),

@@ -22,7 +22,7 @@ vocab.txt as the Chinese ALBERTs have) that the runners'
 --init_checkpoint and `albert_tf.serving.export` take. Only the parts the source holds are
 written: an encoder-only source gives an encoder-only
 checkpoint, and a model restored from it reports its heads as missing. `DIR` is locked while
-the conversion runs (`data_pipeline.io.atomic.output_lock`): a second writer on it fails at
+the conversion runs (`data_pipeline.io.locks.output_lock`): a second writer on it fails at
 once, and a failed conversion leaves no new directory behind.
 """
 
@@ -49,7 +49,8 @@ from albert_tf.checkpoints.brightmart import (
 )
 from albert_tf.checkpoints.transformers import transformers_finetuned_task
 from albert_tf.modeling.config import AlbertConfig
-from data_pipeline.io.atomic import output_lock, write_json
+from data_pipeline.io.atomic import write_json
+from data_pipeline.io.locks import output_lock
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 

@@ -14,7 +14,7 @@ The result holds the encoder only (embeddings, blocks, pooler: no heads, no opti
 a tenth of a run's checkpoint or less, and works as `--init_checkpoint` of every runner.
 It is written to a temporary directory, checked, then moved into place: an interrupted or
 failed export leaves no checkpoint behind. `DIR` is locked while the export runs
-(`data_pipeline.io.atomic.output_lock`): a second writer on it fails at once.
+(`data_pipeline.io.locks.output_lock`): a second writer on it fails at once.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from albert_tf.checkpoints import (
 from albert_tf.checkpoints.own import checkpoint_reader, checkpoint_variables
 from albert_tf.modeling.config import AlbertConfig, ConfigError
 from data_pipeline.io import filesystem
-from data_pipeline.io.atomic import output_lock
+from data_pipeline.io.locks import output_lock
 
 RUN_CONFIG_NAME = "run_config.json"
 

@@ -51,7 +51,7 @@ def export_keras_hub(
         write_weights,
     )
     from albert_tf.modeling.encoder import AlbertEncoder
-    from data_pipeline.io.atomic import output_lock
+    from data_pipeline.io.locks import output_lock
 
     model, task, found = _our_model(input_path, albert_config_file)
     vocabulary, wordpiece = chosen_vocabulary(found, spm_model_file, vocab_file)

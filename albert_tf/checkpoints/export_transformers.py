@@ -130,7 +130,8 @@ def export_transformers(
 ) -> dict:
     """Writes the Hugging Face directory (see the module docstring) under `output_dir`'s
     lock, each file atomically; returns a report {architecture, tensors, vocabulary}."""
-    from data_pipeline.io.atomic import output_lock, write_json
+    from data_pipeline.io.atomic import write_json
+    from data_pipeline.io.locks import output_lock
 
     model, task, found = _our_model(input_path, albert_config_file)
     spm, vocab = chosen_vocabulary(found, spm_model_file, vocab_file)

@@ -21,7 +21,8 @@ from collections.abc import Callable
 
 from albert_tf.runners.flags import micro_batch_size
 from data_pipeline.io import filesystem
-from data_pipeline.io.atomic import OutputLock, hold_output_lock, write_json
+from data_pipeline.io.atomic import write_json
+from data_pipeline.io.locks import OutputLock, hold_output_lock
 
 RUN_CONFIG = "run_config.json"
 
@@ -32,7 +33,7 @@ class RunSetup:
     global batch of one micro-step (train batch / grad_accum_steps, checked to split over
     the replicas; one example per replica when the run does not train); output_dir: where
     this worker writes (the chief: the run's output_dir); lock: the exclusive lock on
-    output_dir this process holds until it exits (`data_pipeline.io.atomic.hold_output_lock`;
+    output_dir this process holds until it exits (`data_pipeline.io.locks.hold_output_lock`;
     not locked when remote)."""
 
     strategy: object

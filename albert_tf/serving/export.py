@@ -467,11 +467,11 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None)
     import tempfile
 
     from albert_tf.modeling.kernels import portable_kernels
-    from data_pipeline.io.atomic import output_lock
+    from data_pipeline.io.locks import output_lock
 
     filesystem.makedirs(export_dir)
     remote = filesystem.is_url(export_dir)
-    # One exporter at a time: two would both pick version N (data_pipeline.io.atomic locks;
+    # One exporter at a time: two would both pick version N (data_pipeline.io.locks;
     # not on URLs, where nothing can be locked).
     with output_lock(export_dir, "albert_tf.serving.export"):
         target = next_version_dir(export_dir)

@@ -333,10 +333,8 @@ def main(argv=None) -> int:
     print(f"in-graph (tensorflow-text) ids equal the Python tokenizer's: {in_graph == [a, b]}")
 
     print("\n== Pretraining data: SOP pairs + n-gram masks -> TFRecords ==")
-    from data_pipeline.pretraining.create_pretraining_data import (
-        DataConfig,
-        create_pretraining_data,
-    )
+    from data_pipeline.pretraining.data_config import DataConfig
+    from data_pipeline.pretraining.local_writer import create_pretraining_data
 
     seq_len, preds = 128, 20
     data_dir = os.path.join(args.output_dir, "pretraining_data")
@@ -344,7 +342,7 @@ def main(argv=None) -> int:
     for d in (data_dir, eval_dir):
         shutil.rmtree(d, ignore_errors=True)  # a re-run would resume (skip) instead
     meta = create_pretraining_data(
-        DataConfig(
+        DataConfig.from_flags(
             input_file=corpus,
             output_dir=data_dir,
             spm_model_file=model_file,
@@ -358,7 +356,7 @@ def main(argv=None) -> int:
         progress_every=1e9,
     )
     create_pretraining_data(
-        DataConfig(
+        DataConfig.from_flags(
             input_file=eval_corpus,
             output_dir=eval_dir,
             spm_model_file=model_file,

@@ -57,7 +57,7 @@ from albert_tf.training.resume import clean_temporaries, restore_newest
 from albert_tf.training.step import LAST_STEP, TrainStep
 from albert_tf.training.tasks import Task, divisors
 from data_pipeline.io import filesystem
-from data_pipeline.io.atomic import write_json
+from data_pipeline.io.atomic import append_text, write_json
 
 
 @dataclasses.dataclass(frozen=True)
@@ -496,7 +496,7 @@ class Trainer:
     def _append_jsonl(self, row: dict) -> None:
         # On URLs (no append on object stores) the small file is rewritten whole.
         path = os.path.join(self.config.output_dir, "metrics.jsonl")
-        filesystem.append_text(path, json.dumps(row) + "\n")
+        append_text(path, json.dumps(row) + "\n")
 
 
 def _until_multiple(step: int, every: int) -> int:

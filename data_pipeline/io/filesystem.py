@@ -11,8 +11,12 @@ a local path or a URL — `gs://bucket/dir`, `s3://...` (with tensorflow-io's pl
   FileSystems (`data_pipeline.io.beam_files`).
 
 Object stores have no atomic directory rename, no append and no flock; the callers keep
-those to local paths (see `atomic`, `staged_directory`, `append_text`) and docs/
+those to local paths (see `atomic`, `staged_directory`, `atomic.append_text`) and docs/
 architecture.md ("Paths and filesystems") says what that means for users.
+
+Nothing here writes through a symbolic link planted at a name it creates: new local files
+are created with O_CREAT | O_EXCL | O_NOFOLLOW (`open_new`), and a local copy is written
+beside its target and renamed over it (a rename replaces a link, never follows it).
 
 TensorFlow's errors are turned into OSError (FileNotFoundError when the path is missing) so
 that the tools' and runners' `error: ...` handlers report them as one line.
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import errno
 import functools
 import glob as _glob
 import os
@@ -173,6 +178,35 @@ def open(path: str, mode: str = "r", encoding: str | None = "utf-8", **kwargs): 
         return _gfile().GFile(path, mode)
 
 
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+
+
+def open_new(path: str, mode: str = "wb", encoding: str | None = "utf-8"):
+    """A new file at `path` for writing ("wb" or "w"), for names this project owns (a
+    temporary file beside its target). Local paths: created with O_CREAT | O_EXCL |
+    O_NOFOLLOW, so a symbolic link planted at `path` is never written through; whatever is
+    already there (a killed run's leftover, a planted link) is unlinked first (the entry
+    itself, not what a link points to), and a second collision is an OSError naming `path`.
+    URLs: `open(path, mode)` (object stores have no links)."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"open_new writes new files ('w' or 'wb'), not mode {mode!r}")
+    if is_url(path):
+        return open(path, mode, encoding=encoding)
+    for attempt in range(2):
+        try:
+            fd = os.open(path, _NEW_FILE, 0o666)
+            break
+        except FileExistsError:
+            if attempt:
+                raise FileExistsError(
+                    errno.EEXIST, "keeps reappearing while it is being created", path
+                ) from None
+            os.unlink(path)  # a directory there: IsADirectoryError naming it
+    if "b" in mode:
+        return os.fdopen(fd, "wb")
+    return os.fdopen(fd, "w", encoding=encoding)
+
+
 def read_bytes(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
@@ -226,11 +260,20 @@ def rmtree(path: str, ignore_errors: bool = False) -> None:
 def copy(source: str, target: str) -> None:
     """Copies file `source` to `target` (overwriting it); either may be a URL, so this also
     uploads and downloads."""
-    if not is_url(source) and not is_url(target):
-        shutil.copyfile(source, target)
+    if is_url(target):
+        with _as_os_error(target):
+            _gfile().copy(source, target, overwrite=True)
         return
-    with _as_os_error(source if is_url(source) else target):
-        _gfile().copy(source, target, overwrite=True)
+    # A local target: a new file beside it, renamed over it (never written through a link).
+    tmp = f"{target}.tmp{os.getpid()}"
+    try:
+        with open(source, "rb") as src, open_new(tmp) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 def copy_tree(source: str, target: str, last: Iterable[str] = ()) -> None:
@@ -252,18 +295,6 @@ def join(directory: str, *names: str) -> str:
     if not is_url(directory):
         return os.path.join(directory, *names)
     return "/".join([directory.rstrip("/"), *(n.strip("/") for n in names)])
-
-
-def append_text(path: str, text: str) -> None:
-    """Appends `text` to `path`. Object stores cannot append, so on URLs the file is read
-    and written again whole (atomically); meant for small logs such as metrics.jsonl."""
-    if not is_url(path):
-        with builtins.open(path, "a", encoding="utf-8") as f:
-            f.write(text)
-        return
-    from data_pipeline.io.atomic import write_text
-
-    write_text(path, (read_text(path) if exists(path) else "") + text)
 
 
 # --- local stand-ins for tools that need local files -----------------------------------------

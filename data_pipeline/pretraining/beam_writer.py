@@ -28,7 +28,7 @@ The pipeline is the local writer's job, one shard per element:
     Create((shard, its blocks) for every shard) → Reshuffle → WriteShard → ToList → WriteMeta
 
 - WriteShard is the local writer's per-shard work, from the same functions
-  (`create_pretraining_data.start_shard`, `block_examples`, `shard_stats`, `stats_text`):
+  (`shards.start_shard`, `block_examples`, `shard_stats`, `stats_text`):
   the shard's blocks (block b → shard b mod num_output_shards) in block order, each block
   part's instances from its own seeded generator, the masker's calibration reset at the
   shard's start. A shard's bytes are therefore a pure function of the input bytes and the
@@ -41,9 +41,9 @@ The pipeline is the local writer's job, one shard per element:
   as the local writer does. The unique suffix keeps two attempts at one shard (a retry
   beside a straggler) from writing into one file.
 - WriteMeta gets every shard's statistics (as read back from their JSON, in shard order)
-  and writes meta_data.json last (temporary name, then rename) with the local writer's
-  `meta_data` and `atomic.json_text`: the same bytes. No instances at all is an error and
-  no meta_data.json, as in the local writer.
+  and writes meta_data.json last (temporary name, then rename) with
+  `meta_data.job_meta_data` and `atomic.json_text`: the same bytes. No instances at all is
+  an error and no meta_data.json, as in the local writer.
 
 Memory per worker: one block part × dupe_factor for each shard it writes at a time (the
 instances of a part are encoded and written before the next part is read), whatever the
@@ -55,11 +55,12 @@ skipped (its stats are read back); a shard of other inputs or settings is an err
 other shard is written. So re-running an interrupted pipeline finishes it, and a complete
 one rewrites only meta_data.json (same bytes). Local and Beam runs of one job may take over
 from each other. For a local `--output_dir`, the driver holds
-`data_pipeline.io.atomic.output_lock` on it for the whole run (one job per directory, as the
+`data_pipeline.io.locks.output_lock` on it for the whole run (one job per directory, as the
 local writer), removes temporary files that killed attempts left, and refuses shard files
 of another job; on a remote one, no lock exists: start one writer per directory.
 
-The driver lists the input files and plans the blocks, and the workers read their byte
+The driver lists the input files, plans the blocks and reads each input once for the job's
+fingerprint (its bytes' CRC-32C, `fingerprint.py`), and the workers read their byte
 ranges, through `data_pipeline.io.filesystem`: local paths (every worker must see them: a
 shared mount) or URLs, which in this TensorFlow-free environment go through Beam's own
 FileSystems (`data_pipeline.io.beam_files`; gs:// needs apache-beam[gcp]). The SentencePiece
@@ -86,11 +87,14 @@ import time
 import uuid
 
 from data_pipeline import documents as documents_lib
-from data_pipeline.io.atomic import is_remote, json_text, output_lock
-from data_pipeline.pretraining import chinese_words
-from data_pipeline.pretraining import create_pretraining_data as local
-from data_pipeline.pretraining.create_pretraining_data import DataConfig
+from data_pipeline.io.atomic import json_text
+from data_pipeline.io.filesystem import is_url
+from data_pipeline.io.locks import output_lock
+from data_pipeline.pretraining import chinese_words, shards
+from data_pipeline.pretraining.data_config import META_FILE, DataConfig
+from data_pipeline.pretraining.fingerprint import check_existing, check_fingerprint, job_fingerprint
 from data_pipeline.pretraining.instances import InstanceStats
+from data_pipeline.pretraining.meta_data import job_meta_data
 from data_pipeline.records import frame_records
 
 _LOGGING_DISABLED = logging.root.manager.disable
@@ -186,11 +190,13 @@ class WriteShard(beam.DoFn):
                 f"is not the driver's {self.segmenter}; install the same jieba everywhere"
             )
         with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, os.path.basename(self.config.tokenizer_file))
+            path = os.path.join(tmp, self.config.tokenizer.file_name)
             with open(path, "wb") as f:
                 f.write(self.tokenizer_bytes)
-            worker_config = dataclasses.replace(self.config, **{self.config.tokenizer_field: path})
-            self.maker = local.make_instance_maker(worker_config)  # holds the model's bytes
+            worker_config = dataclasses.replace(
+                self.config, tokenizer=self.config.tokenizer.with_path(path)
+            )
+            self.maker = shards.make_instance_maker(worker_config)  # holds the model's bytes
 
     def process(self, element):
         shard, blocks = element
@@ -199,27 +205,27 @@ class WriteShard(beam.DoFn):
         path = _join(config.output_dir, name)
         stats_path = _join(config.output_dir, "stats", name + ".json")
         if FileSystems.exists(path) and FileSystems.exists(stats_path):
-            stats = local.check_fingerprint(config, _read_json(stats_path), self.fingerprint)
+            stats = check_fingerprint(config, _read_json(stats_path), self.fingerprint)
             _say(f"{name} already complete ({stats['instances']:,} instances)")
             yield shard, stats
             return
         suffix = f".tmp-{uuid.uuid4().hex}"
         read_stats, stats = documents_lib.ReadStats(), InstanceStats()
         count = 0
-        local.start_shard(self.maker)
+        shards.start_shard(self.maker)
         try:
             with FileSystems.create(
                 path + suffix, compression_type=CompressionTypes.UNCOMPRESSED
             ) as f:
                 for block in blocks:
-                    for _, examples in local.block_examples(
+                    for _, examples in shards.block_examples(
                         config, self.maker, block, read_stats, stats
                     ):
                         f.write(frame_records(examples))
                         count += len(examples)
                 _sync(f)
-            result = local.shard_stats(config, shard, self.fingerprint, count, read_stats, stats)
-            text = local.stats_text(result)
+            result = shards.shard_stats(config, shard, self.fingerprint, count, read_stats, stats)
+            text = shards.stats_text(result)
             _write_bytes(stats_path + suffix, text.encode("utf-8"))
         except BaseException:
             for leftover in (path + suffix, stats_path + suffix):
@@ -238,8 +244,8 @@ def write_meta(shard_stats, config, files, tokenizer_sha256, vocab_size):
     stats = [s for _, s in sorted(shard_stats, key=lambda item: item[0])]
     if len(stats) != config.num_output_shards:
         raise RuntimeError(f"got {len(stats)} shards' statistics of {config.num_output_shards}")
-    meta = local.meta_data(config, files, stats, tokenizer_sha256, vocab_size)
-    path = _join(config.output_dir, local.META_FILE)
+    meta = job_meta_data(config, files, stats, tokenizer_sha256, vocab_size)
+    path = _join(config.output_dir, META_FILE)
     tmp = path + f".tmp-{uuid.uuid4().hex}"
     _write_bytes(tmp, json_text(meta).encode("utf-8"))
     _rename(tmp, path)
@@ -248,7 +254,7 @@ def write_meta(shard_stats, config, files, tokenizer_sha256, vocab_size):
 def build_pipeline(pipeline, config: DataConfig, blocks, fingerprint, files, tokenizer):
     """Adds the job to `pipeline` (a `beam.Pipeline`)."""
     n = config.num_output_shards
-    with open(config.tokenizer_file, "rb") as f:
+    with open(config.tokenizer.path, "rb") as f:
         tokenizer_bytes = f.read()
     work = [(s, tuple(blocks[s::n])) for s in range(n)]
     segmenter = chinese_words.identity() if config.zh_whole_word_mask else None
@@ -268,7 +274,7 @@ def _remove_temporaries(output_dir: str) -> None:
     patterns = [
         _join(output_dir, "pretrain-*.tfrecord.tmp-*"),
         _join(output_dir, "stats", "pretrain-*.tfrecord.json.tmp-*"),
-        _join(output_dir, local.META_FILE + ".tmp-*"),
+        _join(output_dir, META_FILE + ".tmp-*"),
     ]
     stale = [m.path for r in FileSystems.match(patterns) for m in r.metadata_list]
     if stale:
@@ -295,16 +301,16 @@ def create_pretraining_data_beam(config: DataConfig, settings: BeamSettings) -> 
     """Runs the job as a Beam pipeline on `settings.runner` (waiting for it to finish);
     returns the meta data."""
     files = documents_lib.expand_input_files(config.input_file)
-    tokenizer = config.tokenizer()
-    fingerprint = local._fingerprint(config, files, tokenizer.checksum)
+    tokenizer = config.tokenizer.build()
+    fingerprint = job_fingerprint(config, files, tokenizer.checksum)
     blocks = documents_lib.plan_blocks(files, config.block_size, config.input_format)
     options = settings.pipeline_options()
-    remote = is_remote(config.output_dir)
+    remote = is_url(config.output_dir)
     if not remote:
-        local._check_output_dir(config.output_dir)
+        shards.check_output_dir(config.output_dir)
     with output_lock(config.output_dir, "create_pretraining_data --runner beam"):
         if not remote:
-            local._check_existing(config, fingerprint)
+            check_existing(config, fingerprint)
             _remove_temporaries(config.output_dir)
         print(
             f"[create_pretraining_data] {len(files)} files, {len(blocks)} blocks, "
@@ -316,7 +322,7 @@ def create_pretraining_data_beam(config: DataConfig, settings: BeamSettings) -> 
         build_pipeline(pipeline, config, blocks, fingerprint, files, tokenizer)
         with _quiet_direct_runner(settings):
             pipeline.run().wait_until_finish()
-    meta = _read_json(_join(config.output_dir, local.META_FILE))
+    meta = _read_json(_join(config.output_dir, META_FILE))
     print(
         f"[create_pretraining_data] {meta['instances']:,} instances in "
         f"{config.num_output_shards} shards → {config.output_dir} "

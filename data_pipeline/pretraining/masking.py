@@ -75,12 +75,7 @@ class NgramMasker:
         do_whole_word_mask: bool = True,
         calibrate: bool = True,
     ):
-        if ngram < 1:
-            raise ValueError(f"ngram={ngram} must be at least 1")
-        if not 0.0 < masked_lm_prob < 1.0:
-            raise ValueError(f"masked_lm_prob={masked_lm_prob} must be in (0, 1)")
-        if max_predictions_per_seq < 1:
-            raise ValueError(f"max_predictions_per_seq={max_predictions_per_seq} must be >= 1")
+        self.check_options(max_predictions_per_seq, masked_lm_prob, ngram)
         self.mask_id = int(mask_id)
         self.ordinary_ids = np.asarray(ordinary_ids, np.int32)
         if self.ordinary_ids.size == 0:
@@ -98,6 +93,17 @@ class NgramMasker:
         self.realized = [0] * ngram  # Python ints: updated per sequence in the inner loop
 
     HORIZON = 200
+
+    @staticmethod
+    def check_options(max_predictions_per_seq: int, masked_lm_prob: float, ngram: int) -> None:
+        """A one-line ValueError naming the first option out of range (callers check their
+        settings with this before any worker builds a masker)."""
+        if ngram < 1:
+            raise ValueError(f"ngram={ngram} must be at least 1")
+        if not 0.0 < masked_lm_prob < 1.0:
+            raise ValueError(f"masked_lm_prob={masked_lm_prob} must be in (0, 1)")
+        if max_predictions_per_seq < 1:
+            raise ValueError(f"max_predictions_per_seq={max_predictions_per_seq} must be >= 1")
 
     @classmethod
     def from_tokenizer(cls, tokenizer, **options) -> NgramMasker:

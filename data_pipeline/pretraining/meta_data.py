@@ -1,4 +1,5 @@
-"""The settings a pretraining run reads its records with, from the records' own description.
+"""meta_data.json, the records' own description: what the writer puts in (`job_meta_data`)
+and the settings a pretraining run reads its records with (`pretraining_data`).
 
 create_pretraining_data writes `meta_data.json` beside the shards: sequence length,
 predictions per sequence, dynamic masking, sentence order, the tokenizer (kind:
@@ -19,9 +20,13 @@ import dataclasses
 import json
 import os
 
+from data_pipeline import documents as documents_lib
 from data_pipeline.io import filesystem
-from data_pipeline.pretraining.create_pretraining_data import META_FILE
-from data_pipeline.records import read_records
+from data_pipeline.pretraining import chinese_words
+from data_pipeline.pretraining.data_config import FORMAT_VERSION, META_FILE, DataConfig
+from data_pipeline.pretraining.instances import InstanceStats
+from data_pipeline.records import feature_lengths, read_records
+from data_pipeline.tokenization.spec import SENTENCEPIECE
 
 # The settings a caller may give and the records must agree with; the records' own
 # feature lengths show the first two.
@@ -96,6 +101,100 @@ class PretrainingData:
                 f"{names[given]} of sha256 {sha[:16]}..., "
                 f"but {flag} has sha256 {tokenizer.checksum[:16]}..."
             )
+
+
+def job_meta_data(
+    config: DataConfig,
+    files: list[str],
+    shard_stats: list[dict],
+    tokenizer_sha256: str,
+    vocab_size: int,
+) -> dict:
+    """The writer's side: meta_data.json of a complete job: the settings and the sums of
+    every shard's statistics (`shard_stats` in shard order). Deterministic: no times, no
+    worker counts.
+    "tokenizer" says which tokenizer wrote the ids ({kind, file (base name), sha256});
+    SentencePiece jobs also keep the older "spm_model_file" and "spm_sha256".
+    "zh_whole_word_mask" (only when on) is the segmenter's identity (`chinese_words`).
+    A ValueError when no instances were made (an empty dataset must not look finished)."""
+    read = documents_lib.ReadStats()
+    made = InstanceStats()
+    for s in shard_stats:
+        read.add(documents_lib.ReadStats(**s["read"]))
+        made.add(InstanceStats(**s["instances_detail"]))
+    units = sum(made.ngrams)
+    labels = sum(made.labels)
+    masked = made.masked_tokens
+    settings = config.settings()
+    for key in ("output_dir", "input_file"):
+        settings.pop(key)
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "instances": made.instances,
+        "max_seq_length": config.max_seq_length,
+        "max_predictions_per_seq": config.max_predictions_per_seq,
+        "dynamic_masking": config.dynamic_masking,
+        "sentence_order": config.sentence_order,
+        "features": feature_lengths(
+            config.max_seq_length, config.max_predictions_per_seq, config.dynamic_masking
+        ),
+        "shards": [{"file": s["shard"], "instances": s["instances"]} for s in shard_stats],
+        "tokenizer": {
+            "kind": config.tokenizer.kind,
+            "file": os.path.basename(config.tokenizer.path),
+            "sha256": tokenizer_sha256,
+        },
+        "vocab_size": vocab_size,
+        "settings": settings,
+        "input": {"files": files, **dataclasses.asdict(read)},
+        "documents": {
+            "documents": made.documents,
+            "sentences": made.sentences,
+            "empty_sentences": made.empty_sentences,
+            "long_sentences_split": made.long_sentences_split,
+        },
+        "instance_creation": {
+            "target_draws": made.target_draws,
+            "short_targets": made.short_targets,
+            "short_target_fraction": made.short_targets / max(made.target_draws, 1),
+            "short_target_instances": made.short_target_instances,
+            "single_sentence_chunks_split": made.single_sentence_chunks_split,
+            "single_sentence_chunks_dropped": made.single_sentence_chunks_dropped,
+            "nsp_random_segments": made.nsp_random_segments,
+            "truncated_tokens": made.truncated_tokens,
+            "tokens": made.instance_tokens,
+        },
+        "sentence_order_labels": {
+            "0": made.labels[0],
+            "1": made.labels[1],
+            "fraction_1": made.labels[1] / max(labels, 1),
+        },
+    }
+    if config.tokenizer.kind == SENTENCEPIECE:
+        meta["spm_model_file"] = os.path.basename(config.tokenizer.path)
+        meta["spm_sha256"] = tokenizer_sha256
+    if config.zh_whole_word_mask:
+        meta["zh_whole_word_mask"] = chinese_words.identity()
+    if not config.dynamic_masking:
+        meta["masking"] = {
+            "masked_tokens": masked,
+            "masked_fraction": masked / max(made.instance_tokens, 1),
+            "ngram_units": {str(i + 1): c for i, c in enumerate(made.ngrams)},
+            "ngram_fraction": [c / max(units, 1) for c in made.ngrams],
+            "replacements": {
+                "mask": made.replacements[0],
+                "random": made.replacements[1],
+                "unchanged": made.replacements[2],
+            },
+            "replacement_fraction": [c / max(masked, 1) for c in made.replacements],
+        }
+    if meta["instances"] == 0:
+        raise ValueError(
+            f"no instances were made: {len(files)} input file(s) "
+            f"({meta['input']['empty_files']} empty or blank) held "
+            f"{meta['documents']['documents']} document(s) with text; no {META_FILE} written"
+        )
+    return meta
 
 
 def read_meta_data(directory: str) -> tuple[str, dict] | None:

@@ -14,7 +14,7 @@ local files, and the parent process moves bytes across:
   staging directory exactly as into a local output directory (temporary name, fsync,
   rename: atomicity and the crash behaviour are unchanged), and the parent copies each
   finished shard up, its statistics file after it. A shard counts as complete only when
-  both exist (`_load_stats`), and the resume check reads the remote directory, so an
+  both exist (`shards.load_stats`), and the resume check reads the remote directory, so an
   interrupted job resumes from what reached the bucket. meta_data.json is written last,
   straight to the output directory, when every shard is there.
 
@@ -38,14 +38,14 @@ from data_pipeline.io import filesystem
 
 def needed(config, files: list[str]) -> bool:
     """Whether the job touches a URL (its inputs, tokenizer file or output directory)."""
-    paths = [config.output_dir, config.tokenizer_file, *files]
+    paths = [config.output_dir, config.tokenizer.path, *files]
     return any(filesystem.is_url(p) for p in paths)
 
 
 @dataclasses.dataclass
 class Staging:
     """Where the workers of one job read and write. `config` is the job's config with the
-    SentencePiece model and output directory the workers use (local), `files` the inputs
+    tokenizer file and output directory the workers use (local), `files` the inputs
     they read (local copies of remote ones, in the same order)."""
 
     root: str
@@ -84,10 +84,10 @@ def staged(config, files: list[str], root: str | None = None) -> Iterator[Stagin
                 path = local
             local_files.append(path)
         changes = {}
-        if filesystem.is_url(config.tokenizer_file):
-            name = "spm.model" if config.spm_model_file else "vocab.txt"
-            changes[config.tokenizer_field] = os.path.join(root, name)
-            filesystem.copy(config.tokenizer_file, changes[config.tokenizer_field])
+        if filesystem.is_url(config.tokenizer.path):
+            spec = config.tokenizer.with_path(os.path.join(root, config.tokenizer.file_name))
+            filesystem.copy(config.tokenizer.path, spec.path)
+            changes["tokenizer"] = spec
         if filesystem.is_url(config.output_dir):
             changes["output_dir"] = os.path.join(root, "output")
             os.makedirs(os.path.join(changes["output_dir"], "stats"), exist_ok=True)

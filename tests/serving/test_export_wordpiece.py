@@ -259,10 +259,8 @@ def test_squad_litert_of_a_wordpiece_model_is_refused_before_writing(tmp_path, m
 def pretrained(tmp_path_factory, wordpiece_vocab):
     """A few steps of run_pretraining on WordPiece records of Chinese news, with
     --vocab_file and --export_dir: (run directory, SavedModel version)."""
-    from data_pipeline.pretraining.create_pretraining_data import (
-        DataConfig,
-        create_pretraining_data,
-    )
+    from data_pipeline.pretraining.data_config import DataConfig
+    from data_pipeline.pretraining.local_writer import create_pretraining_data
     from tests.workflows.test_run_pretraining import TINY
 
     tmp = tmp_path_factory.mktemp("wp-pretrain-export")
@@ -271,7 +269,7 @@ def pretrained(tmp_path_factory, wordpiece_vocab):
     corpus.write_text(
         "".join(news.read_text(encoding="utf-8").splitlines(keepends=True)[:80]), "utf-8"
     )
-    cfg = DataConfig(
+    cfg = DataConfig.from_flags(
         input_file=str(corpus),
         output_dir=str(tmp / "records"),
         vocab_file=wordpiece_vocab,

@@ -283,7 +283,7 @@ def test_export_refuses_a_locked_directory_and_a_failed_write_leaves_nothing(
     from tests.data_pipeline.io.test_output_lock import _hold
 
     from albert_tf.serving import export as export_module
-    from data_pipeline.io.atomic import OutputLocked
+    from data_pipeline.io.locks import OutputLocked
 
     _, directory = finetuned["classifier"]
     out = tmp_path / "serving"

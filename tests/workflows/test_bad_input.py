@@ -72,10 +72,8 @@ def _squad(path, impossible: bool):
 @pytest.fixture(scope="session")
 def data(tmp_path_factory):
     """{name: path} of the session's files (module docstring)."""
-    from data_pipeline.pretraining.create_pretraining_data import (
-        DataConfig,
-        create_pretraining_data,
-    )
+    from data_pipeline.pretraining.data_config import DataConfig
+    from data_pipeline.pretraining.local_writer import create_pretraining_data
     from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
 
     root = tmp_path_factory.mktemp("bad_input")
@@ -84,7 +82,7 @@ def data(tmp_path_factory):
     files = {"root": root, "spm": spm}
     for seq in (32, 128):
         create_pretraining_data(
-            DataConfig(
+            DataConfig.from_flags(
                 input_file=str(corpus),
                 output_dir=str(root / f"records{seq}"),
                 spm_model_file=spm,

@@ -29,10 +29,8 @@ CMRC = SHARED_DATA / "chinese" / "expmrc-cmrc2018-dev.json"
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory, wordpiece_vocab):
     """Runs the workflow once; {name: path} of what each step wrote."""
-    from data_pipeline.pretraining.create_pretraining_data import (
-        DataConfig,
-        create_pretraining_data,
-    )
+    from data_pipeline.pretraining.data_config import DataConfig
+    from data_pipeline.pretraining.local_writer import create_pretraining_data
 
     if not CMRC.exists():
         pytest.skip(f"real data not available: {CMRC} is absent")
@@ -45,7 +43,7 @@ def chain(tmp_path_factory, wordpiece_vocab):
     corpus.write_text(news, encoding="utf-8")
     records = tmp / "records"
     meta = create_pretraining_data(
-        DataConfig(
+        DataConfig.from_flags(
             input_file=str(corpus),
             output_dir=str(records),
             vocab_file=wordpiece_vocab,

@@ -85,10 +85,8 @@ def test_whole_chain_on_ram_filesystem(empty_cwd, capsys):
     import tensorflow as tf
 
     from albert_tf.checkpoints.export_encoder import export_encoder
-    from data_pipeline.pretraining.create_pretraining_data import (
-        DataConfig,
-        create_pretraining_data,
-    )
+    from data_pipeline.pretraining.data_config import DataConfig
+    from data_pipeline.pretraining.local_writer import create_pretraining_data
     from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
 
     _write_corpus(f"{ROOT}/corpus")
@@ -97,7 +95,7 @@ def test_whole_chain_on_ram_filesystem(empty_cwd, capsys):
     assert spm["model_file"] == f"{ROOT}/spm/sp.model" and filesystem.exists(spm["model_file"])
 
     # Records: two forked workers write locally, the parent copies the shards to ram://.
-    data = DataConfig(
+    data = DataConfig.from_flags(
         input_file=f"{ROOT}/corpus/*.txt",
         output_dir=f"{ROOT}/records",
         spm_model_file=spm["model_file"],
@@ -181,10 +179,8 @@ def test_whole_chain_on_ram_filesystem(empty_cwd, capsys):
 @pytest.mark.parametrize("workers", [1, 2])
 def test_data_writer_output_on_ram_equals_local(tmp_path, workers):
     """The staged writer's shards on ram:// are byte for byte the local writer's."""
-    from data_pipeline.pretraining.create_pretraining_data import (
-        DataConfig,
-        create_pretraining_data,
-    )
+    from data_pipeline.pretraining.data_config import DataConfig
+    from data_pipeline.pretraining.local_writer import create_pretraining_data
     from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
 
     root = f"{ROOT}/equal-{workers}-{next(_COUNT)}"
@@ -196,10 +192,12 @@ def test_data_writer_output_on_ram_equals_local(tmp_path, workers):
         spm_model_file=spm["model_file"], max_seq_length=32, max_predictions_per_seq=5,
         dupe_factor=1, num_output_shards=3, block_size=2000,
     )  # fmt: skip
-    local = DataConfig(
+    local = DataConfig.from_flags(
         input_file=f"{local_corpus}/*.txt", output_dir=str(tmp_path / "out"), **settings
     )
-    remote = DataConfig(input_file=f"{root}/corpus/*.txt", output_dir=f"{root}/out", **settings)
+    remote = DataConfig.from_flags(
+        input_file=f"{root}/corpus/*.txt", output_dir=f"{root}/out", **settings
+    )
     create_pretraining_data(local, num_workers=workers)
     create_pretraining_data(remote, num_workers=workers, staging_dir=str(tmp_path / "staging"))
     for shard in range(3):

@@ -185,10 +185,8 @@ def start_workers(args, log_prefix, ports=None) -> list[Cli]:
 def workdir(tmp_path_factory):
     """Train shards (4), an eval shard from other documents, records of another
     max_seq_length, the tiny config, a config of another size and the run's flagfile."""
-    from data_pipeline.pretraining.create_pretraining_data import (
-        DataConfig,
-        create_pretraining_data,
-    )
+    from data_pipeline.pretraining.data_config import DataConfig
+    from data_pipeline.pretraining.local_writer import create_pretraining_data
 
     data = _need_data()
     root = tmp_path_factory.mktemp("run_pretraining")
@@ -199,7 +197,7 @@ def workdir(tmp_path_factory):
 
     def make(text, out, seq=SEQ, shards=4):
         return create_pretraining_data(
-            DataConfig(
+            DataConfig.from_flags(
                 input_file=str(root / text),
                 output_dir=str(root / out),
                 spm_model_file=str(data / "spm" / "de-30k-clean.model"),

@@ -81,8 +81,8 @@ def test_copy_tree_rmtree_append(root, tmp_path):
     assert sorted(filesystem.walk_files(target)) == ["done", "sub/w.bin"]
     assert filesystem.read_bytes(filesystem.join(target, "sub", "w.bin")) == b"w"
     log = filesystem.join(target, "log.jsonl")
-    filesystem.append_text(log, "1\n")
-    filesystem.append_text(log, "2\n")
+    atomic.append_text(log, "1\n")
+    atomic.append_text(log, "2\n")
     assert filesystem.read_text(log) == "1\n2\n"
     filesystem.rmtree(target)
     assert not filesystem.exists(filesystem.join(target, "done"))

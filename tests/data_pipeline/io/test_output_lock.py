@@ -1,4 +1,4 @@
-"""One writer per output directory (issue 21): `data_pipeline.io.atomic.output_lock`, held by
+"""One writer per output directory (issue 21): `data_pipeline.io.locks.output_lock`, held by
 create_pretraining_data and the runners. Real processes: a second writer fails at once with
 one line naming the first, a holder killed with SIGKILL frees the directory, a killed data
 tool leaves no worker behind, and the first writer's output stays complete.
@@ -18,7 +18,7 @@ import time
 import pytest
 
 from tests.support.harness import SHARED_DATA, Cli, run_cli
-from data_pipeline.io.atomic import OutputLocked, output_lock, read_lock_holder
+from data_pipeline.io.locks import OutputLocked, output_lock, read_lock_holder
 from data_pipeline.records import read_records
 
 HOST = socket.gethostname()
@@ -28,7 +28,7 @@ TAIL = "); wait for it to finish or use another directory"
 HOLDER = textwrap.dedent(
     """
     import sys, time
-    from data_pipeline.io.atomic import output_lock
+    from data_pipeline.io.locks import output_lock
     lock = output_lock(sys.argv[1], "holder-test", shared=sys.argv[2:] == ["shared"])
     print("locked", flush=True)
     time.sleep(600)
@@ -39,7 +39,7 @@ HOLDER = textwrap.dedent(
 PROBE = textwrap.dedent(
     """
     import sys
-    from data_pipeline.io.atomic import OutputLocked, output_lock
+    from data_pipeline.io.locks import OutputLocked, output_lock
     try:
         output_lock(sys.argv[1], "probe", shared=sys.argv[2:] == ["shared"]).release()
     except OutputLocked as e:
@@ -290,17 +290,15 @@ TINY = {
 @pytest.fixture(scope="module")
 def pretraining_flags(tmp_path_factory):
     """A flagfile for run_pretraining.py: one small shard and a tiny model."""
-    from data_pipeline.pretraining.create_pretraining_data import (
-        DataConfig,
-        create_pretraining_data,
-    )
+    from data_pipeline.pretraining.data_config import DataConfig
+    from data_pipeline.pretraining.local_writer import create_pretraining_data
 
     data = _need_data()
     root = tmp_path_factory.mktemp("output_lock")
     with open(data / "corpus" / "wikitext-2" / "valid.txt", encoding="utf-8") as f:
         (root / "train.txt").write_text("".join(f.readlines()[:300]), encoding="utf-8")
     create_pretraining_data(
-        DataConfig(
+        DataConfig.from_flags(
             input_file=str(root / "train.txt"),
             output_dir=str(root / "records"),
             spm_model_file=str(data / "spm" / "de-30k-clean.model"),
@@ -385,3 +383,46 @@ def test_setup_run_locks_each_run_directory_reentrantly(tmp_path):
     assert cli.returncode == 0, cli.report()
     for d in (out, out / "run_0", out / "run_1"):
         assert (d / "run_config.json").exists() and not (d / ".lock").exists()
+
+
+# --- a planted lock link (real processes) -------------------------------------------------------
+
+
+def _plant_lock_link(tmp_path, out):
+    """`out`/.lock as a symbolic link to a victim file outside `out`; returns the victim."""
+    victim = tmp_path / "victim" / "authorized_keys"
+    victim.parent.mkdir()
+    victim.write_bytes(b"ssh-ed25519 AAAA... someone@somewhere\n")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / ".lock").symlink_to(victim)
+    return victim
+
+
+def _assert_refused_link(run, out, victim, before):
+    errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
+    assert run.returncode == 1 and len(errors) == 1, run.report()
+    assert "Traceback" not in run.stderr, run.report()
+    assert f"{out}/.lock is a symbolic link: refusing to lock through it" in errors[0]
+    assert victim.read_bytes() == before  # byte for byte
+    assert os.listdir(victim.parent) == [victim.name]
+    assert os.path.islink(out / ".lock")
+
+
+def test_create_pretraining_data_refuses_a_planted_lock_link(tmp_path):
+    out = tmp_path / "out"
+    victim = _plant_lock_link(tmp_path, out)
+    before = victim.read_bytes()
+    run = run_cli(*TOOL, *_data_args(out, dupe_factor=1, workers=2), timeout=120)
+    _assert_refused_link(run, out, victim, before)
+    assert not glob.glob(f"{out}/*.tfrecord*") and not os.path.exists(out / "meta_data.json")
+
+
+def test_run_pretraining_refuses_a_planted_lock_link(tmp_path, pretraining_flags):
+    out = tmp_path / "run"
+    victim = _plant_lock_link(tmp_path, out)
+    before = victim.read_bytes()
+    run = run_cli(
+        "run_pretraining.py", "--flagfile", pretraining_flags, "--output_dir", out, timeout=180
+    )
+    _assert_refused_link(run, out, victim, before)
+    assert sorted(os.listdir(out)) == [".lock"]  # nothing written

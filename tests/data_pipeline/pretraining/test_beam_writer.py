@@ -146,6 +146,24 @@ def test_cli_beam_empty_input_is_a_one_line_error(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "flag, value, says",
+    [
+        ("masked_lm_prob", "2", "masked_lm_prob=2.0 must be in (0, 1)"),
+        ("ngram", "0", "ngram=0 must be at least 1"),
+        ("max_predictions_per_seq", "-3", "max_predictions_per_seq=-3 must be >= 1"),
+    ],
+)
+def test_cli_beam_checks_every_setting_before_the_pipeline(tmp_path, flag, value, says):
+    """A setting only a Beam worker would reject is one line from the driver, before any
+    pipeline (or output directory) exists: on a cluster, workers would retry it."""
+    (tmp_path / "a.txt").write_text("Some text.\nMore text.\n")
+    cfg = config(str(tmp_path / "a.txt"), tmp_path / "out")
+    args = [a for a in cli_args(cfg, runner="beam") if not a.startswith(f"--{flag}=")]
+    _one_line_error(beam_tool([*args, f"--{flag}={value}"], timeout=60), says)
+    assert not os.path.exists(cfg.output_dir)
+
+
+@pytest.mark.parametrize(
     "flags, needles, tool",
     [  # checked before Apache Beam is imported: any environment
         (dict(beam_runner="DataflowRunner"), ["--beam_runner need --runner beam"], run_tool),

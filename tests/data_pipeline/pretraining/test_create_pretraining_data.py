@@ -17,7 +17,8 @@ import pytest
 
 from tests.support.harness import SHARED_DATA, Cli, run_cli
 from data_pipeline import records as features
-from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
+from data_pipeline.pretraining.data_config import DataConfig
+from data_pipeline.pretraining.local_writer import create_pretraining_data
 from data_pipeline.records import read_records
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
@@ -55,21 +56,26 @@ def config(input_file, output_dir, **kw):
         num_output_shards=4,
     )
     args.update(kw)
-    return DataConfig(**args)
+    return DataConfig.from_flags(**args)
+
+
+def with_flags(cfg: DataConfig, **changes) -> DataConfig:
+    """`cfg` with some flags' values changed (the tokenizer's too: `--spm_model_file`,
+    `--vocab_file`, `--do_lower_case`, `--keep_accents`), made as the command line makes it."""
+    return DataConfig.from_flags(**{**cfg.settings(), **changes})
 
 
 def cli_args(cfg: DataConfig, **extra):
-    """The command line equal to `cfg` (every DataConfig field that is set) plus `extra`
+    """The command line equal to `cfg` (every flag of its settings that is set) plus `extra`
     flags."""
     args = []
-    for f in dataclasses.fields(DataConfig):
-        value = getattr(cfg, f.name)
+    for name, value in cfg.settings().items():
         if value is None:  # an unset flag (the tokenizer file not chosen)
             continue
         if isinstance(value, bool):
-            args.append(f"--{'' if value else 'no'}{f.name}")
+            args.append(f"--{'' if value else 'no'}{name}")
         else:
-            args.append(f"--{f.name}={value}")
+            args.append(f"--{name}={value}")
     args += [f"--{k}={v}" for k, v in extra.items()]
     return args
 
@@ -725,7 +731,7 @@ def test_cli_missing_spm_model(tmp_path):
     (tmp_path / "a.txt").write_text("Some text.\nMore text.\n")
     cfg = config(f"{tmp_path}/a.txt", tmp_path / "out")
     missing = str(tmp_path / "nope" / "30k-clean.model")
-    cfg = dataclasses.replace(cfg, spm_model_file=missing)
+    cfg = with_flags(cfg, spm_model_file=missing)
     err = _one_line_error(run_tool(cli_args(cfg, num_workers=1)), missing, "not found")
     assert err.startswith("error: SentencePiece model not found")
 

@@ -5,7 +5,8 @@ import os
 import numpy as np
 import pytest
 
-from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
+from data_pipeline.pretraining.data_config import DataConfig
+from data_pipeline.pretraining.local_writer import create_pretraining_data
 from data_pipeline.records import read_records
 from tests.support.harness import SHARED_DATA
 
@@ -24,7 +25,7 @@ def corpus_records(tmp_path_factory):
     for name, dynamic in (("static", False), ("dynamic", True)):
         d = str(tmp_path_factory.mktemp(name))
         create_pretraining_data(
-            DataConfig(
+            DataConfig.from_flags(
                 input_file=text,
                 output_dir=d,
                 spm_model_file=spm,

@@ -7,7 +7,8 @@ import os
 import numpy as np
 import pytest
 
-from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
+from data_pipeline.pretraining.data_config import DataConfig
+from data_pipeline.pretraining.local_writer import create_pretraining_data
 from data_pipeline.records import read_records
 from tests.support.harness import SHARED_DATA
 
@@ -55,7 +56,7 @@ def test_chinese_instances_mask_chinese_words(zh, source):
     tok = AlbertTokenizer(zh["model"])
     out = str(zh["tmp"] / f"out-{source}")
     meta = create_pretraining_data(
-        DataConfig(
+        DataConfig.from_flags(
             input_file=zh[source],
             output_dir=out,
             spm_model_file=zh["model"],

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from data_pipeline.pretraining.meta_data import find_corrupt, pretraining_data
-from data_pipeline.records import AtomicRecordWriter, encode_examples, feature_lengths
+from data_pipeline.records import AtomicRecordWriter, encode_examples, feature_lengths, read_records
 
 
 def _shard(path, seq, preds, dynamic=False, n=2):
@@ -151,3 +151,29 @@ def test_vocabulary_and_corrupt_records(tmp_path):
     raw[-6] ^= 0xFF
     open(files[0], "wb").write(bytes(raw))
     assert find_corrupt(files) == f"{files[0]}: record 1: corrupt or truncated data"
+
+
+def test_truncated_records_are_named_not_a_crash(tmp_path):
+    """A shard cut short anywhere (a copy interrupted, a full disk) is one line naming the
+    file, the record and its byte offset: the finder run after TensorFlow's DataLossError
+    used to crash on it (struct.error)."""
+    path = _shard(tmp_path / "d" / "s.tfrecord", 16, 4, n=3)
+    whole = open(path, "rb").read()
+    sizes = [16 + len(r) for r in read_records(path)]
+    assert sum(sizes) == len(whole) and len(sizes) == 3
+    second, third = sizes[0], sizes[0] + sizes[1]
+    cases = {
+        second + 5: f"record 1 is truncated (at byte {second}: 5 of its 12 header bytes)",
+        third + 20: f"record 2 is truncated (at byte {third}: 8 of its {sizes[2] - 16} data",
+        len(whole) - 2: f"record 2 is truncated (at byte {third}: {sizes[2] - 16} of its",
+    }
+    for cut, expected in cases.items():
+        with open(path, "wb") as f:
+            f.write(whole[:cut])
+        where = find_corrupt([path])
+        assert where.startswith(f"{path}: {expected}") and "\n" not in where, where
+        with pytest.raises(ValueError, match="is truncated"):
+            list(read_records(path))
+    with open(path, "wb") as f:
+        f.write(whole[:third])  # cut between records: whole records, nothing corrupt
+    assert find_corrupt([path]) is None and len(list(read_records(path))) == 2

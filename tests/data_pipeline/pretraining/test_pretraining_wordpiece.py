@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from tests.support.harness import SHARED_DATA, tiny_config
-from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
+from data_pipeline.pretraining.data_config import DataConfig
+from data_pipeline.pretraining.local_writer import create_pretraining_data
+from tests.data_pipeline.pretraining.test_create_pretraining_data import with_flags
 from data_pipeline.records import read_records
 
 
@@ -24,7 +26,7 @@ def job(tmp_path_factory, wordpiece_vocab):
     lines = news.read_text(encoding="utf-8").splitlines(keepends=True)[:120]
     corpus = tmp / "news.txt"
     corpus.write_text("".join(lines), encoding="utf-8")
-    cfg = DataConfig(
+    cfg = DataConfig.from_flags(
         input_file=str(corpus),
         output_dir=str(tmp / "local"),
         vocab_file=wordpiece_vocab,
@@ -54,7 +56,7 @@ def test_meta_data_records_the_wordpiece_vocabulary(job):
     meta, tok = job["meta"], job["tok"]
     assert meta["tokenizer"] == {"kind": "wordpiece", "file": "vocab.txt", "sha256": tok.checksum}
     assert meta["vocab_size"] == tok.vocab_size == 21128
-    assert "spm_sha256" not in meta and meta["settings"]["vocab_file"] == job["cfg"].vocab_file
+    assert "spm_sha256" not in meta and meta["settings"]["vocab_file"] == job["cfg"].tokenizer.path
     assert meta["instances"] > 50
 
 
@@ -97,25 +99,24 @@ def test_instances_are_the_texts_pieces_and_masks_cover_whole_words(job):
 def test_another_tokenizer_is_refused_in_the_same_directory(job, tok):
     """The fingerprint holds the tokenizer: a SentencePiece job on the WordPiece shards is
     refused (one line), as is another vocab.txt."""
-    other = dataclasses.replace(job["cfg"], vocab_file=None, spm_model_file=tok.model_file)
+    other = with_flags(job["cfg"], vocab_file=None, spm_model_file=tok.model_file)
     with pytest.raises(ValueError, match="made from other inputs or settings"):
         create_pretraining_data(other, progress_every=1e9)
     changed = job["tmp"] / "vocab.txt"
-    changed.write_bytes(open(job["cfg"].vocab_file, "rb").read() + b"[unused-extra-token]\n")
+    changed.write_bytes(open(job["cfg"].tokenizer.path, "rb").read() + b"[unused-extra-token]\n")
     with pytest.raises(ValueError, match="made from other inputs or settings"):
-        create_pretraining_data(
-            dataclasses.replace(job["cfg"], vocab_file=str(changed)), progress_every=1e9
-        )
+        create_pretraining_data(with_flags(job["cfg"], vocab_file=str(changed)), progress_every=1e9)
 
 
 def test_one_tokenizer_the_sentencepiece_model_first(job):
     with pytest.raises(ValueError, match="give a tokenizer.*neither given"):
-        dataclasses.replace(job["cfg"], spm_model_file=None, vocab_file=None)
+        with_flags(job["cfg"], spm_model_file=None, vocab_file=None)
     # Both (official command lines pass the model's .vocab too): the model is the tokenizer.
-    both = dataclasses.replace(job["cfg"], spm_model_file="a.model")
-    assert both.vocab_file is None and both.spm_model_file == "a.model"
+    both = with_flags(job["cfg"], spm_model_file="a.model")
+    assert both.tokenizer.kind == "sentencepiece" and both.tokenizer.path == "a.model"
+    assert "vocab_file" not in both.settings() and both.settings()["spm_model_file"] == "a.model"
     with pytest.raises(ValueError, match="--keep_accents is for SentencePiece"):
-        dataclasses.replace(job["cfg"], keep_accents=True)
+        with_flags(job["cfg"], keep_accents=True)
 
 
 def test_beam_writer_writes_the_same_bytes(job):
@@ -167,7 +168,7 @@ def test_run_pretraining_dynamic_masking_with_vocab_file(job, tmp_path):
     args = [
         f"--input_file={cfg.output_dir}/*.tfrecord",
         f"--albert_config_file={config}",
-        f"--vocab_file={cfg.vocab_file}",
+        f"--vocab_file={cfg.tokenizer.path}",
         f"--output_dir={tmp_path / 'run'}",
         "--train_batch_size=8",
         "--num_train_steps=4",

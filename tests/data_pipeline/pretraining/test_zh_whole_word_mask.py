@@ -17,7 +17,8 @@ import pytest
 
 from tests.support.harness import CLI_ENV, SHARED_DATA, Cli
 from data_pipeline.pretraining import chinese_words
-from data_pipeline.pretraining.create_pretraining_data import DataConfig, create_pretraining_data
+from data_pipeline.pretraining.data_config import DataConfig
+from data_pipeline.pretraining.local_writer import create_pretraining_data
 from tests.data_pipeline.pretraining.test_create_pretraining_data import (
     TOOL,
     _one_line_error,
@@ -61,7 +62,7 @@ def _config(corpus, output_dir, **kw):
         num_output_shards=2,
         block_size=8192,
     )
-    return DataConfig(**{**args, **kw})
+    return DataConfig.from_flags(**{**args, **kw})
 
 
 def _make(cfg):
@@ -196,7 +197,7 @@ def test_masks_cover_whole_jieba_words(jobs, kind):
     results = {}
     for zh in (True, False):
         cfg = jobs[kind, zh]["cfg"]
-        tok = cfg.tokenizer()
+        tok = cfg.tokenizer.build()
         decoder = Decoder(tok)
         ids, masked, lengths, r = _rows(cfg.output_dir)
         assert r["input_ids"].max() < tok.vocab_size  # no mark is left on an id
@@ -214,7 +215,7 @@ def test_wordpiece_units_are_words_and_latin_pieces_keep_theirs(jobs):
     """Masked `##` continuations still come with their word start (Latin words, numbers),
     and the n-gram units are fewer and longer than without the option."""
     cfg = jobs["wordpiece", True]["cfg"]
-    tok = cfg.tokenizer()
+    tok = cfg.tokenizer.build()
     ids, masked, lengths, _ = _rows(cfg.output_dir)
     continuations = 0
     for row in range(len(ids)):
@@ -258,7 +259,7 @@ def test_token_boundary_holds_the_units_for_dynamic_masking(jobs, tmp_path):
         jobs["wordpiece", True]["cfg"], output_dir=str(tmp_path / "dyn"), dynamic_masking=True
     )
     _make(cfg)
-    tok = cfg.tokenizer()
+    tok = cfg.tokenizer.build()
     decoder = Decoder(tok)
     ids, _, lengths, r = _rows(cfg.output_dir, dynamic=True)
     boundary = r["token_boundary"]
@@ -342,7 +343,7 @@ def test_off_writes_the_bytes_of_before(tmp_path):
     en = [line.strip() for line in en if len(line.strip()) > 40]
     corpus = tmp_path / "mixed.txt"
     corpus.write_text("\n".join(zh) + "\n\n" + "\n\n".join(en) + "\n", encoding="utf-8")
-    cfg = DataConfig(
+    cfg = DataConfig.from_flags(
         input_file=str(corpus),
         output_dir=str(tmp_path / "o"),
         spm_model_file=str(data / "spm" / "de-30k-clean.model"),

@@ -170,6 +170,11 @@ def _main() -> int:
     return 0
 
 
-if __name__ == "__main__":
+def entry():
+    """The console script `albert-pretrain`: the same as `python run_pretraining.py`."""
     define_flags()
     app.run(lambda argv: sys.exit(main(argv)))
+
+
+if __name__ == "__main__":
+    entry()

@@ -243,6 +243,11 @@ def _main() -> int:
     return 0
 
 
-if __name__ == "__main__":
+def entry():
+    """The console script `albert-squad`: the same as `python run_squad.py`."""
     define_flags()
     app.run(lambda argv: sys.exit(main(argv)))
+
+
+if __name__ == "__main__":
+    entry()

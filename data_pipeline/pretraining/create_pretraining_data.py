@@ -799,8 +799,14 @@ def _check_runner_flags(flag_values) -> None:
             raise ValueError(f"--{', --'.join(beam_only)} need --runner beam")
 
 
-if __name__ == "__main__":
+def entry():
+    """The console script `albert-pretraining-data`: the same as `python -m
+    data_pipeline.pretraining.create_pretraining_data`."""
     from absl import app
 
     _define_flags()
     app.run(lambda argv: sys.exit(main(argv)))
+
+
+if __name__ == "__main__":
+    entry()

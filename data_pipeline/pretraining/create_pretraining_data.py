@@ -42,7 +42,7 @@ optional dependency); the segmenter's identity (jieba version, dictionary sha256
 then part of the fingerprint and of meta_data.json ("zh_whole_word_mask").
 
 Memory is bounded by one block part × dupe_factor per worker, whatever the corpus size.
-Nothing here imports TensorFlow (see features.py).
+Nothing here imports TensorFlow (see records.py).
 """
 
 from __future__ import annotations
@@ -802,6 +802,8 @@ def _check_runner_flags(flag_values) -> None:
 def entry():
     """The console script `albert-pretraining-data`: the same as `python -m
     data_pipeline.pretraining.create_pretraining_data`."""
+    # absl's --help prints __main__'s docstring: under the console script, this module's.
+    sys.modules["__main__"].__doc__ = __doc__
     from absl import app
 
     _define_flags()

@@ -50,16 +50,16 @@ test-fast: install-dev
 bench: bench-model bench-data bench-train bench-serving
 
 bench-model: install
-	$(PY) bench/model.py
+	$(PY) -m bench.model
 
 bench-data: install
-	$(PY) bench/pretraining_data.py
+	$(PY) -m bench.pretraining_data
 
 bench-train: install
-	$(PY) bench/train.py
+	$(PY) -m bench.train
 
 bench-serving: install
-	$(PY) bench/serving.py
+	$(PY) -m bench.serving
 
 clean:
 	rm -rf $(VENV) $(BEAM_VENV) .pytest_cache *.egg-info

@@ -193,6 +193,13 @@ def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> 
     return result
 
 
-if __name__ == "__main__":
+def entry():
+    """The console script `albert-classify`: the same as `python run_classifier.py`."""
+    # absl's --help prints __main__'s docstring: under the console script, this module's.
+    sys.modules["__main__"].__doc__ = __doc__
     define_flags()
     app.run(lambda argv: sys.exit(main(argv)))
+
+
+if __name__ == "__main__":
+    entry()

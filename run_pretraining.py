@@ -170,6 +170,13 @@ def _main() -> int:
     return 0
 
 
-if __name__ == "__main__":
+def entry():
+    """The console script `albert-pretrain`: the same as `python run_pretraining.py`."""
+    # absl's --help prints __main__'s docstring: under the console script, this module's.
+    sys.modules["__main__"].__doc__ = __doc__
     define_flags()
     app.run(lambda argv: sys.exit(main(argv)))
+
+
+if __name__ == "__main__":
+    entry()

@@ -13,6 +13,8 @@ on-device runner `albert_tf.serving.tflite_predict`) run without TensorFlow or K
 
 import importlib
 
+import data_pipeline  # noqa: F401  (a quiet TensorFlow start: data_pipeline.quiet)
+
 _EXPORTS = {
     "AlbertConfig": "albert_tf.modeling.config",
     "ConfigError": "albert_tf.modeling.config",

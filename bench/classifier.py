@@ -1,9 +1,9 @@
 """Fine-tuning and evaluation throughput of the classifier on real SST-2 sentences.
 
-    python bench/classifier.py [--config base] [--cases float32,bfloat16]
+    python -m bench.classifier [--config base] [--cases float32,bfloat16]
 
 ALBERT-base (random weights: speed does not depend on them), SST-2 dev sentences
-(../shared/data/glue/SST-2) tokenized with the ALBERT-recipe SentencePiece model, padded to
+($ALBERT_TF_DATA/glue/SST-2) tokenized with the ALBERT-recipe SentencePiece model, padded to
 max_seq_length 128. "train" is the trainer's classification step (AdamW, cross-entropy,
 all-reduce, global clip), batch 32; "eval" is the forward pass of the prediction loop,
 batch 64. Each case runs in its own process (its own peak RSS); medians of a few loops.
@@ -20,7 +20,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 
 
 def run_case(dtype: str, args) -> dict:
@@ -112,7 +112,7 @@ def main():
         print("RESULT " + json.dumps(run_case(args.case, args)), flush=True)
         return
     if not os.path.isdir(DATA):
-        sys.exit(f"needs ../shared/data ({DATA})")
+        sys.exit(f"needs $ALBERT_TF_DATA ({DATA})")
     passthrough = [
         f"--{k}={getattr(args, k)}"
         for k in (
@@ -126,9 +126,9 @@ def main():
             "tmp",
         )
     ]
-    from cases import run_cases
+    from bench.cases import run_cases
 
-    results = run_cases(os.path.abspath(__file__), args.cases.split(","), passthrough)
+    results = run_cases("bench.classifier", args.cases.split(","), passthrough)
     print(
         f"\nSST-2 sentences, ALBERT-{args.config}, max_seq_length {args.seq}, "
         f"{os.cpu_count()} cores (train batch {args.train_batch}, eval batch "

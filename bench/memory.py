@@ -1,6 +1,6 @@
 """Peak memory of one pretraining step with and without activation recomputation.
 
-    python bench/memory.py [--presets large,xxlarge] [--modes none,layer]
+    python -m bench.memory [--presets large,xxlarge] [--modes none,layer]
         [--batches 1,2] [--seq 512] [--steps 2] [--budget_gib 16]
 
 Setting: ALBERT-large and -xxlarge shapes (`AlbertConfig.preset`, v2: dropout 0), random

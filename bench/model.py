@@ -1,10 +1,10 @@
 """Forward and train-step throughput of ALBERT on this machine, with peak memory.
 
-    python bench/model.py                      # every case, one subprocess each, then a table
-    python bench/model.py --config base --cases infer-float32-xla,train-bfloat16-xla
-    python bench/model.py --case train-float32-xla   # one case in this process (RESULT line)
+    python -m bench.model                      # every case, one subprocess each, then a table
+    python -m bench.model --config base --cases infer-float32-xla,train-bfloat16-xla
+    python -m bench.model --case train-float32-xla   # one case in this process (RESULT line)
 
-Setting (the same as ../shared/peers, so figures compare as ratios): random weights,
+Setting (the same as the peers' benchmarks, so figures compare as ratios): random weights,
 batch 8 × 128, dropout 0, AdamW(1e-4), 20 masked positions per sequence; median of 5
 repetitions × 10 steps after 3 warm-up steps. "train" is one AlbertPretrainer step (MLM at
 the masked positions + SOP loss, gradients, AdamW update); "infer" is the encoder forward.
@@ -16,7 +16,7 @@ bounds the inference speed-up any implementation could show on this machine.
 Each case runs in its own process so that its peak RSS is its own.
 
 With --peers DIR (default $PEERS_HOME/results or ~/.cache/albert-peers/results), peer
-results written by ../shared/peers are read and ratios printed beside ours.
+results written by the peers' benchmarks are read and ratios printed beside ours.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ CASES = [
     for dtype in ("float32", "bfloat16")
     for xla in ("xla", "noxla")
 ]
-# Peer result files (../shared/peers names) that each of our cases is compared with.
+# Peer result files (the peers' benchmark names) that each of our cases is compared with.
 PEER_BASELINE = {
     "infer": "kh_infer_base_xla",
     "floor": "kh_infer_base_xla",
@@ -258,9 +258,9 @@ def main():
         f"--{k}={getattr(args, k)}"
         for k in ("config", "batch", "seq", "masked", "warmup", "reps", "steps", "seed")
     ]
-    from cases import run_cases
+    from bench.cases import run_cases
 
-    results = run_cases(os.path.abspath(__file__), args.cases.split(","), passthrough)
+    results = run_cases("bench.model", args.cases.split(","), passthrough)
 
     peers = peer_results(args.peers)
     print(

@@ -1,9 +1,9 @@
 """Issue 16's bench: on-device ALBERT (LiteRT files that take raw text, albert_tf.serving.litert)
 against the SavedModel of the same model, in one run.
 
-    python bench/on_device.py                                  # every part
-    python bench/on_device.py --parts size,latency --sentences 50
-    python bench/on_device.py --parts tokens --limit 500       # first 500 lines of each file
+    python -m bench.on_device                                  # every part
+    python -m bench.on_device --parts size,latency --sentences 50
+    python -m bench.on_device --parts tokens --limit 500       # first 500 lines of each file
 
 Parts (--parts):
   accuracy  Real dev sets, fine-tuned models (--sst2_export, --mrpc_export, --squad_export:
@@ -67,7 +67,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 OUT = os.path.join(os.path.dirname(ROOT), "bench_out", "ondevice")
 
 PARTS = ("accuracy", "size", "latency", "tokens")

@@ -1,11 +1,11 @@
 """Throughput and peak memory of create_pretraining_data, on real text.
 
-    python bench/pretraining_data.py [--json_out FILE]
+    python -m bench.pretraining_data [--json_out FILE]
 
-Job (the issue's reference setting): ~5 MB of real English text (../shared/data/corpus:
+Job (the issue's reference setting): ~5 MB of real English text ($ALBERT_TF_DATA/corpus:
 WikiText-2 valid+test and the inaugural and State of the Union addresses, one paragraph a
 line, so `--split_sentences`), `max_seq_length` 128, `dupe_factor` 3, the ALBERT-recipe
-SentencePiece model ../shared/data/spm/de-30k-clean.model, everything else default.
+SentencePiece model $ALBERT_TF_DATA/spm/de-30k-clean.model, everything else default.
 
 Each case runs the command line tool in a fresh process (start-up, tokenization and writing
 included: what a user waits for) and samples the RSS of its whole process tree every 20 ms
@@ -39,7 +39,7 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 OFFICIAL_INSTANCES_PER_S = 466.0
 OFFICIAL_PEAK_RSS_MB = 785.0
 

@@ -1,9 +1,9 @@
 """Issue 15's bench: ALBERT-base end to end on real text (GLUE dev/train, SQuAD v1.1 dev),
 ours side by side with KerasHub and Hugging Face, in one run.
 
-    python bench/real_text.py                                   # the whole bench
-    python bench/real_text.py --tasks sst-2 --cases infer --batches 32 --peers hf
-    python bench/real_text.py --dtype float32,bfloat16 --rounds 3 --json_out out/real_text.json
+    python -m bench.real_text                                   # the whole bench
+    python -m bench.real_text --tasks sst-2 --cases infer --batches 32 --peers hf
+    python -m bench.real_text --dtype float32,bfloat16 --rounds 3 --json_out out/real_text.json
 
 Cases (each one process, so that its peak RSS and TensorFlow state are its own):
   infer       text → probabilities in process, batches of --batches (32: the dev set, or
@@ -58,11 +58,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 PEERS_HOME = os.environ.get("PEERS_HOME", os.path.join(os.path.dirname(ROOT), "peers"))
 NAMES = {"kh": "KerasHub", "hf": "HF"}
 SCRIPTS = {"kh": "peers/real_text_keras_hub.py", "hf": "peers/real_text_hf.py"}
-CASES = os.path.join(HERE, "real_text_cases.py")
+CASES = ["-m", "bench.real_text_cases"]  # run from ROOT
 TIMEOUT = 3 * 3600  # seconds for one process
 LOAD_AT_START = os.getloadavg()[0]  # (other jobs distort the timings, see the docstring)
 
@@ -95,7 +95,7 @@ def plan(args) -> list[tuple[tuple, list[tuple[str, list[str]]]]]:
             for batch in [args.train_batch] if case == "train" else args.batches:
                 groups.append(((task, case, batch), group(args, task, case, batch)))
     if "squad" in args.cases:
-        cmd = [sys.executable, CASES, "--mode", "squad", "--batch", str(args.train_batch)]
+        cmd = [sys.executable, *CASES, "--mode", "squad", "--batch", str(args.train_batch)]
         cmd += ["--limit", str(args.squad_limit), "--reps", str(args.reps)]
         columns = [(f"ours {dtype}", cmd + ["--dtype", dtype]) for dtype in args.dtype]
         groups.append((("squad-v1.1", "squad", args.train_batch), columns))
@@ -111,7 +111,7 @@ def group(args, task: str, case: str, batch: int) -> list[tuple[str, list[str]]]
         shared += ["--steps", str(args.steps), "--warmup", str(args.warmup)]
     ours, padded = [], []
     for dtype in args.dtype:
-        cmd = [sys.executable, CASES, *shared, "--dtype", dtype]
+        cmd = [sys.executable, *CASES, *shared, "--dtype", dtype]
         probs = os.path.join(args.work, f"{task}-{case}-{batch}-{dtype}")
         if case == "savedmodel":
             cmd += ["--saved_model", saved_model_dir(args, task, dtype)]
@@ -344,13 +344,13 @@ def main():
         if "savedmodel" in args.cases:  # one export per task and dtype, before the timing
             for task in args.tasks:
                 for dtype in args.dtype:
-                    cmd = [sys.executable, CASES, "--mode", "export", "--task", task]
+                    cmd = [sys.executable, *CASES, "--mode", "export", "--task", task]
                     cmd += ["--dtype", dtype, "--seq", str(args.seq), "--spm", args.spm]
                     cmd += ["--saved_model", saved_model_dir(args, task, dtype)]
                     run(cmd, f"export {task} {dtype}")
         if "litert" in args.cases and "float32" in args.dtype:
             for task in args.tasks:
-                cmd = [sys.executable, CASES, "--mode", "export_litert", "--task", task]
+                cmd = [sys.executable, *CASES, "--mode", "export_litert", "--task", task]
                 cmd += ["--seq", str(args.seq), "--spm", args.spm]
                 run(cmd + ["--litert_file", litert_file(args, task)], f"export {task} LiteRT")
         for r in range(args.rounds):

@@ -1,11 +1,11 @@
 """Our side of bench/real_text.py: one case of ALBERT-base on real GLUE text per process,
 printed as a `RESULT {json}` line with the fields of the peers' scripts (bench/peers/).
 
-    python bench/real_text_cases.py --task sst-2 --mode infer --variant length_aware --batch 32
-    python bench/real_text_cases.py --task sst-2 --mode infer --variant padded --batch 1 --limit 64
-    python bench/real_text_cases.py --task mrpc --mode savedmodel --saved_model /tmp/sm --batch 32
-    python bench/real_text_cases.py --task sst-2 --mode train --variant length_aware --steps 3
-    python bench/real_text_cases.py --mode squad --limit 200
+    python -m bench.real_text_cases --task sst-2 --mode infer --variant length_aware --batch 32
+    python -m bench.real_text_cases --task sst-2 --mode infer --variant padded --batch 1 --limit 64
+    python -m bench.real_text_cases --task mrpc --mode savedmodel --saved_model /tmp/sm --batch 32
+    python -m bench.real_text_cases --task sst-2 --mode train --variant length_aware --steps 3
+    python -m bench.real_text_cases --mode squad --limit 200
 
 A random-weight `AlbertClassifier` (seed 0: every process builds the same model; speed does
 not depend on the weights), the SentencePiece model `--spm` (lower-cased, as
@@ -64,9 +64,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 FOLDERS = {"sst-2": "SST-2", "mrpc": "MRPC", "rte": "RTE", "sts-b": "STS-B"}
-sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]
 
 
 def emit(result: dict) -> None:
@@ -399,7 +398,7 @@ def train(args, result, labels, tokenizer):
 
 def squad(args, result):
     try:
-        from real_text_squad import squad_predict_case
+        from bench.real_text_squad import squad_predict_case
     except ImportError as e:
         result.update(skipped=f"bench/real_text_squad.py not available ({e})")
         return result

@@ -2,10 +2,10 @@
 windows grouped by length and padded to their bucket (`SquadFeatures.prediction_dataset(
 length_buckets=...)`, what run_squad predicts with).
 
-    python bench/real_text_squad.py [--config base] [--batch 32] [--limit 200] [--rounds 2]
+    python -m bench.real_text_squad [--config base] [--batch 32] [--limit 200] [--rounds 2]
 
 ALBERT-base, random weights (speed does not depend on them), the ALBERT-recipe SentencePiece
-model of ../shared/data (de-30k-clean: English text makes more pieces than an English
+model of $ALBERT_TF_DATA (de-30k-clean: English text makes more pieces than an English
 vocabulary would, so windows are longer than with the released models), the first `limit`
 questions of SQuAD v1.1 dev, windows of max_seq_length 384 / doc_stride 128 /
 max_query_length 64. One case = records → tf.data → the model's traced forward pass →
@@ -29,7 +29,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 
 
 def _config(name: str):

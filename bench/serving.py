@@ -1,15 +1,15 @@
 """Serving throughput of the classifier SavedModel that takes raw text, against prediction in
 this process (Python tokenizer + Keras model), both from text to class probabilities.
 
-    python bench/serving.py                                  # ALBERT-base, batch 1 and 32
-    python bench/serving.py --config tiny                    # a quick check (2 small layers)
-    python bench/serving.py --batch_sizes 1,8,32 --requests 128 --requests_batch1 32
+    python -m bench.serving                                  # ALBERT-base, batch 1 and 32
+    python -m bench.serving --config tiny                    # a quick check (2 small layers)
+    python -m bench.serving --batch_sizes 1,8,32 --requests 128 --requests_batch1 32
 
 Setting: a random-weight `AlbertClassifier` (2 labels; speed does not depend on the weights)
 is written as a fine-tuned model directory (`albert_tf.checkpoints.finetuned`) and exported with
 `albert_tf.serving.export` ("classifier", sst-2, max_seq_length 128, lower-cased, single sentence)
 under --output_dir (its `finetuned/` and `saved_model/` are replaced on every run). The
-requests are SST-2 dev sentences (../shared/data/glue/SST-2/dev.tsv), a request being one
+requests are SST-2 dev sentences ($ALBERT_TF_DATA/glue/SST-2/dev.tsv), a request being one
 batch of sentences:
   in-process  AlbertTokenizer → classifier_features.convert_examples (truncate, pack, pad to
               max_seq_length) → tf.function(model(..., training=False)["logits"],
@@ -47,7 +47,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 SPM = os.path.join(DATA, "spm", "de-30k-clean.model")
 SST2 = os.path.join(DATA, "glue", "SST-2")
 LABELS = ["0", "1"]
@@ -130,7 +130,7 @@ def main():
     if not batch_sizes or min(batch_sizes) < 1:
         sys.exit("--batch_sizes must be positive integers")
     if not os.path.exists(SPM) or not os.path.isdir(SST2):
-        sys.exit(f"needs ../shared/data ({DATA})")
+        sys.exit(f"needs $ALBERT_TF_DATA ({DATA})")
 
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
     import numpy as np

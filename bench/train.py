@@ -1,8 +1,8 @@
 """Throughput of the trainer itself (albert_tf.training.Trainer), with MFU and peak memory.
 
-    python bench/train.py [--config base] [--cases float32-xla,bfloat16-noxla]
+    python -m bench.train [--config base] [--cases float32-xla,bfloat16-noxla]
 
-Setting (as bench/model.py and ../shared/peers): ALBERT-base, batch 8 × 128, 20 masked
+Setting (as bench/model.py and the peers' benchmarks): ALBERT-base, batch 8 × 128, 20 masked
 positions, random token ids, dropout 0. Unlike bench/model.py this runs the whole training
 step of the runner: `Trainer` with LAMB, the exact global MLM/SOP losses, all-reduce, global
 clip-norm and `steps_per_loop` steps per tf.function call. Each case runs in its own process.
@@ -68,7 +68,7 @@ def run_case(case: str, args) -> dict:
     import tensorflow as tf
     from albert_tf import AlbertConfig
     from albert_tf.training import PretrainingTask, Trainer, TrainerConfig
-    from model import make_batch
+    from bench.model import make_batch
 
     config = AlbertConfig.preset(args.config)
     data = make_batch(np, args.batch, args.seq, args.masked, config.vocab_size, args.seed)
@@ -165,9 +165,9 @@ def main():
             "tmp",
         )
     ]
-    from cases import run_cases
+    from bench.cases import run_cases
 
-    results = run_cases(os.path.abspath(__file__), args.cases.split(","), passthrough)
+    results = run_cases("bench.train", args.cases.split(","), passthrough)
     peer = None
     path = os.path.join(args.peers, "kh_train_base_xla.json")
     if os.path.exists(path):

@@ -1,8 +1,8 @@
 """What --zh_whole_word_mask costs create_pretraining_data, on Chinese news.
 
-    python bench/zh_whole_word_mask.py [--repeats 3] [--num_workers 1] [--json_out FILE]
+    python -m bench.zh_whole_word_mask [--repeats 3] [--num_workers 1] [--json_out FILE]
 
-Job: ../shared/data/corpus/zh_news, news_zh_1.txt (one sentence a line) and the 1,000
+Job: $ALBERT_TF_DATA/corpus/zh_news, news_zh_1.txt (one sentence a line) and the 1,000
 THUCNews articles of thucnews_1000.txt (label<TAB>article: each article becomes a JSONL
 document, split into sentences by the writer), tokenized with the 21,128-entry WordPiece
 vocab.txt that bench/wordpiece.py learns from the corpora (like the official Chinese one);
@@ -30,7 +30,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 ZH = os.path.join(DATA, "corpus", "zh_news")
 
 

@@ -1,7 +1,7 @@
 """Pretraining TFRecord features, declared once: the writer and the reader both use this.
 
-Names are the official ones (ALGORITHMS.md), so records written here feed the official
-trainer and records written by the official tool feed ours:
+Names are the official ones (the official create_pretraining_data.py's), so records
+written here feed the official trainer and records written by the official tool feed ours:
 
   input_ids, input_mask, segment_ids, token_boundary   int64 [max_seq_length]
   masked_lm_positions, masked_lm_ids                   int64 [max_predictions_per_seq]

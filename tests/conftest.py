@@ -40,13 +40,13 @@ def _float32_policy():
 @pytest.fixture(scope="session")
 def wordpiece_vocab(tmp_path_factory):
     """A 21,128-entry WordPiece vocab.txt like the official Chinese one, learned from the zh
-    and en corpora of ../shared/data by bench/wordpiece.py:build_vocab (as
+    and en corpora of the real data by tests/support/wordpiece_reference.py:build_vocab (as
     tests/data_pipeline/tokenization/test_wordpiece.py's), or skip."""
-    import wordpiece as bench_wordpiece  # bench/ is on the path (pytest.ini)
+    from tests.support import wordpiece_reference
 
     if not (SHARED_DATA / "corpus").is_dir():
         pytest.skip(f"real data not available: {SHARED_DATA} is absent")
     path = tmp_path_factory.mktemp("wordpiece-vocab") / "vocab.txt"
-    files = [f for fs in bench_wordpiece.corpus_files(str(SHARED_DATA)).values() for f in fs]
-    bench_wordpiece.build_vocab(files, str(path))
+    files = [f for fs in wordpiece_reference.corpus_files(str(SHARED_DATA)).values() for f in fs]
+    wordpiece_reference.build_vocab(files, str(path))
     return str(path)

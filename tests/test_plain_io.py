@@ -1,10 +1,10 @@
 """No plain-Python file I/O on paths that may be URLs: in the modules that handle user
 paths, calls such as `open`, `glob.glob`, `os.path.exists`, `os.makedirs`, `os.replace` or
-`shutil.rmtree` go through `data_pipeline.io.filesystem` (docs/architecture.md, "Paths and
-filesystems"), which keeps local paths on `os` and sends URLs to `tf.io.gfile`. A plain call
-sees nothing on gs:// or ram:// — silently — so a new one must either use the module or be
-listed below with the reason its path is always local (checked from the source, by
-enclosing function, so moving code around does not break the test)."""
+`shutil.rmtree` go through `data_pipeline.io.filesystem` (docs/design/filesystems.md), which
+keeps local paths on `os` and sends URLs to `tf.io.gfile`. A plain call sees nothing on
+gs:// or ram:// — silently — so a new one must either use the module or be listed below
+with the reason its path is always local (checked from the source, by enclosing function,
+so moving code around does not break the test)."""
 
 import ast
 import pathlib

@@ -1,7 +1,7 @@
 """ALBERT building blocks: factorized embeddings and the post-LN Transformer sub-layers.
 
 Everything here follows the official google-research/albert `modeling.py` (see
-`docs/architecture.md`): truncated-normal initialization, LayerNorm epsilon 1e-12, an
+`docs/design/forward-pass.md`): truncated-normal initialization, LayerNorm epsilon 1e-12, an
 additive -10000 attention mask, GELU in its tanh form, post-LN residual blocks.
 
 Mixed precision: matmuls run in the layer's compute dtype (bfloat16/float16 under a mixed

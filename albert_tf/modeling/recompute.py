@@ -17,7 +17,7 @@ segment per hidden group (the consecutive layers that share a parameter set); wi
 released configs (one group) that is the whole stack, whose recomputation keeps every
 intermediate alive at once again. The encoder runs its last segment without
 recomputation (the backward begins with it, so recomputing it would save nothing at the
-peak): with one group, "group" is the plain path (docs/architecture.md).
+peak): with one group, "group" is the plain path (docs/design/recompute.md).
 
 How it stays exact:
 - Shared weights. The encoder prepares each distinct sub-layer's weights once per forward

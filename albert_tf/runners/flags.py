@@ -1,4 +1,4 @@
-"""The runners' flags, defined once (DESIGN.md convention 3).
+"""The runners' flags, defined once (one owner: every runner reads its flags here).
 
 `define_pretraining_flags`, `define_classifier_flags` and `define_squad_flags` are each
 runner's whole flag set, built on the shared groups (`define_trainer_flags`,

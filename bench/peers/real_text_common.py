@@ -16,7 +16,7 @@ import statistics
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 
 # The GLUE files as the official code reads them (split on tabs only): folder, text_a,
 # text_b (None: single sentence) and label columns; labels in the order of the head's logits

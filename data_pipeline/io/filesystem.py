@@ -11,8 +11,8 @@ a local path or a URL — `gs://bucket/dir`, `s3://...` (with tensorflow-io's pl
   FileSystems (`data_pipeline.io.beam_files`).
 
 Object stores have no atomic directory rename, no append and no flock; the callers keep
-those to local paths (see `atomic`, `staged_directory`, `atomic.append_text`) and docs/
-architecture.md ("Paths and filesystems") says what that means for users.
+those to local paths (see `atomic`, `staged_directory`, `atomic.append_text`) and
+docs/design/filesystems.md says what that means for users.
 
 Nothing here writes through a symbolic link planted at a name it creates: new local files
 are created with O_CREAT | O_EXCL | O_NOFOLLOW (`open_new`), and a local copy is written

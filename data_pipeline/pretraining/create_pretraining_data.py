@@ -27,7 +27,9 @@ officially) also makes each jieba word of Chinese text one unit (`chinese_words.
 
 Errors are one line on stderr and exit 1 (a bad flag, a bad input found by a worker, a
 full disk naming the file, a worker that died); Ctrl-C stops the workers, keeps the
-complete shards (a re-run resumes) and exits 130. Nothing here imports TensorFlow.
+complete shards (a re-run resumes) and exits 130.
+Memory is bounded by one block part × dupe_factor per worker, whatever the corpus size.
+Nothing here imports TensorFlow (see records.py).
 """
 
 from __future__ import annotations
@@ -185,8 +187,16 @@ def _check_runner_flags(flag_values) -> None:
             raise ValueError(f"--{', --'.join(beam_only)} need --runner beam")
 
 
-if __name__ == "__main__":
+def entry():
+    """The console script `albert-pretraining-data`: the same as `python -m
+    data_pipeline.pretraining.create_pretraining_data`."""
+    # absl's --help prints __main__'s docstring: under the console script, this module's.
+    sys.modules["__main__"].__doc__ = __doc__
     from absl import app
 
     _define_flags()
     app.run(lambda argv: sys.exit(main(argv)))
+
+
+if __name__ == "__main__":
+    entry()

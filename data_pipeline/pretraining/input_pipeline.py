@@ -11,7 +11,7 @@ Order of operations (what TPU pods and multi-worker runs need):
 2. Training: files shuffled and repeated, read `cycle_length` at a time (interleave), then
    records shuffled in a buffer. Evaluation: one pass in order.
 3. Batched with `drop_remainder=True` (static shapes, one batch size per replica), parsed
-   with the spec of `features.py` (the writer's), int64 cast to int32.
+   with the spec of `data_pipeline.records` (the writer's), int64 cast to int32.
 4. Dynamic masking (records written with `--dynamic_masking`): each batch is masked by
    `masking.NgramMasker`, the writer's own implementation, with a generator seeded by
    (seed, input pipeline, batch number), so every epoch draws new masks and a run is

@@ -2,7 +2,7 @@
 
 `InstanceMaker.make(documents, rng)` turns the documents of one input part into the
 feature arrays of its instances for every `dupe_factor` pass, shuffled within the part.
-It follows the official `create_instances_from_document` (ALGORITHMS.md) step by step:
+It follows the official `create_instances_from_document` step by step:
 
 1. max_num_tokens = max_seq_length - 3 (- 2 without a second segment). The target length is
    max_num_tokens, or with probability `short_seq_prob` uniform in [2, max_num_tokens],

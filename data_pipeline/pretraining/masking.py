@@ -4,7 +4,7 @@ The offline writer (`create_pretraining_data`) and the dynamic-masking mode of t
 pipeline (`input_pipeline`, masks drawn anew every epoch) both call `NgramMasker`, so the
 two paths cannot drift apart.
 
-Algorithm (the official one, ALGORITHMS.md, with its three defects fixed):
+Algorithm (the official create_pretraining_data.py's, with its three defects fixed):
 1. Tokens are grouped into words: a non-special token starts a word when its
    `word_start` flag is set (official piece rule, `AlbertTokenizer.vocab_tables`), or when
    it follows a special token (a segment never continues the previous segment's last word).

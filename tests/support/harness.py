@@ -15,7 +15,8 @@ import time
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+# The real data: ../shared/data beside the clone, or wherever ALBERT_TF_DATA points.
+SHARED_DATA = pathlib.Path(os.environ.get("ALBERT_TF_DATA", ROOT.parent / "shared" / "data"))
 
 # What every command-line test runs under: the project importable from anywhere, output
 # unbuffered (a running process can be watched), TensorFlow's C++ logs quiet, and no GPU:

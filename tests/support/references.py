@@ -1,9 +1,9 @@
 """Reference models for parity tests: Hugging Face ALBERT (PyTorch, CPU) with random
 weights, and an official-layout TF1 checkpoint written from the same values.
 
-The official names below are written out from ALGORITHMS.md, independently of
-`albert_tf.checkpoints`, so that a mistake in the library's name table cannot cancel
-out in the tests.
+The official names below are written out from the official checkpoints' variable
+names, independently of `albert_tf.checkpoints`, so that a mistake in the library's name
+table cannot cancel out in the tests.
 """
 
 import numpy as np
@@ -75,7 +75,7 @@ def hf_outputs(model, batch):
 
 
 def official_arrays(model, groups, inner_groups, heads=True):
-    """The HF model's values under the official TF1 names and shapes (ALGORITHMS.md)."""
+    """The HF model's values under the official TF1 names and shapes."""
     sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
     sd = {k[len("albert.") :] if k.startswith("albert.") else k: v for k, v in sd.items()}
     out = {

@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bench import model as bench_model
 from tests.support.harness import tiny_config
-
-import model as bench_model  # bench/model.py (pytest.ini puts bench/ on the path)
 
 
 def matmul_flops(graph) -> int:

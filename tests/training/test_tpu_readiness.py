@@ -1,5 +1,5 @@
-"""What a TPU requires of the training step, checked on CPU (docs/architecture.md, "TPU
-readiness", says what this shows and what only a TPU can).
+"""What a TPU requires of the training step, checked on CPU (docs/design/tpu.md says what
+this shows and what only a TPU can).
 
 - The whole `steps_per_loop` loop — every optimizer step with its all-reduce, clipping,
   gradient accumulation and the NaN/inf guard — compiles as ONE XLA computation once its

@@ -1,19 +1,18 @@
 """WordPiece (data_pipeline.tokenization.wordpiece): the Python path (Hugging Face `tokenizers`),
-the
-in-graph path (tensorflow-text) and BERT's tokenizer as an oracle give the same ids.
+the in-graph path (tensorflow-text) and BERT's tokenizer as an oracle give the same ids.
 
 The oracle is Hugging Face's pure-Python `BertTokenizerLegacy` (transformers 5 renamed the
 slow `BertTokenizer`; `BertTokenizer` is now the Rust one, which would not be independent),
-used test-only. The vocabulary is built by `bench/wordpiece.py:build_vocab` from the zh and
-en corpora once per session: 21,128 entries, every CJK character of the corpora and its
-`##` form plus learned pieces. The Python and in-graph paths are compared on every line of
-zh_news, en_speeches, ChnSentiCorp, AFQMC and CMRC 2018; the oracle, slow, on every 8th
-line of each (bench/wordpiece.py --oracle compares every line).
+used test-only. The vocabulary is built by `tests/support/wordpiece_reference.py:build_vocab`
+from the zh and en corpora once per session: 21,128 entries, every CJK character of the
+corpora and its `##` form plus learned pieces. The Python and in-graph paths are compared on
+every line of zh_news, en_speeches, ChnSentiCorp, AFQMC and CMRC 2018; the oracle, slow, on every
+8th line of each (`python -m bench.wordpiece --oracle` compares every line).
 """
 
 import pytest
 
-import wordpiece as bench_wordpiece  # bench/wordpiece.py (pytest.ini puts bench/ on the path)
+from tests.support import wordpiece_reference
 from tests.support.harness import SHARED_DATA
 
 ORACLE_STRIDE = 8
@@ -24,20 +23,20 @@ def corpora():
     """{name: every line / text} of the zh and en corpora and the Chinese task data."""
     if not (SHARED_DATA / "corpus").is_dir() or not (SHARED_DATA / "chinese").is_dir():
         pytest.skip(f"real data not available: {SHARED_DATA} is absent")
-    texts = {name: bench_wordpiece.read_lines(f) for name, f in _corpus_files().items()}
-    texts.update(bench_wordpiece.task_texts(str(SHARED_DATA)))
+    texts = {name: wordpiece_reference.read_lines(f) for name, f in _corpus_files().items()}
+    texts.update(wordpiece_reference.task_texts(str(SHARED_DATA)))
     return texts
 
 
 def _corpus_files():
-    return bench_wordpiece.corpus_files(str(SHARED_DATA))
+    return wordpiece_reference.corpus_files(str(SHARED_DATA))
 
 
 @pytest.fixture(scope="session")
 def vocab_file(tmp_path_factory, corpora):
     path = tmp_path_factory.mktemp("wordpiece") / "vocab.txt"
     files = [f for fs in _corpus_files().values() for f in fs]
-    bench_wordpiece.build_vocab(files, str(path))
+    wordpiece_reference.build_vocab(files, str(path))
     return str(path)
 
 
@@ -61,7 +60,7 @@ def oracle_ids(oracle, text):
 def test_vocabulary_like_the_official_chinese(wp, corpora):
     assert wp.vocab_size == 21128
     assert (wp.pad_id, wp.unk_id, wp.cls_id, wp.sep_id, wp.mask_id) == (0, 100, 101, 102, 103)
-    cjk = {c for t in corpora["zh_news"] for c in t if bench_wordpiece._is_cjk(ord(c))}
+    cjk = {c for t in corpora["zh_news"] for c in t if wordpiece_reference._is_cjk(ord(c))}
     assert len(cjk) > 3000
     assert all(c in wp.token_to_id and "##" + c in wp.token_to_id for c in cjk)
 
@@ -121,7 +120,7 @@ def edge_vocab(tmp_path_factory):
     head = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     words = collections.Counter()
     for text in EDGE_CASES:
-        cased, lower = (bench_wordpiece._basic_words(text, x) for x in (False, True))
+        cased, lower = (wordpiece_reference._basic_words(text, x) for x in (False, True))
         for word in cased + lower:
             if len(word) <= 100:
                 words[word] += 1
@@ -136,8 +135,8 @@ def edge_vocab(tmp_path_factory):
 @pytest.mark.parametrize("lower", [True, False])
 def test_edge_cases(edge_vocab, lower):
     """Ours (Python and in-graph) vs the plain-Python reference written from the official
-    algorithm (bench/wordpiece.py) on control, whitespace, CJK, accent, case, punctuation
-    and length edge cases; and vs the oracle except where it departs from the official
+    algorithm (tests/support/wordpiece_reference.py) on control, whitespace, CJK, accent, case,
+    punctuation and length edge cases; and vs the oracle except where it departs from the official
     code (it matches special tokens spelled in text)."""
     import tensorflow as tf
 
@@ -145,7 +144,7 @@ def test_edge_cases(edge_vocab, lower):
 
     path, vocab = edge_vocab
     wp = WordPieceTokenizer(path, do_lower_case=lower)
-    expected = [bench_wordpiece.reference_encode(t, vocab, lower) for t in EDGE_CASES]
+    expected = [wordpiece_reference.reference_encode(t, vocab, lower) for t in EDGE_CASES]
     assert [wp.encode(t) for t in EDGE_CASES] == expected
     assert wp.encode_batch(EDGE_CASES) == expected
     assert wp.graph_tokenizer()(tf.constant(EDGE_CASES)).to_list() == expected
@@ -169,9 +168,9 @@ def test_cjk_spacing_commutes_with_case_and_accents():
     for cp in range(sys.maxunicode + 1):
         if 0xD800 <= cp <= 0xDFFF:
             continue
-        cjk = bench_wordpiece._is_cjk(cp)
+        cjk = wordpiece_reference._is_cjk(cp)
         for c in unicodedata.normalize("NFD", chr(cp).lower()):
-            if bench_wordpiece._is_cjk(ord(c)) != cjk:
+            if wordpiece_reference._is_cjk(ord(c)) != cjk:
                 assert cjk and unicodedata.category(c) == "Mn", hex(cp)
 
 

@@ -3,18 +3,18 @@ albert`: start log-probs, ends conditioned on the start, a start_n_top × end_n_
 an answer-class logit deciding "no answer") against start/end logits with the BERT-style
 [CLS] null score (`--squad_head bert`).
 
-    python bench/squad_v2_heads.py [--work_dir /work/bench_out/squad_v2_heads]
+    python -m experiments.squad_v2_heads [--work_dir out/squad_v2_heads]
         [--inits pretrained scratch] [--heads albert bert] [--budget_minutes 45]
 
 Why: the two heads decide "no answer" differently (a learned classifier against comparing
 the [CLS] span score with the best span), and only the same data, steps, seed and model
 tell which of them a small CPU-trained model gets more out of.
 
-Data: slices of SQuAD v2.0 dev (../shared/data/squad/dev-v2.0.json) by article, written
+Data: slices of SQuAD v2.0 dev ($ALBERT_TF_DATA/squad/dev-v2.0.json) by article, written
 to WORK_DIR/data: articles [0, 25) to train, [25, 30) to predict and score, [30, 35) to
 tune the no-answer threshold on (never the scored set). Every run is the same
 `run_squad.py` command but for `--squad_head` (and, for `scratch`, no `--init_checkpoint`):
-the 4-layer H=256 model of bench/sop_vs_nsp.py, `pretrained` starting from its SOP run's
+the 4-layer H=256 model of experiments/sop_vs_nsp.py, `pretrained` starting from its SOP run's
 checkpoint, max_seq_length 128, doc_stride 64, max_query_length 64, batch 32, the same
 steps, peak learning rate and seed. Each run writes WORK_DIR/runs/HEAD_INIT (its
 eval_results.json) and WORK_DIR/logs/HEAD_INIT.log.
@@ -48,8 +48,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEV = os.path.join(os.path.dirname(ROOT), "shared", "data", "squad", "dev-v2.0.json")
-PRETRAINED = "/work/bench_out/sop_vs_nsp"
+DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
+DEV = os.path.join(DATA, "squad", "dev-v2.0.json")
+PRETRAINED = "out/sop_vs_nsp"
 SLICES = {"train": (0, 25), "predict": (25, 30), "tune": (30, 35)}
 
 
@@ -328,9 +329,9 @@ def markdown(records: list[dict], floor: dict, slices: dict, args) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--work_dir", default="/work/bench_out/squad_v2_heads")
+    p.add_argument("--work_dir", default="out/squad_v2_heads")
     p.add_argument("--dev_file", default=DEV)
-    p.add_argument("--pretrained_dir", default=PRETRAINED, help="bench/sop_vs_nsp.py output")
+    p.add_argument("--pretrained_dir", default=PRETRAINED, help="experiments/sop_vs_nsp.py output")
     p.add_argument("--heads", nargs="+", default=["albert", "bert"], choices=["albert", "bert"])
     p.add_argument(
         "--inits", nargs="+", default=["pretrained", "scratch"], choices=["pretrained", "scratch"]
@@ -346,7 +347,7 @@ def main() -> int:
     p.add_argument("--max_wait_minutes", type=float, default=40.0)
     p.add_argument("--fresh", action="store_true", help="rerun runs that have results")
     args = p.parse_args()
-    from cases import report_logger  # (bench/, the script's folder, is on sys.path)
+    from experiments.report import report_logger
 
     log = report_logger(args.work_dir)
     slices = write_slices(args.dev_file, os.path.join(args.work_dir, "data"))

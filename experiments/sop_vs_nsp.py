@@ -1,11 +1,11 @@
 """The paper's Table 5 at small scale: pretraining with SOP vs NSP, each model evaluated on
 both tasks' held-out sets — and the proof that pretraining learns on real text.
 
-    python bench/sop_vs_nsp.py [--steps 3000] [--output_dir out/sop_vs_nsp]
+    python -m experiments.sop_vs_nsp [--steps 3000] [--output_dir out/sop_vs_nsp]
 
 Setting: a tiny ALBERT (4 layers sharing one block, H=256, E=64, 4 heads, FFN 1024) with
 an 8k SentencePiece vocabulary trained (ALBERT's recipe) on the training text: the State of
-the Union and inaugural addresses plus WikiText-2 valid (../shared/data/corpus). Held-out
+the Union and inaugural addresses plus WikiText-2 valid ($ALBERT_TF_DATA/corpus). Held-out
 documents: WikiText-2 test (other articles). Pretraining data with
 `create_pretraining_data` (max_seq_length 128, dupe_factor 5), `--sentence_order sop` and
 `nsp` from the same text and seed; both models get the same steps, batch and LAMB
@@ -28,7 +28,10 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "corpus")
+DATA = os.path.join(
+    os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data")),
+    "corpus",
+)
 
 TINY = {
     "vocab_size": 8000,
@@ -186,7 +189,7 @@ def main() -> int:
     p.add_argument("--max_eval_batches", type=int, default=50)
     p.add_argument("--only", choices=["sop", "nsp"], default=None)
     args = p.parse_args()
-    from cases import report_logger
+    from experiments.report import report_logger
 
     log = report_logger(args.output_dir)
 

@@ -1,10 +1,10 @@
 """GLUE fine-tuning on CPU from a small model pretrained by run_pretraining.py on the shared
 corpus — and the same fine-tuning from scratch, to show what pretraining buys.
 
-    python bench/glue_finetune.py [--pretrained_dir out/sop_vs_nsp] \\
+    python -m experiments.glue_finetune [--pretrained_dir out/sop_vs_nsp] \\
         [--output_dir out/glue_finetune] [--tasks sst-2,mrpc,cola,sts-b,rte] [--seeds 1]
 
-The pretrained model is bench/sop_vs_nsp.py's SOP model (4 layers sharing one block,
+The pretrained model is experiments/sop_vs_nsp.py's SOP model (4 layers sharing one block,
 H=256, E=64, 8k SentencePiece vocabulary, pretrained with SOP + n-gram MLM on the State of
 the Union / inaugural addresses and WikiText-2 valid). If `--pretrained_dir` holds no
 `run_sop/checkpoints`, that script is run first (`--only sop`, `--pretrain_steps` steps).
@@ -24,7 +24,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GLUE = os.path.join(os.path.dirname(ROOT), "shared", "data", "glue")
+DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
+GLUE = os.path.join(DATA, "glue")
 
 # task: (folder, max_seq_length, training steps at batch 32)
 TASKS = {
@@ -103,7 +104,7 @@ def main() -> int:
     )
     p.add_argument("--dtype", default="float32")
     args = p.parse_args()
-    from cases import report_logger
+    from experiments.report import report_logger
 
     log = report_logger(args.output_dir)
 
@@ -112,7 +113,8 @@ def main() -> int:
         subprocess.run(
             [
                 sys.executable,
-                os.path.join(ROOT, "bench", "sop_vs_nsp.py"),
+                "-m",
+                "experiments.sop_vs_nsp",
                 "--only",
                 "sop",
                 f"--output_dir={args.pretrained_dir}",

@@ -1,0 +1,73 @@
+"""Runners start quietly on a CPU machine (data_pipeline.quiet): no CUDA, cuInit or oneDNN
+line on stderr unless the user asks for TensorFlow's logs with TF_CPP_MIN_LOG_LEVEL=0.
+
+The subprocesses run with the user's environment as it comes: no TF_CPP_MIN_LOG_LEVEL, no
+CUDA_VISIBLE_DEVICES (the harness sets both for the other command-line tests)."""
+
+import json
+import os
+
+from data_pipeline.quiet import filter_startup_lines
+from tests.support.harness import CLI_ENV, run_cli
+from tests.workflows.test_run_classifier import TINY
+
+NOISE = ("cuda", "cuinit", "onednn", "absl::initializelog")
+
+
+def user_env(**extra):
+    env = {
+        k: v
+        for k, v in CLI_ENV.items()
+        if k not in ("TF_CPP_MIN_LOG_LEVEL", "CUDA_VISIBLE_DEVICES")
+    }
+    return {**env, **extra}
+
+
+def noise(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if any(w in line.lower() for w in NOISE)]
+
+
+def test_filter_drops_abseil_lines_below_the_level_and_keeps_the_rest():
+    text = (
+        "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+        "I0000 00:00:1795693884.274341   25825 port.cc:153] oneDNN custom operations are on.\n"
+        "W0000 00:00:1795693884.274700   25825 cudart_stub.cc:31] Could not find cuda drivers\n"
+        "a Python warning\n"
+    )
+    assert filter_startup_lines(text, 2) == "a Python warning\n"
+    kept = filter_startup_lines(text, 1)
+    assert "oneDNN" not in kept and "cuda drivers" in kept and "absl::InitializeLog" in kept
+    assert filter_startup_lines(text, 0) == text
+
+
+def test_runner_help_is_quiet_unless_the_user_asks_for_tensorflow_logs():
+    quiet = run_cli("run_squad.py", "--help", env=user_env(), timeout=120)
+    assert "--train_file" in quiet.stdout, quiet.report()  # absl's --help exits 1
+    assert not noise(quiet.stderr), quiet.stderr
+    loud = run_cli("run_squad.py", "--help", env=user_env(TF_CPP_MIN_LOG_LEVEL="0"), timeout=120)
+    assert "--train_file" in loud.stdout, loud.report()
+    assert any("oneDNN" in line for line in noise(loud.stderr)), loud.stderr
+
+
+def test_a_short_training_run_is_quiet(tmp_path, shared_data):
+    config = tmp_path / "albert_config.json"
+    config.write_text(json.dumps(TINY))
+    out = tmp_path / "rte"
+    run = run_cli(
+        "run_classifier.py",
+        "--task_name=rte",
+        f"--data_dir={shared_data / 'glue' / 'RTE'}",
+        f"--output_dir={out}",
+        f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
+        f"--albert_config_file={config}",
+        "--max_seq_length=64",
+        "--train_batch_size=8",
+        "--train_step=2",
+        "--steps_per_loop=1",
+        "--do_train",
+        env=user_env(),
+        timeout=300,
+    )
+    assert run.returncode == 0, run.report()
+    assert os.path.isdir(out / "checkpoints")
+    assert not noise(run.stderr), run.stderr

@@ -101,13 +101,16 @@ def _captured(call, drop_cuinit=False):
 def _quiet_device_setup(context_class) -> None:
     """On a machine where TensorFlow found no CUDA driver, its runtime still calls cuInit
     when it first lists or creates devices and logs the failure at ERROR level. The two
-    methods that do so run under `_captured`, which drops that one line."""
+    methods that do so run under `_captured`, which drops that one line. Each wrapper puts
+    the original method back after its first call (device set-up happens once; later calls,
+    e.g. `ensure_initialized` on every eager op, run unwrapped)."""
     for name in ("ensure_initialized", "_initialize_physical_devices"):
         method = getattr(context_class, name, None)
         if method is None:
             continue
 
-        def quiet(self, *args, _method=method, **kwargs):
+        def quiet(self, *args, _method=method, _name=name, **kwargs):
+            setattr(context_class, _name, _method)
             return _captured(lambda: _method(self, *args, **kwargs), drop_cuinit=True)
 
         setattr(context_class, name, quiet)

@@ -137,10 +137,12 @@ def _no_prefix_processor(model_proto: bytes):
     return spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
 
 
-_REWRITES: dict[str, dict[int, list[int]]] = {}
+_REWRITES: dict[bytes, dict[int, list[int]]] = {}
 
 
 def _digit_comma_rewrites(tokenizer: AlbertTokenizer) -> dict[int, list[int]]:
-    if tokenizer.checksum not in _REWRITES:
-        _REWRITES[tokenizer.checksum] = tokenizer.digit_comma_rewrites()
-    return _REWRITES[tokenizer.checksum]
+    """The tokenizer's "<digit>," table, built once per SentencePiece model."""
+    key = tokenizer.model_proto  # (bytes keep their hash once computed)
+    if key not in _REWRITES:
+        _REWRITES[key] = tokenizer.digit_comma_rewrites()
+    return _REWRITES[key]

@@ -1,0 +1,114 @@
+"""Sentence-pair similarity data and its evaluation for embedding models: STS-B pairs as
+features for each side, embeddings in batches, and Spearman's rank correlation of the
+pairs' cosine similarity with the gold scores (the STS benchmark's metric for embeddings,
+as sentence-transformers' EmbeddingSimilarityEvaluator reports it).
+
+The pairs come from data_pipeline.classification's GLUE reader (STS-B is a regression
+task there: header and score range checked, errors name file:line); each sentence is
+encoded alone, `[CLS] sentence [SEP]`, by the classification features' packer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from data_pipeline.classification.data import Example, read_task
+from data_pipeline.classification.features import convert_examples
+
+
+@dataclasses.dataclass(frozen=True)
+class SentencePairs:
+    """N sentence pairs as model features.
+
+    first, second: {input_ids, input_mask, segment_ids}, int32 [N, max_seq_length] each.
+    scores: float32 [N], the gold scores (STS-B: 0-5).
+    """
+
+    first: dict
+    second: dict
+    scores: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def take(self, n: int) -> SentencePairs:
+        """The first n pairs."""
+        return SentencePairs(
+            {k: v[:n] for k, v in self.first.items()},
+            {k: v[:n] for k, v in self.second.items()},
+            self.scores[:n],
+        )
+
+
+def single_sentence_features(texts: list[str], tokenizer, max_seq_length: int) -> dict:
+    """Texts → {input_ids, input_mask, segment_ids} int32 [N, max_seq_length]:
+    `[CLS] text [SEP]`, cut at the end to fit, zero padding."""
+    examples = [Example(str(i), t, None, None) for i, t in enumerate(texts)]
+    features = convert_examples(examples, tokenizer, max_seq_length, labels=None)
+    return {k: features[k].astype(np.int32) for k in ("input_ids", "input_mask", "segment_ids")}
+
+
+def sts_pairs(
+    data_dir: str, split: str, tokenizer, max_seq_length: int, limit: int | None = None
+) -> SentencePairs:
+    """STS-B `split` ("train" or "dev") of a GLUE STS-B directory → `SentencePairs`
+    (the first `limit` pairs only, when given: the whole file is still read and checked)."""
+    if split not in ("train", "dev"):
+        raise ValueError(f"split {split!r}: STS-B pairs with scores are 'train' or 'dev'")
+    examples = read_task(data_dir, "sts-b", split)[:limit]
+    return SentencePairs(
+        single_sentence_features([e.text_a for e in examples], tokenizer, max_seq_length),
+        single_sentence_features([e.text_b for e in examples], tokenizer, max_seq_length),
+        np.array([e.label for e in examples], np.float32),
+    )
+
+
+def embed(embedder, features: dict, batch_size: int = 64) -> np.ndarray:
+    """`AlbertEmbedder` over features [N, S] in batches (no dropout) → float32 [N, H]."""
+    n = len(features["input_ids"])
+    out = [
+        embedder({k: v[i : i + batch_size] for k, v in features.items()}, training=False)[
+            "embeddings"
+        ].numpy()
+        for i in range(0, n, batch_size)
+    ]
+    return np.concatenate(out).astype(np.float32)
+
+
+def rankdata(x) -> np.ndarray:
+    """Ranks 1..N of a 1-D array, ties given the mean of the ranks they span (float64)."""
+    x = np.asarray(x, np.float64)
+    order = np.argsort(x, kind="mergesort")
+    ranks = np.empty(len(x), np.float64)
+    ranks[order] = np.arange(1, len(x) + 1)
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    sums = np.bincount(inverse, weights=ranks)
+    return sums[inverse] / counts[inverse]
+
+
+def spearman(x, y) -> float:
+    """Spearman's rank correlation: Pearson's correlation of the (tie-averaged) ranks.
+    NaN when either side is constant (no ranking to correlate)."""
+    x, y = np.asarray(x).ravel(), np.asarray(y).ravel()
+    if len(x) != len(y) or len(x) < 2:
+        raise ValueError(f"spearman needs equally long series of ≥ 2 values: {len(x)} vs {len(y)}")
+    rx, ry = rankdata(x) - (len(x) + 1) / 2, rankdata(y) - (len(y) + 1) / 2
+    denominator = np.sqrt(np.sum(rx * rx) * np.sum(ry * ry))
+    return float(np.sum(rx * ry) / denominator) if denominator > 0 else float("nan")
+
+
+def cosine_scores(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """float [N, H], [N, H] → float64 [N]: cos(u_i, v_i) (0 where a vector is zero)."""
+    u, v = np.asarray(u, np.float64), np.asarray(v, np.float64)
+    norms = np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1)
+    return np.sum(u * v, axis=1) / np.maximum(norms, 1e-12)
+
+
+def cosine_spearman(embedder, pairs: SentencePairs, batch_size: int = 64) -> float:
+    """Spearman's correlation of cos(embedding(first), embedding(second)) with the gold
+    scores: the STS evaluation of an embedding model."""
+    u = embed(embedder, pairs.first, batch_size)
+    v = embed(embedder, pairs.second, batch_size)
+    return spearman(cosine_scores(u, v), pairs.scores)

@@ -1,11 +1,11 @@
 """Fill-mask latency at batch 1: albert_tf's `MaskFiller` vs Hugging Face's fill-mask pipeline
 on the same weights.
 
-    python bench/fill_mask.py [--config base] [--calls 30] [--top_k 5] [--threads 1]
+    python -m bench.fill_mask [--config base] [--calls 30] [--top_k 5] [--threads 1]
 
 One model with random weights (latency does not depend on them) in both frameworks: a
 Hugging Face AlbertForMaskedLM of the config (ALBERT-base by default; vocabulary of the
-German ALBERT-recipe SentencePiece model of ../shared/data/spm) saved with save_pretrained,
+German ALBERT-recipe SentencePiece model of $ALBERT_TF_DATA/spm) saved with save_pretrained,
 and our AlbertPretrainer loaded from it (read_transformers + assign_official). The inputs
 are real sentences (the 2021 inaugural address) with one word masked, one text per call;
 each call goes from text to the top-k candidates (tokenization included). Median and 90th
@@ -25,8 +25,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
-sys.path.insert(0, ROOT)
+DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 
 
 def sentences(n: int) -> list[str]:

@@ -1,7 +1,8 @@
 """Imports official TF1, TF-Hub v1, brightmart/albert_zh and Hugging Face ALBERT weights into
 this project's format.
 
-    python -m albert_tf.checkpoints.convert --source {tf1,tfhub,brightmart,transformers} \
+    python -m albert_tf.checkpoints.convert --source {tf1,tfhub,brightmart,transformers,
+        model_garden,tfhub_v2} \
         --input PATH --output_dir DIR [--albert_config_file FILE]
     python -m albert_tf.checkpoints.convert --to {transformers,keras_hub} --input OURS \
         --output_dir DIR [--spm_model_file M | --vocab_file V]
@@ -47,13 +48,14 @@ from albert_tf.checkpoints.brightmart import (
     brightmart_to_official,
     is_brightmart,
 )
+from albert_tf.checkpoints.model_garden import MODEL_GARDEN_SOURCES, read_model_garden
 from albert_tf.checkpoints.transformers import transformers_finetuned_task
 from albert_tf.modeling.config import AlbertConfig
 from data_pipeline.io.atomic import output_lock, write_json
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 
-SOURCES = ("tf1", "tfhub", "brightmart", "transformers")
+SOURCES = ("tf1", "tfhub", "brightmart", "transformers", *MODEL_GARDEN_SOURCES)
 TARGETS = ("transformers", "keras_hub")
 
 
@@ -77,8 +79,12 @@ def convert(
 
 def _convert(source, input_path, output_dir, albert_config_file) -> dict:
     unknown: list[str] = []
-    translation = None
-    if source == "transformers":
+    translation = model_garden = None
+    if source in MODEL_GARDEN_SOURCES:
+        config, weights, unknown, model_garden = read_model_garden(
+            source, input_path, albert_config_file
+        )
+    elif source == "transformers":
         config, weights, unknown = read_transformers(input_path)
         if albert_config_file:
             config = AlbertConfig.from_json_file(albert_config_file)
@@ -137,6 +143,8 @@ def _convert(source, input_path, output_dir, albert_config_file) -> dict:
         "unused_source_variables": result.unused,
         "unrecognized_source_keys": unknown,
     }
+    if model_garden is not None:
+        report["model_garden"] = model_garden
     if translation is not None:
         report["brightmart"] = {
             "source_embedding_size": translation.source_embedding_size,

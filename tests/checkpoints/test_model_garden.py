@@ -1,0 +1,152 @@
+"""`convert --source model_garden` and `--source tfhub_v2` against Model Garden itself.
+
+tf-models-official cannot live in .venv (it pins its own TensorFlow and tf-keras), so
+tests/support/model_garden_reference.py runs in `.venv-modelgarden`
+(requirements-modelgarden.txt; `MODEL_GARDEN_PYTHON` overrides the interpreter; skipped
+when absent). It builds a tiny AlbertEncoder with BertPretrainer / BertPretrainerV2 heads
+from random weights with Model Garden's own classes, saves their object-based
+checkpoints, exports a TF-Hub v2 SavedModel with Model Garden's export_tfhub_lib, and
+writes the outputs for fixed inputs. The converted checkpoints, loaded into this
+project's AlbertPretrainer, must give those outputs within 1e-5, and every variable of
+the source must be accounted for in conversion_report.json.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertConfig, AlbertPretrainer, load_checkpoint
+from tests.support.harness import CLI_ENV, ROOT, SHARED_DATA, run_cli
+
+MG_PYTHON = pathlib.Path(
+    os.environ.get("MODEL_GARDEN_PYTHON", ROOT / ".venv-modelgarden" / "bin" / "python")
+)
+SCRIPT = ROOT / "tests" / "support" / "model_garden_reference.py"
+# Only stored in the SavedModel as an asset (export_tfhub_lib requires a vocabulary).
+SPM = SHARED_DATA / "spm" / "test_sentencepiece_1k.model"
+TOLERANCE = 1e-5
+CONVERT = ("-m", "albert_tf.checkpoints.convert")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    if not MG_PYTHON.exists():
+        pytest.skip(
+            f"no Model Garden venv at {MG_PYTHON} (make install-modelgarden, or set "
+            f"MODEL_GARDEN_PYTHON)"
+        )
+    if not SPM.exists():
+        pytest.skip(f"real data not available: {SPM} is absent")
+    out = tmp_path_factory.mktemp("model_garden")
+    env = {k: v for k, v in CLI_ENV.items() if k != "PYTHONPATH"}  # nothing of ours
+    run = subprocess.run(
+        [str(MG_PYTHON), str(SCRIPT), str(out), str(SPM)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stderr[-5000:]
+    return out
+
+
+def _source_variable_count(prefix) -> int:
+    """Checkpoint keys other than the object graph (a shared variable has one key)."""
+    return sum(1 for name, _ in tf.train.list_variables(str(prefix)) if not name.startswith("_"))
+
+
+CASES = {  # id: (source, input, config flag?, heads in the source)
+    "pretrainer": ("model_garden", "pretrainer", True, ["mlm_head", "sop_head"]),
+    "pretrainer_v2": ("model_garden", "pretrainer_v2", True, ["mlm_head"]),
+    "tfhub_v2": ("tfhub_v2", "hub", False, ["mlm_head"]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_converted_model_gives_model_gardens_outputs(reference, tmp_path, case):
+    source, name, with_config, heads = CASES[case]
+    out = tmp_path / "converted"
+    args = ["--source", source, "--input", reference / name, "--output_dir", out]
+    if with_config:
+        args += ["--albert_config_file", reference / "albert_config.json"]
+    run = run_cli(*CONVERT, *args)
+    assert run.returncode == 0, run.report()
+
+    report = json.loads((out / "conversion_report.json").read_text())
+    mg = report["model_garden"]
+    assert report["heads_written"] == heads
+    assert report["unrecognized_source_keys"] == []
+    assert report["unused_source_variables"] == []
+    assert mg["not_imported"] == {}
+    assert mg["config_fields_defaulted"] == {}
+    variables = reference / name / ("variables/variables" if name == "hub" else "ckpt-1")
+    assert len(mg["renamed"]) + len(mg["skipped"]) == _source_variable_count(variables)
+    expected = 30 + 2 * ("sop_head" in heads)  # encoder 25, MLM head 5, SOP head 2
+    assert report["variables_assigned"] == len(mg["renamed"]) == expected
+
+    # The config: given, or (SavedModel) read from Model Garden's own record of it.
+    written = json.loads((out / "albert_config.json").read_text())
+    for key, value in json.loads((reference / "albert_config.json").read_text()).items():
+        assert written[key] == value, key
+
+    config = AlbertConfig.from_json_file(out / "albert_config.json")
+    model = AlbertPretrainer(config)
+    model.build()
+    load_report = load_checkpoint(model, str(out))
+    assert sorted(load_report.restored) == sorted(["encoder", *heads])
+    inputs = np.load(reference / "inputs.npz")
+    outputs = model(
+        {
+            "input_ids": inputs["input_word_ids"],
+            "input_mask": inputs["input_mask"],
+            "segment_ids": inputs["input_type_ids"],
+            "masked_lm_positions": inputs["masked_lm_positions"],
+        }
+    )
+    compared = ["sequence_output", "pooled_output", "mlm_logits"]
+    compared += ["sop_logits"] if "sop_head" in heads else []
+    for key in compared:
+        want = np.load(reference / f"{key}.npy")
+        got = np.asarray(outputs[key])
+        diff = float(np.max(np.abs(got - want)))
+        print(f"{case} {key}: max abs difference {diff:.2e}")
+        assert diff <= TOLERANCE, (key, diff)
+
+
+def test_a_checkpoint_without_config_names_the_flag(reference, tmp_path):
+    run = run_cli(
+        *CONVERT, "--source", "model_garden", "--input", reference / "pretrainer_v2",
+        "--output_dir", tmp_path / "out",
+    )  # fmt: skip
+    assert run.returncode == 1, run.report()
+    error = run.stderr.strip().splitlines()[-1]
+    assert "num_hidden_layers" in error and "--albert_config_file" in error
+    assert str(reference / "pretrainer_v2") in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_config_with_another_head_count_is_refused(reference, tmp_path):
+    config = json.loads((reference / "albert_config.json").read_text())
+    config["num_attention_heads"] = 4  # still divides H, and every shape still fits
+    path = tmp_path / "albert_config.json"
+    path.write_text(json.dumps(config))
+    run = run_cli(
+        *CONVERT, "--source", "model_garden", "--input", reference / "pretrainer",
+        "--output_dir", tmp_path / "out", "--albert_config_file", path,
+    )  # fmt: skip
+    assert run.returncode == 1, run.report()
+    error = run.stderr.strip().splitlines()[-1]
+    assert str(path) in error and "num_attention_heads=4 (weights: 2)" in error
+
+
+def test_tfhub_v2_needs_a_saved_model_and_model_garden_an_object_checkpoint(reference, tmp_path):
+    run = run_cli(
+        *CONVERT, "--source", "tfhub_v2", "--input", reference / "pretrainer",
+        "--output_dir", tmp_path / "a",
+    )  # fmt: skip
+    assert run.returncode == 1 and "saved_model.pb not found" in run.stderr, run.report()

@@ -4,10 +4,12 @@ this project's format.
     python -m albert_tf.checkpoints.convert --source {tf1,tfhub,brightmart,transformers,
         model_garden,tfhub_v2} \
         --input PATH --output_dir DIR [--albert_config_file FILE]
-    python -m albert_tf.checkpoints.convert --to {transformers,keras_hub} --input OURS \
+    python -m albert_tf.checkpoints.convert --to {transformers,keras_hub,model_garden} \
+        --input OURS \
         --output_dir DIR [--spm_model_file M | --vocab_file V]
 
-(`--to`: the other way, albert_tf.checkpoints.export_transformers / export_keras_hub.)
+(`--to`: the other way, albert_tf.checkpoints.export_transformers / export_keras_hub /
+export_model_garden.)
 
 `--source brightmart` takes brightmart/albert_zh's own layout (albert_tf.checkpoints.brightmart:
 their word-embedding projection is folded into the word table, so the written config has
@@ -56,7 +58,7 @@ from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 
 SOURCES = ("tf1", "tfhub", "brightmart", "transformers", *MODEL_GARDEN_SOURCES)
-TARGETS = ("transformers", "keras_hub")
+TARGETS = ("transformers", "keras_hub", "model_garden")
 
 
 def convert(
@@ -276,9 +278,14 @@ def main(argv=None) -> int:
         return 2
     if fl.to:
         from albert_tf.checkpoints.export_keras_hub import export_keras_hub
+        from albert_tf.checkpoints.export_model_garden import export_model_garden
         from albert_tf.checkpoints.export_transformers import export_transformers
 
-        write = export_transformers if fl.to == "transformers" else export_keras_hub
+        write = {
+            "transformers": export_transformers,
+            "keras_hub": export_keras_hub,
+            "model_garden": export_model_garden,
+        }[fl.to]
         try:
             report = write(
                 fl.input, fl.output_dir, fl.albert_config_file, fl.spm_model_file, fl.vocab_file
@@ -292,7 +299,7 @@ def main(argv=None) -> int:
             f"{report['vocabulary'] or 'none (give --spm_model_file or --vocab_file)'}"
         )
         if report.get("not_written"):
-            print(f"no KerasHub counterpart, not written: {', '.join(report['not_written'])}")
+            print(f"no counterpart in the target, not written: {', '.join(report['not_written'])}")
         return 0
     try:
         report = convert(fl.source, fl.input, fl.output_dir, fl.albert_config_file)

@@ -8,7 +8,8 @@ from random weights with Model Garden's own classes, saves their object-based
 checkpoints, exports a TF-Hub v2 SavedModel with Model Garden's export_tfhub_lib, and
 writes the outputs for fixed inputs. The converted checkpoints, loaded into this
 project's AlbertPretrainer, must give those outputs within 1e-5, and every variable of
-the source must be accounted for in conversion_report.json.
+the source must be accounted for in conversion_report.json. The other way
+(`--to model_garden`), Model Garden restores our checkpoint and must give our outputs.
 """
 
 import json
@@ -21,6 +22,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertPretrainer, load_checkpoint
+from albert_tf.checkpoints import save_checkpoint
 from tests.support.harness import CLI_ENV, ROOT, SHARED_DATA, run_cli
 
 MG_PYTHON = pathlib.Path(
@@ -31,6 +33,7 @@ SCRIPT = ROOT / "tests" / "support" / "model_garden_reference.py"
 SPM = SHARED_DATA / "spm" / "test_sentencepiece_1k.model"
 TOLERANCE = 1e-5
 CONVERT = ("-m", "albert_tf.checkpoints.convert")
+OUTPUTS = ("sequence_output", "pooled_output", "mlm_logits")
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +56,17 @@ def reference(tmp_path_factory):
     )
     assert run.returncode == 0, run.stderr[-5000:]
     return out
+
+
+def _our_inputs(reference) -> dict:
+    """The reference's fixed inputs (Model Garden's input names) under ours."""
+    inputs = np.load(reference / "inputs.npz")
+    return {
+        "input_ids": inputs["input_word_ids"],
+        "input_mask": inputs["input_mask"],
+        "segment_ids": inputs["input_type_ids"],
+        "masked_lm_positions": inputs["masked_lm_positions"],
+    }
 
 
 def _source_variable_count(prefix) -> int:
@@ -99,17 +113,8 @@ def test_converted_model_gives_model_gardens_outputs(reference, tmp_path, case):
     model.build()
     load_report = load_checkpoint(model, str(out))
     assert sorted(load_report.restored) == sorted(["encoder", *heads])
-    inputs = np.load(reference / "inputs.npz")
-    outputs = model(
-        {
-            "input_ids": inputs["input_word_ids"],
-            "input_mask": inputs["input_mask"],
-            "segment_ids": inputs["input_type_ids"],
-            "masked_lm_positions": inputs["masked_lm_positions"],
-        }
-    )
-    compared = ["sequence_output", "pooled_output", "mlm_logits"]
-    compared += ["sop_logits"] if "sop_head" in heads else []
+    outputs = model(_our_inputs(reference))
+    compared = list(OUTPUTS) + (["sop_logits"] if "sop_head" in heads else [])
     for key in compared:
         want = np.load(reference / f"{key}.npy")
         got = np.asarray(outputs[key])
@@ -150,3 +155,53 @@ def test_tfhub_v2_needs_a_saved_model_and_model_garden_an_object_checkpoint(refe
         "--output_dir", tmp_path / "a",
     )  # fmt: skip
     assert run.returncode == 1 and "saved_model.pb not found" in run.stderr, run.report()
+
+
+def test_our_model_leaves_for_model_garden_and_its_tfhub_export_comes_back(reference, tmp_path):
+    """`--to model_garden`: Model Garden restores it as export_tfhub_lib does (every
+    object and value of the checkpoint matched: assert_consumed) and computes our outputs;
+    its own TF-Hub export of it imports back (`--source tfhub_v2`) to the same model."""
+    config = AlbertConfig.from_json_file(reference / "albert_config.json")
+    model = AlbertPretrainer(config)
+    model.build()
+    rng = np.random.default_rng(5)
+    for w in model.weights:
+        w.assign((1.0 if "gamma" in w.path else 0.0) + rng.normal(0, 0.2, w.shape))
+    ours = tmp_path / "ours"
+    save_checkpoint(model, str(ours), config)
+    run = run_cli(
+        *CONVERT, "--to", "model_garden", "--input", ours, "--output_dir", tmp_path / "mg"
+    )
+    assert run.returncode == 0, run.report()
+    assert "not written: sop_head" in run.stdout
+
+    restored = tmp_path / "restored"
+    restored.mkdir()
+    (restored / "inputs.npz").write_bytes((reference / "inputs.npz").read_bytes())
+    run = subprocess.run(
+        [str(MG_PYTHON), str(SCRIPT), "restore", str(tmp_path / "mg"), str(restored), str(SPM)],
+        env={k: v for k, v in CLI_ENV.items() if k != "PYTHONPATH"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stderr[-5000:]
+    back = tmp_path / "back"
+    run = run_cli(
+        *CONVERT, "--source", "tfhub_v2", "--input", restored / "hub", "--output_dir", back
+    )
+    assert run.returncode == 0, run.report()
+    returned = AlbertPretrainer(AlbertConfig.from_json_file(back / "albert_config.json"))
+    returned.build()
+    load_checkpoint(returned, str(back))
+
+    inputs = _our_inputs(reference)
+    want, back_outputs = model(inputs), returned(inputs)
+    for key in OUTPUTS:
+        for route, got in (
+            ("model_garden", np.load(restored / f"{key}.npy")),
+            ("model_garden -> tfhub_v2", np.asarray(back_outputs[key])),
+        ):
+            diff = float(np.max(np.abs(got - np.asarray(want[key]))))
+            print(f"--to {route} {key}: max abs difference {diff:.2e}")
+            assert diff <= TOLERANCE, (route, key, diff)

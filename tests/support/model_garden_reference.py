@@ -5,6 +5,7 @@ TensorFlow and tf-keras), never in the project's environment, and imports nothin
 this project. tests/checkpoints/test_model_garden.py runs it as a subprocess:
 
     .venv-modelgarden/bin/python tests/support/model_garden_reference.py OUT_DIR SPM_MODEL
+    .venv-modelgarden/bin/python tests/support/model_garden_reference.py restore CKPT OUT SPM
 
 What it builds: a tiny `official.nlp.modeling.networks.AlbertEncoder` (E != H, so the
 embedding projection exists) with random weights, and on that one encoder
@@ -162,5 +163,50 @@ def main(out_dir, spm_model):
     np.testing.assert_allclose(hub_out["pooled_output"], refs["pooled_output"], atol=1e-6)
 
 
+def restore(checkpoint_dir, out_dir, spm_model):
+    """`restore CKPT_DIR OUT_DIR SPM_MODEL`: what `convert --to model_garden` wrote, restored
+    by Model Garden as export_tfhub_lib does (BertPretrainerV2.checkpoint_items, every
+    object of the checkpoint matched), then its outputs for OUT_DIR/inputs.npz and a TF-Hub
+    export of it by export_tfhub_lib (OUT_DIR/hub)."""
+    with open(os.path.join(checkpoint_dir, "albert_config.json")) as f:
+        c = json.load(f)
+    config = encoder_config()
+    for ours, theirs in (
+        ("vocab_size", "vocab_size"),
+        ("embedding_size", "embedding_width"),
+        ("hidden_size", "hidden_size"),
+        ("num_hidden_layers", "num_layers"),
+        ("num_attention_heads", "num_attention_heads"),
+        ("intermediate_size", "intermediate_size"),
+        ("max_position_embeddings", "max_position_embeddings"),
+        ("type_vocab_size", "type_vocab_size"),
+    ):
+        setattr(config.albert, theirs, c[ours])
+    config.albert.hidden_activation = c["hidden_act"]  # tf_utils names: "gelu" is the tanh form
+    encoder = encoders.build_encoder(config)
+    v2 = models.BertPretrainerV2(
+        encoder_network=encoder, mlm_activation=tf_utils.get_activation(c["hidden_act"])
+    )
+    inputs = dict(np.load(os.path.join(out_dir, "inputs.npz")))
+    v2(inputs)
+    prefix = tf.train.latest_checkpoint(checkpoint_dir) or os.path.join(checkpoint_dir, "ckpt-1")
+    status = tf.train.Checkpoint(**v2.checkpoint_items).restore(prefix)
+    status.assert_existing_objects_matched()
+    status.assert_consumed()
+    outputs = v2(inputs)
+    for name in ("sequence_output", "pooled_output", "mlm_logits"):
+        np.save(os.path.join(out_dir, f"{name}.npy"), np.asarray(outputs[name], np.float32))
+    export_tfhub_lib.export_model(
+        os.path.join(out_dir, "hub"),
+        encoder_config=config,
+        model_checkpoint_path=prefix,
+        with_mlm=True,
+        sp_model_file=spm_model,
+    )
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "restore":
+        restore(*sys.argv[2:5])
+    else:
+        main(sys.argv[1], sys.argv[2])

@@ -149,7 +149,7 @@ def model_garden_to_official(variables: list[SourceVariable], source: str) -> Tr
             continue
         if official in weights:
             raise CheckpointError(
-                f"{source}: {renamed_from(renamed, official)} and {var.name} both map to "
+                f"{source}: {_renamed_from(renamed, official)} and {var.name} both map to "
                 f"{official}: more than one ALBERT encoder in the checkpoint"
             )
         value = np.asarray(var.value)
@@ -165,7 +165,7 @@ def model_garden_to_official(variables: list[SourceVariable], source: str) -> Tr
     return Translation(weights, renamed, not_imported, skipped, unknown, heads)
 
 
-def renamed_from(renamed: dict, official: str) -> str:
+def _renamed_from(renamed: dict, official: str) -> str:
     return next(k for k, v in renamed.items() if v == official)
 
 

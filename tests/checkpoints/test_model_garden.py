@@ -205,3 +205,17 @@ def test_our_model_leaves_for_model_garden_and_its_tfhub_export_comes_back(refer
             diff = float(np.max(np.abs(got - np.asarray(want[key]))))
             print(f"--to {route} {key}: max abs difference {diff:.2e}")
             assert diff <= TOLERANCE, (route, key, diff)
+
+
+def test_a_tf1_checkpoint_is_refused_with_the_source_to_use(tmp_path):
+    """Needs no Model Garden: a name-based checkpoint has no object graph."""
+    from tests.support.references import write_tf1_checkpoint
+
+    prefix = tmp_path / "model.ckpt"
+    write_tf1_checkpoint(str(prefix), {"bert/pooler/dense/bias": np.zeros(4, np.float32)})
+    run = run_cli(
+        *CONVERT, "--source", "model_garden", "--input", prefix, "--output_dir", tmp_path / "out",
+    )  # fmt: skip
+    assert run.returncode == 1, run.report()
+    error = run.stderr.strip().splitlines()[-1]
+    assert str(prefix) in error and "--source tf1" in error

@@ -4,14 +4,19 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # The Beam writer's own environment (requirements-beam.txt says why it is separate).
 BEAM_VENV := .venv-beam
+# Model Garden's own environment for the reference models of tests/checkpoints/test_model_garden.py
+# (requirements-modelgarden.txt says why it is separate and why tf-models-official is --no-deps).
+MODEL_GARDEN_VENV := .venv-modelgarden
+MODEL_GARDEN := tf-models-official==2.20.0
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONHASHSEED ?= 0
 
-.PHONY: install install-dev install-beam demo test test-fast lint format bench bench-model bench-data bench-train bench-serving clean
+.PHONY: install install-dev install-beam install-modelgarden demo test test-fast lint format bench bench-model bench-data bench-train bench-serving clean
 
 install: $(VENV)/.runtime-installed
 install-dev: $(VENV)/.dev-installed
 install-beam: $(BEAM_VENV)/.installed
+install-modelgarden: $(MODEL_GARDEN_VENV)/.installed
 
 $(VENV)/.runtime-installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,10 +35,17 @@ $(BEAM_VENV)/.installed: requirements-beam.txt
 	$(BEAM_VENV)/bin/python -m pip install -q -r requirements-beam.txt
 	touch $@
 
+$(MODEL_GARDEN_VENV)/.installed: requirements-modelgarden.txt
+	test -x $(MODEL_GARDEN_VENV)/bin/python || $(PYTHON) -m venv $(MODEL_GARDEN_VENV)
+	$(MODEL_GARDEN_VENV)/bin/python -m pip install -q --upgrade pip
+	$(MODEL_GARDEN_VENV)/bin/python -m pip install -q -r requirements-modelgarden.txt
+	$(MODEL_GARDEN_VENV)/bin/python -m pip install -q --no-deps $(MODEL_GARDEN)
+	touch $@
+
 demo: install
 	$(PY) -m albert_tf.tools.demo
 
-test: install-dev install-beam
+test: install-dev install-beam install-modelgarden
 	$(PY) -m pytest -q tests
 
 lint: install-dev
@@ -62,4 +74,4 @@ bench-serving: install
 	$(PY) -m bench.serving
 
 clean:
-	rm -rf $(VENV) $(BEAM_VENV) .pytest_cache *.egg-info
+	rm -rf $(VENV) $(BEAM_VENV) $(MODEL_GARDEN_VENV) .pytest_cache *.egg-info

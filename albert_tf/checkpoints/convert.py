@@ -1,12 +1,15 @@
 """Imports official TF1, TF-Hub v1, brightmart/albert_zh and Hugging Face ALBERT weights into
 this project's format.
 
-    python -m albert_tf.checkpoints.convert --source {tf1,tfhub,brightmart,transformers} \
+    python -m albert_tf.checkpoints.convert --source {tf1,tfhub,brightmart,transformers,
+        model_garden,tfhub_v2} \
         --input PATH --output_dir DIR [--albert_config_file FILE]
-    python -m albert_tf.checkpoints.convert --to {transformers,keras_hub} --input OURS \
+    python -m albert_tf.checkpoints.convert --to {transformers,keras_hub,model_garden} \
+        --input OURS \
         --output_dir DIR [--spm_model_file M | --vocab_file V]
 
-(`--to`: the other way, albert_tf.checkpoints.export_transformers / export_keras_hub.)
+(`--to`: the other way, albert_tf.checkpoints.export_transformers / export_keras_hub /
+export_model_garden.)
 
 `--source brightmart` takes brightmart/albert_zh's own layout (albert_tf.checkpoints.brightmart:
 their word-embedding projection is folded into the word table, so the written config has
@@ -47,6 +50,7 @@ from albert_tf.checkpoints.brightmart import (
     brightmart_to_official,
     is_brightmart,
 )
+from albert_tf.checkpoints.model_garden import MODEL_GARDEN_SOURCES, read_model_garden
 from albert_tf.checkpoints.transformers import transformers_finetuned_task
 from albert_tf.modeling.config import AlbertConfig
 from data_pipeline.io.atomic import write_json
@@ -54,8 +58,8 @@ from data_pipeline.io.locks import output_lock
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
 
-SOURCES = ("tf1", "tfhub", "brightmart", "transformers")
-TARGETS = ("transformers", "keras_hub")
+SOURCES = ("tf1", "tfhub", "brightmart", "transformers", *MODEL_GARDEN_SOURCES)
+TARGETS = ("transformers", "keras_hub", "model_garden")
 
 
 def convert(
@@ -78,8 +82,12 @@ def convert(
 
 def _convert(source, input_path, output_dir, albert_config_file) -> dict:
     unknown: list[str] = []
-    translation = None
-    if source == "transformers":
+    translation = model_garden = None
+    if source in MODEL_GARDEN_SOURCES:
+        config, weights, unknown, model_garden = read_model_garden(
+            source, input_path, albert_config_file
+        )
+    elif source == "transformers":
         config, weights, unknown = read_transformers(input_path)
         if albert_config_file:
             config = AlbertConfig.from_json_file(albert_config_file)
@@ -138,6 +146,8 @@ def _convert(source, input_path, output_dir, albert_config_file) -> dict:
         "unused_source_variables": result.unused,
         "unrecognized_source_keys": unknown,
     }
+    if model_garden is not None:
+        report["model_garden"] = model_garden
     if translation is not None:
         report["brightmart"] = {
             "source_embedding_size": translation.source_embedding_size,
@@ -269,9 +279,14 @@ def main(argv=None) -> int:
         return 2
     if fl.to:
         from albert_tf.checkpoints.export_keras_hub import export_keras_hub
+        from albert_tf.checkpoints.export_model_garden import export_model_garden
         from albert_tf.checkpoints.export_transformers import export_transformers
 
-        write = export_transformers if fl.to == "transformers" else export_keras_hub
+        write = {
+            "transformers": export_transformers,
+            "keras_hub": export_keras_hub,
+            "model_garden": export_model_garden,
+        }[fl.to]
         try:
             report = write(
                 fl.input, fl.output_dir, fl.albert_config_file, fl.spm_model_file, fl.vocab_file
@@ -285,7 +300,7 @@ def main(argv=None) -> int:
             f"{report['vocabulary'] or 'none (give --spm_model_file or --vocab_file)'}"
         )
         if report.get("not_written"):
-            print(f"no KerasHub counterpart, not written: {', '.join(report['not_written'])}")
+            print(f"no counterpart in the target, not written: {', '.join(report['not_written'])}")
         return 0
     try:
         report = convert(fl.source, fl.input, fl.output_dir, fl.albert_config_file)

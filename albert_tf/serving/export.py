@@ -627,7 +627,7 @@ def build_module(
         load_checkpoint(model, init_checkpoint)
         return EncoderServing(model, spm_model_file, do_lower_case, max_seq_length, vocab_file)
     if task == "squad":
-        from albert_tf.serving.squad import SquadServing
+        from albert_tf.serving.tasks.squad import SquadServing
 
         model, info = finetuned.load_finetuned(init_checkpoint)
         return SquadServing(

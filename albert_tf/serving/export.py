@@ -136,7 +136,7 @@ def export_formats(
         raise ValueError(f"--export_format {unknown[0]!r} is not one of {', '.join(FORMATS)}")
     builders = serving_task(task)
     on_device = "tflite" in formats
-    check_export_dir(os.path.join(export_dir, LITERT_DIR) if on_device else export_dir)
+    check_export_dir(export_dir, LITERT_DIR if on_device else None)
     resolved = resolve(task, init_checkpoint, on_device=on_device, **options)
     paths = []
     if "savedmodel" in formats:

@@ -9,12 +9,13 @@ import os
 from data_pipeline.io import filesystem
 
 
-def check_export_dir(path: str, flag: str = "--export_dir") -> None:
-    """OSError (one line) when `path`, or a directory it would need, is not a directory that
-    exists or can be made: a file, a dangling symbolic link, or a link to a file."""
+def check_export_dir(path: str, inside: str | None = None, flag: str = "--export_dir") -> None:
+    """OSError (one line naming `flag` and `path`) when `path` (or its sub-directory
+    `inside`), or a directory above it, is not a directory that exists or can be made: a
+    file, a dangling symbolic link, or a link to a file."""
     if filesystem.is_url(path):
         return  # (object stores have no files in the way of a prefix)
-    probe = os.path.abspath(path)
+    probe = os.path.abspath(os.path.join(path, inside) if inside else path)
     while True:
         if os.path.islink(probe) and not os.path.exists(probe):
             raise FileExistsError(

@@ -42,7 +42,7 @@ def save_finetuned(model, directory: str, task: TaskInfo, tokenizer: TokenizerSp
     """
     from albert_tf.checkpoints import save_checkpoint
 
-    if task.kind not in FINETUNED_KINDS:
+    if not task.task_kind.finetuned:
         raise ValueError(f"task kind {task.kind!r} is not one of {', '.join(FINETUNED_KINDS)}")
     if filesystem.isdir(directory) and filesystem.listdir(directory):
         raise FileExistsError(

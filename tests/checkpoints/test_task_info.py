@@ -135,3 +135,35 @@ def test_each_kind_builds_its_model_and_keeps_its_rules():
     assert refused == {"squad"}
     assert not any(k.on_device_refusal(wordpiece=False) for k in KINDS.values())
     assert "on-device SQuAD files of WordPiece models" in KINDS["squad"].on_device_refusal(True)
+
+
+def test_a_new_task_family_is_one_registry_entry(tmp_path, monkeypatch):
+    """A kind added to the registry (here a multi-label classifier) reads, writes and
+    builds its model through TaskInfo with no other change."""
+    import dataclasses
+
+    from albert_tf.checkpoints.finetuned import load_finetuned, save_finetuned
+    from albert_tf.checkpoints.task_kinds.kind import TaskKind
+    from tests.support.harness import random_batch, tiny_config
+
+    @dataclasses.dataclass(frozen=True)
+    class MultiLabelFields:
+        labels: tuple[str, ...] = ()
+        threshold: float = 0.5
+
+    def model(config, fields):
+        from albert_tf.modeling.models import AlbertClassifier
+
+        return AlbertClassifier(config, len(fields.labels), dropout=0.0)
+
+    kind = TaskKind("multi_label", "multi-label", MultiLabelFields, model)
+    monkeypatch.setitem(KINDS, "multi_label", kind)
+    task = TaskInfo.build("multi_label", labels=["a", "b", "c"], threshold=0.3, max_seq_length=16)
+    built = task.model(tiny_config())
+    built.build()
+    directory = save_finetuned(built, str(tmp_path / "model"), task, None)
+    restored, back = load_finetuned(directory)
+    assert back == task and back.details.threshold == 0.3
+    batch = random_batch()
+    inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+    assert restored(inputs, training=False)["logits"].shape == (3, 3)

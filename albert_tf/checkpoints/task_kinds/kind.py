@@ -68,10 +68,8 @@ class TaskKind:
     def fields_from_json(self, data: dict):
         """The kind's fields from task.json's keys (absent: the default); ValueError with a
         one-line reason for a value of the wrong type."""
-        hints = {f.name: f.type for f in dataclasses.fields(self.fields)}
-        values = {
-            name: json_value(name, str(hints[name]), data[name]) for name in hints if name in data
-        }
+        hints = {f.name: _type_text(f.type) for f in dataclasses.fields(self.fields)}
+        values = {name: json_value(name, hints[name], data[name]) for name in hints if name in data}
         made = self.fields(**values)
         self.check(made)
         return made
@@ -89,6 +87,14 @@ class TaskKind:
                 "the savedmodel format"
             )
         return None
+
+
+def _type_text(annotation) -> str:
+    """A field's declared type as text ("float", "str | None"), whether the module that
+    declared it postpones annotations (a string already) or not (a type)."""
+    if isinstance(annotation, str):
+        return annotation
+    return annotation.__name__ if isinstance(annotation, type) else str(annotation)
 
 
 def fields_to_json(fields) -> dict:

@@ -174,12 +174,14 @@ def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> 
         serving = spec.serving_task(
             labels, source.text_pair, source.max_seq_length, FLAGS.do_lower_case, trainer.step
         )
+        from albert_tf.checkpoints.task_info import TaskInfo
+        from data_pipeline.tokenization.spec import TokenizerSpec
+
         paths = export_trained(
             trainer.model,
             export_dir,
-            serving,
-            FLAGS.spm_model_file,
-            vocab_file=FLAGS.vocab_file,
+            TaskInfo.build(**serving),
+            TokenizerSpec.from_files(FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.do_lower_case),
             **shared_flags.export_formats_from_flags(),
         )
         for path in paths:

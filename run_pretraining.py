@@ -153,6 +153,7 @@ def _main() -> int:
     print(json.dumps(result))
     if FLAGS.export_dir and run.output_dir == trainer_config.output_dir:  # the chief exports
         from albert_tf.serving.export import export_formats
+        from data_pipeline.tokenization.spec import TokenizerSpec
 
         paths = export_formats(
             "encoder",
@@ -160,8 +161,7 @@ def _main() -> int:
             FLAGS.export_dir,
             **shared_flags.export_formats_from_flags(),
             albert_config=albert_config,
-            spm_model_file=FLAGS.spm_model_file,
-            vocab_file=FLAGS.vocab_file,
+            tokenizer=TokenizerSpec.optional(FLAGS.spm_model_file, FLAGS.vocab_file),
             max_seq_length=data.max_seq_length,
             do_lower_case=data.do_lower_case is not False,
         )

@@ -215,8 +215,11 @@ def _main() -> int:
     if FLAGS.export_dir:  # (v2.0: with the tuned threshold when there is one)
         from albert_tf.serving.export import export_trained
 
-        serving = dict(
-            kind="squad",
+        from albert_tf.checkpoints.task_info import TaskInfo
+        from data_pipeline.tokenization.spec import TokenizerSpec
+
+        serving = TaskInfo.build(
+            "squad",
             version_2_with_negative=v2,
             do_lower_case=FLAGS.do_lower_case,
             max_seq_length=(train or predict_set).max_seq_length,
@@ -234,8 +237,7 @@ def _main() -> int:
             trainer.model,
             FLAGS.export_dir,
             serving,
-            FLAGS.spm_model_file,
-            vocab_file=FLAGS.vocab_file,
+            TokenizerSpec.from_files(FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.do_lower_case),
             **shared_flags.export_formats_from_flags(),
         )
         for path in paths:

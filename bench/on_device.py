@@ -79,7 +79,13 @@ EXPORT_CODE = [
         "albert_tf/serving/litert.py",
         "albert_tf/serving/litert_text.py",
         "albert_tf/serving/export.py",
-        "albert_tf/serving/squad.py",
+        "albert_tf/serving/base.py",
+        "albert_tf/serving/text_ops.py",
+        "albert_tf/serving/resolve.py",
+        "albert_tf/serving/tasks/classifier.py",
+        "albert_tf/serving/tasks/multiple_choice.py",
+        "albert_tf/serving/tasks/encoder.py",
+        "albert_tf/serving/tasks/squad.py",
         "data_pipeline/tokenization/baked_normalization.py",
         "data_pipeline/tokenization/sentencepiece_tokenizer.py",
     )
@@ -153,7 +159,7 @@ def is_fresh(args, path: str, sources: list[str]) -> bool:
 def litert_files(args, task, finetuned, directory, quantize=QUANTIZATIONS, fixed=False, **options):
     """{quantization: .tflite} of the fine-tuned model `finetuned` under `directory`,
     exported unless fresh; the export's seconds go to `args.export_seconds`."""
-    from albert_tf.serving.litert import export_tflite
+    from albert_tf.serving.export import export_tflite
 
     suffix = "-fixed" if fixed else ""
     paths = {q: os.path.join(directory, f"{task}-{q}{suffix}.tflite") for q in quantize}
@@ -199,7 +205,9 @@ def random_classifier(args, directory, config, max_seq_length: int) -> str:
     import keras
 
     from albert_tf.checkpoints.finetuned import save_finetuned
+    from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.modeling.models import AlbertClassifier
+    from data_pipeline.tokenization.spec import TokenizerSpec
 
     shutil.rmtree(directory, ignore_errors=True)
     keras.utils.set_random_seed(0)
@@ -215,7 +223,9 @@ def random_classifier(args, directory, config, max_seq_length: int) -> str:
         "text_pair": False,
     }
     args.made.add(directory)
-    return save_finetuned(model, directory, task, args.spm)
+    return save_finetuned(
+        model, directory, TaskInfo.build(**task), TokenizerSpec.from_files(args.spm)
+    )
 
 
 def base_model(args) -> dict:
@@ -302,17 +312,17 @@ def classification_accuracy(args, name: str, task_name: str, folder: str) -> dic
     """SavedModel against each .tflite on the task's dev set (see the module docstring)."""
     import numpy as np
 
-    from albert_tf.checkpoints.finetuned import read_task
+    from albert_tf.checkpoints.task_info import TaskInfo
     from data_pipeline.classification.tasks import TaskSpec
 
     version, finetuned, files = finetuned_files(args, name)
-    info = read_task(finetuned)
+    info = TaskInfo.read(finetuned).details
     spec = TaskSpec(task_name, data_dir=os.path.join(args.glue, folder))
     examples = spec.read("dev")[: args.limit or None]
-    labels = info["labels"]
+    labels = list(info.labels)
     gold = np.array([labels.index(str(e.label)) for e in examples])
     a = [e.text_a for e in examples]
-    b = [e.text_b or "" for e in examples] if info.get("text_pair") else None
+    b = [e.text_b or "" for e in examples] if info.text_pair else None
     log(f"{name}: {len(examples)} dev examples, SavedModel {version}")
     probabilities = {"SavedModel": savedmodel_probabilities(version, a, b)}
     for q, path in files.items():

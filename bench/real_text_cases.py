@@ -205,10 +205,13 @@ def serving_task(args, labels, pair: bool) -> dict:
 
 def export(args, labels, pair: bool) -> str:
     """The random-weight classifier as a SavedModel under --saved_model; its version dir."""
+    from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.serving.export import export_trained
+    from data_pipeline.tokenization.spec import TokenizerSpec
 
     model = build_classifier(args, labels)
-    return export_trained(model, args.saved_model, serving_task(args, labels, pair), args.spm)
+    task = TaskInfo.build(**serving_task(args, labels, pair))
+    return export_trained(model, args.saved_model, task, TokenizerSpec.from_files(args.spm))[0]
 
 
 def savedmodel(args, result, examples, labels, tokenizer):
@@ -268,13 +271,16 @@ def export_litert(args, labels, pair: bool) -> str:
     import shutil
 
     from albert_tf.checkpoints.finetuned import save_finetuned
-    from albert_tf.serving.litert import export_tflite
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from albert_tf.serving.export import export_tflite
+    from data_pipeline.tokenization.spec import TokenizerSpec
 
     directory = os.path.dirname(os.path.abspath(args.litert_file))
     finetuned = os.path.join(directory, "finetuned")
     shutil.rmtree(finetuned, ignore_errors=True)
     model = build_classifier(args, labels)
-    save_finetuned(model, finetuned, serving_task(args, labels, pair), args.spm)
+    task = TaskInfo.build(**serving_task(args, labels, pair))
+    save_finetuned(model, finetuned, task, TokenizerSpec.from_files(args.spm))
     (path,) = export_tflite("classifier", finetuned, directory, "float32")
     os.replace(path, args.litert_file)
     os.replace(path + ".json", args.litert_file + ".json")

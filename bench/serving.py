@@ -139,6 +139,8 @@ def main():
     import tensorflow_text  # noqa: F401  (registers the SentencePiece ops for the load)
     from albert_tf.serving.export import export
     from albert_tf.checkpoints.finetuned import SPM_FILE, save_finetuned
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from data_pipeline.tokenization.spec import TokenizerSpec
     from albert_tf.modeling.models import AlbertClassifier
     from data_pipeline.classification.data import Example, read_task
     from data_pipeline.classification.features import convert_examples
@@ -167,7 +169,7 @@ def main():
         "text_pair": False,
     }
     t = time.perf_counter()
-    save_finetuned(model, finetuned_dir, task, SPM)
+    save_finetuned(model, finetuned_dir, TaskInfo.build(**task), TokenizerSpec.from_files(SPM))
     version_dir = export("classifier", finetuned_dir, export_dir)
     export_s = time.perf_counter() - t
     print(f"exported {version_dir} in {export_s:.1f} s", file=sys.stderr, flush=True)

@@ -27,7 +27,9 @@ MODULES = """
     albert_tf/checkpoints/export_encoder.py albert_tf/checkpoints/loading.py
     albert_tf/checkpoints/official.py albert_tf/training/trainer.py albert_tf/training/resume.py
     albert_tf/runners/run_setup.py albert_tf/runners/flags.py albert_tf/serving/export.py
-    albert_tf/serving/litert.py run_pretraining.py run_classifier.py run_squad.py
+    albert_tf/serving/litert.py albert_tf/serving/saved_model.py albert_tf/serving/resolve.py
+    albert_tf/serving/export_dir.py albert_tf/checkpoints/task_info.py
+    run_pretraining.py run_classifier.py run_squad.py
 """.split()
 
 PLAIN = {
@@ -81,13 +83,17 @@ LOCAL = {
         "returns early for URLs"
     ),
     ("albert_tf/runners/flags.py", "check_output_dir", "os.path.isdir"): "same",
-    ("albert_tf/serving/export.py", "write_saved_model", "shutil.rmtree"): (
+    ("albert_tf/serving/saved_model.py", "write_saved_model", "shutil.rmtree"): (
         "the local temporary directory"
     ),
-    ("albert_tf/serving/export.py", "write_saved_model", "os.replace"): (
+    ("albert_tf/serving/saved_model.py", "write_saved_model", "os.replace"): (
         "the local branch; URLs are copied up with filesystem.copy_tree"
     ),
     ("albert_tf/serving/litert.py", "convert", "shutil.rmtree"): "a local temporary directory",
+    ("albert_tf/serving/export_dir.py", "check_export_dir", "os.path.exists"): (
+        "returns early for URLs"
+    ),
+    ("albert_tf/serving/export_dir.py", "check_export_dir", "os.path.isdir"): "same",
 }
 
 

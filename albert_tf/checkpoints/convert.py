@@ -163,26 +163,30 @@ def _convert_task(input_path, output_dir, config, weights, unknown, task) -> dic
     ...ForQuestionAnswering) → a fine-tuned model directory: the matching task model with
     its head, task.json (labels from id2label) and the vocabulary (spiece.model) when the
     directory has it. The head must be in the source: a model without it is an error."""
-    from albert_tf.checkpoints.finetuned import task_model, write_task_files
+    from albert_tf.checkpoints.finetuned import write_task_files
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from data_pipeline.tokenization.spec import TokenizerSpec
 
-    model = task_model(task, config)
+    info = TaskInfo.build(**task)
+    model = info.model(config)
     model.build()
     result = assign_official(model, weights, source=input_path)
     # AlbertForQuestionAnswering has no pooler (the span head never reads it).
-    result.raise_for_errors(allow_missing=("pooler",) if task["kind"] == "squad" else ())
+    result.raise_for_errors(allow_missing=("pooler",) if info.kind == "squad" else ())
     prefix = save_checkpoint(model, output_dir, config)
     spm = os.path.join(input_path, "spiece.model")
     spm = spm if os.path.isfile(spm) else None
     vocab = os.path.join(input_path, "vocab.txt")  # (a BertTokenizer's: Chinese ALBERTs)
     vocab = vocab if not spm and os.path.isfile(vocab) else None
-    write_task_files(output_dir, task, spm, vocab)
+    tokenizer = TokenizerSpec.optional(spm, vocab, do_lower_case=info.do_lower_case)
+    write_task_files(output_dir, info, tokenizer)
     report = {
         "source": "transformers",
         "input": os.path.abspath(input_path),
         "checkpoint": prefix,
         "config": os.path.join(output_dir, CONFIG_NAME),
-        "task": task,
-        "vocabulary": "spm.model" if spm else ("vocab.txt" if vocab else None),
+        "task": info.with_tokenizer(tokenizer).to_json(),
+        "vocabulary": tokenizer.file_name if tokenizer else None,
         "variables_assigned": len(result.assigned),
         "heads_written": [c for c in result.components_restored if c not in ("encoder", "pooler")],
         "heads_absent_from_source": [],
@@ -282,15 +286,16 @@ def main(argv=None) -> int:
         from albert_tf.checkpoints.export_model_garden import export_model_garden
         from albert_tf.checkpoints.export_transformers import export_transformers
 
+        from data_pipeline.tokenization.spec import TokenizerSpec
+
         write = {
             "transformers": export_transformers,
             "keras_hub": export_keras_hub,
             "model_garden": export_model_garden,
         }[fl.to]
         try:
-            report = write(
-                fl.input, fl.output_dir, fl.albert_config_file, fl.spm_model_file, fl.vocab_file
-            )
+            tokenizer = TokenizerSpec.optional(fl.spm_model_file, fl.vocab_file)
+            report = write(fl.input, fl.output_dir, fl.albert_config_file, tokenizer)
         except (OSError, ValueError, CheckpointError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 1

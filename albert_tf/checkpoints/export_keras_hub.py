@@ -35,11 +35,11 @@ def export_keras_hub(
     input_path: str,
     output_dir: str,
     albert_config_file: str | None = None,
-    spm_model_file: str | None = None,
-    vocab_file: str | None = None,
+    tokenizer=None,
 ) -> dict:
     """Writes the preset (see the module docstring); returns a report {task, written,
-    not_written, vocabulary}."""
+    not_written, vocabulary}. `tokenizer` (a TokenizerSpec): the vocabulary to ship, else
+    the fine-tuned directory's."""
     try:
         import keras_hub
     except ImportError:
@@ -54,10 +54,10 @@ def export_keras_hub(
     from data_pipeline.io.locks import output_lock
 
     model, task, found = _our_model(input_path, albert_config_file)
-    vocabulary, wordpiece = chosen_vocabulary(found, spm_model_file, vocab_file)
-    if wordpiece:
+    chosen = chosen_vocabulary(found, tokenizer)
+    if chosen is not None and chosen.is_wordpiece:
         raise CheckpointError(
-            f"{wordpiece}: a WordPiece vocabulary; KerasHub's AlbertTokenizer reads "
+            f"{chosen.path}: a WordPiece vocabulary; KerasHub's AlbertTokenizer reads "
             'SentencePiece models only and its BertTokenizer folds case by NFKC ("，" → '
             '","), unlike BERT\'s: no KerasHub preset would tokenize as the model was trained '
             "(use --to transformers)"
@@ -68,15 +68,18 @@ def export_keras_hub(
             f"hidden_act={encoder.config.hidden_act!r}: KerasHub's AlbertBackbone computes "
             f"only the tanh GELU (our 'gelu')"
         )
-    kind = task["kind"] if task else ("pretraining" if encoder is not model else "encoder")
+    vocabulary = chosen.path if chosen is not None else None
+    kind = task.kind if task else ("pretraining" if encoder is not model else "encoder")
+    v2_head = kind == "squad" and task.details.squad_head == "albert"
     not_written = {
         "pretraining": ["mlm_head", "sop_head"],
         "multiple_choice": ["choice_head"],
-        "squad": ["squad_v2_head" if task and task.get("squad_head") == "albert" else "span_head"],
+        "squad": ["squad_v2_head" if v2_head else "span_head"],
     }.get(kind, [])
-    if kind == "classifier" and task.get("regression"):
+    regression = kind == "classifier" and task.details.regression
+    if regression:
         not_written = ["classifier_head (regression)"]
-    classifier = kind == "classifier" and not task.get("regression")
+    classifier = kind == "classifier" and not regression
     with tempfile.TemporaryDirectory(prefix="albert-hf-") as hf_dir:
         # The backbone (and a classifier's head) as Hugging Face weights, for KerasHub's
         # own loader; other heads stay behind (not_written).
@@ -91,10 +94,10 @@ def export_keras_hub(
             if vocabulary:
                 tokenizer = keras_hub.models.AlbertTokenizer(proto=vocabulary)
                 preprocessor = keras_hub.models.AlbertTextClassifierPreprocessor(
-                    tokenizer, sequence_length=task.get("max_seq_length", 512)
+                    tokenizer, sequence_length=task.max_seq_length or 512
                 )
             preset = keras_hub.models.AlbertTextClassifier(
-                backbone, len(task["labels"]), preprocessor=preprocessor, dropout=0.0
+                backbone, len(task.details.labels), preprocessor=preprocessor, dropout=0.0
             )
             head = model.classifier_head.dense
             preset.output_dense.kernel.assign(head.kernel.numpy())

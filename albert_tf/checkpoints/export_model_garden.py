@@ -123,21 +123,20 @@ def export_model_garden(
     input_path: str,
     output_dir: str,
     albert_config_file: str | None = None,
-    spm_model_file: str | None = None,
-    vocab_file: str | None = None,
+    tokenizer=None,
 ) -> dict:
     """Writes DIR/ckpt-1 and DIR/albert_config.json (module docstring); returns a report
     {output_dir, written, not_written, vocabulary}. The vocabulary is not part of a Model
-    Garden checkpoint: `spm_model_file` / `vocab_file` are refused rather than ignored."""
+    Garden checkpoint: a `tokenizer` (TokenizerSpec) is refused rather than ignored."""
     from albert_tf.checkpoints.export_transformers import _our_model
     from albert_tf.checkpoints.official import official_name_map
     from albert_tf.modeling.encoder import AlbertEncoder
-    from data_pipeline.io.atomic import output_lock
+    from data_pipeline.io.locks import output_lock
 
-    if spm_model_file or vocab_file:
+    if tokenizer is not None:
         raise CheckpointError(
             "--to model_garden writes weights only: a Model Garden checkpoint holds no "
-            "vocabulary (drop --spm_model_file / --vocab_file)"
+            f"vocabulary (drop {tokenizer.flag})"
         )
     model, task, _ = _our_model(input_path, albert_config_file)
     encoder = model if isinstance(model, AlbertEncoder) else model.encoder

@@ -29,27 +29,21 @@ import shutil
 
 import numpy as np
 
-ARCHITECTURES = {
-    "classifier": "AlbertForSequenceClassification",
-    "multiple_choice": "AlbertForMultipleChoice",
-    "squad": "AlbertForQuestionAnswering",
-}
-
 
 def _our_model(input_path: str, albert_config_file=None):
-    """(model, task or None, (spm_model_file, vocab_file) of a fine-tuned directory, each
-    None when absent) from a fine-tuned model directory or a checkpoint: the pretraining
-    model when the checkpoint has both heads, else the encoder."""
+    """(model, TaskInfo or None, the fine-tuned directory's TokenizerSpec or None) from a
+    fine-tuned model directory or a checkpoint: the pretraining model when the checkpoint
+    has both heads, else the encoder."""
     from albert_tf.checkpoints.export_encoder import checkpoint_config
-    from albert_tf.checkpoints.finetuned import TASK_FILE, load_finetuned
+    from albert_tf.checkpoints.finetuned import load_finetuned
     from albert_tf.checkpoints.loading import load_checkpoint
+    from albert_tf.checkpoints.task_info import is_finetuned_dir
     from albert_tf.modeling.encoder import AlbertEncoder
     from albert_tf.modeling.models import AlbertPretrainer
 
-    if os.path.exists(os.path.join(input_path, TASK_FILE)):
+    if is_finetuned_dir(input_path):
         model, task = load_finetuned(input_path)
-        found = [task.get(k) for k in ("spm_model", "vocab_file")]
-        return model, task, tuple(f if f and os.path.isfile(f) else None for f in found)
+        return model, task, task.tokenizer()
     config, _ = checkpoint_config(input_path, albert_config_file)
     model = AlbertPretrainer(config)
     model.build()
@@ -58,21 +52,18 @@ def _our_model(input_path: str, albert_config_file=None):
         model = AlbertEncoder(config)
         model.build()
         load_checkpoint(model, input_path)
-    return model, None, (None, None)
+    return model, None, None
 
 
-def chosen_vocabulary(found: tuple, spm_model_file=None, vocab_file=None) -> tuple:
-    """(spm_model_file, vocab_file) to ship, at most one set: the given ones (both: the
-    SentencePiece model, as `tokenizer_choice`), else the directory's `found`."""
-    if spm_model_file:
-        return spm_model_file, None
-    if vocab_file:
-        return None, vocab_file
-    return found
+def chosen_vocabulary(found, given=None):
+    """The TokenizerSpec to ship: the `given` one (the command line's), else the fine-tuned
+    directory's `found`; None when neither."""
+    return given if given is not None else found
 
 
-def transformers_files(model, task: dict | None) -> tuple[dict, dict]:
-    """(config.json dict, state dict of numpy arrays) of `model` for Hugging Face."""
+def transformers_files(model, task) -> tuple[dict, dict]:
+    """(config.json dict, state dict of numpy arrays) of `model` (the task model of the
+    TaskInfo `task`, or a bare model when None) for Hugging Face."""
     from albert_tf.checkpoints.official import official_name_map
     from albert_tf.checkpoints.own import CheckpointError
     from albert_tf.checkpoints.transformers import (
@@ -81,7 +72,7 @@ def transformers_files(model, task: dict | None) -> tuple[dict, dict]:
     )
     from albert_tf.modeling.encoder import AlbertEncoder
 
-    if task and task.get("squad_head") == "albert":
+    if task and task.kind == "squad" and task.details.squad_head == "albert":
         raise CheckpointError(
             "the official ALBERT SQuAD v2.0 head (--squad_head albert) has no Hugging Face "
             "class (AlbertForQuestionAnswering is the start/end head: --squad_head bert)"
@@ -89,7 +80,7 @@ def transformers_files(model, task: dict | None) -> tuple[dict, dict]:
     encoder = model if isinstance(model, AlbertEncoder) else model.encoder
     official = {}
     for name, entry in official_name_map(model).items():
-        if task and task["kind"] == "squad" and entry.component == "pooler":
+        if task and task.kind == "squad" and entry.component == "pooler":
             continue  # AlbertForQuestionAnswering has no pooler
         value = entry.variable.numpy().astype(np.float32)
         official[name] = value.T if entry.transpose else value
@@ -98,12 +89,13 @@ def transformers_files(model, task: dict | None) -> tuple[dict, dict]:
     if task is None:
         config["architectures"] = ["AlbertForPreTraining" if heads else "AlbertModel"]
     else:
-        config["architectures"] = [ARCHITECTURES[task["kind"]]]
-        if task["kind"] == "classifier":
-            labels = ["score"] if task.get("regression") else list(task["labels"])
+        config["architectures"] = [task.task_kind.transformers_class]
+        if task.kind == "classifier":
+            regression = task.details.regression
+            labels = ["score"] if regression else list(task.details.labels)
             config["id2label"] = {str(i): label for i, label in enumerate(labels)}
             config["label2id"] = {label: i for i, label in enumerate(labels)}
-            if task.get("regression"):
+            if regression:
                 config["problem_type"] = "regression"
     return config, official_to_transformers(official)
 
@@ -125,32 +117,34 @@ def export_transformers(
     input_path: str,
     output_dir: str,
     albert_config_file: str | None = None,
-    spm_model_file: str | None = None,
-    vocab_file: str | None = None,
+    tokenizer=None,
 ) -> dict:
     """Writes the Hugging Face directory (see the module docstring) under `output_dir`'s
-    lock, each file atomically; returns a report {architecture, tensors, vocabulary}."""
+    lock, each file atomically; returns a report {architecture, tensors, vocabulary}.
+    `tokenizer` (a TokenizerSpec): the vocabulary to ship, else the fine-tuned
+    directory's."""
     from data_pipeline.io.atomic import write_json
     from data_pipeline.io.locks import output_lock
 
     model, task, found = _our_model(input_path, albert_config_file)
-    spm, vocab = chosen_vocabulary(found, spm_model_file, vocab_file)
-    if vocab:
+    vocabulary = chosen_vocabulary(found, tokenizer)
+    wordpiece = vocabulary is not None and vocabulary.is_wordpiece
+    if wordpiece:
         from data_pipeline.tokenization.wordpiece import read_vocab
 
-        read_vocab(vocab)  # a BERT vocab.txt, or a one-line error naming the file
+        read_vocab(vocabulary.path)  # a BERT vocab.txt, or a one-line error naming the file
     config, state = transformers_files(model, task)
-    lower = True if task is None else bool(task.get("do_lower_case", True))
-    shipped = "spiece.model" if spm else ("vocab.txt" if vocab else None)
+    lower = True if task is None else task.do_lower_case
+    shipped = None if vocabulary is None else ("vocab.txt" if wordpiece else "spiece.model")
     with output_lock(output_dir, "albert_tf.checkpoints.convert --to transformers"):
         write_weights(output_dir, config, state)
         if shipped:
             tmp = os.path.join(output_dir, f".{shipped}.tmp")
-            shutil.copyfile(spm or vocab, tmp)
+            shutil.copyfile(vocabulary.path, tmp)
             os.replace(tmp, os.path.join(output_dir, shipped))
             write_json(
                 os.path.join(output_dir, "tokenizer_config.json"),
-                _tokenizer_config(bool(vocab), lower),
+                _tokenizer_config(wordpiece, lower),
                 indent=2,
             )
     return {

@@ -7,9 +7,10 @@ or sequence length than the ones it was trained with:
 
     DIR/albert_config.json   the encoder's hyper-parameters
     DIR/ckpt-N.*, checkpoint the task model (encoder + head), `albert_tf.save_checkpoint`
-    DIR/spm.model            the SentencePiece model the task data was tokenized with
-    DIR/task.json            {"kind", "task_name", "labels", "regression", "num_choices",
-                              "max_seq_length", "do_lower_case", ...}
+    DIR/spm.model            the SentencePiece model the task data was tokenized with (or
+                             DIR/vocab.txt, a WordPiece vocabulary)
+    DIR/task.json            `albert_tf.checkpoints.task_info.TaskInfo`: the kind, its
+                             labels or settings, max_seq_length, casing, the vocabulary
 
 The directory is written under a temporary name and renamed when complete: a crash never
 leaves a half-written one, and an existing directory is never overwritten. On URLs (no
@@ -19,125 +20,72 @@ directory without task.json is not a fine-tuned model directory to its readers.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 
+from albert_tf.checkpoints.task_info import TASK_FILE, TaskInfo
+from albert_tf.checkpoints.task_kinds import FINETUNED_KINDS
 from data_pipeline.io import filesystem
+from data_pipeline.tokenization.spec import FILE_NAME, SENTENCEPIECE, WORDPIECE, TokenizerSpec
 
-TASK_FILE = "task.json"
-SPM_FILE = "spm.model"
-VOCAB_FILE = "vocab.txt"  # a WordPiece vocabulary, instead of SPM_FILE
-KINDS = ("classifier", "multiple_choice", "squad")
+SPM_FILE = FILE_NAME[SENTENCEPIECE]
+VOCAB_FILE = FILE_NAME[WORDPIECE]  # a WordPiece vocabulary, instead of SPM_FILE
+CONFIG_FILE = "albert_config.json"
 
 
-def save_finetuned(
-    model, directory: str, task: dict, spm_model_file: str | None, vocab_file: str | None = None
-) -> str:
-    """Writes `model` (AlbertClassifier, AlbertMultipleChoice, AlbertQuestionAnswering) and
-    `task` (see the module
-    docstring; `kind` is required) as a fine-tuned model directory, with its vocabulary:
-    the SentencePiece model or (`vocab_file`) the WordPiece vocab.txt. Returns `directory`.
+def save_finetuned(model, directory: str, task: TaskInfo, tokenizer: TokenizerSpec | None) -> str:
+    """Writes `model` (the task model of `task.kind`) and `task` as a fine-tuned model
+    directory, with the vocabulary of `tokenizer` (SentencePiece model or WordPiece
+    vocab.txt, copied under its file name). Returns `directory`.
 
     Raises FileExistsError when `directory` exists and is not empty.
     """
     from albert_tf.checkpoints import save_checkpoint
 
-    if task.get("kind") not in KINDS:
-        raise ValueError(f"task kind {task.get('kind')!r} is not one of {', '.join(KINDS)}")
+    if not task.task_kind.finetuned:
+        raise ValueError(f"task kind {task.kind!r} is not one of {', '.join(FINETUNED_KINDS)}")
     if filesystem.isdir(directory) and filesystem.listdir(directory):
         raise FileExistsError(
             f"export directory {directory} exists and is not empty; give a new one"
         )
-    if vocab_file and not filesystem.exists(vocab_file):
-        raise FileNotFoundError(f"WordPiece vocabulary not found: {vocab_file}")
-    if not vocab_file and not filesystem.exists(spm_model_file):
-        raise FileNotFoundError(f"SentencePiece model not found: {spm_model_file}")
+    if tokenizer is not None and not filesystem.exists(tokenizer.path):
+        what = "WordPiece vocabulary" if tokenizer.is_wordpiece else "SentencePiece model"
+        raise FileNotFoundError(f"{what} not found: {tokenizer.path}")
     if filesystem.is_url(directory):  # no directory rename: built locally, task.json last
         with filesystem.staged_directory(directory, last=(TASK_FILE,)) as tmp:
             save_checkpoint(model, tmp)
-            write_task_files(tmp, task, spm_model_file, vocab_file)
+            write_task_files(tmp, task, tokenizer)
         return directory
     tmp = directory.rstrip("/") + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     save_checkpoint(model, tmp)
-    write_task_files(tmp, task, spm_model_file, vocab_file)
+    write_task_files(tmp, task, tokenizer)
     if os.path.isdir(directory):
         os.rmdir(directory)  # empty (checked above)
     os.replace(tmp, directory)
     return directory
 
 
-def write_task_files(
-    directory: str, task: dict, spm_model_file: str | None, vocab_file: str | None = None
-) -> None:
-    """task.json (and the vocabulary as spm.model, or a WordPiece `vocab_file` as vocab.txt,
-    when given) into `directory`, which holds the task model's checkpoint: what makes a
+def write_task_files(directory: str, task: TaskInfo, tokenizer: TokenizerSpec | None) -> None:
+    """task.json and the vocabulary of `tokenizer` (when given, copied as spm.model or
+    vocab.txt) into `directory`, which holds the task model's checkpoint: what makes a
     checkpoint directory a fine-tuned model directory. Without a vocabulary, exports need
-    --spm_model_file."""
-    from data_pipeline.io.atomic import write_json
-
-    if vocab_file:
-        filesystem.copy(vocab_file, os.path.join(directory, VOCAB_FILE))
-        write_json(os.path.join(directory, TASK_FILE), dict(task, vocab_file=VOCAB_FILE))
-        return
-    if spm_model_file:
-        filesystem.copy(spm_model_file, os.path.join(directory, SPM_FILE))
-    write_json(os.path.join(directory, TASK_FILE), dict(task, spm_model=SPM_FILE))
+    --spm_model_file or --vocab_file."""
+    if tokenizer is not None:
+        filesystem.copy(tokenizer.path, os.path.join(directory, tokenizer.file_name))
+    task.with_tokenizer(tokenizer).write(directory)
 
 
-def task_model(task: dict, config):
-    """The (unbuilt) model of `task`'s kind for `config`: AlbertQuestionAnswering (with
-    squad_head "albert": AlbertQuestionAnsweringV2), AlbertMultipleChoice, or
-    AlbertClassifier with one output per label (one for regression); dropout 0, for
-    inference and conversion."""
-    from albert_tf.modeling.models import (
-        AlbertClassifier,
-        AlbertMultipleChoice,
-        AlbertQuestionAnswering,
-        AlbertQuestionAnsweringV2,
-    )
-
-    if task["kind"] == "squad" and task.get("squad_head") == "albert":
-        return AlbertQuestionAnsweringV2(
-            config, task.get("start_n_top", 5), task.get("end_n_top", 5), dropout=0.0
-        )
-    if task["kind"] == "squad":
-        return AlbertQuestionAnswering(config)
-    if task["kind"] == "multiple_choice":
-        return AlbertMultipleChoice(config, dropout=0.0)
-    return AlbertClassifier(
-        config, 1 if task.get("regression") else len(task["labels"]), dropout=0.0
-    )
-
-
-def read_task(directory: str) -> dict:
-    """task.json of a fine-tuned model directory, with `spm_model` (or, for a WordPiece
-    model, `vocab_file`) made a full path."""
-    path = os.path.join(directory, TASK_FILE)
-    if not filesystem.exists(path):
-        raise FileNotFoundError(
-            f"{path} not found: {directory} is not a fine-tuned model "
-            f"directory (a runner's --export_dir writes one)"
-        )
-    with filesystem.open(path) as f:
-        task = json.load(f)
-    if "vocab_file" in task:
-        task["vocab_file"] = os.path.join(directory, task["vocab_file"])
-        return task
-    task["spm_model"] = os.path.join(directory, task.get("spm_model", SPM_FILE))
-    return task
-
-
-def load_finetuned(directory: str):
+def load_finetuned(directory: str, task: TaskInfo | None = None):
     """(model, task): the task model rebuilt from a fine-tuned model directory, weights
-    restored (a missing head is an error, not a random head), and its task.json."""
+    restored (a missing head is an error, not a random head), and its TaskInfo (`task`,
+    when the caller has read it already, else read here)."""
     from albert_tf.checkpoints import CheckpointError, load_checkpoint
     from albert_tf.modeling.config import AlbertConfig
 
-    task = read_task(directory)
-    config = AlbertConfig.from_json_file(os.path.join(directory, "albert_config.json"))
-    model = task_model(task, config)
+    task = TaskInfo.read(directory) if task is None else task
+    config = AlbertConfig.from_json_file(os.path.join(directory, CONFIG_FILE))
+    model = task.model(config)
     model.build()
     report = load_checkpoint(model, directory)
     if report.missing:

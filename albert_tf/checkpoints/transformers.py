@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from albert_tf.checkpoints.task_kinds import KINDS
 from albert_tf.checkpoints.own import CheckpointError
 from albert_tf.modeling.config import AlbertConfig, ConfigError
 
@@ -62,12 +63,9 @@ _HF_RULES = [  # (pattern, official template, transpose?)
     (r"qa_outputs\.bias", "cls/squad/output_bias", False),
 ]
 # Hugging Face head classes (config.json `architectures`) → this project's task kind
-# (albert_tf.checkpoints.finetuned KINDS). Classes absent here carry no task head.
-HEAD_ARCHITECTURES = {
-    "AlbertForSequenceClassification": "classifier",
-    "AlbertForMultipleChoice": "multiple_choice",
-    "AlbertForQuestionAnswering": "squad",
-}
+# (each kind's `transformers_class`, albert_tf.checkpoints.task_kinds). Classes absent here
+# carry no task head.
+HEAD_ARCHITECTURES = {k.transformers_class: k.name for k in KINDS.values() if k.finetuned}
 # Head classes with no matching model here, and why.
 UNSUPPORTED_ARCHITECTURES = {
     "AlbertForTokenClassification": "this project has no token-classification model",

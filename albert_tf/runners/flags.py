@@ -98,33 +98,16 @@ def define_trainer_flags(
 
 def define_export_format_flags() -> None:
     """--export_format and --export_quantize: what `--export_dir` receives."""
-    from albert_tf.serving.export import FORMATS
-    from albert_tf.serving.litert import QUANTIZATIONS
+    from albert_tf.serving.formats import define_format_flags
 
-    flags.DEFINE_multi_enum(
-        "export_format",
-        ["savedmodel"],
-        list(FORMATS),
-        "--export_dir: savedmodel (EXPORT_DIR/N) and/or tflite (on-device LiteRT files in "
-        "EXPORT_DIR/litert/, one per --export_quantize).",
-    )
-    flags.DEFINE_list(
-        "export_quantize",
-        ["float32", "float16", "int8"],
-        f"--export_format tflite: the weights' precisions ({', '.join(QUANTIZATIONS)}).",
-    )
-
-    def _known(values):
-        return set(values) <= set(QUANTIZATIONS)
-
-    flags.register_validator(
-        "export_quantize", _known, f"--export_quantize takes {', '.join(QUANTIZATIONS)}"
-    )
+    define_format_flags()
 
 
 def export_formats_from_flags() -> dict:
     """export_trained's / export_formats' `formats` and `quantize` from the flags."""
-    return {"formats": tuple(FLAGS.export_format), "quantize": tuple(FLAGS.export_quantize)}
+    from albert_tf.serving.formats import formats_from_flags
+
+    return formats_from_flags(FLAGS)
 
 
 def squad_head_from_flags() -> str:
@@ -478,10 +461,12 @@ def finetuning_inputs_from_flags(check_flags) -> tuple:
     check_choice(FLAGS.spm_model_file, FLAGS.vocab_file)
     squad = "doc_stride" in FLAGS  # (run_squad's flags)
     if squad and FLAGS.vocab_file and FLAGS.export_dir and "tflite" in FLAGS.export_format:
-        raise ValueError(
-            f"--export_format tflite with --vocab_file={FLAGS.vocab_file}: on-device SQuAD "
-            "files of WordPiece models are not written (export --export_format savedmodel)"
-        )
+        from albert_tf.checkpoints.task_kinds import task_kind
+
+        reason = task_kind("squad").on_device_refusal(wordpiece=True)
+        if reason:
+            given = f"--export_format tflite with --vocab_file={FLAGS.vocab_file}"
+            raise ValueError(f"{given}: {reason}")
     check_output_dir(FLAGS.output_dir)
     albert_config = albert_config_from_flags()
     check_sequence_length(albert_config, FLAGS.max_seq_length)

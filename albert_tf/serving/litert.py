@@ -1,8 +1,8 @@
 """On-device models: LiteRT (TFLite) files that take raw text, float32 / float16 / int8.
 
-    python -m albert_tf.serving.export --format tflite --task {classifier,multiple_choice,
-        squad,encoder} --init_checkpoint FINETUNED_DIR --export_dir D [--quantize
-        float32,float16,int8] [--fixed_length]
+    python -m albert_tf.serving.export --export_format tflite --task {classifier,
+        multiple_choice,squad,encoder} --init_checkpoint FINETUNED_DIR --export_dir D
+        [--export_quantize float32,float16,int8] [--fixed_length]
 
 writes `D/litert/<task>-<quantize>.tflite` and the same metadata beside it as `.json`
 (runners: `--export_dir D --export_format tflite`). Run it with
@@ -27,6 +27,10 @@ LiteRT cannot express a step):
                    offsets, and LiteRT has no substring op. The SentencePiece model is in
                    the file's metadata, so a squad file needs no custom op at all.
   all text models  tokenize(text_a [B], text_b [B]) → input_ids, input_mask, segment_ids.
+
+This module is the conversion route, the op check, the metadata and the writing; each
+task's LiteRT module is in its `albert_tf.serving.tasks` module, built from the one
+`resolve.ResolvedModel` the SavedModel is built from.
 
 Text → ids runs in the file with builtin ops and one custom op (`litert_text`); ids equal
 the SavedModel's but for final sigma in uncased models
@@ -61,12 +65,10 @@ import tempfile
 
 import tensorflow as tf
 
-from albert_tf.serving.export import classifier_outputs
-from albert_tf.serving.litert_text import lite_tokenizer, pack, take_rows
-from albert_tf.serving.tflite_predict import FORMAT, METADATA_NAME, SPM_NAME
+from albert_tf.serving.formats import QUANTIZATIONS
+from albert_tf.serving.tflite_predict import FORMAT, METADATA_NAME
 from data_pipeline.io import filesystem
 
-QUANTIZATIONS = ("float32", "float16", "int8")
 # The only ops outside LiteRT's builtins a file may contain: the tokenizers' (the last two
 # for WordPiece vocabularies, litert_text.LiteWordPieceTokenizer).
 ALLOWED_CUSTOM_OPS = (
@@ -74,138 +76,6 @@ ALLOWED_CUSTOM_OPS = (
     "TFText>FastWordpieceDetokenize",
     "FastWordpieceTokenizeWithOffsets",
 )
-
-
-def _string(name):
-    return tf.TensorSpec([None], tf.string, name)
-
-
-class _LiteModule:
-    """The model plus the LiteRT text front end; `functions()` are what gets converted."""
-
-    def __init__(self, model, tokenizer, max_seq_length: int, fixed_length: bool = False):
-        self.model = model
-        self.max_seq_length = max_seq_length
-        self.fixed_length = fixed_length
-        self.tokenizer = lite_tokenizer(tokenizer)
-
-    def _pack(self, a, b):
-        return pack(
-            a,
-            b,
-            self.max_seq_length,
-            self.tokenizer.cls_id,
-            self.tokenizer.sep_id,
-            self.fixed_length,
-        )
-
-    def _single(self, text):
-        tokens = self.tokenizer(text)
-        none = tf.zeros_like(tokens[1])
-        return self._pack(tokens, (tf.zeros([0], tf.int32), none, none))
-
-    def _forward(self, input_ids, input_mask, segment_ids):
-        return self.model(
-            {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
-            training=False,
-        )
-
-    def tokenize(self, text_a, text_b):
-        ids = self._pack(self.tokenizer(text_a), self.tokenizer(text_b))
-        return dict(zip(("input_ids", "input_mask", "segment_ids"), ids))
-
-    def _tokenize_function(self):
-        return tf.function(self.tokenize, input_signature=[_string("text_a"), _string("text_b")])
-
-
-class LiteClassifier(_LiteModule):
-    def __init__(self, model, tokenizer, max_seq_length, labels, regression, text_pair, **kw):
-        super().__init__(model, tokenizer, max_seq_length, **kw)
-        self.labels = tf.constant(list(labels or [""]))
-        self.regression, self.text_pair = regression, text_pair
-
-    def _classify(self, ids):
-        logits = tf.cast(self._forward(*ids)["logits"], tf.float32)
-        return classifier_outputs(logits, self.labels, self.regression)
-
-    def functions(self):
-        if self.text_pair:
-            fn = tf.function(
-                lambda text_a, text_b: self._classify(
-                    self._pack(self.tokenizer(text_a), self.tokenizer(text_b))
-                ),
-                input_signature=[_string("text_a"), _string("text_b")],
-            )
-        else:
-            fn = tf.function(
-                lambda text_a: self._classify(self._single(text_a)),
-                input_signature=[_string("text_a")],
-            )
-        return {"serving_default": fn, "tokenize": self._tokenize_function()}
-
-
-class LiteMultipleChoice(_LiteModule):
-    def choose(self, passage, choices):
-        """passage [B]; choices [B, C] (question with the option filled in, "" = none)."""
-        rows, columns = tf.shape(choices)[0], tf.shape(choices)[1]
-        flat = self.tokenizer(tf.reshape(choices, [-1]))  # [B*C] rows
-        owner = tf.range(rows * columns) // tf.maximum(columns, 1)
-        ids = self._pack(take_rows(self.tokenizer(passage), owner), flat)
-        present = tf.cast(flat[2] > 0, tf.int32)[:, None]  # a choice with tokens
-        shaped = [tf.reshape(x * present, [rows, columns, tf.shape(x)[1]]) for x in ids]
-        logits = tf.cast(self._forward(*shaped)["logits"], tf.float32)
-        return {
-            "probabilities": tf.nn.softmax(logits),
-            "logits": logits,
-            "choice": tf.argmax(logits, -1, output_type=tf.int32),
-        }
-
-    def functions(self):
-        fn = tf.function(
-            self.choose,
-            input_signature=[_string("passage"), tf.TensorSpec([None, None], tf.string, "choices")],
-        )
-        return {"serving_default": fn, "tokenize": self._tokenize_function()}
-
-
-class LiteEncoder(_LiteModule):
-    def embed(self, text):
-        ids = self._single(text)
-        out = self._forward(*ids)
-        extra = self.max_seq_length - tf.shape(ids[1])[1]
-        mask = tf.expand_dims(tf.cast(ids[1], tf.float32), -1)  # (no [..., None]: see encoder)
-        sequence = tf.cast(out["sequence_output"], tf.float32) * mask
-        return {
-            "pooled_output": tf.cast(out["pooled_output"], tf.float32),
-            "sequence_output": tf.pad(sequence, [[0, 0], [0, extra], [0, 0]]),
-            "input_mask": tf.pad(ids[1], [[0, 0], [0, extra]]),
-        }
-
-    def functions(self):
-        fn = tf.function(self.embed, input_signature=[_string("text")])
-        return {"serving_default": fn, "embed": fn, "tokenize": self._tokenize_function()}
-
-
-class LiteSquad:
-    """Span logits of windows the caller built (see the module docstring for why)."""
-
-    def __init__(self, model, max_seq_length: int, fixed_length: bool = False):
-        self.model, self.max_seq_length, self.fixed_length = model, max_seq_length, fixed_length
-
-    def logits(self, input_ids, input_mask, segment_ids):
-        out = self.model(
-            {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
-            training=False,
-        )
-        return {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v for k, v in out.items()}
-
-    def functions(self):
-        length = self.max_seq_length if self.fixed_length else None
-        specs = [
-            tf.TensorSpec([None, length], tf.int32, n)
-            for n in ("input_ids", "input_mask", "segment_ids")
-        ]
-        return {"serving_default": tf.function(self.logits, input_signature=specs)}
 
 
 # --- conversion ---------------------------------------------------------------------------
@@ -238,7 +108,7 @@ def convert(functions: dict, quantize: str = "float32") -> bytes:
     from albert_tf.modeling.kernels import portable_kernels
 
     if quantize not in QUANTIZATIONS:
-        raise ValueError(f"--quantize {quantize!r} is not one of {', '.join(QUANTIZATIONS)}")
+        raise ValueError(f"--export_quantize {quantize!r} is not one of {', '.join(QUANTIZATIONS)}")
     holder, signatures = tf.Module(), {}
     for name, fn in functions.items():
         with portable_kernels():
@@ -319,83 +189,52 @@ def with_metadata(data: bytes, entries: dict) -> bytes:
     return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
 
 
-# --- building and writing -----------------------------------------------------------------
+# --- metadata and writing -----------------------------------------------------------------
 
 
-def build(task: str, init_checkpoint: str, fixed_length: bool = False, **options):
-    """(module, metadata) for `task` from a fine-tuned model directory (or any checkpoint
-    for the encoder): the same model, vocabulary and settings as `export.build_module`."""
-    from albert_tf.serving.export import build_module
-    from data_pipeline.tokenization.choice import tokenizer_kind
-
-    serving = build_module(task, init_checkpoint, **options)
-    model, length, tokenizer = serving.model, serving.max_seq_length, serving.text_tokenizer
-    kind = tokenizer_kind(tokenizer)
-    if task == "squad" and kind == "wordpiece":
-        raise LiteRTError(
-            f"{init_checkpoint}: a WordPiece model; on-device SQuAD files of WordPiece "
-            "models are not written (their runner windows text with the SentencePiece model "
-            "the file carries)"
-        )
-    meta = {
+def metadata(resolved, fixed_length: bool, task_meta: dict) -> dict:
+    """The file's metadata (`METADATA_NAME`, and the `.json` beside it) from the resolved
+    model: format, task, sequence length, casing, the tokenizer and its vocabulary, plus
+    the task's own entries (`task_meta`: labels, SQuAD settings, ...)."""
+    tokenizer = resolved.python_tokenizer
+    return {
         "format": FORMAT,
-        "task": task,
-        "max_seq_length": length,
+        "task": resolved.task.kind,
+        "max_seq_length": resolved.max_seq_length,
         "fixed_length": fixed_length,
         "do_lower_case": tokenizer.do_lower_case,
         "keep_accents": tokenizer.keep_accents,
-        "tokenizer": kind,
+        "tokenizer": resolved.tokenizer.kind,
         "vocab_sha256": tokenizer.checksum,
         "vocab_size": tokenizer.vocab_size,
+        **task_meta,
     }
-    if task == "classifier":
-        labels = [x.decode() for x in serving.labels.numpy()]
-        regression, pair = serving.regression, serving.text_pair
-        module = LiteClassifier(
-            model, tokenizer, length, labels, regression, pair, fixed_length=fixed_length
-        )
-        meta.update(labels=[] if regression else labels, regression=regression, text_pair=pair)
-    elif task == "multiple_choice":
-        module = LiteMultipleChoice(model, tokenizer, length, fixed_length=fixed_length)
-    elif task == "encoder":
-        module = LiteEncoder(model, tokenizer, length, fixed_length=fixed_length)
-    else:
-        module = LiteSquad(model, length, fixed_length)
-        meta.update(
-            doc_stride=serving.doc_stride,
-            max_query_length=serving.max_query_length,
-            max_answer_length=serving.max_answer_length,
-            n_best_size=serving.n_best_size,
-            version_2_with_negative=serving.version_2,
-            null_score_diff_threshold=float(serving.threshold),
-            squad_head="albert" if serving.beam else "bert",
-        )
-    return module, meta, tokenizer
 
 
-def export_tflite(
-    task: str,
-    init_checkpoint: str,
-    export_dir: str,
-    quantize=("float32",),
-    fixed_length: bool = False,
-    **options,
+def write_litert(
+    resolved, built, export_dir: str, quantize=("float32",), fixed_length: bool = False
 ) -> list[str]:
     """Writes `export_dir/<task>-<quantize>[-fixed].tflite` for each of `quantize` (a
-    name or a sequence), each with its metadata as .json beside it, atomically (a crash
-    leaves the previous file or none); returns the files' paths."""
+    name or a sequence) from `built` = (LiteModule, the task's metadata, extra metadata
+    entries) of the task's builder, each with its metadata as .json beside it, atomically
+    (a crash leaves the previous file or none); returns the files' paths. The task kind's
+    rule on WordPiece vocabularies is checked first (`TaskKind.on_device_refusal`)."""
     from data_pipeline.io.atomic import atomic_open, write_json
 
+    task = resolved.task.kind
+    reason = resolved.task.task_kind.on_device_refusal(resolved.tokenizer.is_wordpiece)
+    if reason:
+        raise LiteRTError(f"{resolved.finetuned_dir or task}: a WordPiece model; {reason}")
     quantize = [quantize] if isinstance(quantize, str) else list(quantize)
     for q in quantize:
         if q not in QUANTIZATIONS:
             raise ValueError(f"quantization {q!r} is not one of {', '.join(QUANTIZATIONS)}")
-    module, meta, tokenizer = build(task, init_checkpoint, fixed_length, **options)
+    module, task_meta, extra_entries = built
+    meta = metadata(resolved, fixed_length, task_meta)
     paths = []
     for q in quantize:
         entries = {METADATA_NAME: json.dumps(dict(meta, quantization=q), sort_keys=True).encode()}
-        if task == "squad":
-            entries[SPM_NAME] = tokenizer.model_proto
+        entries.update(extra_entries)
         try:
             data = with_metadata(convert(module.functions(), q), entries)
         except tf.errors.OpError as e:

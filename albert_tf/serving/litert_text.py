@@ -1,7 +1,7 @@
 """Text → model inputs with LiteRT builtin ops only (plus one tensorflow-text custom op).
 
 The SavedModels tokenize with regex, Unicode-normalization, lowercasing and ragged ops
-(`data_pipeline.tokenization.sentencepiece_tokenizer.GraphTokenizer`, `export.pack`); none of them
+(`data_pipeline.tokenization.sentencepiece_tokenizer.GraphTokenizer`, `text_ops.pack`); none of them
 is a LiteRT
 builtin, and the Flex delegate that could run them is not in the pip interpreters nor in a
 plain mobile runtime. This module computes the same ids from ops a LiteRT interpreter has:
@@ -12,7 +12,7 @@ plain mobile runtime. This module computes the same ids from ops a LiteRT interp
      (`data_pipeline.tokenization.baked_normalization`);
   2. the official "<digit>," quirk as an id table (`AlbertTokenizer.digit_comma_rewrites`):
      equal + argmax + gather + boolean_mask;
-  3. `pack`: `[CLS] a [SEP] (b [SEP])` truncated as in training (`export.truncated_lengths`)
+  3. `pack`: `[CLS] a [SEP] (b [SEP])` truncated as in training (`text_ops.truncated_lengths`)
      by gathers from the flat ids, at the request's longest row (or max_seq_length).
 
 A WordPiece vocabulary (`LiteWordPieceTokenizer`) replaces steps 1-2 by three
@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.serving.export import truncated_lengths
+from albert_tf.serving.text_ops import truncated_lengths
 
 
 class LiteTokenizer:
@@ -133,7 +133,7 @@ def _gather_or_zero(ids, index):
 
 
 def pack(a, b, max_seq_length: int, cls_id: int, sep_id: int, fixed_length: bool = False):
-    """`[CLS] a [SEP] (b [SEP])` per row, as `export.pack` (a row with no b tokens is a
+    """`[CLS] a [SEP] (b [SEP])` per row, as `text_ops.pack` (a row with no b tokens is a
     single sentence; the longer side loses tokens first). `a`, `b`: (ids [N], starts [B],
     lengths [B]) from `lite_tokenizer`. Returns input_ids, input_mask, segment_ids int32
     [B, L]: L = the longest packed row (padding beyond a row changes none of its outputs),

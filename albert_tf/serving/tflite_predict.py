@@ -9,8 +9,11 @@ Input, one example per line (UTF-8; invalid bytes become U+FFFD, as in the Saved
   multiple_choice  {"passage": ..., "question": ..., "options": [...]}
   squad            {"question": ..., "context": ...}
   encoder          a sentence
-Output: one JSON object per line (label and probabilities; choice; answer with character
-offsets; pooled output).
+Output: exactly one JSON object per input line, in order, each with its input line number
+`"line"` (label and probabilities; choice; answer with character offsets; pooled output).
+Lines are split at "\n" only (a trailing "\r" is dropped): U+2028, form feeds and the other
+characters str.splitlines() would split at stay inside their line. An empty line (nothing
+but whitespace) is answered `{"line": N}`, never dropped, so answer i is input line i.
 
 Files of WordPiece models (vocab.txt) work the same; NUL characters are deleted before
 the file, as BERT's tokenizer deletes them (data_pipeline.tokenization.baked_wordpiece).
@@ -24,7 +27,6 @@ the model-building code is imported.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -238,9 +240,31 @@ class LiteModel:
         )
 
 
+def input_lines(raw: bytes) -> list[str]:
+    """The lines of an input file's bytes: invalid UTF-8 replaced, split at "\n" only, a
+    trailing "\r" dropped, no line after a final "\n" (so N newline-ended lines are N)."""
+    text = raw.decode("utf-8", "replace")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def answer_lines(model: LiteModel, lines: list[str], batch_size: int, source: str):
+    """One JSON-ready answer per line of `lines` (line 1 first), each carrying its
+    `"line"` number: empty lines (whitespace only) `{"line": N}`, the others predicted in
+    batches of `batch_size`."""
+    numbered = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
+    predicted = dict(
+        zip((n for n, _ in numbered), _predict_lines(model, numbered, batch_size, source))
+    )
+    for n in range(1, len(lines) + 1):
+        yield {"line": n, **predicted.get(n, {})}
+
+
 def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
     """JSON-ready results of (line number, line) pairs of `source` (see the module
-    docstring)."""
+    docstring), in order."""
     from data_pipeline.classification.data import json_object
 
     task, meta = model.task, model.metadata
@@ -286,28 +310,32 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True, help="the .tflite file")
-    parser.add_argument("--input", default="-", help="input file (default stdin)")
-    parser.add_argument("--output", default="-", help="output file (default stdout)")
-    parser.add_argument(
-        "--threads", type=int, default=None, help="interpreter threads (default: every core)"
+    from absl import flags
+
+    from albert_tf.cli import parse_tool_flags
+
+    fv = flags.FlagValues()
+    flags.DEFINE_string("model", None, "The .tflite file.", flag_values=fv)
+    flags.DEFINE_string("input", "-", "Input file (default stdin).", flag_values=fv)
+    flags.DEFINE_string("output", "-", "Output file (default stdout).", flag_values=fv)
+    flags.DEFINE_integer(
+        "threads", None, "Interpreter threads (default: every core).", lower_bound=1, flag_values=fv
     )
-    parser.add_argument("--batch_size", type=int, default=1, help="rows per call")
-    args = parser.parse_args(argv)
+    flags.DEFINE_integer("batch_size", 1, "Rows per call.", lower_bound=1, flag_values=fv)
+    if not parse_tool_flags(fv, argv, ["model"]):
+        return 2
     try:
-        model = LiteModel(args.model, args.threads)
-        if args.input == "-":
+        model = LiteModel(fv.model, fv.threads)
+        if fv.input == "-":
             raw = sys.stdin.buffer.read()
         else:
-            with open(args.input, "rb") as f:
+            with open(fv.input, "rb") as f:
                 raw = f.read()
-        text = raw.decode("utf-8", "replace").splitlines()
-        numbered = [(n, line) for n, line in enumerate(text, 1) if line.strip()]
-        sink = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
+        lines = input_lines(raw)
+        sink = sys.stdout if fv.output == "-" else open(fv.output, "w", encoding="utf-8")
         try:
-            source = "stdin" if args.input == "-" else args.input
-            for result in _predict_lines(model, numbered, args.batch_size, source):
+            source = "stdin" if fv.input == "-" else fv.input
+            for result in answer_lines(model, lines, fv.batch_size, source):
                 print(json.dumps(result, ensure_ascii=False), file=sink)
         finally:
             if sink is not sys.stdout:

@@ -77,10 +77,10 @@ def test_task_heads_convert_with_hugging_face_logits(tmp_path, cls_name, config,
         return
     np.testing.assert_allclose(got["logits"].numpy(), want.logits.numpy(), atol=1e-5)
     if kind == "classifier" and "id2label" in config:
-        assert task["labels"] == ["contradiction", "entailment", "neutral"]
-        assert task["regression"] is False
+        assert list(task.details.labels) == ["contradiction", "entailment", "neutral"]
+        assert task.details.regression is False
     if config.get("num_labels") == 1:
-        assert task["regression"] is True and got["logits"].shape[-1] == 1
+        assert task.details.regression is True and got["logits"].shape[-1] == 1
 
 
 def test_token_classification_is_refused_naming_why(tmp_path):
@@ -112,7 +112,9 @@ def test_models_leave_as_hugging_face_directories_and_come_back(tmp_path, kind):
     from albert_tf import AlbertEncoder, AlbertPretrainer, save_checkpoint
     from albert_tf.checkpoints.convert import convert
     from albert_tf.checkpoints.export_transformers import export_transformers
-    from albert_tf.checkpoints.finetuned import load_finetuned, save_finetuned, task_model
+    from albert_tf.checkpoints.finetuned import load_finetuned, save_finetuned
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from data_pipeline.tokenization.spec import TokenizerSpec
     from albert_tf.checkpoints.loading import load_checkpoint
     from tests.support.harness import tiny_config
 
@@ -131,11 +133,14 @@ def test_models_leave_as_hugging_face_directories_and_come_back(tmp_path, kind):
         )
         save_checkpoint(ours, str(tmp_path / "ours"), config)
     else:
-        ours = task_model(tasks[kind], config)
+        ours = TaskInfo.build(**tasks[kind]).model(config)
         ours.build()
         _randomized(ours)
         save_finetuned(
-            ours, str(tmp_path / "ours"), dict(tasks[kind], do_lower_case=True), str(vocab)
+            ours,
+            str(tmp_path / "ours"),
+            TaskInfo.build(**tasks[kind], do_lower_case=True),
+            TokenizerSpec.from_files(str(vocab)),
         )
     report = export_transformers(str(tmp_path / "ours"), str(tmp_path / "hf"))
     cls = getattr(transformers, report["architecture"])
@@ -173,7 +178,7 @@ def test_models_leave_as_hugging_face_directories_and_come_back(tmp_path, kind):
         load_checkpoint(back, str(tmp_path / "back"))
     else:
         back, task = load_finetuned(str(tmp_path / "back"))
-        assert task["kind"] == tasks[kind]["kind"]
+        assert task.kind == tasks[kind]["kind"]
     again = back(_ours(batch, choices), training=False)
     for key in mine:
         if key in again and (key != "pooled_output" or kind == "encoder"):
@@ -185,13 +190,16 @@ def test_the_vocabulary_travels_and_tokenizes_as_ours(tmp_path, tok):
     on its spiece.model + tokenizer_config.json gives our packed ids."""
     import transformers
     from albert_tf.checkpoints.export_transformers import export_transformers
-    from albert_tf.checkpoints.finetuned import save_finetuned, task_model
+    from albert_tf.checkpoints.finetuned import save_finetuned
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from data_pipeline.tokenization.spec import TokenizerSpec
     from tests.support.harness import tiny_config
 
     task = {"kind": "classifier", "labels": ["a", "b"], "regression": False, "do_lower_case": True}
-    model = task_model(task, tiny_config(vocab_size=tok.vocab_size))
+    task = TaskInfo.build(**task)
+    model = task.model(tiny_config(vocab_size=tok.vocab_size))
     model.build()
-    save_finetuned(model, str(tmp_path / "ours"), task, tok.model_file)
+    save_finetuned(model, str(tmp_path / "ours"), task, TokenizerSpec.from_files(tok.model_file))
     export_transformers(str(tmp_path / "ours"), str(tmp_path / "hf"))
     hf = transformers.AlbertTokenizer.from_pretrained(str(tmp_path / "hf"))
     for text in ["Über die Brücke, sagt sie.", "Ein  ``Test'' mit 3,5 Tagen", "HELLO world"]:
@@ -205,7 +213,9 @@ def test_models_leave_as_keras_hub_presets(tmp_path, tok, kind):
     import keras_hub
     from albert_tf import AlbertEncoder, save_checkpoint
     from albert_tf.checkpoints.export_keras_hub import export_keras_hub
-    from albert_tf.checkpoints.finetuned import save_finetuned, task_model
+    from albert_tf.checkpoints.finetuned import save_finetuned
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from data_pipeline.tokenization.spec import TokenizerSpec
     from tests.support.harness import tiny_config
 
     config = tiny_config(vocab_size=tok.vocab_size)
@@ -216,16 +226,19 @@ def test_models_leave_as_keras_hub_presets(tmp_path, tok, kind):
         "max_seq_length": 32,
     }
     if kind == "classifier":
-        ours = task_model(task, config)
+        task = TaskInfo.build(**task)
+        ours = task.model(config)
         ours.build()
         _randomized(ours)
-        save_finetuned(ours, str(tmp_path / "ours"), task, tok.model_file)
+        save_finetuned(ours, str(tmp_path / "ours"), task, TokenizerSpec.from_files(tok.model_file))
         encoder = ours.encoder
     else:
         ours = encoder = _randomized(AlbertEncoder(config))
         save_checkpoint(ours, str(tmp_path / "ours"), config)
     report = export_keras_hub(
-        str(tmp_path / "ours"), str(tmp_path / "kh"), spm_model_file=tok.model_file
+        str(tmp_path / "ours"),
+        str(tmp_path / "kh"),
+        tokenizer=TokenizerSpec.from_files(tok.model_file),
     )
     assert report["written"] == (
         "AlbertTextClassifier" if kind == "classifier" else "AlbertBackbone"
@@ -259,13 +272,16 @@ def test_the_albert_v2_head_has_no_foreign_class_and_says_so(tmp_path, tok):
     from albert_tf.checkpoints import CheckpointError
     from albert_tf.checkpoints.export_keras_hub import export_keras_hub
     from albert_tf.checkpoints.export_transformers import export_transformers
-    from albert_tf.checkpoints.finetuned import save_finetuned, task_model
+    from albert_tf.checkpoints.finetuned import save_finetuned
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from data_pipeline.tokenization.spec import TokenizerSpec
     from tests.support.harness import tiny_config
 
     task = {"kind": "squad", "squad_head": "albert", "version_2_with_negative": True}
-    model = task_model(task, tiny_config(vocab_size=tok.vocab_size))
+    task = TaskInfo.build(**task)
+    model = task.model(tiny_config(vocab_size=tok.vocab_size))
     model.build()
-    save_finetuned(model, str(tmp_path / "ours"), task, tok.model_file)
+    save_finetuned(model, str(tmp_path / "ours"), task, TokenizerSpec.from_files(tok.model_file))
     with pytest.raises(CheckpointError, match="no Hugging Face class"):
         export_transformers(str(tmp_path / "ours"), str(tmp_path / "hf"))
     report = export_keras_hub(str(tmp_path / "ours"), str(tmp_path / "kh"))

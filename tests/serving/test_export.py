@@ -63,6 +63,8 @@ def _config():
 
 def _finetuned(tmp_path, spm, kind="classifier", **task):
     from albert_tf.checkpoints.finetuned import save_finetuned
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from data_pipeline.tokenization.spec import TokenizerSpec
     from albert_tf.modeling.models import (
         AlbertClassifier,
         AlbertMultipleChoice,
@@ -87,7 +89,9 @@ def _finetuned(tmp_path, spm, kind="classifier", **task):
         "text_pair": False,
         **task,
     }
-    directory = save_finetuned(model, str(tmp_path / "finetuned"), info, spm)
+    directory = save_finetuned(
+        model, str(tmp_path / "finetuned"), TaskInfo.build(**info), TokenizerSpec.from_files(spm)
+    )
     return model, directory
 
 
@@ -203,6 +207,7 @@ def test_encoder_embed_and_encode(tmp_path, spm):
     from albert_tf.checkpoints import save_checkpoint
     from albert_tf.modeling.encoder import AlbertEncoder
     from albert_tf.serving.export import export
+    from data_pipeline.tokenization.spec import TokenizerSpec
 
     encoder = AlbertEncoder(_config())
     encoder.build()
@@ -211,7 +216,7 @@ def test_encoder_embed_and_encode(tmp_path, spm):
         "encoder",
         str(tmp_path / "enc"),
         str(tmp_path / "serving"),
-        spm_model_file=spm,
+        tokenizer=TokenizerSpec.from_files(spm),
         max_seq_length=32,
     )
     assert _xla_functions(version) == []  # portable: no XLA-compiled kernels inside
@@ -295,7 +300,7 @@ def test_pack_pads_a_request_to_its_bucket_not_to_max_seq_length():
     """The SavedModels compute a request at its longest row rounded up to a bucket; the
     ids are the max_seq_length packing's first columns, and the rest was padding."""
     import tensorflow as tf
-    from albert_tf.serving.export import bucket_length, pack
+    from albert_tf.serving.text_ops import bucket_length, pack
 
     for longest, max_len, want in [
         (1, 128, 16), (16, 128, 16), (17, 128, 32), (100, 128, 112), (113, 128, 128),
@@ -321,7 +326,7 @@ def test_by_length_groups_sorted_rows_and_returns_them_in_order():
     bucket, and the results come back in the request's order; for multiple choice a row's
     length is its longest choice."""
     import tensorflow as tf
-    from albert_tf.serving.export import by_length
+    from albert_tf.serving.text_ops import by_length
     from data_pipeline.length_buckets import bucket_sizes
 
     rng = np.random.default_rng(0)

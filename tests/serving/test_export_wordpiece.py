@@ -44,7 +44,11 @@ def models(tmp_path_factory, wordpiece_vocab):
     import keras
 
     from albert_tf.checkpoints.finetuned import save_finetuned
+    from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.modeling.models import AlbertClassifier, AlbertMultipleChoice
+    from data_pipeline.tokenization.spec import TokenizerSpec
+
+    vocab = TokenizerSpec.from_files(vocab_file=wordpiece_vocab)
 
     tmp = tmp_path_factory.mktemp("wp-models")
     keras.utils.set_random_seed(5)
@@ -55,14 +59,14 @@ def models(tmp_path_factory, wordpiece_vocab):
     task = dict(info, kind="classifier", labels=["negative", "positive"])
     out["classifier"] = (
         classifier,
-        save_finetuned(classifier, str(tmp / "cls"), task, None, wordpiece_vocab),
+        save_finetuned(classifier, str(tmp / "cls"), TaskInfo.build(**task), vocab),
     )
     choice = AlbertMultipleChoice(_config(), dropout=0.0)
     choice.build()
     task = dict(info, kind="multiple_choice", labels=None, num_choices=3, text_pair=True)
     out["multiple_choice"] = (
         choice,
-        save_finetuned(choice, str(tmp / "mc"), task, None, wordpiece_vocab),
+        save_finetuned(choice, str(tmp / "mc"), TaskInfo.build(**task), vocab),
     )
     return out
 
@@ -73,8 +77,7 @@ def exported(tmp_path_factory, models):
     "encoder": (None, the classifier's encoder as a .tflite of max_seq_length 12,000, long
     enough for every line of `_lines` untruncated). The encoder SavedModel is
     run_pretraining's (`pretrained`)."""
-    from albert_tf.serving.export import export_formats
-    from albert_tf.serving.litert import export_tflite
+    from albert_tf.serving.export import export_formats, export_tflite
 
     tmp = tmp_path_factory.mktemp("wp-export")
     out = {}
@@ -343,10 +346,16 @@ def test_export_tool_checks_the_runs_tokenizer(pretrained, wordpiece_vocab, tmp_
     SentencePiece model is a one-line error naming the run's run_config.json, and nothing
     is written."""
     from albert_tf.serving.export import build_module, export, main
+    from data_pipeline.tokenization.spec import TokenizerSpec
 
     run, _ = pretrained
     checkpoints = str(run / "checkpoints")
-    version = export("encoder", checkpoints, str(tmp_path / "ok"), vocab_file=wordpiece_vocab)
+    version = export(
+        "encoder",
+        checkpoints,
+        str(tmp_path / "ok"),
+        tokenizer=TokenizerSpec.from_files(vocab_file=wordpiece_vocab),
+    )
     assert os.path.exists(os.path.join(version, "assets", "vocab.txt"))
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (its ops, as any client loads them)
@@ -362,7 +371,9 @@ def test_export_tool_checks_the_runs_tokenizer(pretrained, wordpiece_vocab, tmp_
         match=r"run_config.json: the model was pretrained on records of a WordPiece "
         r"vocab.txt of sha256 .* but --vocab_file=",
     ):
-        build_module("encoder", checkpoints, vocab_file=str(other))
+        build_module(
+            "encoder", checkpoints, tokenizer=TokenizerSpec.from_files(vocab_file=str(other))
+        )
     code = main(
         [
             "export",
@@ -395,7 +406,7 @@ def test_hugging_face_directory_tokenizes_and_computes_as_ours(tmp_path, models,
 
     from albert_tf.checkpoints.convert import convert
     from albert_tf.checkpoints.export_transformers import export_transformers
-    from albert_tf.checkpoints.finetuned import read_task
+    from albert_tf.checkpoints.task_info import TaskInfo
     from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
 
     model, directory = models["classifier"]
@@ -441,8 +452,8 @@ def test_hugging_face_directory_tokenizes_and_computes_as_ours(tmp_path, models,
             np.testing.assert_allclose(out.logits.numpy(), mine["logits"].numpy(), atol=1e-5)
     back = convert("transformers", hf_dir, str(tmp_path / "back"))
     assert back["vocabulary"] == "vocab.txt"
-    task = read_task(str(tmp_path / "back"))
-    assert open(task["vocab_file"], "rb").read() == open(wordpiece_vocab, "rb").read()
+    task = TaskInfo.read(str(tmp_path / "back"))
+    assert open(task.tokenizer().path, "rb").read() == open(wordpiece_vocab, "rb").read()
 
 
 def test_keras_hub_preset_of_a_wordpiece_model_is_refused_naming_why(tmp_path, models):

@@ -238,6 +238,8 @@ def test_runner_cli_predicts_from_stdin_and_names_a_bad_line(tmp_path, exported)
     )
     assert run.returncode == 0, run.stderr.decode()[-3000:]
     rows = [json.loads(line) for line in run.stdout.decode().splitlines()]
+    assert rows[1] == {"line": 2}  # the blank line: answered, empty (issue 32 item 8)
+    rows = [row for row in rows if "probabilities" in row]
     assert len(rows) == 2 and set(rows[0]["probabilities"]) == {"negative", "positive"}
     assert abs(sum(rows[1]["probabilities"].values()) - 1) < 1e-5
     bad = tmp_path / "q.jsonl"
@@ -246,6 +248,49 @@ def test_runner_cli_predicts_from_stdin_and_names_a_bad_line(tmp_path, exported)
     run = run_cli("-m", "albert_tf.serving.tflite_predict", "--model", squad, "--input", bad)
     assert run.returncode == 1
     assert f"{bad}:2: invalid JSON" in run.stderr
+
+
+def test_runner_answers_exactly_one_line_per_input_line(tmp_path, exported):
+    """Issue 32 item 8: the input is split at "\n" only (a trailing "\r" dropped): U+2028,
+    a form feed and \x1c..\x1e stay inside their line, blank lines are answered empty, and
+    every answer carries its input line number; each answer equals the line classified
+    alone."""
+    from albert_tf.serving.tflite_predict import LiteModel
+
+    model = exported["classifier"][2]["float32"]
+    lines = [
+        "ein guter Film\u2028mit Zeilentrenner\tja",
+        "",
+        "Seite eins\fSeite zwei\tnein",
+        "   ",
+        "Feld\x1cGruppe\x1dSatz\x1e\tvielleicht",
+        "Windows-Zeile\tja",
+    ]
+    path = tmp_path / "input.txt"
+    path.write_bytes(("\n".join(lines[:-1]) + "\n" + lines[-1] + "\r\n").encode("utf-8"))
+    run = run_cli(
+        "-m",
+        "albert_tf.serving.tflite_predict",
+        "--model",
+        model,
+        "--input",
+        path,
+        "--batch_size=2",
+    )
+    assert run.returncode == 0, run.report()
+    rows = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [row["line"] for row in rows] == [1, 2, 3, 4, 5, 6]
+    assert rows[1] == {"line": 2} and rows[3] == {"line": 4}
+    lite = LiteModel(model)
+    for row, line in zip(rows, lines):
+        if not line.strip():
+            continue
+        a, b = line.split("\t")
+        want = lite.classify([a], [b])["probabilities"][0]
+        got = [row["probabilities"][k] for k in ("negative", "positive")]
+        np.testing.assert_allclose(got, want, atol=1e-6)
+    bad = run_cli("-m", "albert_tf.serving.tflite_predict", "--input", path)
+    assert bad.returncode == 2 and "--model" in bad.stderr
 
 
 def test_a_step_litert_cannot_express_fails_loudly_naming_it(tmp_path):
@@ -267,7 +312,7 @@ def test_litert_ids_equal_python_on_a_corpus_file(tmp_path, spm, shared_data, co
     the Python tokenizer's ids, except lines with a run of over 500 characters without a
     space, where FastSentencepiece and Python SentencePiece may break a near-tie
     differently (data_pipeline.tokenization.baked_normalization)."""
-    from albert_tf.serving.litert import export_tflite
+    from albert_tf.serving.export import export_tflite
     from albert_tf.serving.tflite_predict import LiteModel
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 

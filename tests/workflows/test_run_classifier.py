@@ -418,9 +418,9 @@ def test_export_dir_writes_a_serving_model_of_the_fine_tuned_weights(tmp_path, s
     assert run.returncode == 0, run.stderr[-2000:]
     assert f"SavedModel: {export / '1'}" in run.stdout
     model, task = load_finetuned(str(export / "1" / "assets.extra" / "finetuned"))
-    assert task["labels"] == ["0", "1"] and task["max_seq_length"] == 64
-    assert task["do_lower_case"] is True and task["kind"] == "classifier"
-    assert task["text_pair"] is False
+    assert list(task.details.labels) == ["0", "1"] and task.max_seq_length == 64
+    assert task.do_lower_case is True and task.kind == "classifier"
+    assert task.details.text_pair is False
     assert (export / "1" / "assets" / "spm.model").read_bytes() == (
         shared_data / "spm" / "de-30k-clean.model"
     ).read_bytes()

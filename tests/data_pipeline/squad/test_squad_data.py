@@ -306,7 +306,7 @@ def test_serving_answers_on_bucketed_windows_as_on_padded_ones(tok, shared_data,
     and a batch whose long context needs several windows; so does the SavedModel."""
     import tensorflow as tf
 
-    from albert_tf.serving.squad import SquadServing
+    from albert_tf.serving.tasks.squad import SquadServing
     from data_pipeline.length_buckets import bucket_sizes
 
     examples = read_squad(str(shared_data / "squad" / "dev-v1.1.json"))[:40:4]
@@ -319,10 +319,14 @@ def test_serving_answers_on_bucketed_windows_as_on_padded_ones(tok, shared_data,
             lengths.append(int(inputs["input_ids"].shape[1]))
             return model(inputs, training=training)
 
-    info = {"version_2_with_negative": True, "doc_stride": 48, "max_query_length": 24}
+    from albert_tf.checkpoints.task_kinds.squad import SquadFields
+    from albert_tf.serving.text_tokenizer import TextTokenizer
+    from data_pipeline.tokenization.spec import TokenizerSpec
+
+    info = SquadFields(version_2_with_negative=True, doc_stride=48, max_query_length=24)
+    text = TextTokenizer(TokenizerSpec.from_files(spm))
     modules = {
-        aware: SquadServing(Spy(), spm, True, 128, info, length_aware=aware)
-        for aware in (False, True)
+        aware: SquadServing(Spy(), text, 128, info, length_aware=aware) for aware in (False, True)
     }
     questions = [e.question for e in examples]
     short = ["Ada Lovelace wrote the first program.", "Paris is the capital of France."]
@@ -344,7 +348,7 @@ def test_serving_answers_on_bucketed_windows_as_on_padded_ones(tok, shared_data,
     modules[True].answer(*requests[0])
     assert lengths[0] < 64  # two sentences: a short bucket
     path = str(tmp_path / "served")
-    module = SquadServing(model, spm, True, 128, info)
+    module = SquadServing(model, text, 128, info)
     tf.saved_model.save(module, path, signatures=module.signatures())
     served = tf.saved_model.load(path).signatures["serving_default"]
     for question, context in requests:

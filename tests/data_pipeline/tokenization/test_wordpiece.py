@@ -179,8 +179,9 @@ def test_savedmodel_text_to_ids(wp, vocab_file, corpora, tmp_path):
     import tensorflow as tf
 
     from albert_tf.serving.text_tokenizer import TextTokenizer
+    from data_pipeline.tokenization.spec import TokenizerSpec
 
-    module = TextTokenizer(vocab_file=vocab_file, do_lower_case=True)
+    module = TextTokenizer(TokenizerSpec.from_files(vocab_file=vocab_file, do_lower_case=True))
     tf.saved_model.save(module, str(tmp_path / "m"))
     loaded = tf.saved_model.load(str(tmp_path / "m"))
     lines = corpora["zh_news"][:300] + corpora["en_speeches"][:300] + [b"bad \xff utf-8"]

@@ -34,13 +34,8 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.serving.export import (
-    _Serving,
-    at_least_one_row,
-    bucket_length,
-    same_rows,
-    valid_utf8,
-)
+from albert_tf.serving.base import Serving, ServingTask
+from albert_tf.serving.text_ops import at_least_one_row, bucket_length, same_rows, valid_utf8
 
 
 def _span_text(context, a, b):
@@ -52,40 +47,27 @@ def _span_text(context, a, b):
     return tf.strings.substr(context, a, b - a), chars(a), chars(b)
 
 
-class SquadServing(_Serving):
-    def __init__(
-        self,
-        model,
-        spm_model_file,
-        do_lower_case,
-        max_seq_length,
-        info: dict,
-        doc_stride: int | None = None,
-        max_query_length: int | None = None,
-        max_answer_length: int | None = None,
-        n_best_size: int | None = None,
-        null_score_diff_threshold: float | None = None,
-        length_aware: bool = True,
-        vocab_file: str | None = None,
-    ):
-        super().__init__(model, spm_model_file, do_lower_case, max_seq_length, vocab_file)
+class SquadServing(Serving):
+    """serving_default(question [B], context [B]) → answer [B] string, score [B],
+    start/end [B] int32 character offsets (-1: no answer), and for v2.0
+    no_answer_probability, null_odds [B]. `fields`: the task's SquadFields (windows, span
+    search, head, threshold)."""
+
+    def __init__(self, model, text, max_seq_length, fields, length_aware: bool = True):
+        super().__init__(model, text, max_seq_length)
         self.wordpiece_offsets = None
-        if vocab_file:  # (its FastWordpiece resource is the tokenizer's, tracked already)
+        if text.spec.is_wordpiece:  # (its FastWordpiece resource is the tokenizer's, tracked)
             from data_pipeline.squad.wordpiece_offsets import GraphWordPieceOffsets
 
             self.wordpiece_offsets = GraphWordPieceOffsets(self.tokenizer)
         self.length_aware = length_aware
-        self.doc_stride = doc_stride or info.get("doc_stride", 128)
-        self.max_query_length = max_query_length or info.get("max_query_length", 64)
-        self.max_answer_length = max_answer_length or info.get("max_answer_length", 30)
-        self.n_best_size = n_best_size or info.get("n_best_size", 20)
-        self.version_2 = bool(info.get("version_2_with_negative"))
-        self.beam = info.get("squad_head") == "albert"  # the official ALBERT v2.0 head
-        self.threshold = (
-            null_score_diff_threshold
-            if null_score_diff_threshold is not None
-            else info.get("null_score_diff_threshold", 0.0)
-        )
+        self.doc_stride = fields.doc_stride
+        self.max_query_length = fields.max_query_length
+        self.max_answer_length = fields.max_answer_length
+        self.n_best_size = fields.n_best_size
+        self.version_2 = fields.version_2_with_negative
+        self.beam = fields.squad_head == "albert"  # the official ALBERT v2.0 head
+        self.threshold = fields.null_score_diff_threshold
 
     # --- 1. context tokens with byte offsets ----------------------------------------------
 
@@ -315,3 +297,55 @@ class SquadServing(_Serving):
             ],
         )
         return {"serving_default": fn.get_concrete_function()}
+
+
+class LiteSquad:
+    """The on-device file: span logits of windows the caller built. Windowing, character
+    offsets and answer text are the runner's (albert_tf.serving.tflite_predict, the same
+    Python code as run_squad): tensorflow-text's LiteRT ops have no tokenizer with offsets,
+    and LiteRT has no substring op. The SentencePiece model travels in the file's metadata
+    (`SPM_NAME`), so a squad file needs no custom op at all."""
+
+    def __init__(self, model, max_seq_length: int, fixed_length: bool = False):
+        self.model, self.max_seq_length, self.fixed_length = model, max_seq_length, fixed_length
+
+    def logits(self, input_ids, input_mask, segment_ids):
+        out = self.model(
+            {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
+            training=False,
+        )
+        return {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v for k, v in out.items()}
+
+    def functions(self):
+        length = self.max_seq_length if self.fixed_length else None
+        specs = [
+            tf.TensorSpec([None, length], tf.int32, n)
+            for n in ("input_ids", "input_mask", "segment_ids")
+        ]
+        return {"serving_default": tf.function(self.logits, input_signature=specs)}
+
+
+def _saved_model(resolved):
+    return SquadServing(
+        resolved.model, resolved.text_tokenizer(), resolved.max_seq_length, resolved.task.details
+    )
+
+
+def _litert(resolved, fixed_length: bool):
+    from albert_tf.serving.tflite_predict import SPM_NAME
+
+    fields = resolved.task.details
+    meta = {
+        "doc_stride": fields.doc_stride,
+        "max_query_length": fields.max_query_length,
+        "max_answer_length": fields.max_answer_length,
+        "n_best_size": fields.n_best_size,
+        "version_2_with_negative": fields.version_2_with_negative,
+        "null_score_diff_threshold": float(fields.null_score_diff_threshold),
+        "squad_head": fields.squad_head,
+    }
+    module = LiteSquad(resolved.model, resolved.max_seq_length, fixed_length)
+    return module, meta, {SPM_NAME: resolved.python_tokenizer.model_proto}
+
+
+TASK = ServingTask(saved_model=_saved_model, litert=_litert)

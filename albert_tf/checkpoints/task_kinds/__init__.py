@@ -1,0 +1,28 @@
+"""The registry of task kinds: each task family is one module of this package (its task.json
+fields, its model, its rules; `kind.TaskKind`) and one line below. A new family (token
+classification, multi-label, ...) adds its module and its line here, and a serving module
+in `albert_tf.serving.tasks`."""
+
+from __future__ import annotations
+
+from albert_tf.checkpoints.task_kinds import classifier, encoder, multiple_choice, squad
+from albert_tf.checkpoints.task_kinds.kind import TaskKind
+
+KINDS: dict[str, TaskKind] = {
+    k.name: k
+    for k in (
+        classifier.KIND,
+        multiple_choice.KIND,
+        squad.KIND,
+        encoder.KIND,
+    )
+}
+# The kinds a fine-tuned model directory (task.json) may hold.
+FINETUNED_KINDS = tuple(name for name, k in KINDS.items() if k.finetuned)
+
+
+def task_kind(name) -> TaskKind:
+    """The registered kind `name`; ValueError (one line, the known kinds) otherwise."""
+    if name not in KINDS:
+        raise ValueError(f"task kind {name!r} is not one of {', '.join(KINDS)}")
+    return KINDS[name]

@@ -1,0 +1,54 @@
+"""The SQuAD kind: windows, span search and (v2.0) the null threshold the model was tuned
+with; the head is the start/end span head ("bert") or the official ALBERT v2.0 head
+("albert")."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from albert_tf.checkpoints.task_kinds.kind import TaskKind
+
+HEADS = ("bert", "albert")
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadFields:
+    """The runner's settings (run_squad's flags of the same names), as its SavedModel and
+    on-device runner repeat them; start_n_top / end_n_top size the ALBERT head's beam."""
+
+    version_2_with_negative: bool = False
+    doc_stride: int = 128
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    n_best_size: int = 20
+    null_score_diff_threshold: float = 0.0
+    squad_head: str = "bert"
+    start_n_top: int = 5
+    end_n_top: int = 5
+
+
+def _model(config, fields: SquadFields):
+    from albert_tf.modeling.models import AlbertQuestionAnswering, AlbertQuestionAnsweringV2
+
+    if fields.squad_head == "albert":
+        return AlbertQuestionAnsweringV2(config, fields.start_n_top, fields.end_n_top, dropout=0.0)
+    return AlbertQuestionAnswering(config)
+
+
+def _check(fields: SquadFields) -> None:
+    if fields.squad_head not in HEADS:
+        raise ValueError(f"'squad_head' {fields.squad_head!r} is not one of {', '.join(HEADS)}")
+    for name in ("doc_stride", "max_query_length", "max_answer_length", "n_best_size"):
+        if getattr(fields, name) < 1:
+            raise ValueError(f"{name!r} must be ≥ 1, not {getattr(fields, name)}")
+
+
+KIND = TaskKind(
+    name="squad",
+    title="SQuAD",
+    fields=SquadFields,
+    build_model=_model,
+    check=_check,
+    on_device_wordpiece=False,
+    transformers_class="AlbertForQuestionAnswering",
+)

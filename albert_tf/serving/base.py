@@ -1,0 +1,123 @@
+"""The shared base of the serving modules, one per format:
+
+  `Serving`     a SavedModel's tf.Module: the model plus its in-graph tokenizer, always a
+                `TextTokenizer` (one vocabulary asset and one sha256 for either kind), the
+                packing of `text_ops` and the `tokenize` signature every text model has;
+  `LiteModule`  the same for a LiteRT file: the model plus `litert_text`'s builtin-op front
+                end; its `functions()` are what `litert.convert` converts;
+  `ServingTask` what each task module of `albert_tf.serving.tasks` gives the exporters.
+
+Each is built from a `resolve.ResolvedModel` (model, TaskInfo, tokenizer, sequence length),
+never by reading settings back out of another module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import tensorflow as tf
+
+from albert_tf.serving.litert_text import lite_tokenizer
+from albert_tf.serving.litert_text import pack as lite_pack
+from albert_tf.serving.text_ops import pack, same_rows, valid_utf8
+from albert_tf.serving.text_tokenizer import TextTokenizer
+
+INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingTask:
+    """One task's builders: `saved_model(resolved)` → a `Serving` with `signatures()`;
+    `litert(resolved, fixed_length)` → (a `LiteModule`, the task's own metadata, extra
+    metadata entries {name: bytes}) for the on-device file."""
+
+    saved_model: Callable
+    litert: Callable
+
+
+def model_inputs(input_ids, input_mask, segment_ids) -> dict:
+    return dict(zip(INPUT_NAMES, (input_ids, input_mask, segment_ids)))
+
+
+class Serving(tf.Module):
+    """The model and its tokenizer for a SavedModel (the task modules add the signatures).
+
+    text: the TextTokenizer (tracked: its vocabulary asset, sha256 and op resources are
+    saved); tokenizer: its graph tokenizer; cls_id, sep_id; max_seq_length."""
+
+    def __init__(self, model, text: TextTokenizer, max_seq_length: int):
+        super().__init__()
+        self.model = model
+        self.text = text
+        self.tokenizer = text.graph_tokenizer
+        self.cls_id, self.sep_id = text.cls_id, text.sep_id
+        self.max_seq_length = max_seq_length
+
+    def _ids(self, text):
+        return self.tokenizer(valid_utf8(text))
+
+    def tokenize(self, text_a, text_b):
+        """The model's inputs for (text_a, text_b) as training packs them ("" text_b: a
+        single sentence): what a client can compare with its own tokenizer."""
+        text_a, text_b = same_rows(text_a=text_a, text_b=text_b)
+        ids = pack(
+            self._ids(text_a), self._ids(text_b), self.max_seq_length, self.cls_id, self.sep_id
+        )
+        return model_inputs(*ids)
+
+    def _tokenize_signature(self):
+        return tf.function(
+            self.tokenize,
+            input_signature=[
+                tf.TensorSpec([None], tf.string, "text_a"),
+                tf.TensorSpec([None], tf.string, "text_b"),
+            ],
+        ).get_concrete_function()
+
+    def _forward(self, input_ids, input_mask, segment_ids):
+        return self.model(model_inputs(input_ids, input_mask, segment_ids), training=False)
+
+    def _logits(self, input_ids, input_mask, segment_ids):
+        return tf.cast(self._forward(input_ids, input_mask, segment_ids)["logits"], tf.float32)
+
+
+def string_spec(name):
+    return tf.TensorSpec([None], tf.string, name)
+
+
+class LiteModule:
+    """The model plus the LiteRT text front end (`litert_text`), for `python_tokenizer` (an
+    AlbertTokenizer or WordPieceTokenizer); `functions()` are what gets converted."""
+
+    def __init__(self, model, python_tokenizer, max_seq_length: int, fixed_length=False):
+        self.model = model
+        self.max_seq_length = max_seq_length
+        self.fixed_length = fixed_length
+        self.tokenizer = lite_tokenizer(python_tokenizer)
+
+    def _pack(self, a, b):
+        return lite_pack(
+            a,
+            b,
+            self.max_seq_length,
+            self.tokenizer.cls_id,
+            self.tokenizer.sep_id,
+            self.fixed_length,
+        )
+
+    def _single(self, text):
+        tokens = self.tokenizer(text)
+        none = tf.zeros_like(tokens[1])
+        return self._pack(tokens, (tf.zeros([0], tf.int32), none, none))
+
+    def _forward(self, input_ids, input_mask, segment_ids):
+        return self.model(model_inputs(input_ids, input_mask, segment_ids), training=False)
+
+    def tokenize(self, text_a, text_b):
+        return model_inputs(*self._pack(self.tokenizer(text_a), self.tokenizer(text_b)))
+
+    def _tokenize_function(self):
+        return tf.function(
+            self.tokenize, input_signature=[string_spec("text_a"), string_spec("text_b")]
+        )

@@ -1,0 +1,127 @@
+"""The classifier's serving modules: the SavedModel (`ClassifierServing`: text in, label and
+probabilities out, rows computed in length-sorted groups) and the LiteRT file
+(`LiteClassifier`), and their builders (`TASK`)."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from albert_tf.serving.base import LiteModule, Serving, ServingTask, string_spec
+from albert_tf.serving.text_ops import at_least_one_row, by_length, pack, same_rows
+
+
+def classifier_outputs(logits, labels, regression: bool) -> dict:
+    """The classifier signature's outputs from float32 logits [B, L]: probabilities,
+    logits and label (a string of `labels`), or score [B] for regression."""
+    if regression:
+        return {"score": logits[:, 0]}
+    return {
+        "probabilities": tf.nn.softmax(logits),
+        "logits": logits,
+        "label": tf.gather(labels, tf.argmax(logits, -1, output_type=tf.int32)),
+    }
+
+
+class ClassifierServing(Serving):
+    """serving_default(text_a [B] (, text_b [B])) → probabilities [B, L], label [B],
+    logits [B, L] (regression: score [B]); tokenize."""
+
+    def __init__(self, model, text, max_seq_length, labels, regression, text_pair):
+        super().__init__(model, text, max_seq_length)
+        self.regression = regression
+        self.labels = tf.constant(labels or [""])
+        self.text_pair = text_pair
+
+    def classify(self, text_a, text_b):
+        text_a, text_b = same_rows(text_a=text_a, text_b=text_b)
+        batch = tf.shape(text_a)[0]
+        ids = pack(
+            self._ids(at_least_one_row(text_a)),
+            self._ids(at_least_one_row(text_b)),
+            self.max_seq_length,
+            self.cls_id,
+            self.sep_id,
+            length_aware=True,
+        )
+        logits = by_length(self._logits, *ids, self.max_seq_length)[:batch]
+        return classifier_outputs(logits, self.labels, self.regression)
+
+    def signatures(self):
+        if self.text_pair:
+            fn = tf.function(
+                lambda text_a, text_b: self.classify(text_a, text_b),
+                input_signature=[
+                    tf.TensorSpec([None], tf.string, "text_a"),
+                    tf.TensorSpec([None], tf.string, "text_b"),
+                ],
+            )
+        else:
+            fn = tf.function(
+                lambda text_a: self.classify(text_a, tf.zeros_like(text_a)),
+                input_signature=[tf.TensorSpec([None], tf.string, "text_a")],
+            )
+        return {
+            "serving_default": fn.get_concrete_function(),
+            "tokenize": self._tokenize_signature(),
+        }
+
+
+class LiteClassifier(LiteModule):
+    def __init__(self, model, tokenizer, max_seq_length, labels, regression, text_pair, **kw):
+        super().__init__(model, tokenizer, max_seq_length, **kw)
+        self.labels = tf.constant(list(labels or [""]))
+        self.regression, self.text_pair = regression, text_pair
+
+    def _classify(self, ids):
+        logits = tf.cast(self._forward(*ids)["logits"], tf.float32)
+        return classifier_outputs(logits, self.labels, self.regression)
+
+    def functions(self):
+        if self.text_pair:
+            fn = tf.function(
+                lambda text_a, text_b: self._classify(
+                    self._pack(self.tokenizer(text_a), self.tokenizer(text_b))
+                ),
+                input_signature=[string_spec("text_a"), string_spec("text_b")],
+            )
+        else:
+            fn = tf.function(
+                lambda text_a: self._classify(self._single(text_a)),
+                input_signature=[string_spec("text_a")],
+            )
+        return {"serving_default": fn, "tokenize": self._tokenize_function()}
+
+
+def _saved_model(resolved):
+    fields = resolved.task.details
+    return ClassifierServing(
+        resolved.model,
+        resolved.text_tokenizer(),
+        resolved.max_seq_length,
+        fields.labels,
+        fields.regression,
+        fields.text_pair,
+    )
+
+
+def _litert(resolved, fixed_length: bool):
+    fields = resolved.task.details
+    labels = list(fields.labels or [""])
+    module = LiteClassifier(
+        resolved.model,
+        resolved.python_tokenizer,
+        resolved.max_seq_length,
+        labels,
+        fields.regression,
+        fields.text_pair,
+        fixed_length=fixed_length,
+    )
+    meta = {
+        "labels": [] if fields.regression else labels,
+        "regression": fields.regression,
+        "text_pair": fields.text_pair,
+    }
+    return module, meta, {}
+
+
+TASK = ServingTask(saved_model=_saved_model, litert=_litert)

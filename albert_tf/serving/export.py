@@ -505,23 +505,11 @@ def pretraining_run(init_checkpoint: str) -> tuple[str, dict] | None:
     """(path, content) of the run_config.json of the pretraining run a checkpoint comes
     from (in the checkpoint's directory or its parent, where run_pretraining writes it),
     or None (a converted or hand-made checkpoint)."""
-    import json
-
     from albert_tf.checkpoints import resolve_checkpoint
-    from albert_tf.checkpoints.export_encoder import RUN_CONFIG_NAME
+    from albert_tf.checkpoints.run_record import RunRecord
 
-    prefix = resolve_checkpoint(init_checkpoint)
-    here = os.path.dirname(prefix if filesystem.is_url(prefix) else os.path.abspath(prefix))
-    for directory in dict.fromkeys((here, os.path.dirname(here))):
-        path = os.path.join(directory, RUN_CONFIG_NAME)
-        if filesystem.isfile(path):
-            with filesystem.open(path) as f:
-                try:
-                    run = json.load(f)
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
-            return (path, run) if isinstance(run, dict) else None
-    return None
+    record = RunRecord.near(resolve_checkpoint(init_checkpoint))
+    return None if record is None else (record.path, record.to_dict())
 
 
 def check_run_tokenizer(run: tuple[str, dict] | None, tokenizer, given: str) -> None:

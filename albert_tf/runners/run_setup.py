@@ -141,7 +141,8 @@ def check_resume(
 ) -> tuple[RunRecord | None, int | None]:
     """What a run on `output_dir` resumes, checked before anything is written: (its record,
     the step of its newest readable checkpoint), (None, step) for checkpoints without a
-    record, (None, None) when there is no checkpoint (a new run).
+    record (nothing to compare: their restore decides), (None, None) when there is no
+    checkpoint (a new run).
 
     ValueError (one line) when the checkpoints are of another run (`RunRecord.
     check_same_run`: task, labels, model config, tokenizer, and when `training` the training
@@ -157,18 +158,17 @@ def check_resume(
     record = RunRecord.read(output_dir)
     if record is not None:
         record.check_same_run(identity, output_dir, training)
-    if settings is None:
+    if settings is None or record is None:  # (checkpoints of no record: resume.py decides)
         return record, step
     wanted = settings["num_train_steps"]
     if wanted < step:
         raise ValueError(
-            f"{output_dir} holds a run trained to step {step}; --num_train_steps={wanted} asks "
-            f"for fewer: nothing to do, nothing was changed (give --num_train_steps >= {step} "
-            f"to go on, or use another --output_dir)"
+            f"{output_dir} holds a run trained to step {step}, more than the {wanted} training "
+            f"steps asked for (--num_train_steps/--train_step): nothing to do, nothing was "
+            f"changed; ask for {step} or more to go on, or use another --output_dir"
         )
-    if record is not None:
-        for line in record.check_settings(settings, tuple(allow_changed)):
-            log(f"resuming with a changed setting (--allow_changed): {line}")
+    for line in record.check_settings(settings, tuple(allow_changed)):
+        log(f"resuming with a changed setting (--allow_changed): {line}")
     return record, step
 
 

@@ -78,6 +78,17 @@ def _differences(old, new, name: str) -> list[str]:
     return [f"{name}: {_short(old)} → {_short(new)}"]
 
 
+def check_allowed(allowed) -> None:
+    """ValueError (one line) for a name of `allowed` (--allow_changed) that is no
+    `GUARDED_SETTINGS` name (a typo would otherwise allow nothing, silently)."""
+    unknown = [name for name in allowed if name not in GUARDED_SETTINGS]
+    if unknown:
+        raise ValueError(
+            f"--allow_changed={','.join(allowed)}: {', '.join(unknown)} is not a setting "
+            f"a resumed run may change; those are {', '.join(GUARDED_SETTINGS)}"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class RunIdentity:
     """What makes two invocations the same run. None: not known (a field either side does
@@ -266,12 +277,7 @@ class RunRecord:
         the newest segment's and is not in `allowed` (--allow_changed); returns the
         changes allowed (`name: old → new`) for the log. ValueError too for a name in
         `allowed` that is no guarded setting."""
-        unknown = [name for name in allowed if name not in GUARDED_SETTINGS]
-        if unknown:
-            raise ValueError(
-                f"--allow_changed={','.join(allowed)}: {', '.join(unknown)} is not a setting "
-                f"a resumed run may change; those are {', '.join(GUARDED_SETTINGS)}"
-            )
+        check_allowed(allowed)
         before = self.settings
         changed, refused = [], []
         for name in GUARDED_SETTINGS:

@@ -303,6 +303,9 @@ def check_trainer_flags() -> None:
     _check_range(("learning_rate",), 0)
     if FLAGS.init_checkpoint:
         check_init_checkpoint(FLAGS.init_checkpoint)
+    from albert_tf.checkpoints.run_record import check_allowed
+
+    check_allowed(FLAGS.allow_changed or ())
 
 
 def check_init_checkpoint(path: str) -> None:

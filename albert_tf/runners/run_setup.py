@@ -92,9 +92,16 @@ def setup_run(
     The lock is re-entrant per process: several runs of one process (run_classifier
     --num_runs: OUTPUT_DIR/run_i) each lock their directory, and locking one directory
     twice does not fail against itself."""
-    from albert_tf.checkpoints.run_record import RunIdentity, RunRecord, Segment, utc_now
+    from albert_tf.checkpoints.run_record import (
+        RunIdentity,
+        RunRecord,
+        Segment,
+        check_allowed,
+        utc_now,
+    )
     from albert_tf.training import make_strategy, task_output_dir
 
+    check_allowed(allow_changed)
     strategy = make_strategy(strategy_name, tpu, num_gpus)
     replicas = strategy.num_replicas_in_sync
     # Only training reads the train pipeline; otherwise the trainer just builds it (one

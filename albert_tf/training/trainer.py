@@ -30,7 +30,8 @@ what TPU pods and multi-GPU runs need:
 - Fault tolerance: `tf.train.CheckpointManager` checkpoints hold model, optimizer (its
   `iterations` is the global step) and the input iterator position; a restarted run resumes
   where the last checkpoint was written and ends with the same weights as an uninterrupted
-  run. SIGTERM (preemption) writes a checkpoint at the end of the current loop, then exits;
+  run. Ctrl-C stops at once (`Interrupted`, naming the step and the last checkpoint).
+  SIGTERM (preemption) writes a checkpoint at the end of the current loop, then exits;
   under a multi-worker strategy TensorFlow's `PreemptionCheckpointHandler` makes every
   worker write it at the same step (albert_tf.training.preemption).
   Multi-device strategies' iterators cannot be checkpointed (tensorflow#56372): there a

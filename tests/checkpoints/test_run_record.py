@@ -16,6 +16,7 @@ from albert_tf.checkpoints.run_record import (
     RunIdentity,
     RunRecord,
     Segment,
+    check_allowed,
 )
 from albert_tf.checkpoints.tokenizer_record import (
     TOKENIZER_RECORD_FILE,
@@ -140,6 +141,10 @@ def test_settings_change_only_when_allowed(tmp_path):
     with pytest.raises(ValueError, match=r"--allow_changed=steps_per_loop: steps_per_loop is"):
         record.check_settings(changed, ("steps_per_loop",))
     assert set(SETTINGS) <= set(GUARDED_SETTINGS)
+    # a typo is an error before any run (the runners check the flag with their others)
+    check_allowed(("learning_rate", "seed"))
+    with pytest.raises(ValueError, match=r"^--allow_changed=learning_rte: learning_rte is not"):
+        check_allowed(("learning_rte",))
 
 
 # --- the tokenizer a checkpoint records -------------------------------------------------

@@ -150,8 +150,15 @@ def test_fewer_steps_on_a_finished_run_is_one_line_and_changes_nothing(finished,
 
 
 def test_fine_tuning_with_another_tokenizer_than_the_checkpoints_is_refused(finished, shared_data):
+    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+
     root, out = finished
-    other = shared_data / "spm" / "test_sentencepiece_1k.model"
+    # another ALBERT SentencePiece model (ALBERT's recipe on other text), small enough for
+    # the config's embeddings: only the recorded sha256 can tell it from the model's own
+    lines = (shared_data / "corpus" / "wikitext-2" / "valid.txt").read_text().splitlines()
+    (root / "other.txt").write_text("\n".join(lines[:3000]) + "\n")
+    train_sentencepiece(str(root / "other.txt"), str(root / "other"), 2000)
+    other = root / "other.model"
     new = root / "other_tokenizer"
     args = _args(root, shared_data, "mrpc", "MRPC", new, f"--init_checkpoint={out}")
     args = [a for a in args if not a.startswith("--spm_model_file")]

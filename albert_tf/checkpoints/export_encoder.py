@@ -42,6 +42,7 @@ from albert_tf.modeling.config import AlbertConfig, ConfigError
 from data_pipeline.io import filesystem
 from data_pipeline.io.atomic import output_lock
 
+
 def checkpoint_config(
     init_checkpoint: str, albert_config: AlbertConfig | str | None = None
 ) -> tuple[AlbertConfig, str]:

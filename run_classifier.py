@@ -29,7 +29,12 @@ from absl import app, flags
 
 from albert_tf.runners import flags as shared_flags
 from albert_tf.runners.recipe_flags import apply_recipe
-from albert_tf.runners.run_setup import run_main
+from albert_tf.runners.run_setup import (
+    check_same_run,
+    run_identity,
+    run_main,
+    training_file_identity,
+)
 
 FLAGS = flags.FLAGS
 
@@ -82,6 +87,14 @@ def _main() -> int:
     evaluated = spec.dev_splits if FLAGS.do_eval or FLAGS.do_train else []
     for split in evaluated + (["test"] if FLAGS.do_predict else []):
         spec.check_labels(split, labels)
+    train_data = training_file_identity(
+        spec.source("train"), max_seq_length=FLAGS.max_seq_length,
+        max_train_examples=FLAGS.max_train_examples,
+    ) if FLAGS.do_train else None  # fmt: skip
+    identity = run_identity(
+        "run_classifier", spec.name, albert_config, tokenizer, labels, train_data
+    )
+    check_same_run(FLAGS.output_dir, identity, FLAGS.do_train)  # before the cache is written
     cache = os.path.join(FLAGS.output_dir, "cache")
 
     def features(split, limit=0):
@@ -104,7 +117,9 @@ def _main() -> int:
             output_dir=output_dir, num_train_steps=steps, num_warmup_steps=warmup
         )
         trainer_config = dataclasses.replace(trainer_config, seed=seed)
-        results.append(_run_once(spec, albert_config, trainer_config, labels, train, dev, test))
+        results.append(
+            _run_once(spec, albert_config, trainer_config, labels, train, dev, test, identity)
+        )
     if runs > 1 and FLAGS.do_eval:
         report, line = metrics.seeds_report(spec.name, seeds, [r["eval"] for r in results])
         write_json(os.path.join(FLAGS.output_dir, "eval_results.json"), report)
@@ -113,7 +128,7 @@ def _main() -> int:
     return 0
 
 
-def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> dict:
+def _run_once(spec, albert_config, trainer_config, labels, train, dev, test, identity) -> dict:
     """One fine-tuning run (one seed, into trainer_config.output_dir); what it did."""
     from albert_tf.training import ClassificationTask, Trainer
     from data_pipeline.io.atomic import write_json
@@ -124,6 +139,7 @@ def _run_once(spec, albert_config, trainer_config, labels, train, dev, test) -> 
         trainer_config,
         albert_config,
         FLAGS.do_train,
+        identity,
         labels=labels,
         train_examples=train.count if train else 0,
     )

@@ -23,7 +23,7 @@ import sys
 from absl import app, flags
 
 from albert_tf.runners import flags as shared_flags
-from albert_tf.runners.run_setup import run_main
+from albert_tf.runners.run_setup import records_identity, run_identity, run_main
 
 FLAGS = flags.FLAGS
 
@@ -108,6 +108,13 @@ def _main() -> int:
         trainer_config,
         albert_config,
         True,
+        identity=run_identity(
+            "run_pretraining",
+            "pretraining",
+            albert_config,
+            tokenizer or data.tokenizer,
+            data=records_identity(files),
+        ),  # fmt: skip
         input_files=files,
         data_meta=data.summary,
         data=dataclasses.asdict(data),

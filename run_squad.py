@@ -46,7 +46,12 @@ from absl import app, flags
 
 from albert_tf.runners import flags as shared_flags
 from albert_tf.runners.recipe_flags import apply_recipe
-from albert_tf.runners.run_setup import run_main
+from albert_tf.runners.run_setup import (
+    check_same_run,
+    run_identity,
+    run_main,
+    training_file_identity,
+)
 
 FLAGS = flags.FLAGS
 
@@ -131,6 +136,13 @@ def _main() -> int:
         ],
         v2,
     )
+    train_data = training_file_identity(
+        FLAGS.train_file, max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
+        max_query_length=FLAGS.max_query_length,
+    ) if FLAGS.do_train else None  # fmt: skip
+    task_name = f"squad v{version}, {head} head"
+    identity = run_identity("run_squad", task_name, albert_config, tokenizer, data=train_data)
+    check_same_run(FLAGS.output_dir, identity, FLAGS.do_train)  # before the cache is written
     cache = os.path.join(FLAGS.output_dir, "cache")
     windows = (FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
 
@@ -155,7 +167,7 @@ def _main() -> int:
         "train_features": train.count if train else 0,
     }
     run = shared_flags.setup_run_from_flags(
-        "run_squad", trainer_config, albert_config, FLAGS.do_train, **recorded
+        "run_squad", trainer_config, albert_config, FLAGS.do_train, identity, **recorded
     )
 
     def train_fn(ctx):  # (without --do_train the trainer only builds the model)

@@ -24,7 +24,11 @@ AlbertForMultipleChoice, AlbertForQuestionAnswering) becomes a fine-tuned model 
 vocab.txt as the Chinese ALBERTs have) that the runners'
 --init_checkpoint and `albert_tf.serving.export` take. Only the parts the source holds are
 written: an encoder-only source gives an encoder-only
-checkpoint, and a model restored from it reports its heads as missing. `DIR` is locked while
+checkpoint, and a model restored from it reports its heads as missing. When the source ships
+its vocabulary (a Hugging Face directory's spiece.model or vocab.txt, a TF-Hub module's one
+assets/*.model), an encoder or pretraining conversion records it in `DIR/tokenizer.json`
+(`albert_tf.checkpoints.tokenizer_record`; a fine-tuned directory holds the file itself),
+and fine-tuning from `DIR` checks its tokenizer against it. `DIR` is locked while
 the conversion runs (`data_pipeline.io.locks.output_lock`): a second writer on it fails at
 once, and a failed conversion leaves no new directory behind.
 """
@@ -51,6 +55,7 @@ from albert_tf.checkpoints.brightmart import (
     is_brightmart,
 )
 from albert_tf.checkpoints.model_garden import MODEL_GARDEN_SOURCES, read_model_garden
+from albert_tf.checkpoints.tokenizer_record import file_record, write_tokenizer_record
 from albert_tf.checkpoints.transformers import transformers_finetuned_task
 from albert_tf.modeling.config import AlbertConfig
 from data_pipeline.io.atomic import write_json
@@ -148,6 +153,11 @@ def _convert(source, input_path, output_dir, albert_config_file) -> dict:
     }
     if model_garden is not None:
         report["model_garden"] = model_garden
+    vocabulary = source_vocabulary(source, input_path)
+    if vocabulary is not None:
+        record = file_record(*vocabulary)
+        write_tokenizer_record(output_dir, record)
+        report["tokenizer"] = record
     if translation is not None:
         report["brightmart"] = {
             "source_embedding_size": translation.source_embedding_size,
@@ -156,6 +166,23 @@ def _convert(source, input_path, output_dir, albert_config_file) -> dict:
             "renamed": translation.renamed,
         }
     return _write_report(output_dir, report)
+
+
+def source_vocabulary(source: str, input_path: str) -> tuple[str, str] | None:
+    """(path, kind) of the vocabulary a source ships: a Hugging Face directory's
+    spiece.model (else a BertTokenizer's vocab.txt), a TF-Hub module's one assets/*.model;
+    None for TF1 checkpoints and sources without one."""
+    import glob
+
+    if source == "transformers" and os.path.isdir(input_path):
+        for name, kind in (("spiece.model", "sentencepiece"), ("vocab.txt", "wordpiece")):
+            if os.path.isfile(os.path.join(input_path, name)):
+                return os.path.join(input_path, name), kind
+    if source == "tfhub" and os.path.isdir(input_path):
+        found = glob.glob(os.path.join(glob.escape(input_path), "assets", "*.model"))
+        if len(found) == 1:
+            return found[0], "sentencepiece"
+    return None
 
 
 def _convert_task(input_path, output_dir, config, weights, unknown, task) -> dict:

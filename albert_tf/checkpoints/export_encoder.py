@@ -12,6 +12,10 @@ directory, then in its parent (where a run writes run_config.json).
 
 The result holds the encoder only (embeddings, blocks, pooler: no heads, no optimizer state),
 a tenth of a run's checkpoint or less, and works as `--init_checkpoint` of every runner.
+The tokenizer the source was trained with, when recorded (a run's run_config.json, a
+fine-tuned directory's vocabulary, an earlier export's tokenizer.json), is recorded in
+`DIR/tokenizer.json` (`albert_tf.checkpoints.tokenizer_record`), so fine-tuning from the
+export checks its --spm_model_file / --vocab_file against it.
 It is written to a temporary directory, checked, then moved into place: an interrupted or
 failed export leaves no checkpoint behind. `DIR` is locked while the export runs
 (`data_pipeline.io.locks.output_lock`): a second writer on it fails at once.
@@ -19,7 +23,6 @@ failed export leaves no checkpoint behind. `DIR` is locked while the export runs
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -33,11 +36,11 @@ from albert_tf.checkpoints import (
     save_checkpoint,
 )
 from albert_tf.checkpoints.own import checkpoint_reader, checkpoint_variables
+from albert_tf.checkpoints.run_record import RUN_RECORD_FILE, RunRecord
+from albert_tf.checkpoints.tokenizer_record import recorded_tokenizer, write_tokenizer_record
 from albert_tf.modeling.config import AlbertConfig, ConfigError
 from data_pipeline.io import filesystem
 from data_pipeline.io.locks import output_lock
-
-RUN_CONFIG_NAME = "run_config.json"
 
 
 def checkpoint_config(
@@ -64,17 +67,15 @@ def checkpoint_config(
         searched.append(config_path)
         if filesystem.isfile(config_path):
             return AlbertConfig.from_json_file(config_path), config_path
-        run_path = os.path.join(directory, RUN_CONFIG_NAME)
+        run_path = os.path.join(directory, RUN_RECORD_FILE)
         searched.append(run_path)
-        if filesystem.isfile(run_path):
-            with filesystem.open(run_path) as f:
-                try:
-                    run = json.load(f)
-                except json.JSONDecodeError as e:
-                    raise ConfigError(f"{run_path}:{e.lineno}: invalid JSON: {e.msg}") from None
-            if isinstance(run, dict) and "albert_config" in run:
-                source = f"{run_path} (albert_config)"
-                return AlbertConfig.from_dict(run["albert_config"], source=source), source
+        try:
+            run = RunRecord.read(directory)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        if run is not None and run.albert_config is not None:
+            source = f"{run_path} (albert_config)"
+            return AlbertConfig.from_dict(run.albert_config, source=source), source
     raise ConfigError(
         f"no config for checkpoint {prefix}: none of {', '.join(searched)} "
         f"holds one; pass --albert_config_file"
@@ -193,6 +194,10 @@ def _export_encoder(init_checkpoint, output_dir: str, albert_config) -> str:
         shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp_prefix = save_checkpoint(encoder, tmp, config)
+        tokenizer = recorded_tokenizer(prefix)
+        if tokenizer is not None:
+            where, record = tokenizer
+            write_tokenizer_record(tmp, {**record, "source": record.get("source", where)})
         if extras is None:
             extras = sorted(set(_encoder_variables(prefix)) - set(_encoder_variables(tmp_prefix)))
         if extras:

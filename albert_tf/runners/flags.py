@@ -12,6 +12,8 @@ import os
 
 from absl import flags
 
+from albert_tf.runners.run_setup import micro_batch_size  # noqa: F401 (its home: run_setup)
+
 FLAGS = flags.FLAGS
 
 
@@ -93,6 +95,13 @@ def define_trainer_flags(
         ["stop", "skip_step"],
         "A NaN/inf loss or gradient: stop with an error naming the step (nothing from it is "
         "written), or skip that update and go on (counted in the log).",
+    )
+    f.DEFINE_list(
+        "allow_changed",
+        [],
+        "Resuming a run (--output_dir with its checkpoints): the settings that may differ "
+        "from its last segment's (e.g. learning_rate,num_train_steps); any other change is "
+        "an error. Each segment is kept in run_config.json.",
     )
 
 
@@ -237,20 +246,6 @@ def finetuning_schedule(train_examples: int) -> tuple[int, int]:
     return steps, warmup
 
 
-def micro_batch_size(train_batch_size: int, grad_accum_steps: int, replicas: int) -> int:
-    """The global micro-batch: --train_batch_size split into --grad_accum_steps parts, each
-    split again over the replicas. Raises ValueError (one line) unless both splits are
-    exact, rather than silently training on fewer examples per update or failing inside
-    tf.distribute."""
-    micro = train_batch_size // grad_accum_steps
-    if micro * grad_accum_steps != train_batch_size or micro % replicas:
-        raise ValueError(
-            f"--train_batch_size={train_batch_size} must be divisible by "
-            f"--grad_accum_steps={grad_accum_steps} × {replicas} replicas"
-        )
-    return micro
-
-
 # --- up-front validation: one-line ValueErrors, before a runner writes anything --------------
 # Each runner calls its `check_*_flags` first; the ranges are checked here rather than with
 # `flags.register_validator`, whose failure absl reports as two lines (the error and a
@@ -291,6 +286,9 @@ def check_trainer_flags() -> None:
     _check_range(("learning_rate",), 0)
     if FLAGS.init_checkpoint:
         check_init_checkpoint(FLAGS.init_checkpoint)
+    from albert_tf.checkpoints.run_record import check_allowed
+
+    check_allowed(FLAGS.allow_changed or ())
 
 
 def check_init_checkpoint(path: str) -> None:
@@ -476,6 +474,11 @@ def finetuning_inputs_from_flags(check_flags) -> tuple:
     else:
         given = f"--vocab_file={FLAGS.vocab_file}"
     check_vocab_size(albert_config, tokenizer.vocab_size, given)
+    if FLAGS.init_checkpoint:  # the tokenizer the checkpoint records, if any, must be this one
+        from albert_tf.checkpoints.tokenizer_record import check_tokenizer
+        from albert_tf.runners.run_setup import tokenizer_identity
+
+        check_tokenizer(FLAGS.init_checkpoint, tokenizer_identity(tokenizer), given)
     return albert_config, tokenizer
 
 
@@ -544,10 +547,13 @@ def _as_list(values):
     return None if values is None else list(values)
 
 
-def setup_run_from_flags(runner: str, trainer_config, albert_config, training: bool, **extra):
+def setup_run_from_flags(
+    runner: str, trainer_config, albert_config, training: bool, identity=None, **extra
+):
     """`run_setup.setup_run` with the flags every runner shares (strategy, TPU, GPUs, train
-    batch) and a run_config.json of {"flags", "albert_config", **extra}."""
-    from albert_tf.runners.run_setup import setup_run  # run_setup imports this module
+    batch, --allow_changed), the run's `identity` (a RunIdentity) and a run_config.json of
+    {"flags", "albert_config", **extra}."""
+    from albert_tf.runners.run_setup import setup_run
 
     return setup_run(
         runner,
@@ -557,6 +563,8 @@ def setup_run_from_flags(runner: str, trainer_config, albert_config, training: b
         num_gpus=FLAGS.num_gpus,
         train_batch_size=FLAGS.train_batch_size,
         training=training,
+        identity=identity,
+        allow_changed=tuple(FLAGS.allow_changed or ()),
         run_config={
             "flags": FLAGS.flag_values_dict(),
             "albert_config": albert_config.to_dict(),

@@ -13,12 +13,9 @@ takes that run's sequence length and casing unless given).
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 
 from albert_tf.checkpoints.task_info import TaskInfo, is_finetuned_dir
 from albert_tf.checkpoints.task_kinds import task_kind
-from data_pipeline.io import filesystem
 from data_pipeline.tokenization.spec import TokenizerSpec
 
 DEFAULT_MAX_SEQ_LENGTH = 128  # a checkpoint that records none
@@ -139,20 +136,10 @@ def pretraining_run(init_checkpoint: str) -> tuple[str, dict] | None:
     from (in the checkpoint's directory or its parent, where run_pretraining writes it),
     or None (a converted or hand-made checkpoint)."""
     from albert_tf.checkpoints import resolve_checkpoint
-    from albert_tf.checkpoints.export_encoder import RUN_CONFIG_NAME
+    from albert_tf.checkpoints.run_record import RunRecord
 
-    prefix = resolve_checkpoint(init_checkpoint)
-    here = os.path.dirname(prefix if filesystem.is_url(prefix) else os.path.abspath(prefix))
-    for directory in dict.fromkeys((here, os.path.dirname(here))):
-        path = os.path.join(directory, RUN_CONFIG_NAME)
-        if filesystem.isfile(path):
-            with filesystem.open(path) as f:
-                try:
-                    run = json.load(f)
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
-            return (path, run) if isinstance(run, dict) else None
-    return None
+    record = RunRecord.near(resolve_checkpoint(init_checkpoint))
+    return None if record is None else (record.path, record.to_dict())
 
 
 def check_run_tokenizer(run: tuple[str, dict] | None, spec: TokenizerSpec, tokenizer) -> None:

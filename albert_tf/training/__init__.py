@@ -10,7 +10,8 @@ from albert_tf.training.tasks import (
     Task,
     divisors,
 )
-from albert_tf.training.trainer import Preempted, Trainer, TrainerConfig
+from albert_tf.training.stops import Interrupted, NonFiniteLoss, Preempted
+from albert_tf.training.trainer import Trainer, TrainerConfig
 
 __all__ = [
     "TrainerConfig",
@@ -23,6 +24,8 @@ __all__ = [
     "make_strategy",
     "set_precision",
     "Preempted",
+    "Interrupted",
+    "NonFiniteLoss",
     "task_output_dir",
     "divisors",
 ]

@@ -104,6 +104,20 @@ def unreadable(prefix: str) -> str | None:
     return None
 
 
+def newest_readable_step(directory: str) -> int | None:
+    """The step of the checkpoint a run in `directory` would resume from (the newest whose
+    files read, as `restore_newest` picks; the trainer numbers checkpoints by step), or
+    None when the directory holds no checkpoint files (a new run). Reads only: a run is
+    checked against its checkpoints before anything is written."""
+    if not filesystem.isdir(directory):
+        return None
+    found, _ = candidates(directory)
+    for prefix in found:
+        if unreadable(prefix) is None:
+            return max(_number(prefix), 0)
+    return 0 if found else None  # (none reads: restore_newest stops the run in one line)
+
+
 def quarantine(prefix: str) -> str:
     """Moves every file of the checkpoint `prefix` into `unreadable/` beside it; returns the
     directory."""

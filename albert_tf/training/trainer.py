@@ -30,7 +30,8 @@ what TPU pods and multi-GPU runs need:
 - Fault tolerance: `tf.train.CheckpointManager` checkpoints hold model, optimizer (its
   `iterations` is the global step) and the input iterator position; a restarted run resumes
   where the last checkpoint was written and ends with the same weights as an uninterrupted
-  run. SIGTERM (preemption) writes a checkpoint at the end of the current loop, then exits;
+  run. Ctrl-C stops at once (`Interrupted`, naming the step and the last checkpoint).
+  SIGTERM (preemption) writes a checkpoint at the end of the current loop, then exits;
   under a multi-worker strategy TensorFlow's `PreemptionCheckpointHandler` makes every
   worker write it at the same step (albert_tf.training.preemption).
   Multi-device strategies' iterators cannot be checkpointed (tensorflow#56372): there a
@@ -44,8 +45,6 @@ what TPU pods and multi-GPU runs need:
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import os
 import signal
 import time
@@ -53,11 +52,16 @@ from collections.abc import Callable
 
 from albert_tf.training.distribution import set_precision, task_output_dir
 from albert_tf.training.preemption import coordinated_preemption
-from albert_tf.training.resume import clean_temporaries, restore_newest
+from albert_tf.training.resume import restore_newest
+from albert_tf.training.run_files import RunFiles
 from albert_tf.training.step import LAST_STEP, TrainStep
-from albert_tf.training.tasks import Task, divisors
+from albert_tf.training.stops import Interrupted, NonFiniteLoss, Preempted
+from albert_tf.training.evaluation import EvalLoop, summarize
+from albert_tf.training.tasks import Task
 from data_pipeline.io import filesystem
-from data_pipeline.io.atomic import append_text, write_json
+
+# (the stops are raised here; their old import path stays valid)
+__all__ = ["Interrupted", "NonFiniteLoss", "Preempted", "Trainer", "TrainerConfig"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,15 +106,6 @@ class TrainerConfig:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
 
 
-class Preempted(Exception):
-    """Raised after a SIGTERM-triggered checkpoint; the runner exits with status 143."""
-
-
-class NonFiniteLoss(ValueError):
-    """The loss or the gradients became NaN/inf (`on_nonfinite="stop"`): raised before
-    anything from that step on is written (no checkpoint, best/, prediction or export)."""
-
-
 class Trainer:
     """Trains `task` with `config` under `strategy`.
 
@@ -153,6 +148,7 @@ class Trainer:
         self.log = log
         self.eval_dataset_fn = eval_dataset_fn
         self.evaluate_fn = evaluate_fn
+        self.files = RunFiles(config.output_dir, log)  # metrics.jsonl, best/, progress
         filesystem.makedirs(config.output_dir)
         set_precision(config.dtype)
         keras.utils.set_random_seed(config.seed)
@@ -237,7 +233,9 @@ class Trainer:
             config,
         )
         self._train_loop = tf.function(self.train_step.loop)
-        self._eval_step = None
+        self._eval_loop = EvalLoop(
+            task, self.model, strategy, self.train_step.reduce, config.jit_compile
+        )
         self._preempted = False
         self._preemption = None  # multi-worker and TPU: created when training starts
         self._preempted_at = 0
@@ -259,20 +257,6 @@ class Trainer:
     def step(self) -> int:
         return int(self.inner_optimizer.iterations.numpy())
 
-    def _summarize(self, totals) -> dict:
-        """Loop totals → {name: value}: every term as sum/denominator, averaged grad norm."""
-        keys = {**self.task.losses, **self.task.metrics}
-        dens = divisors(
-            keys,
-            {key: float(totals[f"den/{key}"]) for key in keys.values()},
-            self.task.denominator_offsets,
-        )
-        values = {name: float(totals[f"sum/{name}"]) / float(dens[name]) for name in keys}
-        values["loss"] = sum(values[n] for n in self.task.losses)
-        if "sum/grad_norm" in totals:
-            values["grad_norm"] = float(totals["sum/grad_norm"]) / max(float(totals["count"]), 1)
-        return values
-
     def _check_finite(self, totals: dict, step: int) -> None:
         """Raises NonFiniteLoss for a stopped loop; logs the steps a skip_step loop skipped."""
         rank = totals.pop("nonfinite_rank", 0.0)
@@ -289,21 +273,8 @@ class Trainer:
             self.log(f"skipped {skipped} step(s) with a NaN/inf loss or gradient (up to {step})")
 
     def _save(self, step: int) -> str:
-        """Writes checkpoint `step`; a failed write (disk full) removes what it left and
-        raises one line, the earlier checkpoints intact."""
-        import tensorflow as tf
-
-        try:
-            return self.manager.save(checkpoint_number=step)
-        except (tf.errors.OpError, OSError) as e:
-            directory = self.manager.directory
-            clean_temporaries(directory)
-            reason = getattr(e, "message", None) or str(e)
-            raise OSError(
-                f"cannot write checkpoint ckpt-{step} in {directory}: "
-                f"{reason.strip().splitlines()[0] if reason.strip() else type(e).__name__}; "
-                f"the earlier checkpoints are intact"
-            ) from None
+        """Writes checkpoint `step` (`RunFiles.save`: a failed write leaves nothing)."""
+        return self.files.save(self.manager, step)
 
     def _on_sigterm(self, signum, frame):
         self._preempted = True
@@ -326,7 +297,21 @@ class Trainer:
 
     def train(self) -> dict:
         """Runs to `num_train_steps` (resuming if a checkpoint exists); returns the last
-        training and evaluation figures."""
+        training and evaluation figures. Ctrl-C raises `Interrupted` (one line: the step
+        reached, the last checkpoint)."""
+        try:
+            return self._train()
+        except KeyboardInterrupt:
+            last = self.manager.latest_checkpoint
+            where = (
+                f"the last checkpoint is {os.path.basename(last)} (the same command resumes "
+                f"from it)"
+                if last
+                else "no checkpoint was written"
+            )
+            raise Interrupted(f"interrupted at step {self.step}; {where}") from None
+
+    def _train(self) -> dict:
         import tensorflow as tf
 
         cfg = self.config
@@ -360,7 +345,7 @@ class Trainer:
                 step = self.step
                 self._check_finite(totals, step)
                 elapsed = time.time() - loop_start
-                last = self._summarize(totals)
+                last = summarize(self.task, totals)
                 last["learning_rate"] = float(self.schedule(step))
                 last["examples_per_second"] = (
                     float(totals["den/examples"]) / elapsed
@@ -370,8 +355,8 @@ class Trainer:
                 with writer.as_default(step=step):
                     for name, value in last.items():
                         tf.summary.scalar(name, value)
-                self._progress(step, last, start_step, start)
-                self._append_jsonl({"step": step, "split": "train", **last})
+                self.files.progress(step, cfg.num_train_steps, last, start_step, start)
+                self.files.append_metrics({"step": step, "split": "train", **last})
                 alone = self._preempted and not coordinated
                 if step % cfg.save_checkpoints_steps == 0 or step >= cfg.num_train_steps or alone:
                     self._save(step)
@@ -395,108 +380,20 @@ class Trainer:
         return {"step": step, "train": last, "eval": evaluation}
 
     def evaluate(self, step: int | None = None) -> dict:
-        """One pass over the evaluation set (at most `max_eval_steps` batches)."""
-        import tensorflow as tf
-
+        """One pass over the evaluation set (at most `max_eval_steps` batches), or
+        `evaluate_fn`; recorded (`RunFiles.record_eval`: events, metrics.jsonl, best/)."""
         step = self.step if step is None else step
         if self.evaluate_fn is not None:
             result = dict(self.evaluate_fn(self.model))
-            self._record_eval(step, result)
+            self.files.record_eval(step, result, self.model, self.task.best_metric)
             return result
-        if self._eval_step is None:
-
-            def replica_eval(batch):
-                dens = self.task.denominators(batch)
-                outputs = self.task.call_model(self.model, batch, False)
-                out = {f"sum/{n}": t for n, t in self.task.terms(batch, outputs).items()}
-                out.update({f"den/{k}": v for k, v in dens.items()})
-                return out
-
-            fn = tf.function(replica_eval, jit_compile=self.config.jit_compile)
-            self._eval_step = tf.function(
-                lambda batch: self.train_step.reduce(self.strategy.run(fn, (batch,)))
-            )
-        dataset = self.strategy.distribute_datasets_from_function(self.eval_dataset_fn)
-        totals = None
-        for i, batch in enumerate(dataset):
-            if i >= self.config.max_eval_steps:
-                break
-            values = {k: v.numpy() for k, v in self._eval_step(batch).items()}
-            totals = values if totals is None else {k: totals[k] + values[k] for k in totals}
-        if totals is None:
-            raise ValueError(
-                "the evaluation set gave no batch (fewer records than one batch? drop_remainder)"
-            )
-        result = self._summarize(totals)
-        self._record_eval(step, result)
+        result = self._eval_loop(self.eval_dataset_fn, self.config.max_eval_steps)
+        self.files.record_eval(step, result, self.model, self.task.best_metric)
         return result
 
-    def _record_eval(self, step: int, result: dict) -> None:
-        """TensorBoard, log line, metrics.jsonl and the best checkpoint for one evaluation."""
-        import tensorflow as tf
-
-        writer = tf.summary.create_file_writer(os.path.join(self.config.output_dir, "eval"))
-        with writer.as_default(step=step):
-            for name, value in result.items():
-                tf.summary.scalar(name, value)
-        writer.flush()
-        self.log(f"eval step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items()))
-        self._append_jsonl({"step": step, "split": "eval", **result})
-        best = self.task.best_metric
-        if best and best in result:
-            self._keep_best(step, best, result[best], result)
-
     def best_record(self) -> dict | None:
-        """The best evaluation so far ({"metric", "value", "step", "eval"}; `checkpoint`
-        is in best/best.json), or None before the first evaluation with a best metric."""
-        record = os.path.join(self.config.output_dir, "best", "best.json")
-        if not filesystem.exists(record):
-            return None
-        with filesystem.open(record) as f:
-            best = json.load(f)
-        return {k: best[k] for k in ("metric", "value", "step", "eval")}
-
-    def _keep_best(self, step, name, value, result):
-        import tensorflow as tf
-
-        best_dir = os.path.join(self.config.output_dir, "best")
-        record = os.path.join(best_dir, "best.json")
-        previous = None
-        if filesystem.exists(record):
-            with filesystem.open(record) as f:
-                previous = json.load(f)
-        if previous is not None and previous["value"] >= value or not math.isfinite(value):
-            return
-        filesystem.makedirs(best_dir)
-        ckpt = tf.train.Checkpoint(model=self.model)
-        manager = tf.train.CheckpointManager(ckpt, best_dir, max_to_keep=1)
-        path = manager.save(checkpoint_number=step)
-        write_json(
-            record,
-            {"metric": name, "value": value, "step": step, "checkpoint": path, "eval": result},
-        )
-        self.log(f"best {name} {value:.4f} at step {step} -> {path}")
-
-    def _progress(self, step, values, start_step, start):
-        done = step - start_step
-        rate = done / max(time.time() - start, 1e-9)
-        eta = (self.config.num_train_steps - step) / rate if rate > 0 else float("nan")
-        shown = ", ".join(
-            f"{k} {values[k]:.4f}"
-            for k in values
-            if k not in ("learning_rate", "examples_per_second", "grad_norm")
-        )
-        self.log(
-            f"step {step}/{self.config.num_train_steps} | {shown} | grad_norm "
-            f"{values.get('grad_norm', float('nan')):.3f} | lr "
-            f"{values['learning_rate']:.3g} | {values['examples_per_second']:.1f} ex/s"
-            f" | ETA {_hms(eta)}"
-        )
-
-    def _append_jsonl(self, row: dict) -> None:
-        # On URLs (no append on object stores) the small file is rewritten whole.
-        path = os.path.join(self.config.output_dir, "metrics.jsonl")
-        append_text(path, json.dumps(row) + "\n")
+        """The best evaluation so far (`RunFiles.best_record`), or None."""
+        return self.files.best_record()
 
 
 def _until_multiple(step: int, every: int) -> int:
@@ -507,10 +404,3 @@ def _main_thread() -> bool:
     import threading
 
     return threading.current_thread() is threading.main_thread()
-
-
-def _hms(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "?"
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"

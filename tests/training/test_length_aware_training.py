@@ -173,7 +173,8 @@ def test_resuming_with_other_batches_is_one_line_before_any_write(tmp_path):
     in one line naming both, and run_config.json is left as it was."""
     import json
 
-    from albert_tf.runners.run_setup import RUN_CONFIG, check_same_batches
+    from albert_tf.checkpoints.run_record import RUN_RECORD_FILE as RUN_CONFIG
+    from albert_tf.runners.run_setup import check_same_batches
 
     grouped, padded = {"length_buckets": [16, 32]}, {"length_buckets": None}
     record = tmp_path / RUN_CONFIG

@@ -389,6 +389,43 @@ def test_sigkill_then_sigterm_resume_ends_with_the_uninterrupted_weights(workdir
         assert row["loss"] == pytest.approx(ref_rows[step]["loss"], rel=1e-5), step
 
 
+def test_ctrl_c_is_one_line_exit_130_and_resume_ends_with_the_uninterrupted_weights(
+    workdir, reference
+):
+    """SIGINT (Ctrl-C) after the first checkpoint: no traceback, one line naming the step
+    reached and the last checkpoint, exit code 130; the same command then resumes from that
+    checkpoint and ends with every variable and every logged loss of the reference run."""
+    ref_out, _ = reference
+    out = workdir / "ctrl_c"
+    args = base_args(workdir, out)
+    interrupted = start(args, workdir / "ctrl_c_sigint")
+    try:
+        wait_for((out / "checkpoints" / "checkpoint").exists, interrupted, "the first checkpoint")
+        interrupted.proc.send_signal(signal.SIGINT)
+        interrupted.wait()
+    finally:
+        interrupted.kill()
+    assert interrupted.rc == 130, interrupted.report()
+    assert "Traceback" not in interrupted.stderr, interrupted.report()
+    found = re.fullmatch(
+        r"interrupted at step (\d+); the last checkpoint is ckpt-(\d+) \(the same command "
+        r"resumes from it\)",
+        interrupted.stderr.strip().splitlines()[-1],
+    )
+    assert found, interrupted.report()
+    step, kept = int(found.group(1)), int(found.group(2))
+    assert kept == checkpoint_steps(out)[-1] and kept <= step < STEPS
+    final = ok(run(args, workdir / "ctrl_c_resumed"))
+    assert f"at step {kept}" in final.stdout, final.report()
+    assert_same_weights(latest_checkpoint(ref_out), latest_checkpoint(out))
+    ref_rows, rows = last_rows_by_step(metrics(ref_out)), last_rows_by_step(metrics(out))
+    assert sorted(rows) == sorted(ref_rows)
+    for s, row in rows.items():
+        assert row["loss"] == pytest.approx(ref_rows[s]["loss"], rel=1e-5), s
+    segments = json.loads((out / "run_config.json").read_text())["segments"]
+    assert [seg["start_step"] for seg in segments] == [0, kept]  # each invocation kept
+
+
 def _killed_then_resumed(args, workdir, name, script="run_pretraining.py"):
     """Runs `args` into a fresh output dir, SIGKILLs it once its first checkpoint is
     written, restarts it with the same command to the end; returns the output dir."""

@@ -1,0 +1,132 @@
+"""The files a training run keeps in its output directory besides its checkpoints' state:
+the checkpoint writes themselves (a failed write leaves nothing half-written), `best/` and
+`best/best.json` (the checkpoint with the best evaluation metric), `metrics.jsonl` (one row
+per training loop and per evaluation), the TensorBoard evaluation events (`eval/`) and the
+console progress line. The trainer (`albert_tf.training.trainer`) decides when; this module
+decides what is written, and where.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+
+from albert_tf.training.resume import clean_temporaries
+from data_pipeline.io import filesystem
+from data_pipeline.io.atomic import append_text, write_json
+
+METRICS_FILE = "metrics.jsonl"
+BEST_DIR = "best"
+BEST_RECORD = "best.json"
+
+
+class RunFiles:
+    """The run files of `output_dir` (the worker's own directory); progress lines to `log`."""
+
+    def __init__(self, output_dir: str, log=print):
+        self.output_dir = output_dir
+        self.log = log
+
+    # --- checkpoints ------------------------------------------------------------------------
+    def save(self, manager, step: int) -> str:
+        """Writes checkpoint `step` through `manager` (a `tf.train.CheckpointManager`); a
+        failed write (disk full) removes what it left and raises one line, the earlier
+        checkpoints intact."""
+        import tensorflow as tf
+
+        try:
+            return manager.save(checkpoint_number=step)
+        except (tf.errors.OpError, OSError) as e:
+            directory = manager.directory
+            clean_temporaries(directory)
+            reason = getattr(e, "message", None) or str(e)
+            raise OSError(
+                f"cannot write checkpoint ckpt-{step} in {directory}: "
+                f"{reason.strip().splitlines()[0] if reason.strip() else type(e).__name__}; "
+                f"the earlier checkpoints are intact"
+            ) from None
+
+    # --- metrics ----------------------------------------------------------------------------
+    def append_metrics(self, row: dict) -> None:
+        """One row of metrics.jsonl. On URLs (no append on object stores) the small file is
+        rewritten whole."""
+        path = os.path.join(self.output_dir, METRICS_FILE)
+        append_text(path, json.dumps(row) + "\n")
+
+    def record_eval(self, step: int, result: dict, model, best_metric: str | None) -> None:
+        """TensorBoard, log line, metrics.jsonl and the best checkpoint for one evaluation
+        (`result`: {metric: value}) of `model` at `step`."""
+        import tensorflow as tf
+
+        writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "eval"))
+        with writer.as_default(step=step):
+            for name, value in result.items():
+                tf.summary.scalar(name, value)
+        writer.flush()
+        self.log(f"eval step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items()))
+        self.append_metrics({"step": step, "split": "eval", **result})
+        if best_metric and best_metric in result:
+            self.keep_best(model, step, best_metric, result[best_metric], result)
+
+    # --- best/ -------------------------------------------------------------------------------
+    def best_record(self) -> dict | None:
+        """The best evaluation so far ({"metric", "value", "step", "eval"}; `checkpoint`
+        is in best/best.json), or None before the first evaluation with a best metric."""
+        record = os.path.join(self.output_dir, BEST_DIR, BEST_RECORD)
+        if not filesystem.exists(record):
+            return None
+        with filesystem.open(record) as f:
+            best = json.load(f)
+        return {k: best[k] for k in ("metric", "value", "step", "eval")}
+
+    def keep_best(self, model, step: int, name: str, value: float, result: dict) -> None:
+        """Writes `model` as best/ckpt-`step` with best/best.json when `value` (a finite
+        value of metric `name`, higher is better) beats the one recorded."""
+        import tensorflow as tf
+
+        best_dir = os.path.join(self.output_dir, BEST_DIR)
+        record = os.path.join(best_dir, BEST_RECORD)
+        previous = None
+        if filesystem.exists(record):
+            with filesystem.open(record) as f:
+                previous = json.load(f)
+        if previous is not None and previous["value"] >= value or not math.isfinite(value):
+            return
+        filesystem.makedirs(best_dir)
+        ckpt = tf.train.Checkpoint(model=model)
+        manager = tf.train.CheckpointManager(ckpt, best_dir, max_to_keep=1)
+        path = manager.save(checkpoint_number=step)
+        write_json(
+            record,
+            {"metric": name, "value": value, "step": step, "checkpoint": path, "eval": result},
+        )
+        self.log(f"best {name} {value:.4f} at step {step} -> {path}")
+
+    # --- the console ------------------------------------------------------------------------
+    def progress(self, step: int, total: int, values: dict, start_step: int, start: float):
+        """The progress line of a loop ending at `step` of `total`: every loss and metric,
+        gradient norm, learning rate, examples/s and the time left at this segment's pace
+        (since `start_step`, begun at `start`, a time.time())."""
+        done = step - start_step
+        rate = done / max(time.time() - start, 1e-9)
+        eta = (total - step) / rate if rate > 0 else float("nan")
+        shown = ", ".join(
+            f"{k} {values[k]:.4f}"
+            for k in values
+            if k not in ("learning_rate", "examples_per_second", "grad_norm")
+        )
+        self.log(
+            f"step {step}/{total} | {shown} | grad_norm "
+            f"{values.get('grad_norm', float('nan')):.3f} | lr "
+            f"{values['learning_rate']:.3g} | {values['examples_per_second']:.1f} ex/s"
+            f" | ETA {_hms(eta)}"
+        )
+
+
+def _hms(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"

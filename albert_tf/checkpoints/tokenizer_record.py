@@ -60,18 +60,13 @@ def file_record(path: str, kind: str, source: str | None = None) -> dict:
 
 def _in_directory(directory: str) -> tuple[str, dict] | None:
     """(where, {"kind", "sha256"}) recorded in one directory, or None."""
-    from albert_tf.checkpoints.finetuned import TASK_FILE, read_task
     from albert_tf.checkpoints.run_record import RunRecord
+    from albert_tf.checkpoints.task_info import TASK_FILE, TaskInfo
 
     if filesystem.isfile(os.path.join(directory, TASK_FILE)):
-        task = read_task(directory)
-        kind, path = (
-            ("wordpiece", task["vocab_file"])
-            if "vocab_file" in task
-            else ("sentencepiece", task["spm_model"])
-        )
-        if filesystem.isfile(path):
-            return path, {"kind": kind, "sha256": file_sha256(path)}
+        spec = TaskInfo.read(directory).tokenizer()
+        if spec is not None:
+            return spec.path, {"kind": spec.kind, "sha256": file_sha256(spec.path)}
     record_path = os.path.join(directory, TOKENIZER_RECORD_FILE)
     if filesystem.isfile(record_path):
         with filesystem.open(record_path) as f:

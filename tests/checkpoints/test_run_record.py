@@ -171,6 +171,8 @@ def spm_files():
 def test_every_kind_of_init_checkpoint_is_checked_and_a_plain_one_is_not(tmp_path, spm_files):
     from albert_tf.checkpoints.export_encoder import export_encoder
     from albert_tf.checkpoints.finetuned import write_task_files
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from data_pipeline.tokenization.spec import TokenizerSpec
 
     spm, other = spm_files
     given = f"--spm_model_file={other}"
@@ -186,7 +188,11 @@ def test_every_kind_of_init_checkpoint_is_checked_and_a_plain_one_is_not(tmp_pat
     # a fine-tuned directory: its own spm.model
     finetuned = tmp_path / "finetuned"
     _checkpoint(finetuned)
-    write_task_files(str(finetuned), {"kind": "classifier", "labels": ["0", "1"]}, str(spm))
+    write_task_files(
+        str(finetuned),
+        TaskInfo.build("classifier", labels=["0", "1"]),
+        TokenizerSpec.from_files(str(spm)),
+    )
     # a plain checkpoint records nothing
     plain = tmp_path / "plain"
     _checkpoint(plain)

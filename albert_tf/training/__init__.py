@@ -10,7 +10,8 @@ from albert_tf.training.tasks import (
     Task,
     divisors,
 )
-from albert_tf.training.trainer import Preempted, Trainer, TrainerConfig
+from albert_tf.training.config import TrainerConfig
+from albert_tf.training.trainer import Preempted, Trainer
 
 __all__ = [
     "TrainerConfig",

@@ -2,7 +2,7 @@
 fails: a single `error: ...` line on stderr and exit code 1 (143 when preempted).
 
     def main(argv):
-        return run_main(lambda: _main())          # ValueError/OSError → "error: ..." rc 1
+        return run_main(_main, argv)   # stray arguments, ValueError/OSError → "error: ..." rc 1
 
     run = setup_run("run_classifier", trainer_config, strategy_name=..., tpu=...,
                     num_gpus=..., train_batch_size=..., training=True,
@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from albert_tf.runners.flags import micro_batch_size
+from data_pipeline.cli import check_no_positional
 from data_pipeline.io import filesystem
 from data_pipeline.io.atomic import OutputLock, hold_output_lock, write_json
 
@@ -40,6 +40,20 @@ class RunSetup:
     micro_batch: int
     output_dir: str
     lock: OutputLock | None = None
+
+
+def micro_batch_size(train_batch_size: int, grad_accum_steps: int, replicas: int) -> int:
+    """The global micro-batch: --train_batch_size split into --grad_accum_steps parts, each
+    split again over the replicas. Raises ValueError (one line) unless both splits are
+    exact, rather than silently training on fewer examples per update or failing inside
+    tf.distribute."""
+    micro = train_batch_size // grad_accum_steps
+    if micro * grad_accum_steps != train_batch_size or micro % replicas:
+        raise ValueError(
+            f"--train_batch_size={train_batch_size} must be divisible by "
+            f"--grad_accum_steps={grad_accum_steps} × {replicas} replicas"
+        )
+    return micro
 
 
 def setup_run(
@@ -117,13 +131,15 @@ def check_same_batches(output_dir: str, input_pipeline: dict | None) -> None:
         )
 
 
-def run_main(body: Callable[[], int | None]) -> int:
-    """Runs `body`; a ValueError or OSError (bad flags, files, checkpoints, configs: every
+def run_main(body: Callable[[], int | None], argv=()) -> int:
+    """Runs `body` unless `argv` (what absl left after the flags) holds stray arguments; a
+    ValueError or OSError (stray arguments, bad flags, files, checkpoints, configs: every
     error this project raises for bad input) becomes one `error: ...` line and exit code 1,
     a preemption exit code 143 (the conventional SIGTERM code)."""
     from albert_tf.training import Preempted
 
     try:
+        check_no_positional(argv)
         return body() or 0
     except Preempted as e:
         print(str(e), file=sys.stderr)

@@ -740,7 +740,7 @@ def export_trained(
 
 def main(argv=None) -> int:
     from absl import flags
-    from albert_tf.cli import parse_tool_flags
+    from data_pipeline.cli import parse_tool_flags
 
     fv = flags.FlagValues()
     flags.DEFINE_enum("task", None, list(TASKS), "What the SavedModel does.", flag_values=fv)

@@ -106,7 +106,7 @@ def finetuning_schedule(train_examples: int) -> tuple[int, int]:
 def length_buckets_from_flags() -> tuple[int, ...] | None:
     """The buckets batches are grouped by length into, or None: batches padded to
     max_seq_length (--pad_to_max_seq_length, and on TPUs)."""
-    return batch_buckets(FLAGS.length_buckets, FLAGS.pad_to_max_seq_length)
+    return batch_buckets(FLAGS.length_buckets, FLAGS.pad_to_max_seq_length, FLAGS.strategy)
 
 
 def albert_config_from_flags():

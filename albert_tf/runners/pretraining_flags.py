@@ -84,7 +84,7 @@ def define_pretraining_flags() -> None:
 
 def length_buckets_from_flags() -> tuple[int, ...] | None:
     """--length_buckets (None: static shapes, the default, and on TPUs)."""
-    return batch_buckets(FLAGS.length_buckets, padded=False)
+    return batch_buckets(FLAGS.length_buckets, False, FLAGS.strategy)
 
 
 def check_pretraining_flags() -> None:

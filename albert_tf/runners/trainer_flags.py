@@ -86,13 +86,13 @@ def albert_config_from_flags(dropout: float | None = None):
     return config
 
 
-def batch_buckets(length_buckets: str, padded: bool) -> tuple[int, ...] | None:
+def batch_buckets(length_buckets: str, padded: bool, strategy: str) -> tuple[int, ...] | None:
     """The lengths batches are grouped by and padded to (data_pipeline.length_buckets), or
     None: batches padded to max_seq_length (`padded`, an empty `length_buckets`, and on
-    TPUs, which need static shapes). A ValueError names --length_buckets."""
+    TPUs, `strategy` "tpu", which need static shapes). A ValueError names --length_buckets."""
     from data_pipeline.length_buckets import parse_buckets
 
-    if padded or FLAGS.strategy == "tpu" or not length_buckets:
+    if padded or strategy == "tpu" or not length_buckets:
         return None
     try:
         return parse_buckets(length_buckets)

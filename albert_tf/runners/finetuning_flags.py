@@ -10,11 +10,7 @@ from typing import NamedTuple
 
 from absl import flags
 
-from albert_tf.runners import checks
-from albert_tf.runners.trainer_flags import (
-    albert_config_from_flags as model_config_from_flags,
-)
-from albert_tf.runners.trainer_flags import batch_buckets, define_trainer_flags
+from albert_tf.runners import checks, trainer_flags
 from data_pipeline.cli import Bounds, define_flags_from, setting
 
 FLAGS = flags.FLAGS
@@ -77,7 +73,7 @@ def define_finetuning_flags(
 ) -> None:
     """The trainer's flags (adamw; --num_train_steps 0: from the epochs) and
     FinetuningSettings' with the runner's defaults."""
-    define_trainer_flags(
+    trainer_flags.define_trainer_flags(
         steps_may_be_zero=True,
         learning_rate=learning_rate,
         optimizer="adamw",
@@ -106,12 +102,14 @@ def finetuning_schedule(train_examples: int) -> tuple[int, int]:
 def length_buckets_from_flags() -> tuple[int, ...] | None:
     """The buckets batches are grouped by length into, or None: batches padded to
     max_seq_length (--pad_to_max_seq_length, and on TPUs)."""
-    return batch_buckets(FLAGS.length_buckets, FLAGS.pad_to_max_seq_length, FLAGS.strategy)
+    return trainer_flags.batch_buckets(
+        FLAGS.length_buckets, FLAGS.pad_to_max_seq_length, FLAGS.strategy
+    )
 
 
 def albert_config_from_flags():
     """The model config (--albert_config_file or --preset) with --albert_dropout applied."""
-    return model_config_from_flags(FLAGS.albert_dropout)
+    return trainer_flags.albert_config_from_flags(FLAGS.albert_dropout)
 
 
 def tokenizer_spec_from_flags():

@@ -44,141 +44,76 @@ import sys
 
 from absl import app, flags
 
-from albert_tf.runners import flags as shared_flags
+from albert_tf.runners import finetuning_flags as ff
+from albert_tf.runners import squad_flags as sf
 from albert_tf.runners.recipe_flags import apply_recipe
-from albert_tf.runners.run_setup import (
-    check_same_run,
-    run_identity,
-    run_main,
-    training_file_identity,
-)
+from albert_tf.runners.run_setup import run_main
+from albert_tf.runners.squad_flags import define_squad_flags as define_flags
 
 FLAGS = flags.FLAGS
 
 
-# The runner's flags are defined in albert_tf.runners.flags.
-define_flags = shared_flags.define_squad_flags
-
-
 def main(argv):
-    del argv
     from absl import logging
 
     logging.set_verbosity(logging.WARNING)
-    return run_main(_main)
-
-
-BEAM_OUTPUTS = (
-    "start_top_log_probs",
-    "start_top_index",
-    "end_top_log_probs",
-    "end_top_index",
-    "cls_logits",
-)
+    return run_main(_main, argv)
 
 
 def _predict(model, features, threshold, strategy):
-    """(predictions, nbest, null_odds) for the questions of `features` (SquadFeatures),
-    predicted in batches grouped by length unless padded to the maximum, on the replicas
-    of `strategy`."""
-    from albert_tf.training.prediction import predict_logits
-    from data_pipeline.squad.data import PER_TOKEN_FILL, PREDICTION_KEYS
-    from data_pipeline.squad.postprocess import postprocess, postprocess_beam
+    """(predictions, nbest, null_odds) of `features` with the flags' settings."""
+    from albert_tf.runners.predictions import squad_answers
 
-    buckets = shared_flags.length_buckets_from_flags()
-    dataset = features.prediction_dataset(FLAGS.predict_batch_size, buckets)
-    beam = shared_flags.squad_head_from_flags() == "albert"
-    out = predict_logits(
-        model,
-        dataset,
-        BEAM_OUTPUTS if beam else ("start_logits", "end_logits"),
-        carry=PREDICTION_KEYS,
-        order_by="feature_index",
-        per_token=PER_TOKEN_FILL,
-        length=features.max_seq_length,
-        strategy=strategy,
-        batch_size=FLAGS.predict_batch_size,
-    )
-    v2, sizes = FLAGS.version_2_with_negative, (FLAGS.n_best_size, FLAGS.max_answer_length)
-    if beam:
-        return postprocess_beam(features.examples, out, out, *sizes, threshold)
-    logits = (out["start_logits"], out["end_logits"])
-    return postprocess(features.examples, out, *logits, *sizes, v2, threshold)
+    return squad_answers(
+        model, features, threshold, strategy, batch_size=FLAGS.predict_batch_size,
+        length_buckets=ff.length_buckets_from_flags(),
+        beam=sf.squad_head_from_flags() == "albert", n_best_size=FLAGS.n_best_size,
+        max_answer_length=FLAGS.max_answer_length,
+        version_2_with_negative=FLAGS.version_2_with_negative,
+    )  # fmt: skip
 
 
 def _main() -> int:
+    from albert_tf.runners.export_flags import export_trained_from_flags
+    from albert_tf.runners.squad_inputs import squad_sets_from_flags
+    from albert_tf.runners.trainer_flags import setup_run_from_flags, trainer_config_from_flags
     from albert_tf.training import SquadTask, SquadV2Task, Trainer
     from data_pipeline.io.atomic import write_json
     from data_pipeline.squad import scoring
-    from data_pipeline.squad.data import read_squad_files, squad_features
     from data_pipeline.squad.postprocess import write_predictions
-
-    shared_flags.resolve_tokenizer_flags()
 
     v2 = FLAGS.version_2_with_negative
     version = "2.0" if v2 else "1.1"
     # --recipe: sets what the user did not give, first. The head's dropout is no flag.
-    head_dropout = {
-        "albert": "the albert head's answer-class dropout, fixed at 0.1",
-        "bert": "the bert head has no dropout layer (as the official v1.1 head)",
-    }
-    head = shared_flags.squad_head_from_flags()
-    apply_recipe(f"squad_v{version}", {"classifier_dropout": head_dropout[head]})
+    head = sf.squad_head_from_flags()
+    apply_recipe(f"squad_v{version}", {"classifier_dropout": sf.HEAD_DROPOUT[head]})
     # Everything is checked before the first write (the feature cache in OUTPUT_DIR/cache).
-    check = shared_flags.check_squad_flags
-    albert_config, tokenizer = shared_flags.finetuning_inputs_from_flags(check)
-    predicting = FLAGS.do_predict or FLAGS.do_eval
-    questions = read_squad_files(
-        [
-            (FLAGS.train_file if FLAGS.do_train else None, True),
-            (FLAGS.predict_file if predicting else None, FLAGS.do_eval),
-            (FLAGS.tune_threshold_on, True),
-        ],
-        v2,
-    )
-    train_data = training_file_identity(
-        FLAGS.train_file, max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
+    inputs = ff.finetuning_inputs_from_flags(sf.check_squad_flags)
+    identity = ff.checked_identity(
+        "run_squad", f"squad v{version}, {head} head", inputs, None, FLAGS.train_file,
+        max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
         max_query_length=FLAGS.max_query_length,
-    ) if FLAGS.do_train else None  # fmt: skip
-    task_name = f"squad v{version}, {head} head"
-    identity = run_identity("run_squad", task_name, albert_config, tokenizer, data=train_data)
-    check_same_run(FLAGS.output_dir, identity, FLAGS.do_train)  # before the cache is written
-    cache = os.path.join(FLAGS.output_dir, "cache")
-    windows = (FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
-
-    def features(path, is_training):
-        found = squad_features(
-            path, tokenizer, cache, *windows, is_training, examples=questions[path]
-        )
-        print(found.describe(), flush=True)
-        return found
-
-    train = features(FLAGS.train_file, True) if FLAGS.do_train else None
-    predict_set = features(FLAGS.predict_file, False) if predicting else None
-    tune_set = features(FLAGS.tune_threshold_on, False) if FLAGS.tune_threshold_on else None
-
-    steps, warmup = shared_flags.finetuning_schedule(train.count if train else 0)
-    trainer_config = shared_flags.trainer_config_from_flags(
-        output_dir=FLAGS.output_dir, num_train_steps=steps, num_warmup_steps=warmup
-    )
+    )  # fmt: skip
+    train, predict_set, tune_set = squad_sets_from_flags(inputs.tokenizer)
+    steps, warmup = ff.finetuning_schedule(train.count if train else 0)
+    trainer_config = trainer_config_from_flags(num_train_steps=steps, num_warmup_steps=warmup)
     recorded = {
         "version": version,
         "squad_head": head,
         "train_features": train.count if train else 0,
     }
-    run = shared_flags.setup_run_from_flags(
-        "run_squad", trainer_config, albert_config, FLAGS.do_train, identity, **recorded
+    buckets = ff.length_buckets_from_flags()
+    albert_config = inputs.albert_config
+    run = setup_run_from_flags(
+        "run_squad", trainer_config, albert_config, FLAGS.do_train, buckets, identity, **recorded
     )
 
     def train_fn(ctx):  # (without --do_train the trainer only builds the model)
         batch = ctx.get_per_replica_batch_size(run.micro_batch)
         return (train or predict_set).dataset(
-            batch,
-            is_training=True,
-            seed=trainer_config.seed,
-            input_context=ctx,
-            length_buckets=shared_flags.length_buckets_from_flags(),
-        )
+            batch, is_training=True, seed=trainer_config.seed, input_context=ctx,
+            length_buckets=buckets,
+        )  # fmt: skip
 
     def evaluate_fn(model):
         predictions = _predict(model, predict_set, FLAGS.null_score_diff_threshold, run.strategy)[0]
@@ -191,21 +126,18 @@ def _main() -> int:
         else SquadTask(albert_config)
     )
     trainer = Trainer(
-        task,
-        trainer_config,
-        run.strategy,
-        train_fn,
-        init_checkpoint=FLAGS.init_checkpoint,
+        task, trainer_config, run.strategy, train_fn, init_checkpoint=FLAGS.init_checkpoint,
         evaluate_fn=evaluate_fn if predict_set and FLAGS.do_eval else None,
-    )
+    )  # fmt: skip
     if not FLAGS.do_train:
         trainer.check_trained("--do_predict/--do_eval without --do_train")
     else:
         trainer.train()
     threshold = FLAGS.null_score_diff_threshold
     if predict_set:  # (written before they are scored)
-        predicted = _predict(trainer.model, predict_set, threshold, run.strategy)
-        predictions, nbest, null_odds = predicted
+        predictions, nbest, null_odds = _predict(
+            trainer.model, predict_set, threshold, run.strategy
+        )
         path = write_predictions(run.output_dir, predictions, nbest, null_odds if v2 else None)
         print(f"predictions: {path}", flush=True)
     if predict_set and FLAGS.do_eval:
@@ -225,45 +157,19 @@ def _main() -> int:
         write_json(os.path.join(run.output_dir, "eval_results.json"), report)
         print(json.dumps(report), flush=True)
     if FLAGS.export_dir:  # (v2.0: with the tuned threshold when there is one)
-        from albert_tf.serving.export import export_trained
-
         from albert_tf.checkpoints.task_info import TaskInfo
-        from data_pipeline.tokenization.spec import TokenizerSpec
 
         serving = TaskInfo.build(
-            "squad",
-            version_2_with_negative=v2,
-            do_lower_case=FLAGS.do_lower_case,
-            max_seq_length=(train or predict_set).max_seq_length,
-            doc_stride=FLAGS.doc_stride,
-            max_query_length=FLAGS.max_query_length,
-            max_answer_length=FLAGS.max_answer_length,
-            n_best_size=FLAGS.n_best_size,
-            null_score_diff_threshold=threshold,
-            squad_head=head,
-            start_n_top=FLAGS.start_n_top,
-            end_n_top=FLAGS.end_n_top,
-            step=trainer.step,
-        )
-        paths = export_trained(
-            trainer.model,
-            FLAGS.export_dir,
-            serving,
-            TokenizerSpec.from_files(FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.do_lower_case),
-            **shared_flags.export_formats_from_flags(),
-        )
-        for path in paths:
-            print(f"{'LiteRT' if path.endswith('.tflite') else 'SavedModel'}: {path}", flush=True)
+            "squad", version_2_with_negative=v2, do_lower_case=FLAGS.do_lower_case,
+            max_seq_length=(train or predict_set).max_seq_length, doc_stride=FLAGS.doc_stride,
+            max_query_length=FLAGS.max_query_length, max_answer_length=FLAGS.max_answer_length,
+            n_best_size=FLAGS.n_best_size, null_score_diff_threshold=threshold, squad_head=head,
+            start_n_top=FLAGS.start_n_top, end_n_top=FLAGS.end_n_top, step=trainer.step,
+        )  # fmt: skip
+        export_trained_from_flags(trainer.model, FLAGS.export_dir, serving, inputs.tokenizer_spec)
     return 0
 
 
-def entry():
-    """The console script `albert-squad`: the same as `python run_squad.py`."""
-    # absl's --help prints __main__'s docstring: under the console script, this module's.
-    sys.modules["__main__"].__doc__ = __doc__
+if __name__ == "__main__":
     define_flags()
     app.run(lambda argv: sys.exit(main(argv)))
-
-
-if __name__ == "__main__":
-    entry()

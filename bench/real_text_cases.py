@@ -337,7 +337,7 @@ def train(args, result, labels, tokenizer):
     from albert_tf import AlbertConfig
     from albert_tf.training import ClassificationTask, Trainer
     from albert_tf.training.distribution import make_strategy
-    from albert_tf.training.trainer import TrainerConfig
+    from albert_tf.training.config import TrainerConfig
     from data_pipeline.classification.features import task_features
     from data_pipeline.classification.tasks import TaskSpec
     from data_pipeline.length_buckets import LENGTH_BUCKETS

@@ -26,7 +26,7 @@ MODULES = """
     albert_tf/modeling/config.py albert_tf/checkpoints/own.py albert_tf/checkpoints/finetuned.py
     albert_tf/checkpoints/export_encoder.py albert_tf/checkpoints/loading.py
     albert_tf/checkpoints/official.py albert_tf/training/trainer.py albert_tf/training/resume.py
-    albert_tf/runners/run_setup.py albert_tf/runners/flags.py albert_tf/serving/export.py
+    albert_tf/runners/run_setup.py albert_tf/runners/checks.py albert_tf/serving/export.py
     albert_tf/serving/litert.py albert_tf/serving/saved_model.py albert_tf/serving/resolve.py
     albert_tf/serving/export_dir.py albert_tf/checkpoints/task_info.py
     run_pretraining.py run_classifier.py run_squad.py
@@ -79,10 +79,10 @@ LOCAL = {
         "the local temporary directory"
     ),
     ("albert_tf/checkpoints/export_encoder.py", "_export_encoder", "os.listdir"): "same",
-    ("albert_tf/runners/flags.py", "check_output_dir", "os.path.exists"): (
+    ("albert_tf/runners/checks.py", "check_output_dir", "os.path.exists"): (
         "returns early for URLs"
     ),
-    ("albert_tf/runners/flags.py", "check_output_dir", "os.path.isdir"): "same",
+    ("albert_tf/runners/checks.py", "check_output_dir", "os.path.isdir"): "same",
     ("albert_tf/serving/saved_model.py", "write_saved_model", "shutil.rmtree"): (
         "the local temporary directory"
     ),

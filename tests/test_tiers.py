@@ -1,7 +1,7 @@
 """The tiers of docs/architecture.md, checked from the imports: no module imports a tier
 above its own, and below the entry points no two packages of one tier import each other.
 
-    0  data_pipeline (tokenization, documents, records, atomic), albert_tf.cli
+    0  data_pipeline (tokenization, documents, records, atomic, cli)
     1  data_pipeline.pretraining / .classification / .squad   (task data)
     2  albert_tf.modeling
     3  albert_tf.checkpoints
@@ -17,7 +17,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 TASK_DATA = ("pretraining", "classification", "squad", "tagging")
 TIERS = {
     "data_pipeline": 0,
-    "albert_tf.cli": 0,
     **{f"data_pipeline.{t}": 1 for t in TASK_DATA},
     "albert_tf.modeling": 2,
     "albert_tf.checkpoints": 3,

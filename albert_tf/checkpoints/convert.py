@@ -301,7 +301,7 @@ def main(argv=None) -> int:
         "replaces config.json).",
         flag_values=fl,
     )
-    from albert_tf.cli import parse_tool_flags
+    from data_pipeline.cli import parse_tool_flags
 
     if not parse_tool_flags(fl, argv, ("input", "output_dir")):
         return 2

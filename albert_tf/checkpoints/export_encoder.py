@@ -239,7 +239,7 @@ def main(argv=None) -> int:
     flags.DEFINE_string(
         "output_dir", None, "Where to write ckpt-1 and albert_config.json.", flag_values=fl
     )
-    from albert_tf.cli import parse_tool_flags
+    from data_pipeline.cli import parse_tool_flags
 
     if not parse_tool_flags(fl, argv, ("init_checkpoint", "output_dir")):
         return 2

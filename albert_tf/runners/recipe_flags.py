@@ -29,7 +29,7 @@ def apply_recipe(task: str, built_in: dict[str, str] | None = None) -> list[str]
     ValueError (one line) when the recipe has no values for the task."""
     if not FLAGS.recipe:
         return []
-    from albert_tf.runners.flags import albert_config_from_flags
+    from albert_tf.runners.finetuning_flags import albert_config_from_flags
     from albert_tf.training.recipes import UnknownRecipeTask, model_size, paper_recipe
 
     config = albert_config_from_flags()

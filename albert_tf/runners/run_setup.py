@@ -2,7 +2,7 @@
 fails: a single `error: ...` line on stderr and exit code 1 (143 when preempted).
 
     def main(argv):
-        return run_main(lambda: _main())          # ValueError/OSError → "error: ..." rc 1
+        return run_main(_main, argv)   # stray arguments, ValueError/OSError → "error: ..." rc 1
 
     run = setup_run("run_classifier", trainer_config, strategy_name=..., tpu=...,
                     num_gpus=..., train_batch_size=..., training=True,
@@ -28,6 +28,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from data_pipeline.cli import check_no_positional
 from data_pipeline.io import filesystem
 from data_pipeline.io.locks import OutputLock, hold_output_lock
 
@@ -284,8 +285,9 @@ def records_identity(files: list[str]) -> dict:
     return {"records_sha256": digest.hexdigest(), "files": len(files)}
 
 
-def run_main(body: Callable[[], int | None]) -> int:
-    """Runs `body`; a ValueError or OSError (bad flags, files, checkpoints, configs: every
+def run_main(body: Callable[[], int | None], argv=()) -> int:
+    """Runs `body` unless `argv` (what absl left after the flags) holds stray arguments; a
+    ValueError or OSError (stray arguments, bad flags, files, checkpoints, configs: every
     error this project raises for bad input) becomes one `error: ...` line and exit code 1,
     a preemption exit code 143 (the conventional SIGTERM code), Ctrl-C (SIGINT) one line
     and exit code 130 (the trainer's `Interrupted` names the step and the last
@@ -293,6 +295,7 @@ def run_main(body: Callable[[], int | None]) -> int:
     from albert_tf.training import Interrupted, Preempted
 
     try:
+        check_no_positional(argv)
         return body() or 0
     except Preempted as e:
         print(str(e), file=sys.stderr)

@@ -263,7 +263,7 @@ def _define_flags(fv) -> None:
 def main(argv=None) -> int:
     from absl import flags
 
-    from albert_tf.cli import parse_tool_flags
+    from data_pipeline.cli import parse_tool_flags
 
     fv = flags.FlagValues()
     _define_flags(fv)

@@ -312,7 +312,7 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
 def main(argv=None) -> int:
     from absl import flags
 
-    from albert_tf.cli import parse_tool_flags
+    from data_pipeline.cli import parse_tool_flags
 
     fv = flags.FlagValues()
     flags.DEFINE_string("model", None, "The .tflite file.", flag_values=fv)

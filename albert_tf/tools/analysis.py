@@ -310,7 +310,7 @@ def main(argv=None) -> int:
         flag_values=fl,
         lower_bound=1,
     )
-    from albert_tf.cli import parse_tool_flags
+    from data_pipeline.cli import parse_tool_flags
 
     if not parse_tool_flags(fl, argv, ("init_checkpoint", "input_file", "output_dir")):
         return 2

@@ -16,7 +16,6 @@ and queried from a separate process.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -29,11 +28,16 @@ from albert_tf.tools.demo_finetune import TOPICS, finetune_topics, query_saved_m
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="ALBERT demo (offline)")
-    p.add_argument("--output_dir", default="out/demo")
-    p.add_argument("--pretrain_steps", type=int, default=600)
-    p.add_argument("--finetune_steps", type=int, default=300)
-    args = p.parse_args(argv)
+    from absl import flags
+
+    from data_pipeline.cli import parse_tool_flags
+
+    args = flags.FlagValues()
+    flags.DEFINE_string("output_dir", "out/demo", "Where the demo writes.", flag_values=args)
+    flags.DEFINE_integer("pretrain_steps", 600, "Pretraining steps.", flag_values=args)
+    flags.DEFINE_integer("finetune_steps", 300, "Fine-tuning steps.", flag_values=args)
+    if not parse_tool_flags(args, argv):
+        return 2
     os.makedirs(args.output_dir, exist_ok=True)
     start = time.time()
 

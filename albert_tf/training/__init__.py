@@ -10,8 +10,9 @@ from albert_tf.training.tasks import (
     Task,
     divisors,
 )
+from albert_tf.training.config import TrainerConfig
 from albert_tf.training.stops import Interrupted, NonFiniteLoss, Preempted
-from albert_tf.training.trainer import Trainer, TrainerConfig
+from albert_tf.training.trainer import Trainer
 
 __all__ = [
     "TrainerConfig",

@@ -595,6 +595,8 @@ def _remove(paths: Iterable[str]) -> None:
 def main(argv=None) -> int:
     from absl import flags
 
+    from data_pipeline.cli import parse_tool_flags
+
     fl = flags.FlagValues()
     flags.DEFINE_enum(
         "kind",
@@ -668,14 +670,7 @@ def main(argv=None) -> int:
     flags.DEFINE_integer(
         "block_size", 1 << 20, "Bytes of input per block (memory bound).", flag_values=fl
     )
-    flags.mark_flag_as_required("input_file", flag_values=fl)
-    try:
-        rest = fl(sys.argv if argv is None else argv)
-    except flags.Error as e:
-        print(f"error: {e}\n{fl.main_module_help()}", file=sys.stderr)
-        return 2
-    if len(rest) > 1:
-        print(f"error: unexpected arguments {rest[1:]}", file=sys.stderr)
+    if not parse_tool_flags(fl, argv, ("input_file",)):
         return 2
     output = "vocab_file" if fl.kind == "wordpiece" else "model_prefix"
     if not fl[output].value:

@@ -145,7 +145,7 @@ def test_static_shapes_where_they_must_be(records):
     """--pad_to_max_seq_length and --strategy tpu: every batch [B, max_seq_length]."""
     from absl import flags
 
-    from albert_tf.runners import flags as shared_flags
+    from albert_tf.runners import finetuning_flags as shared_flags
     from data_pipeline.classification.features import classifier_dataset
 
     fv = flags.FlagValues()

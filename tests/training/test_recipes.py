@@ -128,8 +128,9 @@ CLASSIFIER = ("--output_dir=/nonexistent/out", "--spm_model_file=spm.model", "--
 
 def test_recipe_paper_sets_the_flags_and_the_frozen_configs(capsys):
     import run_classifier
-    from albert_tf.runners import flags as shared_flags
+    from albert_tf.runners import finetuning_flags as shared_flags
     from albert_tf.runners.recipe_flags import apply_recipe
+    from albert_tf.runners.trainer_flags import trainer_config_from_flags
     from albert_tf.training.recipes import paper_recipe
 
     args = ("--task_name=MRPC", "--preset=base-v1", "--recipe=paper", *CLASSIFIER)
@@ -139,9 +140,7 @@ def test_recipe_paper_sets_the_flags_and_the_frozen_configs(capsys):
         for name, value in recipe.values().items():
             assert FLAGS[name].value == value, name
         steps, warmup = shared_flags.finetuning_schedule(train_examples=3668)
-        trainer = shared_flags.trainer_config_from_flags(
-            num_train_steps=steps, num_warmup_steps=warmup
-        )
+        trainer = trainer_config_from_flags(num_train_steps=steps, num_warmup_steps=warmup)
         assert (trainer.num_train_steps, trainer.num_warmup_steps) == (800, 200)
         assert (trainer.learning_rate, trainer.optimizer) == (2e-5, "adamw")
         assert trainer.weight_decay_rate == 0.01
@@ -157,7 +156,7 @@ def test_recipe_paper_sets_the_flags_and_the_frozen_configs(capsys):
 
 def test_flags_given_on_the_command_line_win(capsys):
     import run_classifier
-    from albert_tf.runners import flags as shared_flags
+    from albert_tf.runners import finetuning_flags as shared_flags
     from albert_tf.runners.recipe_flags import apply_recipe
 
     given = ("--learning_rate=1e-3", "--num_train_epochs=2", "--albert_dropout=0.2")
@@ -223,7 +222,7 @@ def test_run_squad_applies_the_versions_recipe(capsys, version):
 
 def test_albert_dropout_out_of_range_is_one_line():
     import run_classifier
-    from albert_tf.runners import flags as shared_flags
+    from albert_tf.runners import classifier_flags as shared_flags
 
     args = ("--task_name=mrpc", "--preset=base", "--albert_dropout=1", *CLASSIFIER)
     with runner_flags(run_classifier, *args):

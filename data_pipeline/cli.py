@@ -90,9 +90,14 @@ def setting(
 
 
 def _flag_type(hint) -> type:
-    """str, int, float or bool from a field's annotation (`X | None` is X)."""
+    """str, int, float, bool or tuple (a comma-separated list of strings) from a field's
+    annotation (`X | None` is X; `tuple[str, ...]` is tuple)."""
+    if typing.get_origin(hint) is tuple:
+        return tuple
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     kind = args[0] if args else hint
+    if typing.get_origin(kind) is tuple:
+        return tuple
     if kind not in (str, int, float, bool):
         raise TypeError(f"no flag type for {hint!r}")
     return kind
@@ -134,6 +139,8 @@ def define_flags_from(
             flags.DEFINE_integer(name, default, help_text, flag_values=fv)
         elif kind is float:
             flags.DEFINE_float(name, default, help_text, flag_values=fv)
+        elif kind is tuple:
+            flags.DEFINE_list(name, list(default or ()), help_text, flag_values=fv)
         else:
             flags.DEFINE_string(name, default, help_text, flag_values=fv)
         found = bounds.get(name, field.metadata.get("bounds"))

@@ -46,6 +46,18 @@ class DistributionSettings:
     num_gpus: int = setting(0, "GPUs to use (mirrored/one_device; 0: all / CPU).", minimum=0)
 
 
+@dataclasses.dataclass(frozen=True)
+class ResumeSettings:
+    """What a resumed run may change (albert_tf.checkpoints.run_record.GUARDED_SETTINGS)."""
+
+    allow_changed: tuple[str, ...] = setting(
+        (),
+        "Resuming a run (--output_dir with its checkpoints): the settings that may differ "
+        "from its last segment's (e.g. learning_rate,num_train_steps); any other change is "
+        "an error. Each segment is kept in run_config.json.",
+    )
+
+
 def define_trainer_flags(steps_may_be_zero: bool = False, **defaults) -> None:
     """The flags of TrainerConfig, ModelSettings and DistributionSettings in the global
     FLAGS. `defaults`: the runner's defaults (learning_rate, optimizer, num_train_steps,
@@ -55,13 +67,7 @@ def define_trainer_flags(steps_may_be_zero: bool = False, **defaults) -> None:
     define_flags_from(TrainerConfig, FLAGS, defaults=defaults, bounds=bounds)
     define_flags_from(ModelSettings, FLAGS)
     define_flags_from(DistributionSettings, FLAGS)
-    flags.DEFINE_list(
-        "allow_changed",
-        [],
-        "Resuming a run (--output_dir with its checkpoints): the settings that may differ "
-        "from its last segment's (e.g. learning_rate,num_train_steps); any other change is "
-        "an error. Each segment is kept in run_config.json.",
-    )
+    define_flags_from(ResumeSettings, FLAGS)
 
 
 def trainer_config_from_flags(**overrides):

@@ -149,10 +149,10 @@ def test_each_runner_flag_is_a_setting(runner):
     albert_tf.serving: nothing is declared a second time by hand."""
     import importlib
 
-    from albert_tf.runners.trainer_flags import DistributionSettings
+    from albert_tf.runners.trainer_flags import DistributionSettings, ResumeSettings
     from albert_tf.training.config import TrainerConfig
 
-    classes = [TrainerConfig, DistributionSettings]
+    classes = [TrainerConfig, DistributionSettings, ResumeSettings]
     for name in RUNNER_SETTINGS[runner]:
         module, cls = name.split(".")
         classes.append(getattr(importlib.import_module(f"albert_tf.runners.{module}"), cls))

@@ -65,7 +65,7 @@ def prepare(out: str, log) -> dict:
         DataConfig,
         create_pretraining_data,
     )
-    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     spm_prefix = os.path.join(out, "spm8k")
     if not os.path.exists(spm_prefix + ".model"):

@@ -16,6 +16,8 @@ MODULES = """
     data_pipeline/documents.py data_pipeline/records.py
     data_pipeline/tokenization/sentencepiece_tokenizer.py
     data_pipeline/tokenization/train_tokenizer.py
+    data_pipeline/tokenization/sentencepiece_trainer.py
+    data_pipeline/tokenization/wordpiece_trainer.py
     data_pipeline/pretraining/create_pretraining_data.py
     data_pipeline/pretraining/meta_data.py data_pipeline/pretraining/input_pipeline.py
     data_pipeline/classification/data.py data_pipeline/classification/features.py

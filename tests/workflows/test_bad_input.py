@@ -76,7 +76,7 @@ def data(tmp_path_factory):
         DataConfig,
         create_pretraining_data,
     )
-    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     root = tmp_path_factory.mktemp("bad_input")
     corpus = _corpus(root / "corpus.txt")

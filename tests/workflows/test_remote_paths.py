@@ -89,7 +89,7 @@ def test_whole_chain_on_ram_filesystem(empty_cwd, capsys):
         DataConfig,
         create_pretraining_data,
     )
-    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     _write_corpus(f"{ROOT}/corpus")
     _write_task(f"{ROOT}/task")
@@ -185,7 +185,7 @@ def test_data_writer_output_on_ram_equals_local(tmp_path, workers):
         DataConfig,
         create_pretraining_data,
     )
-    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     root = f"{ROOT}/equal-{workers}-{next(_COUNT)}"
     _write_corpus(f"{root}/corpus", documents=20)

@@ -71,7 +71,7 @@ def _make(cfg):
 @pytest.fixture(scope="module")
 def spm_zh(tmp_path_factory):
     """A 2,000-piece SentencePiece model of zh_news (multi-character Chinese pieces)."""
-    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     news = _need_data() / "corpus" / "zh_news" / "news_zh_1.txt"
     prefix = tmp_path_factory.mktemp("zh-spm") / "zh"

@@ -151,7 +151,7 @@ def test_chinese_cmrc_round_trips(shared_data, tmp_path):
     """Chinese has no spaces: a paragraph is one "word" for SentencePiece; offsets still
     hold. The vocabulary is trained (ALBERT's recipe) on the shared Chinese news."""
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
-    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     model = train_sentencepiece(
         [str(shared_data / "corpus" / "zh_news" / "thucnews_1000.txt")],

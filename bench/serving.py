@@ -140,7 +140,8 @@ def main():
     from albert_tf.serving.export import export
     from albert_tf.checkpoints.finetuned import SPM_FILE, save_finetuned
     from albert_tf.modeling.models import AlbertClassifier
-    from data_pipeline.classification.data import Example, read_task
+    from data_pipeline.classification.examples import Example
+    from data_pipeline.classification.benchmark_files import read_task
     from data_pipeline.classification.features import convert_examples
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 

@@ -20,7 +20,9 @@ MODULES = """
     data_pipeline/tokenization/wordpiece_trainer.py
     data_pipeline/pretraining/create_pretraining_data.py
     data_pipeline/pretraining/meta_data.py data_pipeline/pretraining/input_pipeline.py
-    data_pipeline/classification/data.py data_pipeline/classification/features.py
+    data_pipeline/classification/benchmark_files.py data_pipeline/classification/file_lines.py
+    data_pipeline/classification/user_files.py data_pipeline/classification/multiple_choice.py
+    data_pipeline/classification/features.py
     data_pipeline/classification/tasks.py data_pipeline/classification/submission.py
     data_pipeline/squad/data.py data_pipeline/squad/evaluation.py data_pipeline/squad/scoring.py
     albert_tf/modeling/config.py albert_tf/checkpoints/own.py albert_tf/checkpoints/finetuned.py

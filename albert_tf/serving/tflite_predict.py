@@ -136,7 +136,7 @@ class LiteModel:
     def choose(self, passages, questions, options) -> dict:
         """options: [B][C] strings ("" or missing = no such option): probabilities [B, C],
         logits, choice [B]."""
-        from data_pipeline.classification.data import choice_text
+        from data_pipeline.classification.examples import choice_text
 
         self._rows(passage=passages, question=questions, options=options)
         width = max([len(o) for o in options] + [1])
@@ -241,7 +241,7 @@ class LiteModel:
 def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
     """JSON-ready results of (line number, line) pairs of `source` (see the module
     docstring)."""
-    from data_pipeline.classification.data import json_object
+    from data_pipeline.classification.file_lines import json_object
 
     task, meta = model.task, model.metadata
     lines = [line for _, line in numbered]

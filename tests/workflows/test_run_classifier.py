@@ -191,7 +191,7 @@ def test_race_multiple_choice(tmp_path, shared_data):
         json.loads(line) for line in (out / "race_test_predictions.jsonl").read_text().splitlines()
     ]
     assert len(preds) == 561
-    from data_pipeline.classification.data import read_race
+    from data_pipeline.classification.multiple_choice import read_race
 
     for p, e in zip(preds, read_race(str(race))):
         assert p["guid"] == e.guid

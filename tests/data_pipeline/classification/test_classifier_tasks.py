@@ -122,7 +122,7 @@ def test_max_examples_draws_a_seeded_subset(tok, tmp_path):
 
 
 def test_submission_files(tmp_path):
-    from data_pipeline.classification.data import Example
+    from data_pipeline.classification.examples import Example
 
     examples = [Example("test-7", "a", None, None), Example("row-3", "b", None, None)]
     logits = np.array([[0.0, 2.0], [1.0, -1.0]])

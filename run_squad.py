@@ -6,7 +6,7 @@
         --output_dir out/squad2 --do_train --do_predict --do_eval \\
         --tune_threshold_on heldout-v2.0.json
 
-Features (data_pipeline.squad.data): `[CLS] question [SEP] context window [SEP]`,
+Features (data_pipeline.squad.features): `[CLS] question [SEP] context window [SEP]`,
 `--max_seq_length` 384, `--doc_stride` 128, `--max_query_length` 64, answers mapped to
 tokens at the character level through ALBERT's normalization; cached as TFRecords in
 OUTPUT_DIR/cache. Training and prediction batches are grouped by length and padded to
@@ -77,7 +77,7 @@ def _predict(model, features, threshold, strategy):
     predicted in batches grouped by length unless padded to the maximum, on the replicas
     of `strategy`."""
     from albert_tf.training.prediction import predict_logits
-    from data_pipeline.squad.data import PER_TOKEN_FILL, PREDICTION_KEYS
+    from data_pipeline.squad.features import PER_TOKEN_FILL, PREDICTION_KEYS
     from data_pipeline.squad.postprocess import postprocess, postprocess_beam
 
     buckets = shared_flags.length_buckets_from_flags()
@@ -105,7 +105,8 @@ def _main() -> int:
     from albert_tf.training import SquadTask, SquadV2Task, Trainer
     from data_pipeline.io.atomic import write_json
     from data_pipeline.squad import scoring
-    from data_pipeline.squad.data import read_squad_files, squad_features
+    from data_pipeline.squad.examples import read_squad_files
+    from data_pipeline.squad.feature_records import squad_features
     from data_pipeline.squad.postprocess import write_predictions
 
     shared_flags.resolve_tokenizer_flags()

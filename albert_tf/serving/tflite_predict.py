@@ -158,7 +158,7 @@ class LiteModel:
     def answer(self, questions, contexts, batch_size: int = 8) -> list[dict]:
         """[{"answer", "start", "end", "score"(, "no_answer_probability")}] per question:
         windows, span search and character offsets as run_squad computes them."""
-        from data_pipeline.squad.data import SquadExample
+        from data_pipeline.squad.examples import SquadExample
 
         self._rows(question=questions, context=contexts)
         examples = [
@@ -183,7 +183,7 @@ class LiteModel:
 
     def predict_squad(self, examples, batch_size: int = 8):
         """(predictions, nbest, null_odds) for SquadExamples, as `run_squad` writes them."""
-        from data_pipeline.squad.data import convert_squad_examples
+        from data_pipeline.squad.features import convert_squad_examples
         from data_pipeline.squad.postprocess import postprocess, postprocess_beam
         from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 

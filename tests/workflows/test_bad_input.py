@@ -389,7 +389,7 @@ def test_unseen_labels_are_named_by_file_and_line(tmp_path):
 
 
 def test_squad_version_check(data):
-    from data_pipeline.squad.data import check_version, read_squad
+    from data_pipeline.squad.examples import check_version, read_squad
 
     v1, v2 = str(data["squad_v1"]), str(data["squad_v2"])
     check_version(read_squad(v1), v1, False, answers=True)
@@ -428,7 +428,7 @@ def test_truncated_caches_are_rebuilt(data, tmp_path, capsys):
     """A feature cache cut short but with its metadata intact is rebuilt, not trusted."""
     from data_pipeline.classification.features import task_features
     from data_pipeline.classification.tasks import TaskSpec
-    from data_pipeline.squad.data import squad_features
+    from data_pipeline.squad.feature_records import squad_features
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     tokenizer = AlbertTokenizer(data["spm"])

@@ -84,11 +84,11 @@ def _main() -> int:
         )
     tokenizer = masker = None
     if given:
-        from data_pipeline.tokenization.choice import tokenizer_for
+        from data_pipeline.tokenization.spec import TokenizerSpec
 
-        tokenizer = tokenizer_for(
+        tokenizer = TokenizerSpec.from_files(
             FLAGS.spm_model_file, FLAGS.vocab_file, data.do_lower_case is not False
-        )
+        ).build()
         flag = (
             f"--spm_model_file={FLAGS.spm_model_file}"
             if FLAGS.spm_model_file

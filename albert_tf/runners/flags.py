@@ -460,7 +460,7 @@ def check_records_vocabulary(albert_config, files: list[str]) -> None:
 
 def resolve_tokenizer_flags() -> None:
     """With --spm_model_file, --vocab_file is not read (the official precedence, and
-    official command lines pass both: `data_pipeline.tokenization.choice`); it is dropped so
+    official command lines pass both: `data_pipeline.tokenization.spec`); it is dropped so
     that every later check sees the one tokenizer. Runners call this first."""
     if "vocab_file" in FLAGS and FLAGS.spm_model_file and FLAGS.vocab_file:
         FLAGS.vocab_file = None
@@ -471,11 +471,11 @@ def finetuning_inputs_from_flags(check_flags) -> tuple:
     cache in OUTPUT_DIR/cache): `check_flags()` (the runner's ranges), the output directory,
     the sequence length against the config's positions and the tokenizer's vocabulary
     against the config's. The tokenizer is --spm_model_file's or else --vocab_file's
-    (`tokenizer_choice`). Returns (albert_config, tokenizer)."""
-    from data_pipeline.tokenization.choice import check_choice, tokenizer_for
+    (`TokenizerSpec.from_files`). Returns (albert_config, tokenizer)."""
+    from data_pipeline.tokenization.spec import TokenizerSpec
 
     check_flags()
-    check_choice(FLAGS.spm_model_file, FLAGS.vocab_file)
+    spec = TokenizerSpec.from_files(FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.do_lower_case)
     squad = "doc_stride" in FLAGS  # (run_squad's flags)
     if squad and FLAGS.vocab_file and FLAGS.export_dir and "tflite" in FLAGS.export_format:
         raise ValueError(
@@ -485,7 +485,7 @@ def finetuning_inputs_from_flags(check_flags) -> tuple:
     check_output_dir(FLAGS.output_dir)
     albert_config = albert_config_from_flags()
     check_sequence_length(albert_config, FLAGS.max_seq_length)
-    tokenizer = tokenizer_for(FLAGS.spm_model_file, FLAGS.vocab_file, FLAGS.do_lower_case)
+    tokenizer = spec.build()
     if FLAGS.spm_model_file:
         given = f"--spm_model_file={FLAGS.spm_model_file}"
     else:

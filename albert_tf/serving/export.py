@@ -530,7 +530,7 @@ def check_run_tokenizer(run: tuple[str, dict] | None, tokenizer, given: str) -> 
     meta_data.json's tokenizer: kind and sha256): an encoder exported with another
     vocabulary would turn text into ids the model never saw. Runs that recorded none
     are not checked."""
-    from data_pipeline.tokenization.choice import tokenizer_kind
+    from data_pipeline.tokenization.spec import tokenizer_kind
 
     if not run:
         return
@@ -611,10 +611,10 @@ def build_module(
     do_lower_case = info.get("do_lower_case", True) if do_lower_case is None else do_lower_case
     if task == "encoder":
         from albert_tf.modeling.encoder import AlbertEncoder
-        from data_pipeline.tokenization.choice import tokenizer_for
+        from data_pipeline.tokenization.spec import TokenizerSpec
 
         if run:
-            tokenizer = tokenizer_for(spm_model_file, vocab_file, do_lower_case)
+            tokenizer = TokenizerSpec.from_files(spm_model_file, vocab_file, do_lower_case).build()
             given = (
                 f"--spm_model_file={spm_model_file}"
                 if spm_model_file

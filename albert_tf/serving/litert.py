@@ -326,7 +326,7 @@ def build(task: str, init_checkpoint: str, fixed_length: bool = False, **options
     """(module, metadata) for `task` from a fine-tuned model directory (or any checkpoint
     for the encoder): the same model, vocabulary and settings as `export.build_module`."""
     from albert_tf.serving.export import build_module
-    from data_pipeline.tokenization.choice import tokenizer_kind
+    from data_pipeline.tokenization.spec import tokenizer_kind
 
     serving = build_module(task, init_checkpoint, **options)
     model, length, tokenizer = serving.model, serving.max_seq_length, serving.text_tokenizer

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from data_pipeline.tokenization.choice import tokenizer_for, tokenizer_kind
+from data_pipeline.tokenization.spec import TokenizerSpec, tokenizer_kind
 
 
 class TextTokenizer(tf.Module):
@@ -28,7 +28,9 @@ class TextTokenizer(tf.Module):
 
     def __init__(self, spm_model_file=None, vocab_file=None, do_lower_case=True):
         super().__init__()
-        python_tokenizer = tokenizer_for(spm_model_file, vocab_file, do_lower_case)
+        python_tokenizer = TokenizerSpec.from_files(
+            spm_model_file, vocab_file, do_lower_case
+        ).build()
         self.python_tokenizer = python_tokenizer
         self.graph_tokenizer = python_tokenizer.graph_tokenizer()
         kind = tokenizer_kind(python_tokenizer)

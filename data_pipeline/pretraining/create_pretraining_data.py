@@ -32,7 +32,7 @@ What it writes is a pure function of the input bytes and the settings (never of
   die with the tool (Linux): a `kill -9` leaves no orphan still writing.
 
 The tokenizer is a SentencePiece model (`--spm_model_file`) or a WordPiece vocab.txt
-(`--vocab_file`; with both, the model, as officially: `data_pipeline.tokenization.choice`).
+(`--vocab_file`; with both, the model, as officially: `data_pipeline.tokenization.spec`).
 Its kind, file name and sha256 are part of the job's fingerprint (shards of another
 tokenizer are refused) and of meta_data.json ("tokenizer"). Whole-word masking takes the
 word starts from the tokenizer (`vocab_tables`): pieces with "▁" for SentencePiece,
@@ -63,7 +63,7 @@ from data_pipeline.io import filesystem
 from data_pipeline.io.atomic import output_lock, write_json
 from data_pipeline.records import AtomicRecordWriter, encode_examples, feature_lengths
 from data_pipeline.pretraining import chinese_words, staging
-from data_pipeline.tokenization.choice import check_choice, tokenizer_for
+from data_pipeline.tokenization.spec import TokenizerSpec
 from data_pipeline.pretraining.masking import NgramMasker
 from data_pipeline.pretraining.instances import (
     SENTENCE_ORDERS,
@@ -108,7 +108,7 @@ class DataConfig:
     zh_whole_word_mask: bool = False  # jieba words of Chinese text are whole-word units
 
     def __post_init__(self):
-        check_choice(self.spm_model_file, self.vocab_file)
+        TokenizerSpec.from_files(self.spm_model_file, self.vocab_file)
         if self.zh_whole_word_mask:
             if not self.do_whole_word_mask:
                 raise ValueError(
@@ -143,7 +143,7 @@ class DataConfig:
 
     @property
     def tokenizer_kind(self) -> str:
-        """ "sentencepiece" or "wordpiece" (`tokenizer_choice.tokenizer_kind`)."""
+        """ "sentencepiece" or "wordpiece" (`tokenization.spec.tokenizer_kind`)."""
         return "sentencepiece" if self.spm_model_file else "wordpiece"
 
     @property
@@ -157,10 +157,10 @@ class DataConfig:
         return "spm_model_file" if self.spm_model_file else "vocab_file"
 
     def tokenizer(self):
-        """The tokenizer of these settings (`tokenizer_choice.tokenizer_for`)."""
-        return tokenizer_for(
+        """The tokenizer of these settings (`TokenizerSpec.build`)."""
+        return TokenizerSpec.from_files(
             self.spm_model_file, self.vocab_file, self.do_lower_case, self.keep_accents
-        )
+        ).build()
 
     def shard_name(self, shard: int) -> str:
         return f"pretrain-{shard:05d}-of-{self.num_output_shards:05d}.tfrecord"

@@ -26,7 +26,8 @@ class SquadExample:
 
 def read_squad(path: str) -> list[SquadExample]:
     """Every question of a SQuAD-format JSON file (v1.1, v2.0, CMRC 2018), in file order.
-    A missing file is a FileNotFoundError naming it."""
+    A missing file is a FileNotFoundError naming it; a file that is not SQuAD JSON, or that
+    holds a question id twice, a one-line ValueError naming it."""
     if not filesystem.exists(path):
         raise FileNotFoundError(f"SQuAD file not found: {path}")
     try:
@@ -66,7 +67,26 @@ def read_squad(path: str) -> list[SquadExample]:
                 )
     if not examples:
         raise ValueError(f"{path}: no questions")
+    _check_unique_ids(examples, path)
     return examples
+
+
+def _check_unique_ids(examples: list[SquadExample], path: str, shown: int = 5) -> None:
+    """ValueError naming `path`, the first `shown` ids that appear more than once and how
+    many there are: predictions and scores are keyed by question id, so a duplicated one
+    would silently replace the other's answer."""
+    seen, repeated = set(), {}
+    for ex in examples:
+        if ex.qas_id in seen:
+            repeated[ex.qas_id] = repeated.get(ex.qas_id, 1) + 1
+        seen.add(ex.qas_id)
+    if repeated:
+        first = ", ".join(f"{i!r} ({n} times)" for i, n in list(repeated.items())[:shown])
+        more = f" and {len(repeated) - shown} more" if len(repeated) > shown else ""
+        raise ValueError(
+            f"{path}: {len(repeated)} question id(s) appear more than once: {first}{more}; "
+            "answers are keyed by id, give each question its own"
+        )
 
 
 def check_version(

@@ -104,6 +104,53 @@ def test_bad_files_are_one_line_errors(tmp_path):
         read_squad(str(bad))
 
 
+def _squad_with_ids(path, paragraphs):
+    """A SQuAD file with one article of `paragraphs` (lists of question ids)."""
+    context = "Tom lives in Paris."
+    answer = {"text": "Paris", "answer_start": context.index("Paris")}
+    article = {
+        "title": "t",
+        "paragraphs": [
+            {
+                "context": context,
+                "qas": [{"id": i, "question": "?", "answers": [answer]} for i in p],
+            }
+            for p in paragraphs
+        ],
+    }
+    path.write_text(json.dumps({"version": "1.1", "data": [article]}))
+    return str(path)
+
+
+def test_duplicate_question_ids_are_refused_at_read_time(tmp_path):
+    """Answers are keyed by question id: a duplicated id would silently lose one."""
+    from data_pipeline.squad.examples import read_squad_files
+
+    one = _squad_with_ids(tmp_path / "one.json", [["a", "b"], ["c", "b"]])
+    with pytest.raises(ValueError) as e:
+        read_squad(one)
+    assert str(e.value) == (
+        f"{one}: 1 question id(s) appear more than once: 'b' (2 times); answers are keyed "
+        "by id, give each question its own"
+    )
+    with pytest.raises(ValueError, match=r"^\S+one.json: 1 question id"):
+        read_squad_files([(one, False)], version_2_with_negative=True)
+    many = _squad_with_ids(tmp_path / "many.json", [list("abcdefg") * 2, ["a"]])
+    with pytest.raises(ValueError) as e:
+        read_squad(many)
+    assert str(e.value).startswith(
+        f"{many}: 7 question id(s) appear more than once: 'a' (3 times), 'b' (2 times), "
+        "'c' (2 times), 'd' (2 times), 'e' (2 times) and 2 more; "
+    )
+    assert "\n" not in str(e.value)
+    assert [
+        e.qas_id for e in read_squad(_squad_with_ids(tmp_path / "ok.json", [["a"], ["b"]]))
+    ] == [
+        "a",
+        "b",
+    ]
+
+
 def _round_trip(tokenizer, path):
     offsets = OffsetTokenizer(tokenizer)
     contexts, total, exact, failures, id_mismatch = {}, 0, 0, [], 0

@@ -46,9 +46,13 @@ def read_race(path: str) -> list[MultipleChoiceExample]:
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
     articles = obj["data"] if isinstance(obj, dict) and "data" in obj else [obj]
+    if not isinstance(articles, list):
+        raise ValueError(f'{path}: "data" is a {type(articles).__name__}; expected a list')
     examples = []
     for a, article in enumerate(articles):
         where = f"article {a}"
+        if not isinstance(article, dict):
+            raise ValueError(f"{path}: {where}: a {type(article).__name__}; expected an object")
         for key in ("article", "questions", "options", "answers"):
             if key not in article:
                 raise ValueError(f"{path}: {where}: missing key {key!r}")
@@ -62,9 +66,9 @@ def read_race(path: str) -> list[MultipleChoiceExample]:
         article_id = str(article.get("id", a))
         level = _level(article_id, path)
         for q, (question, opts, answer) in enumerate(zip(questions, options, answers)):
-            if len(opts) < 2:
+            if not isinstance(opts, list) or len(opts) < 2:
                 raise ValueError(
-                    f"{path}: {where} question {q}: {len(opts)} options; expected at least 2"
+                    f"{path}: {where} question {q}: options {opts!r}; expected a list of at least 2"
                 )
             label = _answer_index(path, f"{where} question {q}", answer, opts)
             examples.append(

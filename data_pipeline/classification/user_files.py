@@ -111,6 +111,8 @@ def _make_example(path, number, n, values, index, regression):
                 raise ValueError(
                     f"{path}:{number}: label {raw!r} is not a number (regression)"
                 ) from None
+        elif isinstance(raw, (list, dict)):
+            raise ValueError(f"{path}:{number}: label {raw!r} is not a single label")
         else:
             label = str(raw).strip()
     texts = []

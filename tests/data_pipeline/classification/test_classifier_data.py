@@ -310,3 +310,25 @@ def test_race_layouts_and_errors(tmp_path):
     )
     with pytest.raises(ValueError, match=r"mc\.jsonl:2: options must be a list of at least 2"):
         read_multiple_choice_jsonl(mc)
+
+
+def test_race_and_jsonl_values_of_the_wrong_shape_are_one_line(tmp_path):
+    """A JSON file whose parts have the wrong type is refused by name, not read as text
+    (a string of options is not a list of options) or stopped by a traceback."""
+    article = {"article": "T.", "questions": ["Q?"], "options": ["ab"], "answers": ["A"]}
+    cases = [
+        ({"data": "text"}, r'"data" is a str; expected a list'),
+        ({"data": ["text"]}, r"article 0: a str; expected an object"),
+        ({"data": [article]}, r"article 0 question 0: options 'ab'; expected a list of at"),
+        (
+            {"data": [dict(article, options=[["a"]])]},
+            r"article 0 question 0: options \['a'\]; expected a list",
+        ),
+    ]
+    for obj, message in cases:
+        path = _write(tmp_path / "race.json", json.dumps(obj))
+        with pytest.raises(ValueError, match=rf"^{path}: {message}"):
+            read_race(path)
+    path = _write(tmp_path / "l.jsonl", '{"q": "a", "y": "x"}\n{"q": "b", "y": ["x", "z"]}\n')
+    with pytest.raises(ValueError, match=rf"^{path}:2: label \['x', 'z'\] is not a single label$"):
+        read_jsonl(path, "q", label_column="y")

@@ -102,8 +102,8 @@ class TokenizerSpec:
         """The Python tokenizer: `AlbertTokenizer` or `WordPieceTokenizer` (imported here:
         each pulls in its own library). A missing file (FileNotFoundError) or one that is
         not a tokenizer of this kind (ValueError: random bytes, a truncated model, a
-        vocab.txt that is not UTF-8 text) is one line naming the file, prefixed with the
-        flag when the path came from it."""
+        vocab.txt that is not UTF-8 text) is one line naming the file, and the flag when the
+        path came from it: "... (from --spm_model_file)"."""
         try:
             if self.kind == SENTENCEPIECE:
                 from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
@@ -115,7 +115,7 @@ class TokenizerSpec:
         except (FileNotFoundError, ValueError) as e:
             if not self.from_flag:
                 raise
-            raise type(e)(f"{self.flag}: {e}") from None
+            raise type(e)(f"{e} (from {self.flag})") from None
 
 
 def tokenizer_kind(tokenizer) -> str:

@@ -62,14 +62,18 @@ def test_a_file_that_is_not_a_tokenizer_is_one_line_naming_file_and_flag(tmp_pat
         with pytest.raises(ValueError) as e:
             spec.build()
         message = str(e.value)
-        assert message.startswith(f"{spec.flag}: {path}: not a "), (name, message)
+        assert message.startswith(f"{path}: not a "), (name, message)
+        assert message.endswith(f") (from {spec.flag})"), (name, message)
         assert "\n" not in message, (name, message)
         # Not from a flag (a copy in a model directory): the file alone.
-        with pytest.raises(ValueError, match=rf"^{path}: not a "):
+        with pytest.raises(ValueError, match=rf"^{path}: not a .*\)$") as e:
             spec.with_path(str(path)).build()
+        assert "(from --" not in str(e.value)
     with pytest.raises(ValueError, match=r"^\S+half.model: not a SentencePiece model \(388,790"):
         AlbertTokenizer(str(files["half a model"][1]))
-    with pytest.raises(FileNotFoundError, match=r"^--vocab_file: .*not found: .*absent.txt$"):
+    with pytest.raises(
+        FileNotFoundError, match=r"^WordPiece .*not found: .*absent.txt \(from --vo"
+    ):
         TokenizerSpec.from_files(None, str(tmp_path / "absent.txt")).build()
 
 
@@ -91,8 +95,8 @@ def test_a_cli_given_a_broken_model_says_one_line_and_writes_nothing(tmp_path, s
         )
         assert run.returncode == 1, run.report()
         assert run.stderr.strip().splitlines() == [
-            f"error: --spm_model_file: {path}: not a SentencePiece model "
-            f"({path.stat().st_size:,} bytes SentencePiece cannot parse: truncated, or another "
-            "kind of file)"
+            f"error: {path}: not a SentencePiece model ({path.stat().st_size:,} bytes "
+            "SentencePiece cannot parse: truncated, or another kind of file) (from "
+            "--spm_model_file)"
         ], run.report()
         assert "Traceback" not in run.stderr and not out.exists()

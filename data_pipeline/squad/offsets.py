@@ -135,9 +135,9 @@ def offset_tokenizer(tokenizer):
     (SentencePiece) or `WordPieceOffsetTokenizer` (a WordPiece vocab.txt,
     data_pipeline.squad.wordpiece_offsets). Both have `encode(text)` → (ids, token start
     chars, token end chars), so features and postprocessing never branch on the kind."""
-    from data_pipeline.tokenization.spec import tokenizer_kind
+    from data_pipeline.tokenization.spec import WORDPIECE, tokenizer_kind
 
-    if tokenizer_kind(tokenizer) == "wordpiece":
+    if tokenizer_kind(tokenizer) == WORDPIECE:
         from data_pipeline.squad.wordpiece_offsets import WordPieceOffsetTokenizer
 
         return WordPieceOffsetTokenizer(tokenizer)

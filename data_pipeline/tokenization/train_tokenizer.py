@@ -24,6 +24,7 @@ from data_pipeline.tokenization.sentencepiece_trainer import (
     MAX_SENTENCE_LENGTH,
     train_sentencepiece,
 )
+from data_pipeline.tokenization.spec import KINDS, SENTENCEPIECE, WORDPIECE
 from data_pipeline.tokenization.wordpiece_trainer import WORDPIECE_VOCAB_SIZE, train_wordpiece
 
 
@@ -33,8 +34,8 @@ def main(argv=None) -> int:
     fl = flags.FlagValues()
     flags.DEFINE_enum(
         "kind",
-        "sentencepiece",
-        ["sentencepiece", "wordpiece"],
+        SENTENCEPIECE,
+        list(KINDS),
         "sentencepiece: ALBERT's SentencePiece model (--model_prefix); wordpiece: a BERT "
         "vocab.txt (--vocab_file), as the official Chinese ALBERTs.",
         flag_values=fl,
@@ -112,7 +113,7 @@ def main(argv=None) -> int:
     if len(rest) > 1:
         print(f"error: unexpected arguments {rest[1:]}", file=sys.stderr)
         return 2
-    output = "vocab_file" if fl.kind == "wordpiece" else "model_prefix"
+    output = "vocab_file" if fl.kind == WORDPIECE else "model_prefix"
     if not fl[output].value:
         print(f"error: --kind {fl.kind} writes --{output}; give it", file=sys.stderr)
         return 2
@@ -120,7 +121,7 @@ def main(argv=None) -> int:
     def say(message: str) -> None:
         print(f"[train_tokenizer] {message}", flush=True)
 
-    if fl.kind == "wordpiece":
+    if fl.kind == WORDPIECE:
         try:
             report = train_wordpiece(
                 fl.input_file,

@@ -6,7 +6,7 @@
         --output_dir out/squad2 --do_train --do_predict --do_eval \\
         --tune_threshold_on heldout-v2.0.json
 
-Features (data_pipeline.squad.data): `[CLS] question [SEP] context window [SEP]`,
+Features (data_pipeline.squad.features): `[CLS] question [SEP] context window [SEP]`,
 `--max_seq_length` 384, `--doc_stride` 128, `--max_query_length` 64, answers mapped to
 tokens at the character level through ALBERT's normalization; cached as TFRecords in
 OUTPUT_DIR/cache. Training and prediction batches are grouped by length and padded to

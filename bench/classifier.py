@@ -29,7 +29,7 @@ def run_case(dtype: str, args) -> dict:
     import tensorflow as tf
     from albert_tf import AlbertConfig
     from albert_tf.training import ClassificationTask, Trainer, TrainerConfig
-    from data_pipeline.classification.data import label_names, read_task
+    from data_pipeline.classification.benchmark_files import label_names, read_task
     from data_pipeline.classification.features import convert_examples
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 

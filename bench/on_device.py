@@ -350,7 +350,7 @@ def squad_accuracy(args) -> dict:
     import tensorflow as tf
 
     from albert_tf.serving.tflite_predict import LiteModel
-    from data_pipeline.squad.data import read_squad
+    from data_pipeline.squad.examples import read_squad
     from data_pipeline.squad.evaluation import evaluate_v1
 
     version, _, files = finetuned_files(args, "squad")

@@ -449,7 +449,7 @@ def main():
     import keras
     import numpy as np
     import tensorflow as tf
-    from data_pipeline.classification.data import label_names, read_task
+    from data_pipeline.classification.benchmark_files import label_names, read_task
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     result = dict(

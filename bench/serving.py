@@ -142,7 +142,8 @@ def main():
     from albert_tf.checkpoints.task_info import TaskInfo
     from data_pipeline.tokenization.spec import TokenizerSpec
     from albert_tf.modeling.models import AlbertClassifier
-    from data_pipeline.classification.data import Example, read_task
+    from data_pipeline.classification.examples import Example
+    from data_pipeline.classification.benchmark_files import read_task
     from data_pipeline.classification.features import convert_examples
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 

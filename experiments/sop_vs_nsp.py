@@ -66,7 +66,7 @@ def heldout_files():
 def prepare(out: str, log) -> dict:
     from data_pipeline.pretraining.data_config import DataConfig
     from data_pipeline.pretraining.local_writer import create_pretraining_data
-    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     spm_prefix = os.path.join(out, "spm8k")
     if not os.path.exists(spm_prefix + ".model"):

@@ -19,10 +19,15 @@ MODULES = """
     data_pipeline/pretraining/create_pretraining_data.py data_pipeline/pretraining/data_config.py
     data_pipeline/pretraining/fingerprint.py data_pipeline/pretraining/shards.py
     data_pipeline/pretraining/local_writer.py
+    data_pipeline/tokenization/sentencepiece_trainer.py
+    data_pipeline/tokenization/wordpiece_trainer.py
     data_pipeline/pretraining/meta_data.py data_pipeline/pretraining/input_pipeline.py
-    data_pipeline/classification/data.py data_pipeline/classification/features.py
+    data_pipeline/classification/benchmark_files.py data_pipeline/classification/file_lines.py
+    data_pipeline/classification/user_files.py data_pipeline/classification/multiple_choice.py
+    data_pipeline/classification/features.py
     data_pipeline/classification/tasks.py data_pipeline/classification/submission.py
-    data_pipeline/squad/data.py data_pipeline/squad/evaluation.py data_pipeline/squad/scoring.py
+    data_pipeline/squad/examples.py data_pipeline/squad/feature_records.py
+    data_pipeline/squad/evaluation.py data_pipeline/squad/scoring.py
     albert_tf/modeling/config.py albert_tf/checkpoints/own.py albert_tf/checkpoints/finetuned.py
     albert_tf/checkpoints/export_encoder.py albert_tf/checkpoints/loading.py
     albert_tf/checkpoints/official.py albert_tf/training/trainer.py albert_tf/training/resume.py

@@ -95,7 +95,7 @@ def test_the_check_catches_upward_and_sibling_imports():
     found, _ = violations(
         [
             ("albert_tf.modeling.encoder", "albert_tf.training.trainer"),
-            ("data_pipeline.squad.data", "data_pipeline.classification.features"),
+            ("data_pipeline.squad.features", "data_pipeline.classification.features"),
             ("albert_tf.checkpoints.own", "albert_tf"),
             ("albert_tf.serving.export", "albert_tf.checkpoints.loading"),
             ("run_squad", "albert_tf.tools.demo"),

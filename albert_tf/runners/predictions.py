@@ -48,7 +48,7 @@ def squad_answers(
     the albert head's beam (`beam`) or start/end logits (data_pipeline.squad.postprocess);
     v2.0 answers "no answer" above `threshold`."""
     from albert_tf.training.prediction import predict_logits
-    from data_pipeline.squad.data import PER_TOKEN_FILL, PREDICTION_KEYS
+    from data_pipeline.squad.features import PER_TOKEN_FILL, PREDICTION_KEYS
     from data_pipeline.squad.postprocess import postprocess, postprocess_beam
 
     dataset = features.prediction_dataset(batch_size, length_buckets)

@@ -261,7 +261,7 @@ def training_file_identity(path: str | None, **settings) -> dict:
 
 def tokenizer_identity(tokenizer) -> dict | None:
     """{"kind", "sha256"} of a built tokenizer (None: none)."""
-    from data_pipeline.tokenization.choice import tokenizer_kind
+    from data_pipeline.tokenization.spec import tokenizer_kind
 
     if tokenizer is None:
         return None
@@ -272,7 +272,7 @@ def records_identity(files: list[str]) -> dict:
     """What identifies pretraining records `files`: the sha256 of each directory's
     meta_data.json (written once per complete job, deterministic), else of the files'
     names and sizes; and the file count."""
-    from data_pipeline.pretraining.create_pretraining_data import META_FILE
+    from data_pipeline.pretraining.data_config import META_FILE
 
     digest = hashlib.sha256()
     for directory in sorted(dict.fromkeys(os.path.dirname(f) for f in files)):

@@ -24,7 +24,8 @@ class SquadSets(NamedTuple):
 def squad_sets_from_flags(tokenizer) -> SquadSets:
     """Reads the files the flags name and builds (or reuses) their features with
     `tokenizer`, printing one line about each."""
-    from data_pipeline.squad.data import read_squad_files, squad_features
+    from data_pipeline.squad.examples import read_squad_files
+    from data_pipeline.squad.feature_records import squad_features
 
     predicting = FLAGS.do_predict or FLAGS.do_eval
     files = [

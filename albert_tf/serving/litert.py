@@ -15,7 +15,7 @@ LiteRT cannot express a step):
                    logits, label [B] string; regression: score [B].
   multiple_choice  serving_default(passage [B], choices [B, C]) → probabilities [B, C],
                    logits, choice [B]. `choices` are the question with each option filled
-                   in (`data_pipeline.classification.data.choice_text`; the runner does it:
+                   in (`data_pipeline.classification.examples.choice_text`; the runner does it:
                    LiteRT has no string split/join); "" = no such option.
   encoder          embed(text [B]) → pooled_output [B, H], sequence_output [B, S, H],
                    input_mask [B, S] (S = max_seq_length, as the SavedModel's).

@@ -119,7 +119,7 @@ class LiteWordPieceTokenizer:
 def lite_tokenizer(tokenizer):
     """`LiteTokenizer` of a SentencePiece `AlbertTokenizer`, `LiteWordPieceTokenizer` of a
     `WordPieceTokenizer`."""
-    from data_pipeline.tokenization.choice import tokenizer_kind
+    from data_pipeline.tokenization.spec import tokenizer_kind
 
     if tokenizer_kind(tokenizer) == "wordpiece":
         return LiteWordPieceTokenizer(tokenizer)

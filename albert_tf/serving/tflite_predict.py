@@ -138,7 +138,7 @@ class LiteModel:
     def choose(self, passages, questions, options) -> dict:
         """options: [B][C] strings ("" or missing = no such option): probabilities [B, C],
         logits, choice [B]."""
-        from data_pipeline.classification.data import choice_text
+        from data_pipeline.classification.examples import choice_text
 
         self._rows(passage=passages, question=questions, options=options)
         width = max([len(o) for o in options] + [1])
@@ -160,7 +160,7 @@ class LiteModel:
     def answer(self, questions, contexts, batch_size: int = 8) -> list[dict]:
         """[{"answer", "start", "end", "score"(, "no_answer_probability")}] per question:
         windows, span search and character offsets as run_squad computes them."""
-        from data_pipeline.squad.data import SquadExample
+        from data_pipeline.squad.examples import SquadExample
 
         self._rows(question=questions, context=contexts)
         examples = [
@@ -185,7 +185,7 @@ class LiteModel:
 
     def predict_squad(self, examples, batch_size: int = 8):
         """(predictions, nbest, null_odds) for SquadExamples, as `run_squad` writes them."""
-        from data_pipeline.squad.data import convert_squad_examples
+        from data_pipeline.squad.features import convert_squad_examples
         from data_pipeline.squad.postprocess import postprocess, postprocess_beam
         from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
@@ -265,7 +265,7 @@ def answer_lines(model: LiteModel, lines: list[str], batch_size: int, source: st
 def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
     """JSON-ready results of (line number, line) pairs of `source` (see the module
     docstring), in order."""
-    from data_pipeline.classification.data import json_object
+    from data_pipeline.classification.file_lines import json_object
 
     task, meta = model.task, model.metadata
     lines = [line for _, line in numbered]

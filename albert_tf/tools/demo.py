@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     write_corpus(held_out, eval_corpus)
     # ALBERT's recipe (data_pipeline.tokenization.train_tokenizer): <pad>=0 <unk>=1 [CLS]=2 [SEP]=3
     # [MASK]=4.
-    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     model_file = train_sentencepiece(
         [corpus], os.path.join(args.output_dir, "stdlib_spm"), vocab_size=2000, num_threads=1

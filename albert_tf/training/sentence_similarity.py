@@ -14,7 +14,8 @@ import dataclasses
 
 import numpy as np
 
-from data_pipeline.classification.data import Example, read_task
+from data_pipeline.classification.benchmark_files import read_task
+from data_pipeline.classification.examples import Example
 from data_pipeline.classification.features import convert_examples
 
 

@@ -24,7 +24,7 @@ import os
 import numpy as np
 
 from data_pipeline.io import filesystem
-from data_pipeline.classification.data import choice_text
+from data_pipeline.classification.examples import choice_text
 from data_pipeline.records import cached_features, fingerprint, record_dataset
 
 # Bumped when the cached `info` gains a field older caches lack (2: text_pair).
@@ -56,7 +56,7 @@ def _pack(tokenizer, a, b, max_seq_length, stats=None):
 def convert_examples(
     examples, tokenizer, max_seq_length: int, labels: list[str] | None, stats: dict | None = None
 ):
-    """Examples (`classifier_data.Example`) → {input_ids, input_mask, segment_ids [N, S],
+    """Examples (`examples.Example`) → {input_ids, input_mask, segment_ids [N, S],
     label_ids [N] (int64 class index, or float32 score when `labels` is None)}.
     `stats["truncated"]` counts the examples that did not fit max_seq_length;
     `stats["text_pair"]` says whether any sequence has a second segment."""

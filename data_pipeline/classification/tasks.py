@@ -2,36 +2,83 @@
 splits, the metric that ranks its checkpoints and what its serving model is told. The
 runner turns its flags into a `TaskSpec` once; everything below receives values.
 
-Tasks:
+`FAMILIES` is the one registry of task names: each maps to a `TaskFamily` (its reader, its
+files' extension, whether it is multiple choice). Tasks:
   GLUE (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli) and Chinese (chnsenticorp,
-    afqmc): DATA_DIR in the original layouts (`data.read_task`); labels are the task's;
-    metrics as GLUE reports them (`metrics.task_metrics`); mnli is evaluated on
-    dev_matched and dev_mismatched.
-  the user's own files: csv, tsv, jsonl (`data.read_delimited` / `read_jsonl`, columns
-    named by the spec), labels discovered from the train file (else the dev file), ranked
-    by accuracy, or by the Pearson/Spearman mean with `regression`;
-  multiple choice: race (RACE JSON), multiple_choice_jsonl; `num_choices` logits a question.
-A user file is the spec's `<split>_file`, else `DATA_DIR/<split>.<ext>` (ext: csv, tsv,
-jsonl; json for race).
+    afqmc): DATA_DIR in the original layouts (`benchmark_files`, which registers a task by
+    its layouts); labels are the task's; metrics as GLUE reports them
+    (`metrics.task_metrics`); mnli is evaluated on dev_matched and dev_mismatched.
+  the user's own files: csv, tsv, jsonl (`user_files.read_delimited` / `read_jsonl`,
+    columns named by the spec), labels discovered from the train file (else the dev file),
+    ranked by accuracy, or by the Pearson/Spearman mean with `regression`;
+  multiple choice: race (RACE JSON), multiple_choice_jsonl (`multiple_choice`);
+    `num_choices` logits a question.
+A user file is the spec's `<split>_file`, else `DATA_DIR/<split>.<ext>` (ext: the family's:
+csv, tsv, jsonl; json for race).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 
 from data_pipeline.io import filesystem
-from data_pipeline.classification import data as classifier_data
-from data_pipeline.classification import metrics
+from data_pipeline.classification import benchmark_files, metrics, multiple_choice, user_files
 
-FILE_TASKS = {
-    "csv": "csv",
-    "tsv": "tsv",
-    "jsonl": "jsonl",
-    "race": "json",
-    "multiple_choice_jsonl": "jsonl",
+
+@dataclasses.dataclass(frozen=True)
+class TaskFamily:
+    """How the tasks of one family are read: `read(spec, split, path)` → its examples
+    (`examples.Example`, or `examples.MultipleChoiceExample` when `multiple_choice`).
+
+    extension: the user's own files: DATA_DIR/<split>.<extension> is a split's default file,
+      labels are discovered from the train (else dev) file and checkpoints ranked by
+      accuracy (by correlation with `regression`). None: a benchmark task, whose files,
+      labels and metrics are its own (`benchmark_files`, `metrics.task_metrics`).
+    multiple_choice: one logit an option, `num_choices` options a question.
+    """
+
+    read: Callable[[TaskSpec, str, str], list]
+    extension: str | None = None
+    multiple_choice: bool = False
+
+
+def _benchmark(spec: TaskSpec, split: str, path: str) -> list:
+    return benchmark_files.read_task_file(path, spec.name, split)
+
+
+def _delimited(delimiter: str) -> Callable[[TaskSpec, str, str], list]:
+    def read(spec: TaskSpec, split: str, path: str) -> list:
+        return user_files.read_delimited(
+            path,
+            spec.text_a_column,
+            spec.text_b_column,
+            spec.label_column,
+            delimiter,
+            spec.regression,
+            unlabeled=split.startswith("test"),
+        )
+
+    return read
+
+
+def _jsonl(spec: TaskSpec, split: str, path: str) -> list:
+    return user_files.read_jsonl(
+        path, spec.text_a_column, spec.text_b_column, spec.label_column, spec.regression
+    )
+
+
+FAMILIES: dict[str, TaskFamily] = {
+    **{task: TaskFamily(_benchmark) for task in benchmark_files.GLUE_LAYOUTS},
+    "csv": TaskFamily(_delimited(","), "csv"),
+    "tsv": TaskFamily(_delimited("\t"), "tsv"),
+    "jsonl": TaskFamily(_jsonl, "jsonl"),
+    "race": TaskFamily(lambda spec, split, path: multiple_choice.read_race(path), "json", True),
+    "multiple_choice_jsonl": TaskFamily(
+        lambda spec, split, path: multiple_choice.read_multiple_choice_jsonl(path), "jsonl", True
+    ),
 }
-CHOICE_TASKS = ("race", "multiple_choice_jsonl")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,27 +109,34 @@ class TaskSpec:
         object.__setattr__(self, "name", self.name.lower())
 
     @property
+    def family(self) -> TaskFamily:
+        """The task's entry in `FAMILIES`; a ValueError naming the known tasks if none."""
+        if self.name not in FAMILIES:
+            raise ValueError(f"task {self.name!r} is not one of {sorted(FAMILIES)}")
+        return FAMILIES[self.name]
+
+    @property
     def user_files(self) -> bool:
         """The user's own files (csv, tsv, jsonl, multiple choice), not a GLUE/Chinese task."""
-        return self.name in FILE_TASKS
+        return self.family.extension is not None
 
     @property
     def choices(self) -> int | None:
         """Logits a question for multiple choice; None for (pair) classification."""
-        return self.num_choices if self.name in CHOICE_TASKS else None
+        return self.num_choices if self.family.multiple_choice else None
 
     @property
     def is_regression(self) -> bool:
         if self.user_files:
             return self.regression and not self.choices
-        return classifier_data.is_regression(self.name)
+        return benchmark_files.is_regression(self.name)
 
     @property
     def dev_splits(self) -> list[str]:
         """The splits evaluated (mnli: dev_matched and dev_mismatched)."""
         if self.user_files:
             return ["dev"]
-        return [s for s in classifier_data.splits(self.name) if s.startswith("dev")]
+        return [s for s in benchmark_files.splits(self.name) if s.startswith("dev")]
 
     @property
     def metric_task(self) -> str:
@@ -103,37 +157,19 @@ class TaskSpec:
         if not self.user_files:
             if not self.data_dir:
                 raise ValueError(f"--data_dir is needed for task {self.name}")
-            return classifier_data.task_file(self.data_dir, self.name, split)
+            return benchmark_files.task_file(self.data_dir, self.name, split)
         given = getattr(self, f"{split.split('_')[0]}_file")
         if given:
             return given
         if not self.data_dir:
             raise ValueError(f"give --{split}_file or --data_dir for task {self.name}")
-        return os.path.join(self.data_dir, f"{split}.{FILE_TASKS[self.name]}")
+        return os.path.join(self.data_dir, f"{split}.{self.family.extension}")
 
     def read(self, split: str, path: str | None = None) -> list:
         """The examples of `split` (from `path`, default `source(split)`):
-        `data.Example`s, or `data.MultipleChoiceExample`s for multiple choice."""
+        `examples.Example`s, or `examples.MultipleChoiceExample`s for multiple choice."""
         path = path or self.source(split)
-        if self.name == "race":
-            return classifier_data.read_race(path)
-        if self.name == "multiple_choice_jsonl":
-            return classifier_data.read_multiple_choice_jsonl(path)
-        if self.name in ("csv", "tsv"):
-            return classifier_data.read_delimited(
-                path,
-                self.text_a_column,
-                self.text_b_column,
-                self.label_column,
-                "," if self.name == "csv" else "\t",
-                self.regression,
-                unlabeled=split.startswith("test"),
-            )
-        if self.name == "jsonl":
-            return classifier_data.read_jsonl(
-                path, self.text_a_column, self.text_b_column, self.label_column, self.regression
-            )
-        return classifier_data.read_task_file(path, self.name, split)
+        return self.family.read(self, split, path)
 
     def labels(self) -> list[str] | None:
         """Label names in index order: the task's, or discovered from the user's train
@@ -141,11 +177,11 @@ class TaskSpec:
         if self.is_regression or self.choices:
             return None
         if not self.user_files:
-            return classifier_data.label_names(self.name)
+            return benchmark_files.label_names(self.name)
         for split in ("train", "dev"):
             path = self.source(split)
             if filesystem.exists(path):
-                return classifier_data.discover_labels(self.read(split, path))
+                return user_files.discover_labels(self.read(split, path))
         raise FileNotFoundError(f"no train or dev file to discover the labels of {self.name} from")
 
     def check_labels(

@@ -104,7 +104,7 @@ class ChineseWords:
     """
 
     def __init__(self, tokenizer):
-        from data_pipeline.tokenization.choice import tokenizer_kind
+        from data_pipeline.tokenization.spec import tokenizer_kind
 
         if tokenizer.vocab_size > INSIDE_WORD:
             raise ValueError(f"vocab_size={tokenizer.vocab_size} exceeds {INSIDE_WORD}")

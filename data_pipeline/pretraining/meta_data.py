@@ -83,7 +83,7 @@ class PretrainingData:
         """ValueError unless `tokenizer` is the one the records were written with, same
         kind and same file bytes (masks drawn or text exported with another vocabulary
         are wrong)."""
-        from data_pipeline.tokenization.choice import tokenizer_kind
+        from data_pipeline.tokenization.spec import tokenizer_kind
 
         if not self.tokenizer:
             return

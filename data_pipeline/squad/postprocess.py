@@ -5,7 +5,7 @@ of each window are paired; a pair is kept when both tokens are context tokens, t
 not before the start, the span has at most `max_answer_length` tokens, and the window is
 the one giving the start token the most context. A span's score is start + end logit;
 its text is the original context between the start token's first character and the end
-token's last (data_pipeline.squad.data offsets), so accents, case and spacing are the
+token's last (data_pipeline.squad.offsets), so accents, case and spacing are the
 context's own.
 
 `postprocess_beam` is the official ALBERT v2.0 head's (`--squad_head albert`): a beam of

@@ -16,7 +16,7 @@ code splits the context at whitespace into "doc tokens" and maps answers to thos
 text has no spaces, so a whole sentence would be one doc token and an answer inside it
 could not be located. Here answers are mapped through the basic tokenizer at the
 character level (each CJK character its own word), as for SentencePiece
-(`data_pipeline.squad.data.OffsetTokenizer`): the ids are `WordPieceTokenizer.encode`'s,
+(`data_pipeline.squad.offsets.OffsetTokenizer`): the ids are `WordPieceTokenizer.encode`'s,
 and the answer text is the original context's characters between the chosen tokens'
 offsets.
 
@@ -36,7 +36,7 @@ from __future__ import annotations
 class WordPieceOffsetTokenizer:
     """`WordPieceTokenizer` ids plus, for each token, the original characters it covers.
 
-    The interface of `data_pipeline.squad.data.OffsetTokenizer`: `encode(text)` →
+    The interface of `data_pipeline.squad.offsets.OffsetTokenizer`: `encode(text)` →
     (ids, token start chars, token end chars), three lists of one entry per token,
     offsets into `text` (Python string indices).
     """

@@ -92,7 +92,9 @@ class AlbertTokenizer:
 
     Args:
       model_file: a SentencePiece `.model` with ALBERT's special pieces (`<pad>`, `<unk>`,
-        `[CLS]`, `[SEP]`, `[MASK]`; any ids, conventionally 0-4).
+        `[CLS]`, `[SEP]`, `[MASK]`; any ids, conventionally 0-4). Missing: FileNotFoundError;
+        empty, truncated, another kind of file or without those pieces: a one-line
+        ValueError naming it.
       do_lower_case: lowercase after normalization (uncased models).
       keep_accents: keep combining marks (the official default drops them).
     """
@@ -106,7 +108,15 @@ class AlbertTokenizer:
         self.model_file = model_file
         self.do_lower_case = do_lower_case
         self.keep_accents = keep_accents
-        self.sp = spm.SentencePieceProcessor(model_proto=self.model_proto)
+        if not self.model_proto:
+            raise ValueError(f"{model_file}: not a SentencePiece model (the file is empty)")
+        try:
+            self.sp = spm.SentencePieceProcessor(model_proto=self.model_proto)
+        except RuntimeError:  # SentencePiece's own message names a line of its C++ source
+            raise ValueError(
+                f"{model_file}: not a SentencePiece model ({len(self.model_proto):,} bytes "
+                "SentencePiece cannot parse: truncated, or another kind of file)"
+            ) from None
         missing = [
             p for p in SPECIAL_PIECES if self.sp.piece_to_id(p) == self.sp.unk_id() and p != "<unk>"
         ]

@@ -28,12 +28,17 @@ class TokenizerSpec:
     """A tokenizer by kind ("sentencepiece" | "wordpiece"), file and casing.
 
     `keep_accents` is a SentencePiece normalization option (BERT's basic tokenizer strips
-    accents exactly when it lowercases, so a WordPiece spec refuses it)."""
+    accents exactly when it lowercases, so a WordPiece spec refuses it). A file that is
+    missing or not a tokenizer of its kind is a one-line error from `build`, naming the
+    file and, when it came from one, the flag."""
 
     kind: str
     path: str
     do_lower_case: bool = True
     keep_accents: bool = False
+    # Whether `path` is what `flag` names (so errors name the flag too); a copy inside a
+    # model directory (`with_path`) is not. Not part of the value.
+    from_flag: bool = dataclasses.field(default=True, compare=False)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -91,15 +96,32 @@ class TokenizerSpec:
     def with_path(self, path: str) -> TokenizerSpec:
         """The same tokenizer read from another copy of its file (e.g. the one inside a
         model directory)."""
-        return dataclasses.replace(self, path=path)
+        return dataclasses.replace(self, path=path, from_flag=False)
 
     def build(self):
         """The Python tokenizer: `AlbertTokenizer` or `WordPieceTokenizer` (imported here:
-        each pulls in its own library)."""
-        if self.kind == SENTENCEPIECE:
-            from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
+        each pulls in its own library). A missing file (FileNotFoundError) or one that is
+        not a tokenizer of this kind (ValueError: random bytes, a truncated model, a
+        vocab.txt that is not UTF-8 text) is one line naming the file, and the flag when the
+        path came from it: "... (from --spm_model_file)"."""
+        try:
+            if self.kind == SENTENCEPIECE:
+                from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
-            return AlbertTokenizer(self.path, self.do_lower_case, self.keep_accents)
-        from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
+                return AlbertTokenizer(self.path, self.do_lower_case, self.keep_accents)
+            from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
 
-        return WordPieceTokenizer(self.path, self.do_lower_case)
+            return WordPieceTokenizer(self.path, self.do_lower_case)
+        except (FileNotFoundError, ValueError) as e:
+            if not self.from_flag:
+                raise
+            raise type(e)(f"{e} (from {self.flag})") from None
+
+
+def tokenizer_kind(tokenizer) -> str:
+    """The kind of a built tokenizer, "sentencepiece" or "wordpiece": what meta_data.json,
+    feature caches and exports record, and what picks kind-specific code (offsets, graph
+    ops)."""
+    from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
+
+    return WORDPIECE if isinstance(tokenizer, WordPieceTokenizer) else SENTENCEPIECE

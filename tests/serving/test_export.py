@@ -96,7 +96,7 @@ def _finetuned(tmp_path, spm, kind="classifier", **task):
 
 
 def _in_memory(model, spm, texts_a, texts_b=None, max_seq_length=48):
-    from data_pipeline.classification.data import Example
+    from data_pipeline.classification.examples import Example
     from data_pipeline.classification.features import convert_examples
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
@@ -249,7 +249,7 @@ def test_encoder_embed_and_encode(tmp_path, spm):
 def test_multiple_choice_serving(tmp_path, spm):
     import tensorflow as tf
     from albert_tf.serving.export import build_module
-    from data_pipeline.classification.data import MultipleChoiceExample
+    from data_pipeline.classification.examples import MultipleChoiceExample
     from data_pipeline.classification.features import convert_multiple_choice
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 

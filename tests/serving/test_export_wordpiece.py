@@ -120,7 +120,7 @@ def test_multiple_choice_savedmodel_tokenizes_and_chooses_as_in_memory(
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (its ops, as any client loads them)
 
-    from data_pipeline.classification.data import MultipleChoiceExample
+    from data_pipeline.classification.examples import MultipleChoiceExample
     from data_pipeline.classification.features import convert_multiple_choice
     from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
 

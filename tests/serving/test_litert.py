@@ -113,7 +113,7 @@ def test_every_kind_runs_in_a_fresh_interpreter_process_like_the_savedmodel(
 
     a, b = _pairs(shared_data)
     a, b = a + BAD, b + BAD[::-1]
-    from data_pipeline.classification.data import read_race
+    from data_pipeline.classification.multiple_choice import read_race
 
     race = read_race(str(shared_data / "race" / "expmrc-race-dev.json"))[:6]
     passages = [e.context for e in race] + ["", "kurz"]

@@ -139,7 +139,7 @@ def test_exported_classifier_reads_nul_as_the_python_tokenizer(classifier, spm):
 
 
 def test_squad_context_with_nul(squad_module, tok):
-    from data_pipeline.squad.data import OffsetTokenizer
+    from data_pipeline.squad.offsets import OffsetTokenizer
 
     module, serving = squad_module
     contexts = ["Ada\x00 wrote \x00it.", "hello\x00world \x00\x00 x\x00y", "\x00"]

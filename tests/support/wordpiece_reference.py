@@ -72,7 +72,7 @@ def build_vocab(files: list[str], out_file: str, size: int = VOCAB_SIZE) -> list
     (`data_pipeline.tokenization.train_tokenizer.wordpiece_vocabulary`: the official Chinese layout,
     every CJK character with its `##` form, then Hugging Face `tokenizers`' WordPiece
     trainer's pieces); returns its tokens."""
-    from data_pipeline.tokenization.train_tokenizer import wordpiece_vocabulary
+    from data_pipeline.tokenization.wordpiece_trainer import wordpiece_vocabulary
 
     tokens = wordpiece_vocabulary(read_lines(files), size)
     with open(out_file, "w", encoding="utf-8") as f:

@@ -74,7 +74,7 @@ def data(tmp_path_factory):
     """{name: path} of the session's files (module docstring)."""
     from data_pipeline.pretraining.data_config import DataConfig
     from data_pipeline.pretraining.local_writer import create_pretraining_data
-    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     root = tmp_path_factory.mktemp("bad_input")
     corpus = _corpus(root / "corpus.txt")
@@ -387,7 +387,7 @@ def test_unseen_labels_are_named_by_file_and_line(tmp_path):
 
 
 def test_squad_version_check(data):
-    from data_pipeline.squad.data import check_version, read_squad
+    from data_pipeline.squad.examples import check_version, read_squad
 
     v1, v2 = str(data["squad_v1"]), str(data["squad_v2"])
     check_version(read_squad(v1), v1, False, answers=True)
@@ -426,7 +426,7 @@ def test_truncated_caches_are_rebuilt(data, tmp_path, capsys):
     """A feature cache cut short but with its metadata intact is rebuilt, not trusted."""
     from data_pipeline.classification.features import task_features
     from data_pipeline.classification.tasks import TaskSpec
-    from data_pipeline.squad.data import squad_features
+    from data_pipeline.squad.feature_records import squad_features
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     tokenizer = AlbertTokenizer(data["spm"])

@@ -87,7 +87,7 @@ def test_whole_chain_on_ram_filesystem(empty_cwd, capsys):
     from albert_tf.checkpoints.export_encoder import export_encoder
     from data_pipeline.pretraining.data_config import DataConfig
     from data_pipeline.pretraining.local_writer import create_pretraining_data
-    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     _write_corpus(f"{ROOT}/corpus")
     _write_task(f"{ROOT}/task")
@@ -181,7 +181,7 @@ def test_data_writer_output_on_ram_equals_local(tmp_path, workers):
     """The staged writer's shards on ram:// are byte for byte the local writer's."""
     from data_pipeline.pretraining.data_config import DataConfig
     from data_pipeline.pretraining.local_writer import create_pretraining_data
-    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     root = f"{ROOT}/equal-{workers}-{next(_COUNT)}"
     _write_corpus(f"{root}/corpus", documents=20)

@@ -191,7 +191,7 @@ def test_race_multiple_choice(tmp_path, shared_data):
         json.loads(line) for line in (out / "race_test_predictions.jsonl").read_text().splitlines()
     ]
     assert len(preds) == 561
-    from data_pipeline.classification.data import read_race
+    from data_pipeline.classification.multiple_choice import read_race
 
     for p, e in zip(preds, read_race(str(race))):
         assert p["guid"] == e.guid
@@ -339,7 +339,7 @@ def test_tokenizer_flags_one_line_errors(
 ):
     """run_squad refuses an on-device export of a WordPiece model (that file windows the
     text with a SentencePiece model); nothing is written. (Both or neither of
-    --spm_model_file/--vocab_file: `check_choice`, tested in-process in
+    --spm_model_file/--vocab_file: `TokenizerSpec.from_files`, tested in-process in
     test_pretraining_wordpiece.py and test_wordpiece.py; a subprocess each costs ~6 s.)"""
     files = {"vocab": f"--vocab_file={wordpiece_vocab}", "spm": "--spm_model_file=m.model"}
     args = [f"--output_dir={tmp_path / 'out'}", "--do_train", "--do_predict", *extra]

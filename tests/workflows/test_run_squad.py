@@ -93,7 +93,7 @@ def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
     # The on-device file (windows in, span logits out) with the runner's Python windows:
     # run_squad's own answers.
     from albert_tf.serving.tflite_predict import LiteModel
-    from data_pipeline.squad.data import read_squad
+    from data_pipeline.squad.examples import read_squad
 
     lite = export / "litert" / "squad-float32.tflite"
     assert f"LiteRT: {lite}" in run.stdout
@@ -165,7 +165,7 @@ def test_squad_v2_thresholds_are_tuned_on_held_out_data(tmp_path, shared_data, h
     BERT-style null score. The SavedModel and the on-device file answer as the runner."""
     from albert_tf.serving.tflite_predict import LiteModel
     from data_pipeline.squad import evaluation as squad_eval
-    from data_pipeline.squad.data import read_squad
+    from data_pipeline.squad.examples import read_squad
     from data_pipeline.squad.postprocess import predictions_at_threshold
 
     files = _slices(shared_data, tmp_path, "v2.0", train=(0, 2), dev=(30, 31), tune=(31, 32))

@@ -1,7 +1,7 @@
 """The SQuAD SavedModel: question + context strings → answer text and character offsets,
 entirely in the graph (see albert_tf.serving.export).
 
-The same steps as the runner (data_pipeline.squad.data, squad_postprocess), as TensorFlow
+The same steps as the runner (data_pipeline.squad.features, .postprocess), as TensorFlow
 ops on a batch:
 
   1. The context is split at whitespace with byte offsets; each word is normalized and

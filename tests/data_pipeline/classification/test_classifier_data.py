@@ -1,4 +1,4 @@
-"""data_pipeline.classification.data: GLUE/Chinese/RACE readers on the real files (counts as in
+"""data_pipeline.classification readers: GLUE/Chinese/RACE readers on the real files (counts as in
 ../shared/data/README.md), each layout's quirks, the user's csv/tsv/jsonl, and malformed
 rows reported as file:line."""
 
@@ -6,7 +6,16 @@ import json
 
 import pytest
 
-from data_pipeline.classification import data as C
+from data_pipeline.classification.examples import Example
+from data_pipeline.classification.user_files import discover_labels, read_delimited, read_jsonl
+from data_pipeline.classification.benchmark_files import (
+    is_regression,
+    label_names,
+    read_task,
+    read_task_file,
+    splits,
+)
+from data_pipeline.classification.multiple_choice import read_multiple_choice_jsonl, read_race
 
 # (task, folder under ../shared/data, train count, dev count, test count, label counts dev)
 REAL = [
@@ -27,7 +36,7 @@ def test_real_files_counts_and_labels(
     shared_data, task, folder, n_train, n_dev, n_test, dev_labels
 ):
     data_dir = str(shared_data / folder)
-    train, dev, test = (C.read_task(data_dir, task, s) for s in ("train", "dev", "test"))
+    train, dev, test = (read_task(data_dir, task, s) for s in ("train", "dev", "test"))
     assert (len(train), len(dev), len(test)) == (n_train, n_dev, n_test)
     assert all(e.label is None for e in test)
     # Test guids carry the file's index column (the GLUE submission key), in order.
@@ -44,35 +53,33 @@ def test_real_files_counts_and_labels(
         for e in dev:
             counts[e.label] = counts.get(e.label, 0) + 1
         assert counts == dev_labels
-        assert set(counts) <= set(C.label_names(task))
+        assert set(counts) <= set(label_names(task))
 
 
 def test_real_file_quirks(shared_data):
     glue = shared_data / "glue"
     # MRPC: the BOM does not leak into the header check; a sentence opening a quote that
     # never closes stays one field (QUOTE_NONE), the next row is not swallowed.
-    dev = C.read_task(str(glue / "MRPC"), "mrpc", "dev")
+    dev = read_task(str(glue / "MRPC"), "mrpc", "dev")
     assert (
         dev[0].text_b == '"The foodservice pie business does not fit our long-term growth strategy.'
     )
     assert dev[0].label == "1"
     # CoLA: no header, so the first row is an example; dev.tsv has no final newline.
-    cola = C.read_task(str(glue / "CoLA"), "cola", "dev")
-    assert cola[0] == C.Example(
-        "dev-0", "The sailors rode the breeze clear of the rocks.", None, "1"
-    )
+    cola = read_task(str(glue / "CoLA"), "cola", "dev")
+    assert cola[0] == Example("dev-0", "The sailors rode the breeze clear of the rocks.", None, "1")
     # STS-B: ten columns, the score last, parsed as float.
-    sts = C.read_task(str(glue / "STS-B"), "sts-b", "dev")
-    assert sts[0] == C.Example(
+    sts = read_task(str(glue / "STS-B"), "sts-b", "dev")
+    assert sts[0] == Example(
         "dev-0", "A man with a hard hat is dancing.", "A man wearing a hard hat is dancing.", 5.0
     )
     # Chinese text survives unchanged.
-    afqmc = C.read_task(str(shared_data / "chinese" / "AFQMC"), "afqmc", "dev")
-    assert afqmc[0] == C.Example("dev-0", "双十一花呗提额在哪", "里可以提花呗额度", "0")
+    afqmc = read_task(str(shared_data / "chinese" / "AFQMC"), "afqmc", "dev")
+    assert afqmc[0] == Example("dev-0", "双十一花呗提额在哪", "里可以提花呗额度", "0")
 
 
 def test_race_real_file(shared_data):
-    examples = C.read_race(str(shared_data / "race" / "expmrc-race-dev.json"))
+    examples = read_race(str(shared_data / "race" / "expmrc-race-dev.json"))
     assert len(examples) == 561
     first = examples[0]
     assert first.guid == "00052cc8-0" and first.label == 2  # answer "C"
@@ -88,14 +95,14 @@ def test_race_real_file(shared_data):
 
 
 def test_label_names_and_regression():
-    assert C.label_names("mnli") == ["contradiction", "entailment", "neutral"]
-    assert C.label_names("RTE") == C.label_names("qnli") == ["entailment", "not_entailment"]
+    assert label_names("mnli") == ["contradiction", "entailment", "neutral"]
+    assert label_names("RTE") == label_names("qnli") == ["entailment", "not_entailment"]
     for task in ("cola", "sst-2", "mrpc", "qqp", "wnli", "afqmc"):
-        assert C.label_names(task) == ["0", "1"]
-    assert C.label_names("sts-b") is None and C.is_regression("sts-b")
+        assert label_names(task) == ["0", "1"]
+    assert label_names("sts-b") is None and is_regression("sts-b")
     with pytest.raises(ValueError, match="'squad' is not one of"):
-        C.label_names("squad")
-    assert C.splits("mnli") == [
+        label_names("squad")
+    assert splits("mnli") == [
         "train",
         "dev_matched",
         "dev_mismatched",
@@ -135,27 +142,27 @@ def test_glue_layouts_from_synthetic_files(tmp_path):
         _write(
             d / f"{split}.tsv", "\t".join(["index"] + ["c"] * 15) + "\n" + "\t".join(dev_row) + "\n"
         )
-    assert C.read_task(str(d), "mnli", "train") == [
-        C.Example("train-0", "A man.", 'He "said', "neutral")
+    assert read_task(str(d), "mnli", "train") == [
+        Example("train-0", "A man.", 'He "said', "neutral")
     ]
-    assert C.read_task(str(d), "mnli", "dev") == [
-        C.Example("dev_matched-7", "A.", "B.", "contradiction")
+    assert read_task(str(d), "mnli", "dev") == [
+        Example("dev_matched-7", "A.", "B.", "contradiction")
     ]
-    assert C.read_task(str(d), "mnli", "dev_mismatched")[0].label == "contradiction"
+    assert read_task(str(d), "mnli", "dev_mismatched")[0].label == "contradiction"
     # QQP, QNLI, WNLI headers and columns.
     q = tmp_path / "qqp.tsv"
     _write(q, "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n5\t1\t2\tWhy?\tHow?\t1\n")
-    assert C.read_task_file(str(q), "qqp", "dev") == [C.Example("dev-5", "Why?", "How?", "1")]
+    assert read_task_file(str(q), "qqp", "dev") == [Example("dev-5", "Why?", "How?", "1")]
     q = tmp_path / "qnli.tsv"
     _write(q, "index\tquestion\tsentence\tlabel\n3\tWho?\tHim.\tnot_entailment\n")
-    assert C.read_task_file(str(q), "qnli", "train")[0].label == "not_entailment"
+    assert read_task_file(str(q), "qnli", "train")[0].label == "not_entailment"
     q = tmp_path / "wnli.tsv"
     _write(q, "index\tsentence1\tsentence2\n0\tA\tB\n")
-    assert C.read_task_file(str(q), "wnli", "test") == [C.Example("test-0", "A", "B", None)]
+    assert read_task_file(str(q), "wnli", "test") == [Example("test-0", "A", "B", None)]
     # CRLF line ends are tolerated.
     q = tmp_path / "sst.tsv"
     _write(q, "sentence\tlabel\r\ngood .\t1\r\n")
-    assert C.read_task_file(str(q), "sst-2", "train") == [C.Example("train-0", "good .", None, "1")]
+    assert read_task_file(str(q), "sst-2", "train") == [Example("train-0", "good .", None, "1")]
 
 
 @pytest.mark.parametrize(
@@ -193,80 +200,78 @@ def test_glue_layouts_from_synthetic_files(tmp_path):
 def test_malformed_rows_name_file_and_line(tmp_path, task, split, text, line, message):
     path = _write(tmp_path / "bad.tsv", text)
     with pytest.raises(ValueError, match=rf"bad\.tsv:{line}: .*{message}"):
-        C.read_task_file(path, task, split)
+        read_task_file(path, task, split)
 
 
 def test_bad_utf8_empty_file_and_missing_file(tmp_path):
     path = _write(tmp_path / "bad.tsv", b"sentence\tlabel\ngood\t1\nbad \xff\t0\n")
     with pytest.raises(ValueError, match=r"bad\.tsv:3: invalid UTF-8"):
-        C.read_task_file(path, "sst-2", "train")
+        read_task_file(path, "sst-2", "train")
     for text in ("", "sentence\tlabel\n"):
         path = _write(tmp_path / "empty.tsv", text)
         with pytest.raises(ValueError, match="no examples"):
-            C.read_task_file(path, "sst-2", "train")
+            read_task_file(path, "sst-2", "train")
     with pytest.raises(FileNotFoundError):
-        C.read_task(str(tmp_path), "rte", "train")
+        read_task(str(tmp_path), "rte", "train")
     with pytest.raises(ValueError, match="split 'validation' is not one of"):
-        C.read_task(str(tmp_path), "rte", "validation")
+        read_task(str(tmp_path), "rte", "validation")
 
 
 def test_generic_csv_uses_csv_quoting(tmp_path):
     text = 'id,review,label\n1,"Good, really ""good"".",pos\n2,"two\nlines",neg\n3,plain,pos\n'
     path = _write(tmp_path / "data.csv", text)
-    examples = C.read_delimited(path, "review", label_column="label")
+    examples = read_delimited(path, "review", label_column="label")
     assert [(e.text_a, e.label) for e in examples] == [
         ('Good, really "good".', "pos"),
         ("two\nlines", "neg"),
         ("plain", "pos"),
     ]
-    assert C.discover_labels(examples) == ["neg", "pos"]
+    assert discover_labels(examples) == ["neg", "pos"]
     # Line numbers count physical lines, past the multi-line field.
     bad = _write(tmp_path / "bad.csv", text + "4,too,many,fields\n")
     with pytest.raises(ValueError, match=r"bad\.csv:6: 4 fields, expected 3"):
-        C.read_delimited(bad, "review", label_column="label")
+        read_delimited(bad, "review", label_column="label")
     with pytest.raises(
         ValueError,
         match=r"data\.csv:1: label_column='gold' is not a "
         r"column; the header has \['id', 'review'",
     ):
-        C.read_delimited(path, "review", label_column="gold")
+        read_delimited(path, "review", label_column="gold")
     with pytest.raises(ValueError, match="empty file"):
-        C.read_delimited(_write(tmp_path / "empty.csv", ""), "review")
+        read_delimited(_write(tmp_path / "empty.csv", ""), "review")
     # A BOM (Excel's csv) does not become part of the first column's name.
     bom = _write(tmp_path / "bom.csv", "\ufeffa,b,y\nx,z,1.5\n")
-    assert C.read_delimited(bom, "a", "b", "y", regression=True) == [
-        C.Example("row-0", "x", "z", 1.5)
-    ]
+    assert read_delimited(bom, "a", "b", "y", regression=True) == [Example("row-0", "x", "z", 1.5)]
 
 
 def test_generic_tsv_keeps_quotes_as_text(tmp_path):
     path = _write(
         tmp_path / "data.tsv", 'a\tb\tlabel\n"open quote\tsecond\t1\nnext\trow\t10\nthird\tx\t2\n'
     )
-    examples = C.read_delimited(path, "a", "b", "label", delimiter="\t")
+    examples = read_delimited(path, "a", "b", "label", delimiter="\t")
     assert [e.text_a for e in examples] == ['"open quote', "next", "third"]
-    assert C.discover_labels(examples) == ["1", "2", "10"]  # numeric order
+    assert discover_labels(examples) == ["1", "2", "10"]  # numeric order
     bad = _write(tmp_path / "bad.tsv", "a\tlabel\nx\t1.5\ny\thigh\n")
     with pytest.raises(ValueError, match=r"bad\.tsv:3: label 'high' is not a number"):
-        C.read_delimited(bad, "a", label_column="label", delimiter="\t", regression=True)
+        read_delimited(bad, "a", label_column="label", delimiter="\t", regression=True)
 
 
 def test_generic_jsonl(tmp_path):
     lines = [{"q": "Is it?", "p": "Yes.", "y": 1}, {"q": "No?", "p": "No.", "y": 0}]
     path = _write(tmp_path / "d.jsonl", "\n".join(json.dumps(o) for o in lines) + "\n\n")
-    examples = C.read_jsonl(path, "q", "p", "y")
+    examples = read_jsonl(path, "q", "p", "y")
     assert examples == [
-        C.Example("row-0", "Is it?", "Yes.", "1"),
-        C.Example("row-1", "No?", "No.", "0"),
+        Example("row-0", "Is it?", "Yes.", "1"),
+        Example("row-1", "No?", "No.", "0"),
     ]
     bad = _write(tmp_path / "bad.jsonl", json.dumps(lines[0]) + '\n{"q": "x"}\n')
     with pytest.raises(ValueError, match=r"bad\.jsonl:2: label_column='y' is not a key"):
-        C.read_jsonl(bad, "q", label_column="y")
+        read_jsonl(bad, "q", label_column="y")
     bad = _write(tmp_path / "bad2.jsonl", '{"q": "x", "y": 1}\n{"q": \n')
     with pytest.raises(ValueError, match=r"bad2\.jsonl:2: invalid JSON"):
-        C.read_jsonl(bad, "q", label_column="y")
+        read_jsonl(bad, "q", label_column="y")
     with pytest.raises(ValueError, match=r"bad2\.jsonl:1: label 'x' is not a number"):
-        C.read_jsonl(
+        read_jsonl(
             _write(tmp_path / "bad2.jsonl", '{"q": "a", "y": "x"}\n'),
             "q",
             label_column="y",
@@ -283,7 +288,7 @@ def test_race_layouts_and_errors(tmp_path):
         "answers": ["D", "A"],
     }
     path = _write(tmp_path / "high123.json", json.dumps(article))
-    examples = C.read_race(path)
+    examples = read_race(path)
     assert [(e.guid, e.label, e.level) for e in examples] == [
         ("high123.txt-0", 3, "high"),
         ("high123.txt-1", 0, "high"),
@@ -291,11 +296,11 @@ def test_race_layouts_and_errors(tmp_path):
     (tmp_path / "middle").mkdir()
     article["id"] = "abc"
     path = _write(tmp_path / "middle" / "x.json", json.dumps({"data": [article]}))
-    assert {e.level for e in C.read_race(path)} == {"middle"}
+    assert {e.level for e in read_race(path)} == {"middle"}
     article["answers"] = ["E", "A"]
     path = _write(tmp_path / "bad.json", json.dumps({"data": [article]}))
     with pytest.raises(ValueError, match="article 0 question 0: answer 'E' but only 4"):
-        C.read_race(path)
+        read_race(path)
     mc = _write(
         tmp_path / "mc.jsonl",
         json.dumps({"context": "C", "question": "Q", "options": ["x", "y"], "label": 1})
@@ -304,4 +309,26 @@ def test_race_layouts_and_errors(tmp_path):
         + "\n",
     )
     with pytest.raises(ValueError, match=r"mc\.jsonl:2: options must be a list of at least 2"):
-        C.read_multiple_choice_jsonl(mc)
+        read_multiple_choice_jsonl(mc)
+
+
+def test_race_and_jsonl_values_of_the_wrong_shape_are_one_line(tmp_path):
+    """A JSON file whose parts have the wrong type is refused by name, not read as text
+    (a string of options is not a list of options) or stopped by a traceback."""
+    article = {"article": "T.", "questions": ["Q?"], "options": ["ab"], "answers": ["A"]}
+    cases = [
+        ({"data": "text"}, r'"data" is a str; expected a list'),
+        ({"data": ["text"]}, r"article 0: a str; expected an object"),
+        ({"data": [article]}, r"article 0 question 0: options 'ab'; expected a list of at"),
+        (
+            {"data": [dict(article, options=[["a"]])]},
+            r"article 0 question 0: options \['a'\]; expected a list",
+        ),
+    ]
+    for obj, message in cases:
+        path = _write(tmp_path / "race.json", json.dumps(obj))
+        with pytest.raises(ValueError, match=rf"^{path}: {message}"):
+            read_race(path)
+    path = _write(tmp_path / "l.jsonl", '{"q": "a", "y": "x"}\n{"q": "b", "y": ["x", "z"]}\n')
+    with pytest.raises(ValueError, match=rf"^{path}:2: label \['x', 'z'\] is not a single label$"):
+        read_jsonl(path, "q", label_column="y")

@@ -23,7 +23,7 @@ def test_truncate_pair_is_the_official_rule():
 
 
 def test_pairs_are_packed_as_cls_a_sep_b_sep(tok, shared_data):
-    from data_pipeline.classification.data import label_names, read_task
+    from data_pipeline.classification.benchmark_files import label_names, read_task
 
     examples = read_task(str(shared_data / "glue" / "MRPC"), "mrpc", "dev")
     stats = {}
@@ -45,7 +45,7 @@ def test_pairs_are_packed_as_cls_a_sep_b_sep(tok, shared_data):
 
 
 def test_cache_is_reused_and_rebuilt_when_settings_change(tok, shared_data, tmp_path):
-    from data_pipeline.classification.data import read_task, task_file
+    from data_pipeline.classification.benchmark_files import read_task, task_file
 
     data_dir = str(shared_data / "glue" / "STS-B")
     examples = read_task(data_dir, "sts-b", "dev")
@@ -76,7 +76,7 @@ def test_cache_is_reused_and_rebuilt_when_settings_change(tok, shared_data, tmp_
 
 
 def test_multiple_choice_pads_choices_and_fills_blanks(tok, shared_data, tmp_path):
-    from data_pipeline.classification.data import read_race
+    from data_pipeline.classification.multiple_choice import read_race
 
     examples = read_race(str(shared_data / "race" / "expmrc-race-dev.json"))
     f = convert_multiple_choice(examples, tok, 512, num_choices=4)
@@ -119,7 +119,7 @@ def test_length_aware_evaluation_gives_the_padded_predictions_in_order(tok, shar
     from albert_tf.modeling.config import AlbertConfig
     from albert_tf.modeling.models import AlbertClassifier
     from albert_tf.training.prediction import _forward, predict_logits
-    from data_pipeline.classification.data import label_names, read_task
+    from data_pipeline.classification.benchmark_files import label_names, read_task
 
     examples = read_task(str(shared_data / "glue" / "SST-2"), "sst-2", "dev")
     features = convert_examples(examples, tok, 128, label_names("sst-2"), {})
@@ -160,7 +160,7 @@ def test_length_aware_multiple_choice_gives_the_padded_logits(tok, shared_data, 
     from albert_tf.modeling.config import AlbertConfig
     from albert_tf.modeling.models import AlbertMultipleChoice
     from albert_tf.training.prediction import predict_logits
-    from data_pipeline.classification.data import read_race
+    from data_pipeline.classification.multiple_choice import read_race
 
     examples = read_race(str(shared_data / "race" / "expmrc-race-dev.json"))
     full = convert_multiple_choice(examples, tok, 512, num_choices=4)

@@ -122,7 +122,7 @@ def test_max_examples_draws_a_seeded_subset(tok, tmp_path):
 
 
 def test_submission_files(tmp_path):
-    from data_pipeline.classification.data import Example
+    from data_pipeline.classification.examples import Example
 
     examples = [Example("test-7", "a", None, None), Example("row-3", "b", None, None)]
     logits = np.array([[0.0, 2.0], [1.0, -1.0]])
@@ -142,3 +142,60 @@ def test_submission_files(tmp_path):
         "sst-2_test_predictions.jsonl",
         "sts-b_test_predictions.jsonl",
     ]
+
+
+def test_misformatted_rows_are_one_line_naming_file_and_line(tok, tmp_path):
+    """The rows a runner reads through `task_features`: a TSV row with a column too many, a
+    line of jsonl that is not JSON, a dev label the training labels lack. Each stops before
+    anything is cached, with `file:line` and what is wrong."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.tsv").write_text("text_a\tlabel\ngood\tpos\nbad\tneg\textra\n")
+    (data / "train.jsonl").write_text('{"text_a": "good", "label": "pos"}\n{"text_a": "bad",\n')
+    _csv(data, "dev", [("fine", "", "pos"), ("unsure", "", "maybe")])
+    cache = tmp_path / "cache"
+    cases = [
+        (
+            TaskSpec("tsv", data_dir=str(data)),
+            "train",
+            rf"^{data}/train.tsv:3: 3 fields, expected 2",
+        ),
+        (TaskSpec("jsonl", data_dir=str(data)), "train", rf"^{data}/train.jsonl:2: invalid JSON"),
+        (
+            TaskSpec("csv", data_dir=str(data), text_a_column="sentence"),
+            "dev",
+            rf"^{data}/dev.csv:3: label 'maybe' is not one of the training labels \['neg', 'p",
+        ),
+    ]
+    for spec, split, message in cases:
+        with pytest.raises(ValueError, match=message) as e:
+            task_features(spec, split, tok, str(cache), 16, ["neg", "pos"])
+        assert "\n" not in str(e.value)
+    assert not cache.exists() or not any(cache.iterdir())
+    # A GLUE file: its layout's column count, with the task and split.
+    glue = tmp_path / "glue"
+    glue.mkdir()
+    (glue / "dev.tsv").write_text("sentence\tlabel\ngood .\t1\nbad .\t0\t0\n")
+    with pytest.raises(ValueError, match=rf"^{glue}/dev.tsv:3: 3 tab-separated fields, expected 2"):
+        TaskSpec("sst-2", data_dir=str(glue)).read("dev")
+
+
+def test_a_task_family_registered_in_families_is_a_task(tmp_path, monkeypatch):
+    """`tasks.FAMILIES` is the one place a task name is registered: an entry (reader,
+    extension, multiple choice) makes the name a task with files, labels and metrics."""
+    from data_pipeline.classification.examples import Example
+    from data_pipeline.classification.tasks import FAMILIES, TaskFamily
+
+    def read_lines(spec, split, path):  # "label<space>text" a line
+        rows = [line.split(" ", 1) for line in open(path).read().splitlines()]
+        return [Example(f"{split}-{i}", text, None, label) for i, (label, text) in enumerate(rows)]
+
+    monkeypatch.setitem(FAMILIES, "lines", TaskFamily(read_lines, "txt"))
+    (tmp_path / "train.txt").write_text("b second\na first\n")
+    spec = TaskSpec("Lines", data_dir=str(tmp_path))
+    assert spec.source("dev") == str(tmp_path / "dev.txt") and spec.user_files
+    assert [e.text_a for e in spec.read("train")] == ["second", "first"]
+    assert spec.labels() == ["a", "b"] and spec.best_metric == "accuracy"
+    assert spec.choices is None and spec.dev_splits == ["dev"]
+    with pytest.raises(ValueError, match=r"^task 'nope' is not one of \[.*'lines'"):
+        TaskSpec("nope").read("train", "x.txt")

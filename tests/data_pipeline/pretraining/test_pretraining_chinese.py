@@ -18,7 +18,7 @@ def zh(tmp_path_factory):
     root = str(SHARED_DATA / "corpus" / "zh_news")
     if not os.path.isdir(root):
         pytest.skip(f"real data not available: {root} is absent")
-    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     tmp = tmp_path_factory.mktemp("zh")
     # JSONL made from THUCNews articles (label<TAB>article): 150 documents.

@@ -72,7 +72,7 @@ def _make(cfg):
 @pytest.fixture(scope="module")
 def spm_zh(tmp_path_factory):
     """A 2,000-piece SentencePiece model of zh_news (multi-character Chinese pieces)."""
-    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     news = _need_data() / "corpus" / "zh_news" / "news_zh_1.txt"
     prefix = tmp_path_factory.mktemp("zh-spm") / "zh"
@@ -113,7 +113,7 @@ class Decoder:
     """Token texts as the pieces spell them ("##" dropped, "▁" a space), and jieba."""
 
     def __init__(self, tokenizer):
-        from data_pipeline.tokenization.choice import tokenizer_kind
+        from data_pipeline.tokenization.spec import tokenizer_kind
 
         wordpiece = tokenizer_kind(tokenizer) == "wordpiece"
         self.tokenizer = tokenizer
@@ -231,9 +231,10 @@ def test_wordpiece_units_are_words_and_latin_pieces_keep_theirs(jobs):
 
 def test_marks_follow_jieba(wordpiece_vocab, spm_zh):
     """The units of one sentence, for both tokenizer kinds: jieba cuts 我/爱/北京/天安门."""
-    from data_pipeline.tokenization.choice import tokenizer_for
+    from data_pipeline.tokenization.spec import TokenizerSpec
 
-    for tok in (tokenizer_for(vocab_file=wordpiece_vocab), tokenizer_for(spm_zh)):
+    specs = (TokenizerSpec.from_files(vocab_file=wordpiece_vocab), TokenizerSpec.from_files(spm_zh))
+    for tok in (spec.build() for spec in specs):
         words = chinese_words.ChineseWords(tok)
         ids = tok.encode("我爱北京天安门 2024年")
         marked = words.mark(ids)

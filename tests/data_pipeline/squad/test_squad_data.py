@@ -1,5 +1,5 @@
 """SQuAD features: character offsets through ALBERT's normalization, windows, labels, and
-the whole way back from logits to answer text (data_pipeline.squad_data/_postprocess)."""
+the whole way back from logits to answer text (data_pipeline.squad.features/.postprocess)."""
 
 import collections
 import json
@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 
 from data_pipeline.squad import evaluation as squad_eval
-from data_pipeline.squad.data import (
-    OffsetTokenizer,
-    SquadExample,
+from data_pipeline.squad.offsets import OffsetTokenizer
+from data_pipeline.squad.examples import SquadExample, read_squad
+from data_pipeline.squad.features import (
     convert_squad_examples,
     doc_spans,
     locate_answer,
-    read_squad,
     token_span,
 )
 from data_pipeline.squad.postprocess import postprocess, predictions_at_threshold
@@ -105,6 +104,53 @@ def test_bad_files_are_one_line_errors(tmp_path):
         read_squad(str(bad))
 
 
+def _squad_with_ids(path, paragraphs):
+    """A SQuAD file with one article of `paragraphs` (lists of question ids)."""
+    context = "Tom lives in Paris."
+    answer = {"text": "Paris", "answer_start": context.index("Paris")}
+    article = {
+        "title": "t",
+        "paragraphs": [
+            {
+                "context": context,
+                "qas": [{"id": i, "question": "?", "answers": [answer]} for i in p],
+            }
+            for p in paragraphs
+        ],
+    }
+    path.write_text(json.dumps({"version": "1.1", "data": [article]}))
+    return str(path)
+
+
+def test_duplicate_question_ids_are_refused_at_read_time(tmp_path):
+    """Answers are keyed by question id: a duplicated id would silently lose one."""
+    from data_pipeline.squad.examples import read_squad_files
+
+    one = _squad_with_ids(tmp_path / "one.json", [["a", "b"], ["c", "b"]])
+    with pytest.raises(ValueError) as e:
+        read_squad(one)
+    assert str(e.value) == (
+        f"{one}: 1 question id(s) appear more than once: 'b' (2 times); answers are keyed "
+        "by id, give each question its own"
+    )
+    with pytest.raises(ValueError, match=r"^\S+one.json: 1 question id"):
+        read_squad_files([(one, False)], version_2_with_negative=True)
+    many = _squad_with_ids(tmp_path / "many.json", [list("abcdefg") * 2, ["a"]])
+    with pytest.raises(ValueError) as e:
+        read_squad(many)
+    assert str(e.value).startswith(
+        f"{many}: 7 question id(s) appear more than once: 'a' (3 times), 'b' (2 times), "
+        "'c' (2 times), 'd' (2 times), 'e' (2 times) and 2 more; "
+    )
+    assert "\n" not in str(e.value)
+    assert [
+        e.qas_id for e in read_squad(_squad_with_ids(tmp_path / "ok.json", [["a"], ["b"]]))
+    ] == [
+        "a",
+        "b",
+    ]
+
+
 def _round_trip(tokenizer, path):
     offsets = OffsetTokenizer(tokenizer)
     contexts, total, exact, failures, id_mismatch = {}, 0, 0, [], 0
@@ -151,7 +197,7 @@ def test_chinese_cmrc_round_trips(shared_data, tmp_path):
     """Chinese has no spaces: a paragraph is one "word" for SentencePiece; offsets still
     hold. The vocabulary is trained (ALBERT's recipe) on the shared Chinese news."""
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
-    from data_pipeline.tokenization.train_tokenizer import train_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     model = train_sentencepiece(
         [str(shared_data / "corpus" / "zh_news" / "thucnews_1000.txt")],
@@ -252,7 +298,8 @@ def test_length_aware_prediction_gives_the_padded_logits_and_answers(tok, shared
     length-grouped too, their labels inside the window."""
     from albert_tf.training.prediction import _forward, predict_logits
     from data_pipeline.length_buckets import LENGTH_BUCKETS, bucket_sizes
-    from data_pipeline.squad.data import PER_TOKEN_FILL, PREDICTION_KEYS, squad_features
+    from data_pipeline.squad.features import PER_TOKEN_FILL, PREDICTION_KEYS
+    from data_pipeline.squad.feature_records import squad_features
 
     source = str(shared_data / "squad" / "dev-v1.1.json")
     examples = read_squad(source)[:480:8]

@@ -42,7 +42,7 @@ def wp(wordpiece_vocab):
 def cmrc():
     if not CMRC.exists():
         pytest.skip(f"real data not available: {CMRC} is absent")
-    from data_pipeline.squad.data import read_squad
+    from data_pipeline.squad.examples import read_squad
 
     return read_squad(str(CMRC))
 
@@ -52,7 +52,7 @@ def test_offsets_point_into_the_original_text(wp):
     normalization did to its length: each token's characters normalize to the token, and
     what lies between tokens normalizes to nothing (whitespace, deleted characters,
     dropped accents)."""
-    from data_pipeline.squad.data import offset_tokenizer
+    from data_pipeline.squad.offsets import offset_tokenizer
 
     offsets = offset_tokenizer(wp)
     assert type(offsets).__name__ == "WordPieceOffsetTokenizer"
@@ -80,7 +80,7 @@ def test_offsets_point_into_the_original_text(wp):
 def _graph_equals_python(tokenizer, texts):
     import tensorflow as tf
 
-    from data_pipeline.squad.data import offset_tokenizer
+    from data_pipeline.squad.offsets import offset_tokenizer
     from data_pipeline.squad.wordpiece_offsets import GraphWordPieceOffsets
 
     graph = GraphWordPieceOffsets(tokenizer.graph_tokenizer())
@@ -116,7 +116,8 @@ def test_every_cmrc_answer_round_trips(wp, cmrc):
     (3 answers each). Each CJK character is a token, so no answer boundary falls inside
     a piece; the only differences are four gold answers with spaces around them (the
     spaces are not part of any token)."""
-    from data_pipeline.squad.data import locate_answer, offset_tokenizer, token_span
+    from data_pipeline.squad.features import locate_answer, token_span
+    from data_pipeline.squad.offsets import offset_tokenizer
 
     offsets = offset_tokenizer(wp)
     stats = collections.Counter()
@@ -154,7 +155,7 @@ def test_oracle_logits_give_the_gold_answers_and_cmrc_em_100(wp, cmrc):
     answer (the official max-context rule), so a later start is taken: a part of the
     answer."""
     from data_pipeline.squad import cmrc_evaluation
-    from data_pipeline.squad.data import convert_squad_examples
+    from data_pipeline.squad.features import convert_squad_examples
     from data_pipeline.squad.postprocess import postprocess
 
     stats = {}

@@ -19,14 +19,14 @@ from data_pipeline.tokenization.sentencepiece_tokenizer import (
     AlbertTokenizer,
     normalize_text,
 )
-from data_pipeline.tokenization.train_tokenizer import (
+from data_pipeline.tokenization.sentencepiece_trainer import (
     CONTROL_SYMBOLS,
     USER_DEFINED_SYMBOLS,
     _reservoir_sample,
-    main,
     train_sentencepiece,
     vocab_text,
 )
+from data_pipeline.tokenization.train_tokenizer import main
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 MODULES = (
@@ -387,7 +387,7 @@ def test_wordpiece_vocabulary_covers_its_text_and_reruns_give_the_same_file(
     loads, holding every CJK character of the text with its ## form, that encodes the text
     without [UNK] (words of over 100 characters aside); a rerun, and the command line in
     another process, write the same bytes (Hugging Face's trainer alone does not)."""
-    from data_pipeline.tokenization.train_tokenizer import train_wordpiece
+    from data_pipeline.tokenization.wordpiece_trainer import train_wordpiece
     from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
 
     corpus, lines = _wordpiece_corpus(tmp_path, shared_data)
@@ -424,7 +424,7 @@ def test_wordpiece_vocabulary_covers_its_text_and_reruns_give_the_same_file(
 
 
 def test_wordpiece_errors_are_one_line(tmp_path, shared_data, capsys):
-    from data_pipeline.tokenization.train_tokenizer import train_wordpiece
+    from data_pipeline.tokenization.wordpiece_trainer import train_wordpiece
 
     corpus, _ = _wordpiece_corpus(tmp_path, shared_data)
     with pytest.raises(ValueError, match=r"vocab_size=1,000 is too small: the text holds"):

@@ -194,7 +194,7 @@ def test_savedmodel_text_to_ids(wp, vocab_file, corpora, tmp_path):
 
 
 def test_bad_vocab_files(tmp_path):
-    from data_pipeline.tokenization.choice import tokenizer_for
+    from data_pipeline.tokenization.spec import TokenizerSpec
     from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
 
     missing = tmp_path / "absent.txt"
@@ -213,13 +213,13 @@ def test_bad_vocab_files(tmp_path):
     with pytest.raises(ValueError, match=rf"^{binary}: not a WordPiece vocab.txt"):
         WordPieceTokenizer(str(binary))
     with pytest.raises(ValueError, match="give a tokenizer.*neither given"):
-        tokenizer_for(None, None)
+        TokenizerSpec.from_files(None, None).build()
     # Both: the SentencePiece model is the tokenizer and the vocab file is not read (the
     # official precedence), so the missing model is what fails.
     with pytest.raises(FileNotFoundError, match="a.model"):
-        tokenizer_for("a.model", str(no_mask))
+        TokenizerSpec.from_files("a.model", str(no_mask)).build()
     with pytest.raises(ValueError) as error:
-        tokenizer_for(spm_model_file="", vocab_file="")
+        TokenizerSpec.from_files(spm_model_file="", vocab_file="").build()
     assert "\n" not in str(error.value)
 
 

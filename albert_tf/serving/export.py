@@ -831,6 +831,13 @@ def main(argv=None) -> int:
         "squad v2.0: default the model's (else 0).",
         flag_values=fv,
     )
+    flags.DEFINE_integer(
+        "max_windows",
+        None,
+        "squad: the most windows one request may need (default the model's, else "
+        "albert_tf.serving.squad_windows.DEFAULT_MAX_WINDOWS); beyond, an error.",
+        flag_values=fv,
+    )
     if not parse_tool_flags(fv, argv, ["task", "init_checkpoint", "export_dir"]):
         return 2
     from albert_tf.checkpoints import CheckpointError
@@ -845,6 +852,7 @@ def main(argv=None) -> int:
                 "max_answer_length",
                 "n_best_size",
                 "null_score_diff_threshold",
+                "max_windows",
             )
             if fv[k].value is not None
         }

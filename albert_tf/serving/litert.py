@@ -369,6 +369,7 @@ def build(task: str, init_checkpoint: str, fixed_length: bool = False, **options
             version_2_with_negative=serving.version_2,
             null_score_diff_threshold=float(serving.threshold),
             squad_head="albert" if serving.beam else "bert",
+            max_windows=serving.max_windows,
         )
     return module, meta, tokenizer
 

@@ -20,7 +20,8 @@ ops on a batch:
      (albert_tf.serving.squad_windows: every tensor linear in the request's windows and
      bytes). A request of more than `max_windows` windows (the export's setting, default
      `DEFAULT_MAX_WINDOWS`) or more bytes than `max_request_bytes` is an
-     InvalidArgumentError naming the limit and the request's size, before the model runs.
+     InvalidArgumentError naming the limit and the request's size, before the model runs
+     (albert_tf.serving.squad_limits).
   3. The model scores every window, `WINDOW_GROUP` at a time, cut to the request's bucket: the
      smallest of the training buckets (data_pipeline.length_buckets, `bucket_length`)
      that holds the longest window, so a short paragraph costs what its length costs
@@ -45,8 +46,8 @@ from albert_tf.serving.export import (
     same_rows,
     valid_utf8,
 )
+from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
 from albert_tf.serving.squad_windows import (
-    DEFAULT_MAX_WINDOWS,
     best_per_row,
     candidate_windows,
     check_request_bytes,

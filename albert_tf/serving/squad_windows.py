@@ -11,25 +11,15 @@ hold it (at most `candidate_windows`: a window holds `room` ≤ S − 3 tokens a
 starts `step` tokens later), not at every window of its context: a [W, S, C] tensor
 instead of [W, S, W], which grew with the square of the context. The model sees at most
 `WINDOW_GROUP` windows at once. Every tensor is then linear in the request's windows and
-bytes, and `max_windows` (a setting of the export, `DEFAULT_MAX_WINDOWS`) bounds both:
-beyond it the request is an InvalidArgumentError naming the limit and the request's size.
+bytes, and `max_windows` (albert_tf.serving.squad_limits) bounds both: beyond it the request is an
+InvalidArgumentError naming the limit and the request's size.
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-# Windows per request of an export that names none: the windows of about 50 of the
-# longest SQuAD v1.1/v2.0 dev context (4,063 characters, ~10 windows of 384 tokens at
-# stride 128) or 120 of CMRC 2018's; one context of ~65,000 tokens (~250 KB of English).
-DEFAULT_MAX_WINDOWS = 512
-
-# Request text (questions + contexts) per window of the limit, in bytes, refused before
-# it is tokenized: real text has 1-8 bytes a token and a window adds `doc_stride` < S
-# tokens, so a request within `max_windows` is far from this; text beyond it (megabytes of
-# whitespace, one endless word) would cost its tokenization before its windows could be
-# counted.
-BYTES_PER_WINDOW_POSITION = 8
+from albert_tf.serving.squad_limits import bytes_message, max_request_bytes, windows_message
 
 # Windows the model scores at once: its activations are those of this many windows
 # however long the request (an xxlarge model's attention of 16 × 384² × 64 heads is
@@ -37,23 +27,13 @@ BYTES_PER_WINDOW_POSITION = 8
 WINDOW_GROUP = 16
 
 
-def max_request_bytes(max_windows: int, max_seq_length: int) -> int:
-    """The most bytes of text a request may hold (see `BYTES_PER_WINDOW_POSITION`)."""
-    return max_windows * max_seq_length * BYTES_PER_WINDOW_POSITION
-
-
 def check_request_bytes(question, context, max_windows: int, max_seq_length: int):
     """(question, context) [B] strings, after an InvalidArgumentError unless their bytes
     fit `max_request_bytes`: checked before any tokenization."""
     limit = max_request_bytes(max_windows, max_seq_length)
-    size = tf.reduce_sum(tf.strings.length(question), axis=0, keepdims=False)
-    size = tf.cast(size, tf.int64) + tf.cast(tf.reduce_sum(tf.strings.length(context)), tf.int64)
-    message = tf.strings.format(
-        f"the request holds {{}} bytes of questions and contexts; this SQuAD model reads at "
-        f"most {limit:,} bytes per request ({BYTES_PER_WINDOW_POSITION} per token of its "
-        f"max_windows={max_windows} windows of {max_seq_length}); send fewer or shorter contexts",
-        [size],
-    )
+    length = lambda x: tf.reduce_sum(tf.cast(tf.strings.length(x), tf.int64))  # noqa: E731
+    size = length(question) + length(context)
+    message = tf.strings.format(bytes_message("{}", max_windows, max_seq_length), [size])
     check = tf.debugging.Assert(size <= limit, [message])
     with tf.control_dependencies([check]):
         return tf.identity(question), tf.identity(context)
@@ -64,10 +44,7 @@ def check_windows(windows, max_windows: int, max_seq_length: int):
     is at most `max_windows`."""
     total = tf.reduce_sum(windows)
     message = tf.strings.format(
-        f"the request needs {{}} windows of {max_seq_length} tokens for its {{}} contexts; "
-        f"this SQuAD model answers at most max_windows={max_windows} windows per request; "
-        "send fewer or shorter contexts",
-        [total, tf.size(windows)],
+        windows_message("{}", "{}", max_windows, max_seq_length), [total, tf.size(windows)]
     )
     check = tf.debugging.Assert(total <= max_windows, [message])
     with tf.control_dependencies([check]):

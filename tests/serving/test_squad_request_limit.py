@@ -198,3 +198,29 @@ def test_on_device_runner_counts_windows_as_its_features_and_refuses_beyond(tok)
     huge = [SquadExample("0", "q", "x " * 400_000, [])]
     with pytest.raises(ValueError, match="the request holds 800,001 bytes"):
         check_python_request(huge, tok, S, STRIDE, QUERY, 512)
+
+
+@pytest.mark.slow
+def test_on_device_command_refuses_a_400kb_context_in_one_line(tmp_path):
+    """tflite_predict on a SQuAD LiteRT file: a 400 KB context line is one `error:` line
+    naming the input file, the line and the limit (exit 1, no traceback), before any
+    feature is built; a normal line is answered."""
+    from albert_tf.checkpoints.finetuned import save_finetuned
+    from albert_tf.serving.litert import export_tflite
+
+    _, contexts = _dev("v1.1", rows=2067)
+    info = {"kind": "squad", "max_seq_length": S, "doc_stride": STRIDE, "max_query_length": QUERY}
+    spm = str(SHARED_DATA / "spm" / "de-30k-clean.model")
+    directory = save_finetuned(_model("bert"), str(tmp_path / "finetuned"), info, spm)
+    (lite,) = export_tflite("squad", directory, str(tmp_path / "litert"))
+    assert json.loads(open(lite + ".json").read())["max_windows"] == 512
+    lines = tmp_path / "questions.jsonl"
+    normal = json.dumps({"question": "Who wrote it?", "context": "Ada wrote it."})
+    huge = json.dumps({"question": "What?", "context": " ".join(contexts)[:400_000]})
+    lines.write_text(normal + "\n" + huge + "\n")
+    run = run_cli("-m", "albert_tf.serving.tflite_predict", f"--model={lite}", f"--input={lines}")
+    errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.report()
+    assert len(errors) == 1 and errors[0].startswith(f"error: {lines}:2: the request holds ")
+    assert "max_windows=512 windows of 64 tokens" in errors[0]
+    assert json.loads(run.stdout.splitlines()[0])["answer"] in "Ada wrote it."

@@ -214,11 +214,20 @@ def read_tf1_checkpoint(path: str) -> dict[str, np.ndarray]:
 
     Drops the TF-Hub `module/` prefix, optimizer slots and `global_step`.
     """
+    import tensorflow as tf
+
     prefix = resolve_checkpoint(path)
-    reader = checkpoint_reader(prefix)
     out = {}
-    for name in reader.get_variable_to_shape_map():
-        if name in _SKIPPED or name.endswith(OPTIMIZER_SUFFIXES):
-            continue
-        out[strip_module(name)] = reader.get_tensor(name)
+    try:
+        reader = checkpoint_reader(prefix)
+        for name in reader.get_variable_to_shape_map():
+            if name in _SKIPPED or name.endswith(OPTIMIZER_SUFFIXES):
+                continue
+            out[strip_module(name)] = reader.get_tensor(name)
+    except tf.errors.OpError as e:  # a random or truncated .index / .data file
+        lines = str(e.message).strip().splitlines()
+        raise CheckpointError(
+            f"{prefix}: not a readable TensorFlow checkpoint (truncated or corrupt?): "
+            f"{lines[0] if lines else type(e).__name__}"
+        ) from None
     return out

@@ -183,6 +183,12 @@ def read_transformers_config(directory: str) -> dict:
             hf_config = json.load(f)
         except json.JSONDecodeError as e:
             raise ConfigError(f"{config_path}:{e.lineno}: invalid JSON: {e.msg}") from None
+        except UnicodeDecodeError as e:
+            raise ConfigError(
+                f"{config_path}: not UTF-8 text (byte {e.start}): not a config.json"
+            ) from None
+    if not isinstance(hf_config, dict):
+        raise ConfigError(f"{config_path}: expected a JSON object, got {type(hf_config).__name__}")
     model_type = hf_config.get("model_type")
     if model_type not in (None, "albert"):
         raise ConfigError(f"{config_path}: model_type={model_type!r}, expected 'albert'")
@@ -211,6 +217,34 @@ def transformers_finetuned_task(directory: str) -> dict | None:
     )
 
 
+def _unreadable(path: str, what: str, e: Exception) -> str:
+    lines = str(e).strip().splitlines()
+    reason = lines[0].split(". ")[0].rstrip(".") if lines else type(e).__name__
+    return f"{path}: not a readable {what} (truncated or corrupt?): {reason}"
+
+
+def _shards(index: str, directory: str) -> list[str]:
+    """The files of a sharded safetensors checkpoint's index (its weight_map's values)."""
+    try:
+        with open(index, encoding="utf-8") as f:
+            weight_map = json.load(f)["weight_map"]
+        return sorted({os.path.join(directory, v) for v in weight_map.values()})
+    except (ValueError, KeyError, TypeError, AttributeError) as e:  # (JSON and Unicode too)
+        raise CheckpointError(_unreadable(index, "safetensors index", e)) from None
+
+
+def _read_safetensors(path: str) -> dict[str, np.ndarray]:
+    """{name: array} of one safetensors file; CheckpointError naming it when it does not
+    read (random bytes, a truncated download)."""
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    try:
+        return load_file(path)
+    except (SafetensorError, OSError, ValueError) as e:
+        raise CheckpointError(_unreadable(path, "safetensors file", e)) from None
+
+
 def read_transformers(directory: str) -> tuple[AlbertConfig, dict[str, np.ndarray], list[str]]:
     """Reads a `save_pretrained` directory: config.json + model.safetensors (sharded or
     not), or pytorch_model.bin when torch is installed.
@@ -225,17 +259,9 @@ def read_transformers(directory: str) -> tuple[AlbertConfig, dict[str, np.ndarra
     index = single + ".index.json"
     binary = os.path.join(directory, "pytorch_model.bin")
     if os.path.isfile(single) or os.path.isfile(index):
-        from safetensors.numpy import load_file
-
-        files = (
-            [single]
-            if os.path.isfile(single)
-            else sorted(
-                {os.path.join(directory, v) for v in json.load(open(index))["weight_map"].values()}
-            )
-        )
+        files = [single] if os.path.isfile(single) else _shards(index, directory)
         for file in files:
-            state.update(load_file(file))
+            state.update(_read_safetensors(file))
     elif os.path.isfile(binary):
         try:
             import torch
@@ -244,7 +270,14 @@ def read_transformers(directory: str) -> tuple[AlbertConfig, dict[str, np.ndarra
                 f"{binary}: reading pytorch_model.bin needs torch "
                 f"(pip install torch), or re-save with safetensors"
             ) from None
-        loaded = torch.load(binary, map_location="cpu", weights_only=True)
+        try:
+            loaded = torch.load(binary, map_location="cpu", weights_only=True)
+        except Exception as e:  # torch's unpickler and zip reader raise many kinds
+            raise CheckpointError(_unreadable(binary, "PyTorch state dict", e)) from None
+        if not isinstance(loaded, dict) or not all(
+            isinstance(v, torch.Tensor) for v in loaded.values()
+        ):
+            raise CheckpointError(f"{binary}: not a PyTorch state dict of tensors")
         state = {k: v.float().numpy() for k, v in loaded.items()}
     else:
         raise FileNotFoundError(f"{directory}: no model.safetensors or pytorch_model.bin")

@@ -60,6 +60,32 @@ _PRESET_SHAPES = {
 }
 
 
+# The largest value of each size this code builds, checked before anything is allocated: a
+# config of vocab_size 10^12 (a typo, a corrupt file) is one line naming the file and
+# field, not an attempted multi-terabyte table. Each is 16× or more the largest released
+# ALBERT's (xxlarge: H 4096, FFN 16384, 64 heads, 12 layers; xlarge/large: 24 layers;
+# brightmart's configs: 21,128 pieces, 512 positions) and above every multilingual
+# vocabulary (XLM-R 250,002, XLM-V 901,629 pieces) and long-input position table (Longformer
+# 4,098, BigBird 4,096).
+MAX_SIZES = {
+    "vocab_size": 1 << 22,  # 4,194,304
+    "embedding_size": 1 << 16,
+    "hidden_size": 1 << 16,
+    "intermediate_size": 1 << 18,
+    "num_attention_heads": 1 << 12,
+    "num_hidden_layers": 1 << 10,
+    "num_hidden_groups": 1 << 10,
+    "inner_group_num": 1 << 6,
+    "max_position_embeddings": 1 << 17,
+    "type_vocab_size": 1 << 10,
+}
+
+# Parameters of the whole encoder (`parameter_count`): 64 × xxlarge's 235 million, 60 GB
+# in float32 — more than any machine this code trains or serves on holds for one model, so
+# within the per-field limits a config still cannot ask for an absurd model.
+MAX_PARAMETERS = 15_000_000_000
+
+
 class ConfigError(ValueError):
     """A config value or combination the model cannot be built from."""
 
@@ -129,6 +155,11 @@ class AlbertConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name}={value!r} must be a positive integer")
+            if value > MAX_SIZES[name]:
+                raise ConfigError(
+                    f"{name}={value:,} is larger than {MAX_SIZES[name]:,}, the largest this code "
+                    "builds (16× or more every released ALBERT's; see config.MAX_SIZES)"
+                )
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
@@ -151,12 +182,33 @@ class AlbertConfig:
             raise ConfigError(
                 f"num_hidden_layers={layers} is not divisible by num_hidden_groups={groups}"
             )
+        if self.parameter_count() > MAX_PARAMETERS:
+            raise ConfigError(
+                f"the model would have {self.parameter_count():,} parameters (hidden_size="
+                f"{self.hidden_size}, intermediate_size={self.intermediate_size}, vocab_size="
+                f"{self.vocab_size}, ...); at most {MAX_PARAMETERS:,} are built"
+            )
         if self.hidden_act not in ACTIVATIONS:
             raise ConfigError(f"hidden_act={self.hidden_act!r} is not one of {ACTIVATIONS}")
         if self.sharing not in SHARING_MODES:
             raise ConfigError(f"sharing={self.sharing!r} is not one of {SHARING_MODES}")
 
     # ------------------------------------------------------------------ derived
+    def parameter_count(self) -> int:
+        """Weights of the encoder (embeddings, E→H projection, the distinct attention and FFN
+        sub-layers of `sharing`, LayerNorms, pooler), in closed form from the sizes."""
+        V, E, H = self.vocab_size, self.embedding_size, self.hidden_size
+        F = self.intermediate_size
+        P, T = self.max_position_embeddings, self.type_vocab_size
+        inner, groups = self.inner_group_num, self.num_hidden_groups
+        per_layer = max(self.num_hidden_layers, groups)
+        attention = 4 * H * H + 4 * H + 2 * H
+        ffn = 2 * H * F + H + F + 2 * H
+        n_attention = inner * (groups if self.sharing in ("all", "attention") else per_layer)
+        n_ffn = inner * (groups if self.sharing in ("all", "ffn") else per_layer)
+        embeddings = (V + P + T) * E + 2 * E + (E * H + H if E != H else 0)
+        return embeddings + n_attention * attention + n_ffn * ffn + H * H + H
+
     @property
     def attention_head_size(self) -> int:
         return self.hidden_size // self.num_attention_heads

@@ -1,6 +1,6 @@
 """What run_squad.py trains, predicts and tunes on: the SQuAD files of its flags read once
 (checked against --version_2_with_negative) and turned into cached windowed features
-(data_pipeline.squad.data; OUTPUT_DIR/cache)."""
+(data_pipeline.squad.feature_records; OUTPUT_DIR/cache)."""
 
 from __future__ import annotations
 

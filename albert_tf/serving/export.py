@@ -81,6 +81,7 @@ SQUAD_OPTIONS = (
     "max_answer_length",
     "n_best_size",
     "null_score_diff_threshold",
+    "max_windows",
 )
 
 
@@ -256,6 +257,13 @@ def _define_flags(fv) -> None:
         "null_score_diff_threshold",
         None,
         "squad v2.0: default the model's (else 0).",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "max_windows",
+        None,
+        "squad: the most windows one request may need (default the model's, else "
+        "albert_tf.serving.squad_windows.DEFAULT_MAX_WINDOWS); beyond, an error.",
         flag_values=fv,
     )
 

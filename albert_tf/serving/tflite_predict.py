@@ -167,7 +167,9 @@ class LiteModel:
             SquadExample(str(i), _text(q), _text(c), [])
             for i, (q, c) in enumerate(zip(questions, contexts))
         ]
-        predictions, nbest, null_odds = self.predict_squad(examples, batch_size)
+        predictions, nbest, null_odds = self.predict_squad(
+            examples, batch_size, max_windows=self.max_windows
+        )
         out = []
         for ex in examples:
             best = nbest[ex.qas_id][0] if nbest[ex.qas_id] else {}
@@ -183,8 +185,20 @@ class LiteModel:
             out.append(row)
         return out
 
-    def predict_squad(self, examples, batch_size: int = 8):
-        """(predictions, nbest, null_odds) for SquadExamples, as `run_squad` writes them."""
+    @property
+    def max_windows(self) -> int:
+        """The most windows one `answer` request may need (the export's setting,
+        albert_tf.serving.squad_limits)."""
+        from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
+
+        return int(self.metadata.get("max_windows", DEFAULT_MAX_WINDOWS))
+
+    def predict_squad(self, examples, batch_size: int = 8, max_windows: int | None = None):
+        """(predictions, nbest, null_odds) for SquadExamples, as `run_squad` writes them.
+        `max_windows`: ValueError (naming the limit and the request's size) before any
+        feature is built when the examples need more windows or bytes (`answer`: the
+        file's limit; None: any number, as run_squad over a whole file)."""
+        from albert_tf.serving.squad_limits import check_python_request
         from data_pipeline.squad.features import convert_squad_examples
         from data_pipeline.squad.postprocess import postprocess, postprocess_beam
         from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
@@ -194,6 +208,15 @@ class LiteModel:
             f.write(self._spm_model)
             f.flush()
             tokenizer = AlbertTokenizer(f.name, m["do_lower_case"], m.get("keep_accents", False))
+        if max_windows is not None:
+            check_python_request(
+                examples,
+                tokenizer,
+                m["max_seq_length"],
+                m["doc_stride"],
+                m["max_query_length"],
+                max_windows,
+            )
         features = convert_squad_examples(
             examples, tokenizer, m["max_seq_length"], m["doc_stride"], m["max_query_length"]
         )
@@ -304,9 +327,13 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
                         "probabilities": out["probabilities"][i].tolist(),
                     }
             else:
-                yield from model.answer(
-                    [r["question"] for r in rows], [r["context"] for r in rows], batch_size
-                )
+                try:
+                    answers = model.answer(
+                        [r["question"] for r in rows], [r["context"] for r in rows], batch_size
+                    )
+                except ValueError as e:  # a request beyond the file's limits
+                    raise ValueError(f"{source}:{chunk[0][0]}: {e}") from None
+                yield from answers
 
 
 def main(argv=None) -> int:

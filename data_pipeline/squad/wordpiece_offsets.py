@@ -96,6 +96,8 @@ class GraphWordPieceOffsets:
         import tensorflow as tf
         import tensorflow_text as tf_text
 
+        from data_pipeline.squad.graph_words import word_substrings
+
         c = self.classes
         # 1. Words: regex_split_with_offsets stops at a NUL byte, so a copy whose NULs are
         # \x01 (one byte; both are deleted characters, neither a delimiter) is split, and
@@ -108,9 +110,7 @@ class GraphWordPieceOffsets:
         w_begin = tf.cast(w_begin, tf.int32)
         w_end = tf.cast(w_end, tf.int32)
         rows = w_begin.value_rowids()
-        words = tf.strings.substr(
-            tf.gather(text, rows), w_begin.flat_values, w_end.flat_values - w_begin.flat_values
-        )  # [N]
+        words = word_substrings(text, rows, w_begin.flat_values, w_end.flat_values)  # [N]
         # 2. The word normalized whole (its pieces' ids) and character by character (the
         # normalized bytes of each original character).
         normalized = self._normalize_words(words)  # [N]

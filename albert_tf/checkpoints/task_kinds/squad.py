@@ -25,6 +25,9 @@ class SquadFields:
     squad_head: str = "bert"
     start_n_top: int = 5
     end_n_top: int = 5
+    # The most windows one serving request may need (None: the serving default,
+    # albert_tf.serving.squad_limits.DEFAULT_MAX_WINDOWS); `export --max_windows` sets it.
+    max_windows: int | None = None
 
 
 def _model(config, fields: SquadFields):

@@ -16,8 +16,13 @@ ops on a batch:
      runner's offsets, each CJK character a token).
   2. Windows: `[CLS] question [SEP] context window [SEP]`, the question cut to
      `max_query_length` tokens, `max_seq_length - len(question) - 3` context tokens every
-     `doc_stride` tokens, as many windows as the longest context of the batch needs.
-  3. The model scores every window, the windows cut to the request's bucket: the
+     `doc_stride` tokens, each row's own windows, the request's in one flat list
+     (albert_tf.serving.squad_windows: every tensor linear in the request's windows and
+     bytes). A request of more than `max_windows` windows (the export's setting, default
+     `DEFAULT_MAX_WINDOWS`) or more bytes than `max_request_bytes` is an
+     InvalidArgumentError naming the limit and the request's size, before the model runs
+     (albert_tf.serving.squad_limits).
+  3. The model scores every window, `WINDOW_GROUP` at a time, cut to the request's bucket: the
      smallest of the training buckets (data_pipeline.length_buckets, `bucket_length`)
      that holds the longest window, so a short paragraph costs what its length costs
      (`length_aware=False`: all `max_seq_length` columns; the answers are the same). The
@@ -36,6 +41,16 @@ import tensorflow_text as tf_text
 
 from albert_tf.serving.base import Serving, ServingTask
 from albert_tf.serving.text_ops import at_least_one_row, bucket_length, same_rows, valid_utf8
+from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
+from albert_tf.serving.squad_windows import (
+    best_per_row,
+    candidate_windows,
+    check_request_bytes,
+    check_windows,
+    forward_in_groups,
+    max_context,
+    window_rows,
+)
 
 
 def _span_text(context, a, b):
@@ -45,6 +60,16 @@ def _span_text(context, a, b):
         return tf.strings.length(tf.strings.substr(context, tf.zeros_like(x), x), unit="UTF8_CHAR")
 
     return tf.strings.substr(context, a, b - a), chars(a), chars(b)
+
+
+def _tokens_at(tokens, row, where, index):
+    """tokens[row[w], index[w, s]] where `where`, else 0: tokens int32 [B, (T)], row int32
+    [W], where bool / index int32 [W, S] → int32 [W, S]. Read from the flat values (one
+    padding 0 at the end: what a position off the tokens reads), never from a [rows,
+    longest row] padded copy."""
+    starts = tf.gather(tf.cast(tokens.row_starts(), tf.int32), row)[:, None]
+    end = tf.cast(tf.size(tokens.flat_values), tf.int32)
+    return tf.gather(tf.pad(tokens.flat_values, [[0, 1]]), tf.where(where, starts + index, end))
 
 
 class SquadServing(Serving):
@@ -68,11 +93,15 @@ class SquadServing(Serving):
         self.version_2 = fields.version_2_with_negative
         self.beam = fields.squad_head == "albert"  # the official ALBERT v2.0 head
         self.threshold = fields.null_score_diff_threshold
+        self.max_windows = fields.max_windows or DEFAULT_MAX_WINDOWS
+        if self.max_windows < 1:
+            raise ValueError(f"--max_windows={self.max_windows} must be at least 1")
 
     # --- 1. context tokens with byte offsets ----------------------------------------------
 
     def _context_tokens(self, context):
         """ids, byte starts, byte ends: int32 RaggedTensors [B, (T)]."""
+        from data_pipeline.squad.graph_words import word_substrings
         from data_pipeline.tokenization.sentencepiece_tokenizer import (
             SPIECE_UNDERLINE,
             _whitespace_class,
@@ -86,10 +115,8 @@ class SquadServing(Serving):
         _, w_begin, w_end = tf_text.regex_split_with_offsets(
             tf.strings.regex_replace(context, "\\x00", "\x01"), _whitespace_class() + "+", ""
         )  # [B, (W)]
-        flat = tf.strings.substr(
-            tf.gather(context, w_begin.value_rowids()),
-            w_begin.flat_values,
-            w_end.flat_values - w_begin.flat_values,
+        flat = word_substrings(
+            context, w_begin.value_rowids(), w_begin.flat_values, w_end.flat_values
         )  # [N]
         words = w_begin.with_flat_values(flat)
         pieces = self.tokenizer.tokenize(flat)  # [N, (P)]
@@ -130,10 +157,11 @@ class SquadServing(Serving):
     def answer(self, question, context):
         question, context = same_rows(question=question, context=context)
         rows = tf.shape(question)[0]
+        S = self.max_seq_length
+        question, context = check_request_bytes(question, context, self.max_windows, S)
         # An empty request is answered as one ("", "") row, cut off at the end.
         question = valid_utf8(at_least_one_row(question))
         context = valid_utf8(at_least_one_row(context))
-        S = self.max_seq_length
         q = self.tokenizer(question)[:, : self.max_query_length]  # [B, (Q)]
         ids, starts, ends = self._context_tokens(context)  # [B, (T)]
         batch = tf.shape(question)[0]
@@ -142,96 +170,91 @@ class SquadServing(Serving):
         room = S - lq - 3  # [B]
         step = tf.minimum(self.doc_stride, room)
         windows = tf.where(lt > room, (lt - room + step - 1) // step + 1, 1)  # [B]
-        K = tf.reduce_max(windows)
-        k = tf.range(K)[None, :]  # [1, K]
-        w_start = k * step[:, None]  # [B, K]
-        w_len = tf.clip_by_value(lt[:, None] - w_start, 0, room[:, None])
-        valid = k < windows[:, None]  # [B, K]
-        p = tf.range(S)[None, None, :]  # [1, 1, S]
-        first = (lq + 2)[:, None, None]  # context start
-        j = w_start[:, :, None] + p - first  # doc index
-        in_doc = (p >= first) & (p < first + w_len[:, :, None])  # [B, K, S]
-        qpos = tf.clip_by_value(p - 1, 0, tf.maximum(tf.reduce_max(lq) - 1, 0))
-        # Dense, plus one padding column: index 0 exists even for an empty question or
-        # context of the whole batch.
-        qd, ids_d, st_d, en_d = (
-            tf.pad(x.to_tensor(0), [[0, 0], [0, 1]]) for x in (q, ids, starts, ends)
+        windows = check_windows(windows, self.max_windows, S)
+        # The request's windows, flat [W]: row by row, window by window.
+        row, k = window_rows(windows)
+        of_row = lambda x: tf.gather(x, row)  # noqa: E731
+        lq_w, lt_w, room_w, step_w = of_row(lq), of_row(lt), of_row(room), of_row(step)
+        start_of = lambda kk: kk * step_w[:, None, None]  # noqa: E731
+        len_of = lambda kk: tf.clip_by_value(  # noqa: E731
+            lt_w[:, None, None] - start_of(kk), 0, room_w[:, None, None]
         )
-        jj = tf.where(in_doc, j, 0)
-        gather = lambda t: tf.gather(t, jj, batch_dims=1)  # noqa: E731
-        qtok = tf.gather(qd, tf.broadcast_to(qpos, tf.shape(jj)), batch_dims=1)
-        is_q = (p >= 1) & (p <= lq[:, None, None])
-        sep1 = p == (lq + 1)[:, None, None]
-        sep2 = p == first + w_len[:, :, None]
+        w_start = k * step_w  # [W]
+        w_len = tf.clip_by_value(lt_w - w_start, 0, room_w)
+        p = tf.range(S)[None, :]  # [1, S]
+        first = (lq_w + 2)[:, None]  # context start
+        j = w_start[:, None] + p - first  # doc index [W, S]
+        in_doc = (p >= first) & (p < first + w_len[:, None])  # [W, S]
+        # Tokens are gathered from the flat values (one padding entry at the end: what a
+        # position off the context reads), never from a [rows, longest] padded copy.
+        is_q = (p >= 1) & (p <= lq_w[:, None])
+        qtok = _tokens_at(q, row, is_q, p - 1)
+        sep1 = p == (lq_w + 1)[:, None]
+        sep2 = p == first + w_len[:, None]
         input_ids = tf.where(
             p == 0,
             self.cls_id,
             tf.where(
-                is_q, qtok, tf.where(sep1 | sep2, self.sep_id, tf.where(in_doc, gather(ids_d), 0))
+                is_q,
+                qtok,
+                tf.where(
+                    sep1 | sep2, self.sep_id, tf.where(in_doc, _tokens_at(ids, row, in_doc, j), 0)
+                ),
             ),
         )
-        total = first + w_len[:, :, None] + 1
+        total = first + w_len[:, None] + 1
         input_mask = tf.cast(p < total, tf.int32)
         segment_ids = tf.cast((p >= first) & (p < total), tf.int32)
-        tok_start, tok_end = gather(st_d), gather(en_d)
-        # Most context: min(left, right) + 0.01 × length, first window wins ties.
-        jk = j[:, :, :, None]  # [B, K, S, 1]
-        ws, wl = w_start[:, None, None, :], w_len[:, None, None, :]  # [B, 1, 1, K']
-        inside = (jk >= ws) & (jk < ws + wl) & valid[:, None, None, :]
-        score = tf.where(
-            inside,
-            tf.cast(tf.minimum(jk - ws, ws + wl - 1 - jk), tf.float32)
-            + 0.01 * tf.cast(wl, tf.float32),
-            -1e9,
+        tok_start, tok_end = (_tokens_at(x, row, in_doc, j) for x in (starts, ends))
+        max_ctx = max_context(
+            j,
+            k,
+            start_of,
+            len_of,
+            of_row(windows),
+            step_w,
+            candidate_windows(S, self.doc_stride, self.max_query_length),
         )
-        max_ctx = tf.equal(tf.argmax(score, axis=-1, output_type=tf.int32), k[:, :, None])
         neg = tf.constant(-1e30)
         # The model sees the windows cut to the request's bucket (every position beyond the
-        # longest window is padding: no output changes); its logits come back padded to S
-        # with `neg`, positions that are no context token and are never chosen.
+        # longest window is padding: no output changes), WINDOW_GROUP windows at a time; its
+        # logits come back padded to S with `neg`, positions that are no context token and
+        # are never chosen.
         L = bucket_length(tf.reduce_max(total), S) if self.length_aware else S
-        flat = lambda x: tf.reshape(x[:, :, :L], [-1, L])  # noqa: E731
-        out = self._forward(flat(input_ids), flat(input_mask), flat(segment_ids))
-        shape = tf.concat([tf.shape(input_ids)[:2], [L]], 0)
-        back = lambda x: tf.pad(  # noqa: E731
-            tf.reshape(tf.cast(x, tf.float32), shape),
-            [[0, 0], [0, 0], [0, S - L]],
-            constant_values=neg,
+        out = forward_in_groups(
+            self._forward, [x[:, :L] for x in (input_ids, input_mask, segment_ids)]
         )
-        context_ok = in_doc & valid[:, :, None]
-        g = lambda t, idx: tf.gather(t, idx, batch_dims=2)  # noqa: E731
+        back = lambda x: tf.pad(  # noqa: E731
+            tf.cast(x, tf.float32), [[0, 0], [0, S - L]], constant_values=neg
+        )
+        context_ok = in_doc
+        g = lambda t, idx: tf.gather(t, idx, batch_dims=1)  # noqa: E731
         if self.beam:
             return self._answer_beam(
-                out, context, context_ok & max_ctx, context_ok, tok_start, tok_end, valid, rows
+                out, context, context_ok & max_ctx, context_ok, tok_start, tok_end, row, rows
             )
         start_logits, end_logits = back(out["start_logits"]), back(out["end_logits"])
-        n = tf.minimum(self.n_best_size, S)
-        s_val, s_idx = tf.math.top_k(tf.where(context_ok, start_logits, neg), n)  # [B,K,n]
+        n = min(self.n_best_size, S)
+        s_val, s_idx = tf.math.top_k(tf.where(context_ok, start_logits, neg), n)  # [W, n]
         e_val, e_idx = tf.math.top_k(tf.where(context_ok, end_logits, neg), n)
-        s_ok = g(context_ok & max_ctx, s_idx)[:, :, :, None]
-        e_ok = g(context_ok, e_idx)[:, :, None, :]
-        si, ei = s_idx[:, :, :, None], e_idx[:, :, None, :]
-        a_byte = g(tok_start, s_idx)[:, :, :, None]
-        b_byte = g(tok_end, e_idx)[:, :, None, :]
+        s_ok = g(context_ok & max_ctx, s_idx)[:, :, None]
+        e_ok = g(context_ok, e_idx)[:, None, :]
+        si, ei = s_idx[:, :, None], e_idx[:, None, :]
+        a_byte = g(tok_start, s_idx)[:, :, None]
+        b_byte = g(tok_end, e_idx)[:, None, :]
         pair_ok = (
             s_ok & e_ok & (ei >= si) & (ei - si + 1 <= self.max_answer_length) & (b_byte > a_byte)
         )
-        pair = tf.where(pair_ok, s_val[:, :, :, None] + e_val[:, :, None, :], neg)
-        pair = tf.reshape(pair, [batch, -1])  # [B, K*n*n]
-        best = tf.argmax(pair, axis=-1, output_type=tf.int32)
-        best_score = tf.gather(pair, best, batch_dims=1)
+        pair = tf.where(pair_ok, s_val[:, :, None] + e_val[:, None, :], neg)  # [W, n, n]
+        best_score, best = best_per_row(tf.reshape(pair, [tf.shape(pair)[0], -1]), row, batch)
         has_span = best_score > neg / 2
-        a_all = tf.reshape(tf.broadcast_to(a_byte, tf.shape(pair_ok)), [batch, -1])
-        b_all = tf.reshape(tf.broadcast_to(b_byte, tf.shape(pair_ok)), [batch, -1])
-        a = tf.gather(a_all, best, batch_dims=1)
-        b = tf.gather(b_all, best, batch_dims=1)
+        a = tf.gather(tf.reshape(tf.broadcast_to(a_byte, tf.shape(pair_ok)), [-1]), best)
+        b = tf.gather(tf.reshape(tf.broadcast_to(b_byte, tf.shape(pair_ok)), [-1]), best)
         text, start_char, end_char = _span_text(context, a, b)
         result = {}
         answered = has_span
         if self.version_2:
-            null = tf.reduce_min(
-                tf.where(valid, start_logits[:, :, 0] + end_logits[:, :, 0], -neg), axis=1
-            )
+            null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], row, batch)
             odds = tf.where(has_span, null - best_score, 1e9)
             answered = has_span & (odds <= self.threshold)
             result["no_answer_probability"] = tf.sigmoid(odds)
@@ -246,19 +269,19 @@ class SquadServing(Serving):
         )
         return {k: v[:rows] for k, v in result.items()}
 
-    def _answer_beam(self, out, context, start_ok, end_ok, tok_start, tok_end, valid, rows):
+    def _answer_beam(self, out, context, start_ok, end_ok, tok_start, tok_end, row, rows):
         """Step 3 for the ALBERT v2.0 head (data_pipeline.squad.postprocess
         .postprocess_beam): per window the model's beam of `start_n_top` starts × `end_n_top`
         ends, pairs kept as the runner keeps them, scored by the sum of log-probabilities;
-        null_odds = the smallest answer-class logit over the windows."""
-        batch, windows = tf.shape(valid)[0], tf.shape(valid)[1]
-        shaped = lambda x: tf.reshape(x, [batch, windows, -1])  # noqa: E731
-        s_idx, s_lp = shaped(out["start_top_index"]), shaped(out["start_top_log_probs"])
-        e_idx, e_lp = shaped(out["end_top_index"]), shaped(out["end_top_log_probs"])
-        ends_per_start = tf.shape(e_idx)[2] // tf.maximum(tf.shape(s_idx)[2], 1)
-        owner = tf.range(tf.shape(e_idx)[2]) // ends_per_start  # the start of each end
-        s_of = tf.gather(s_idx, owner, axis=2)  # [B, K, k * k_end]
-        g = lambda t, idx: tf.gather(t, idx, batch_dims=2)  # noqa: E731
+        null_odds = the smallest answer-class logit over the windows. Windows flat [W]
+        (`row`: each one's row of the request)."""
+        batch = tf.shape(context)[0]
+        s_idx, s_lp = out["start_top_index"], out["start_top_log_probs"]  # [W, k]
+        e_idx, e_lp = out["end_top_index"], out["end_top_log_probs"]  # [W, k * k_end]
+        ends_per_start = tf.shape(e_idx)[1] // tf.maximum(tf.shape(s_idx)[1], 1)
+        owner = tf.range(tf.shape(e_idx)[1]) // ends_per_start  # the start of each end
+        s_of = tf.gather(s_idx, owner, axis=1)  # [W, k * k_end]
+        g = lambda t, idx: tf.gather(t, idx, batch_dims=1)  # noqa: E731
         a, b = g(tok_start, s_of), g(tok_end, e_idx)
         ok = (
             g(start_ok, s_of)
@@ -268,14 +291,13 @@ class SquadServing(Serving):
             & (b > a)
         )
         neg = tf.constant(-1e30)
-        pair = tf.reshape(tf.where(ok, tf.gather(s_lp, owner, axis=2) + e_lp, neg), [batch, -1])
-        best = tf.argmax(pair, axis=-1, output_type=tf.int32)
-        best_score = tf.gather(pair, best, batch_dims=1)
+        pair = tf.where(ok, tf.gather(s_lp, owner, axis=1) + e_lp, neg)
+        best_score, best = best_per_row(pair, row, batch)
         has_span = best_score > neg / 2
-        a = tf.gather(tf.reshape(a, [batch, -1]), best, batch_dims=1)
-        b = tf.gather(tf.reshape(b, [batch, -1]), best, batch_dims=1)
+        a = tf.gather(tf.reshape(a, [-1]), best)
+        b = tf.gather(tf.reshape(b, [-1]), best)
         text, start_char, end_char = _span_text(context, a, b)
-        null = tf.reduce_min(tf.where(valid, shaped(out["cls_logits"])[:, :, 0], -neg), axis=1)
+        null = tf.math.unsorted_segment_min(tf.reshape(out["cls_logits"], [-1]), row, batch)
         odds = tf.where(has_span, null, 1e9)
         answered = has_span & (odds <= self.threshold)
         result = {
@@ -343,6 +365,7 @@ def _litert(resolved, fixed_length: bool):
         "version_2_with_negative": fields.version_2_with_negative,
         "null_score_diff_threshold": float(fields.null_score_diff_threshold),
         "squad_head": fields.squad_head,
+        "max_windows": fields.max_windows or DEFAULT_MAX_WINDOWS,
     }
     module = LiteSquad(resolved.model, resolved.max_seq_length, fixed_length)
     return module, meta, {SPM_NAME: resolved.python_tokenizer.model_proto}

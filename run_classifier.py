@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
-from absl import app, flags
+from absl import flags
 
 from albert_tf.runners import classifier_flags as cf
 from albert_tf.runners import finetuning_flags as ff
 from albert_tf.runners.classifier_flags import define_classifier_flags as define_flags
 from albert_tf.runners.predictions import classifier_logits
 from albert_tf.runners.recipe_flags import apply_recipe
-from albert_tf.runners.run_setup import run_main
+from albert_tf.runners.run_setup import run_entry, run_main
 
 FLAGS = flags.FLAGS
 
@@ -100,6 +99,7 @@ def _main() -> int:
 
 def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) -> dict:
     """One fine-tuning run (one seed, into trainer_config.output_dir); what it did."""
+    from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.runners.export_flags import export_trained_from_flags
     from albert_tf.runners.trainer_flags import setup_run_from_flags
     from albert_tf.training import ClassificationTask, Trainer
@@ -108,15 +108,9 @@ def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) 
 
     albert_config, buckets = inputs.albert_config, ff.length_buckets_from_flags()
     run = setup_run_from_flags(
-        "run_classifier",
-        trainer_config,
-        albert_config,
-        FLAGS.do_train,
-        buckets,
-        identity,
-        labels=labels,
-        train_examples=train.count if train else 0,
-    )
+        "run_classifier", trainer_config, albert_config, FLAGS.do_train, buckets, identity,
+        labels=labels, train_examples=train.count if train else 0,
+    )  # fmt: skip
     task = ClassificationTask.for_task(albert_config, spec, labels, FLAGS.classifier_dropout)
     # Without --do_train the trainer only builds its pipeline: any split will do.
     source = train or next(iter(dev.values()), None) or test
@@ -124,24 +118,17 @@ def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) 
     def train_fn(ctx):
         batch = ctx.get_per_replica_batch_size(run.micro_batch)
         return source.dataset(
-            batch,
-            is_training=True,
-            seed=trainer_config.seed,
-            input_context=ctx,
+            batch, is_training=True, seed=trainer_config.seed, input_context=ctx,
             length_buckets=buckets,
-        )
+        )  # fmt: skip
 
     def evaluate(model):
         return spec.evaluate({s: _predict(model, f, run.strategy) for s, f in dev.items()})
 
     trainer = Trainer(
-        task,
-        trainer_config,
-        run.strategy,
-        train_fn,
-        init_checkpoint=FLAGS.init_checkpoint,
+        task, trainer_config, run.strategy, train_fn, init_checkpoint=FLAGS.init_checkpoint,
         evaluate_fn=evaluate if dev else None,
-    )
+    )  # fmt: skip
     if not FLAGS.do_train:
         trainer.check_trained("--do_eval/--do_predict without --do_train")
     result = trainer.train() if FLAGS.do_train else {}
@@ -162,15 +149,17 @@ def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) 
         serving = spec.serving_task(
             labels, source.text_pair, source.max_seq_length, FLAGS.do_lower_case, trainer.step
         )
-        from albert_tf.checkpoints.task_info import TaskInfo
-
-        task = TaskInfo.build(**serving)
-        paths = export_trained_from_flags(trainer.model, export_dir, task, inputs.tokenizer_spec)
+        info = TaskInfo.build(**serving)
+        paths = export_trained_from_flags(trainer.model, export_dir, info, inputs.tokenizer_spec)
         result["export_dir"] = paths[0]
         result["exported"] = paths
     return result
 
 
+def entry():
+    """The console script `albert-classify`: `python run_classifier.py`."""
+    run_entry(__doc__, define_flags, main)
+
+
 if __name__ == "__main__":
-    define_flags()
-    app.run(lambda argv: sys.exit(main(argv)))
+    entry()

@@ -18,12 +18,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 
-from absl import app, flags
+from absl import flags
 
 from albert_tf.runners.pretraining_flags import define_pretraining_flags as define_flags
-from albert_tf.runners.run_setup import records_identity, run_identity, run_main
+from albert_tf.runners.run_setup import records_identity, run_entry, run_identity, run_main
 
 FLAGS = flags.FLAGS
 
@@ -113,6 +112,10 @@ def _main() -> int:
     return 0
 
 
+def entry():
+    """The console script `albert-pretrain`: `python run_pretraining.py`."""
+    run_entry(__doc__, define_flags, main)
+
+
 if __name__ == "__main__":
-    define_flags()
-    app.run(lambda argv: sys.exit(main(argv)))
+    entry()

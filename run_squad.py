@@ -21,17 +21,9 @@ eval_results.json; for v2.0 at `--null_score_diff_threshold`, and at a threshold
 `--tune_threshold_on` (a separate file) — never tuned silently on the evaluated set.
 A v2.0 file (a question marked `is_impossible`, or one to train or score without answers)
 without --version_2_with_negative is an error; a v1.1 file in v2.0 mode is fine.
-Chinese span QA (CMRC 2018) with a WordPiece vocab.txt:
-
-    python run_squad.py --vocab_file vocab.txt --albert_config_file albert_config.json \
-        --train_file cmrc2018_train.json --predict_file cmrc2018_dev.json \
-        --eval_metric cmrc2018 --init_checkpoint ... --output_dir out/cmrc \
-        --do_train --do_predict --do_eval
-
-answers are located through BERT's basic tokenizer at the character level (each CJK
-character a token: data_pipeline.squad.wordpiece_offsets), and `--eval_metric cmrc2018`
-scores with the CMRC 2018 script's EM and F1 (data_pipeline.squad.cmrc_evaluation;
-SQuAD's F1 counts whitespace words, one per Chinese answer).
+Chinese span QA (CMRC 2018): `--vocab_file vocab.txt --eval_metric cmrc2018` (answers
+located through BERT's basic tokenizer, data_pipeline.squad.wordpiece_offsets; the CMRC
+2018 script's EM and F1, data_pipeline.squad.cmrc_evaluation; README "Chinese").
 `--recipe paper` sets the ALBERT paper's hyper-parameters for the version
 (albert_tf.training.recipes) on every flag not given, and prints each with its source.
 """
@@ -40,14 +32,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
-from absl import app, flags
+from absl import flags
 
 from albert_tf.runners import finetuning_flags as ff
 from albert_tf.runners import squad_flags as sf
 from albert_tf.runners.recipe_flags import apply_recipe
-from albert_tf.runners.run_setup import run_main
+from albert_tf.runners.run_setup import run_entry, run_main
 from albert_tf.runners.squad_flags import define_squad_flags as define_flags
 
 FLAGS = flags.FLAGS
@@ -97,11 +88,7 @@ def _main() -> int:
     train, predict_set, tune_set = squad_sets_from_flags(inputs.tokenizer)
     steps, warmup = ff.finetuning_schedule(train.count if train else 0)
     trainer_config = trainer_config_from_flags(num_train_steps=steps, num_warmup_steps=warmup)
-    recorded = {
-        "version": version,
-        "squad_head": head,
-        "train_features": train.count if train else 0,
-    }
+    recorded = dict(version=version, squad_head=head, train_features=train.count if train else 0)
     buckets = ff.length_buckets_from_flags()
     albert_config = inputs.albert_config
     run = setup_run_from_flags(
@@ -120,11 +107,10 @@ def _main() -> int:
         dataset = scoring.read_dataset(FLAGS.predict_file)
         return scoring.score(dataset, predictions, version, FLAGS.eval_metric)
 
-    task = (
-        SquadV2Task(albert_config, FLAGS.start_n_top, FLAGS.end_n_top)
-        if head == "albert"
-        else SquadTask(albert_config)
-    )
+    if head == "albert":
+        task = SquadV2Task(albert_config, FLAGS.start_n_top, FLAGS.end_n_top)
+    else:
+        task = SquadTask(albert_config)
     trainer = Trainer(
         task, trainer_config, run.strategy, train_fn, init_checkpoint=FLAGS.init_checkpoint,
         evaluate_fn=evaluate_fn if predict_set and FLAGS.do_eval else None,
@@ -170,6 +156,10 @@ def _main() -> int:
     return 0
 
 
+def entry():
+    """The console script `albert-squad`: `python run_squad.py`."""
+    run_entry(__doc__, define_flags, main)
+
+
 if __name__ == "__main__":
-    define_flags()
-    app.run(lambda argv: sys.exit(main(argv)))
+    entry()

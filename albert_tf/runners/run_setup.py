@@ -309,3 +309,13 @@ def run_main(body: Callable[[], int | None], argv=()) -> int:
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+
+
+def run_entry(doc: str, define_flags: Callable[[], None], main: Callable) -> None:
+    """A runner's command: its flags defined, parsed by absl (`--help` prints `doc`, the
+    runner's docstring, also under its console script), `main(argv)` as the exit code."""
+    from absl import app
+
+    sys.modules["__main__"].__doc__ = doc
+    define_flags()
+    app.run(lambda argv: sys.exit(main(argv)))

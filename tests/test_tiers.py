@@ -102,3 +102,55 @@ def test_the_check_catches_upward_and_sibling_imports():
         ]
     )
     assert len(found) == 3 and all("serving" not in f and "run_squad" not in f for f in found)
+
+
+def circles(module_imports) -> list[list[str]]:
+    """(module, imported name) pairs → the import circles among the project's modules
+    (each as the modules around it, first repeated last). A name counts when it is a
+    module: `from a.b import c` imports a.b, and a.b.c when c is a module; imports inside
+    functions count too (a lazy import that dodges a circle is still one)."""
+    pairs = list(module_imports)
+    modules = {module for module, _ in pairs}
+    edges = {m: set() for m in modules}
+    for module, name in pairs:
+        if name in modules and name != module:
+            edges[module].add(name)
+    state, stack, found = {}, [], []
+
+    def visit(m):
+        state[m] = "open"
+        stack.append(m)
+        for n in sorted(edges[m]):
+            if state.get(n) == "open":
+                found.append(stack[stack.index(n) :] + [n])
+            elif n not in state:
+                visit(n)
+        stack.pop()
+        state[m] = "done"
+
+    for m in sorted(modules):
+        if m not in state:
+            visit(m)
+    return found
+
+
+def test_no_import_circles():
+    modules = list(project_modules())
+    pairs = [(module, name) for module, path in modules for name in imports(path)]
+    found = circles(pairs)
+    assert not found, "\n".join(" -> ".join(c) for c in found)
+    assert len(modules) > 150 and len(pairs) > 1000  # the walk saw the project's imports
+
+
+def test_the_circle_check_finds_a_circle_through_a_function_level_import():
+    source = {
+        "albert_tf.serving.export": ["albert_tf.serving.litert"],
+        "albert_tf.serving.litert": ["albert_tf.serving.text_ops"],
+        "albert_tf.serving.text_ops": ["albert_tf.serving.export"],  # (inside a function)
+        "albert_tf.serving.base": ["albert_tf.serving.text_ops"],
+    }
+    pairs = [(m, n) for m, names in source.items() for n in names]
+    (found,) = circles(pairs)
+    assert found[0] == found[-1] and len(found) == 4
+    assert set(found) == {f"albert_tf.serving.{m}" for m in ("export", "litert", "text_ops")}
+    assert circles(pairs[1:]) == []

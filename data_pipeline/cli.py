@@ -207,13 +207,18 @@ def check_no_positional(argv) -> None:
 
 def parse_tool_flags(flag_values: flags.FlagValues, argv, required=()) -> bool:
     """How each module tool reads its own FlagValues: marks `required`, parses `argv`
-    (default sys.argv) and, on a bad command line, prints one `error: ...` line (then the
-    usage, for a flag error) to stderr. Returns False when parsing failed or arguments were
-    left over (`check_no_positional`); the tool then exits nonzero without writing."""
+    (default sys.argv; `--help`: the flags printed, exit 0) and, on a bad command line,
+    prints one `error: ...` line (then the usage, for a flag error) to stderr. Returns
+    False when parsing failed or arguments were left over (`check_no_positional`); the
+    tool then exits nonzero without writing."""
+    argv = sys.argv if argv is None else argv
+    if any(a in ("-h", "--help", "-help", "--helpfull") for a in argv[1:]):
+        print(flag_values.get_help())  # the tool's flags, then exit 0 as absl's --help does
+        raise SystemExit(0)
     for name in required:
         flags.mark_flag_as_required(name, flag_values=flag_values)
     try:
-        rest = flag_values(sys.argv if argv is None else argv)
+        rest = flag_values(argv)
     except flags.Error as e:
         print(f"error: {e}\n{flag_values.main_module_help()}", file=sys.stderr)
         return False

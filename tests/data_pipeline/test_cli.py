@@ -190,3 +190,14 @@ def test_parse_tool_flags_refuses_stray_arguments(capsys):
     many = [f"s{i}" for i in range(8)]
     with pytest.raises(ValueError, match=r"\.\.\. \(8 in all\)"):
         check_no_positional(["tool", *many])
+
+
+def test_parse_tool_flags_help_prints_the_flags_and_exits_0(capsys):
+    from data_pipeline.cli import parse_tool_flags
+
+    fv = flags.FlagValues()
+    flags.DEFINE_integer("steps", 3, "How many steps.", flag_values=fv)
+    with pytest.raises(SystemExit) as e:
+        parse_tool_flags(fv, ["tool", "--help"], required=["steps"])
+    assert e.value.code == 0
+    assert "--steps: How many steps." in capsys.readouterr().out

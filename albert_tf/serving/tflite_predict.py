@@ -278,11 +278,12 @@ def answer_lines(model: LiteModel, lines: list[str], batch_size: int, source: st
     `"line"` number: empty lines (whitespace only) `{"line": N}`, the others predicted in
     batches of `batch_size`."""
     numbered = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
-    predicted = dict(
-        zip((n for n, _ in numbered), _predict_lines(model, numbered, batch_size, source))
-    )
-    for n in range(1, len(lines) + 1):
-        yield {"line": n, **predicted.get(n, {})}
+    following = 1  # answered as they come: an error on line N leaves lines 1..N-1 answered
+    for (n, _), answer in zip(numbered, _predict_lines(model, numbered, batch_size, source)):
+        yield from ({"line": blank} for blank in range(following, n))
+        yield {"line": n, **answer}
+        following = n + 1
+    yield from ({"line": blank} for blank in range(following, len(lines) + 1))
 
 
 def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
@@ -331,9 +332,17 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
                     answers = model.answer(
                         [r["question"] for r in rows], [r["context"] for r in rows], batch_size
                     )
-                except ValueError as e:  # a request beyond the file's limits
-                    raise ValueError(f"{source}:{chunk[0][0]}: {e}") from None
-                yield from answers
+                except ValueError:  # beyond the file's limits: which line, answering those before
+                    answers = None
+                if answers is not None:
+                    yield from answers
+                    continue
+                for (number, _), r in zip(chunk, rows):
+                    try:
+                        (answer,) = model.answer([r["question"]], [r["context"]], batch_size)
+                    except ValueError as e:
+                        raise ValueError(f"{source}:{number}: {e}") from None
+                    yield answer
 
 
 def main(argv=None) -> int:

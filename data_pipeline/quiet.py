@@ -46,6 +46,11 @@ _ABSL_BANNER = "WARNING: All log messages before absl::InitializeLog() is called
 _SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}
 _NO_CUDA_DRIVER = "Could not find cuda drivers on your machine"
 _CUINIT = "failed call to cuInit"
+# The attribute each wrapped method sets once its set-up is done.
+_DONE = {
+    "ensure_initialized": "_context_handle",
+    "_initialize_physical_devices": "_physical_devices",
+}
 _seen: list[str] = []  # what each captured call wrote, before filtering
 
 
@@ -74,7 +79,8 @@ def _below(line: str, level: int) -> bool:
 
 def _captured(call, drop_cuinit=False):
     """Runs `call()` with file descriptor 2 in a temporary file, then writes back what
-    `filter_startup_lines` keeps (and, with `drop_cuinit`, without the cuInit failure)."""
+    `filter_startup_lines` keeps, without the cuInit failure when `drop_cuinit` or when
+    the captured text itself says no CUDA driver was found."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as captured:
@@ -87,11 +93,13 @@ def _captured(call, drop_cuinit=False):
             os.close(saved)
             captured.seek(0)
             text = captured.read().decode("utf-8", "replace")
-            kept = filter_startup_lines(text, min_log_level())
-            if drop_cuinit:
-                kept = "".join(
-                    line for line in kept.splitlines(keepends=True) if _CUINIT not in line
+            if drop_cuinit or _NO_CUDA_DRIVER in text:  # (a device set-up during the import)
+                text_kept = "".join(
+                    line for line in text.splitlines(keepends=True) if _CUINIT not in line
                 )
+            else:
+                text_kept = text
+            kept = filter_startup_lines(text_kept, min_log_level())
             if kept:
                 sys.stderr.write(kept)
                 sys.stderr.flush()
@@ -102,16 +110,18 @@ def _quiet_device_setup(context_class) -> None:
     """On a machine where TensorFlow found no CUDA driver, its runtime still calls cuInit
     when it first lists or creates devices and logs the failure at ERROR level. The two
     methods that do so run under `_captured`, which drops that one line. Each wrapper puts
-    the original method back after its first call (device set-up happens once; later calls,
-    e.g. `ensure_initialized` on every eager op, run unwrapped)."""
+    the original method back once its set-up is done (the context handle, the physical
+    devices): later calls, e.g. `ensure_initialized` on every eager op, run unwrapped."""
     for name in ("ensure_initialized", "_initialize_physical_devices"):
         method = getattr(context_class, name, None)
         if method is None:
             continue
 
         def quiet(self, *args, _method=method, _name=name, **kwargs):
-            setattr(context_class, _name, _method)
-            return _captured(lambda: _method(self, *args, **kwargs), drop_cuinit=True)
+            result = _captured(lambda: _method(self, *args, **kwargs), drop_cuinit=True)
+            if getattr(self, _DONE[_name], None) is not None:  # set up: unwrapped from now on
+                setattr(context_class, _name, _method)
+            return result
 
         setattr(context_class, name, quiet)
 

@@ -127,7 +127,9 @@ def test_whole_chain_on_ram_filesystem(empty_cwd, capsys):
     ]
     _run(run_pretraining, [*args, "--num_train_steps=2"], capsys)
     assert filesystem.exists(f"{pretrain}/checkpoints/ckpt-2.index")
-    out = _run(run_pretraining, [*args, "--num_train_steps=4"], capsys)
+    out = _run(
+        run_pretraining, [*args, "--num_train_steps=4", "--allow_changed=num_train_steps"], capsys
+    )
     assert f"resumed from {pretrain}/checkpoints/ckpt-2 at step 2" in out
     steps = [r["step"] for r in _rows(f"{pretrain}/metrics.jsonl") if r.get("split") != "eval"]
     assert steps == [1, 2, 3, 4]  # the resumed run went on from step 2

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

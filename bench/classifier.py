@@ -27,6 +27,7 @@ def run_case(dtype: str, args) -> dict:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import numpy as np
     import tensorflow as tf
+
     from albert_tf import AlbertConfig
     from albert_tf.training import ClassificationTask, Trainer, TrainerConfig
     from data_pipeline.classification.benchmark_files import label_names, read_task

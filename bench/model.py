@@ -121,9 +121,10 @@ def gemm_floor(tf, config, batch: int, seq: int, dtype):
 def run_case(case: str, args) -> dict:
     mode, dtype, xla = case.split("-")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import keras
     import numpy as np
     import tensorflow as tf
-    import keras
+
     from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
 
     keras.utils.set_random_seed(args.seed)

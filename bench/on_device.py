@@ -350,8 +350,8 @@ def squad_accuracy(args) -> dict:
     import tensorflow as tf
 
     from albert_tf.serving.tflite_predict import LiteModel
-    from data_pipeline.squad.examples import read_squad
     from data_pipeline.squad.evaluation import evaluate_v1
+    from data_pipeline.squad.examples import read_squad
 
     version, _, files = finetuned_files(args, "squad")
     examples = read_squad(args.squad_slice)[: args.limit or None]

@@ -114,6 +114,7 @@ def softmax(logits, regression: bool):
 
 def build_classifier(args, labels):
     import keras
+
     from albert_tf import AlbertConfig
     from albert_tf.modeling.models import AlbertClassifier
     from albert_tf.training.distribution import set_precision
@@ -129,6 +130,7 @@ def infer(args, result, examples, labels, tokenizer):
     """In-process text → probabilities, padded or length-aware."""
     import numpy as np
     import tensorflow as tf
+
     from albert_tf.training.prediction import predict_logits
     from data_pipeline.classification.features import SEQUENCE_FEATURES, convert_examples
     from data_pipeline.length_buckets import LENGTH_BUCKETS, bucket_sizes, length_bucketed
@@ -219,6 +221,7 @@ def savedmodel(args, result, examples, labels, tokenizer):
     import numpy as np
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the SentencePiece op kernels)
+
     from data_pipeline.classification.features import convert_examples
     from data_pipeline.length_buckets import bucket_sizes
 
@@ -290,6 +293,7 @@ def export_litert(args, labels, pair: bool) -> str:
 def litert(args, result, examples, labels, tokenizer):
     """`LiteModel.classify` on raw strings, batches of consecutive examples."""
     import numpy as np
+
     from albert_tf.serving.tflite_predict import LiteModel
     from data_pipeline.classification.features import convert_examples
 
@@ -334,10 +338,11 @@ def train(args, result, labels, tokenizer):
     import shutil
 
     import tensorflow as tf
+
     from albert_tf import AlbertConfig
     from albert_tf.training import ClassificationTask, Trainer
-    from albert_tf.training.distribution import make_strategy
     from albert_tf.training.config import TrainerConfig
+    from albert_tf.training.distribution import make_strategy
     from data_pipeline.classification.features import task_features
     from data_pipeline.classification.tasks import TaskSpec
     from data_pipeline.length_buckets import LENGTH_BUCKETS
@@ -449,6 +454,7 @@ def main():
     import keras
     import numpy as np
     import tensorflow as tf
+
     from data_pipeline.classification.benchmark_files import label_names, read_task
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 

@@ -58,9 +58,9 @@ def squad_predict_case(config_name="base", batch=32, limit=200, rounds=2, seq=38
     from albert_tf.modeling.models import AlbertQuestionAnswering
     from albert_tf.training.prediction import predict_logits
     from data_pipeline.length_buckets import LENGTH_BUCKETS
-    from data_pipeline.squad.features import PER_TOKEN_FILL, PREDICTION_KEYS
     from data_pipeline.squad.examples import read_squad
     from data_pipeline.squad.feature_records import squad_features
+    from data_pipeline.squad.features import PER_TOKEN_FILL, PREDICTION_KEYS
     from data_pipeline.squad.postprocess import postprocess
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 

@@ -133,19 +133,20 @@ def main():
         sys.exit(f"needs $ALBERT_TF_DATA ({DATA})")
 
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    import numpy as np
     import keras
+    import numpy as np
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the SentencePiece ops for the load)
-    from albert_tf.serving.export import export
+
     from albert_tf.checkpoints.finetuned import SPM_FILE, save_finetuned
     from albert_tf.checkpoints.task_info import TaskInfo
-    from data_pipeline.tokenization.spec import TokenizerSpec
     from albert_tf.modeling.models import AlbertClassifier
-    from data_pipeline.classification.examples import Example
+    from albert_tf.serving.export import export
     from data_pipeline.classification.benchmark_files import read_task
+    from data_pipeline.classification.examples import Example
     from data_pipeline.classification.features import convert_examples
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
+    from data_pipeline.tokenization.spec import TokenizerSpec
 
     sentences = [e.text_a for e in read_task(SST2, "sst-2", "dev")]
 

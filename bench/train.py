@@ -66,6 +66,7 @@ def run_case(case: str, args) -> dict:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import numpy as np
     import tensorflow as tf
+
     from albert_tf import AlbertConfig
     from albert_tf.training import PretrainingTask, Trainer, TrainerConfig
     from bench.model import make_batch

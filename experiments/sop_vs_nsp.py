@@ -131,6 +131,7 @@ def pretrain(name: str, data_dir: str, out: str, config_file: str, args, log) ->
 def evaluate(run_dir: str, config_file: str, eval_dir: str, max_batches: int) -> dict:
     import numpy as np
     import tensorflow as tf
+
     from albert_tf import AlbertConfig, AlbertPretrainer, load_checkpoint
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
 
@@ -161,6 +162,7 @@ def unigram_baseline(train_dir: str, eval_dir: str) -> float:
     """Accuracy of always predicting the most frequent masked token of the training set."""
     import numpy as np
     import tensorflow as tf
+
     from data_pipeline.records import read_records
 
     counts = collections.Counter()

@@ -22,7 +22,7 @@ MODULES = """
     data_pipeline/tokenization/sentencepiece_trainer.py
     data_pipeline/tokenization/wordpiece_trainer.py
     data_pipeline/pretraining/meta_data.py data_pipeline/pretraining/input_pipeline.py
-    data_pipeline/classification/benchmark_files.py data_pipeline/classification/file_lines.py
+    data_pipeline/classification/benchmark_files.py data_pipeline/io/text_lines.py
     data_pipeline/classification/user_files.py data_pipeline/classification/multiple_choice.py
     data_pipeline/classification/features.py
     data_pipeline/classification/tasks.py data_pipeline/classification/submission.py

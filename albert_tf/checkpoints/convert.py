@@ -58,10 +58,10 @@ from albert_tf.checkpoints.model_garden import MODEL_GARDEN_SOURCES, read_model_
 from albert_tf.checkpoints.tokenizer_record import file_record, write_tokenizer_record
 from albert_tf.checkpoints.transformers import transformers_finetuned_task
 from albert_tf.modeling.config import AlbertConfig
-from data_pipeline.io.atomic import write_json
-from data_pipeline.io.locks import output_lock
 from albert_tf.modeling.encoder import AlbertEncoder
 from albert_tf.modeling.models import AlbertPretrainer
+from data_pipeline.io.atomic import write_json
+from data_pipeline.io.locks import output_lock
 
 SOURCES = ("tf1", "tfhub", "brightmart", "transformers", *MODEL_GARDEN_SOURCES)
 TARGETS = ("transformers", "keras_hub", "model_garden")
@@ -312,7 +312,6 @@ def main(argv=None) -> int:
         from albert_tf.checkpoints.export_keras_hub import export_keras_hub
         from albert_tf.checkpoints.export_model_garden import export_model_garden
         from albert_tf.checkpoints.export_transformers import export_transformers
-
         from data_pipeline.tokenization.spec import TokenizerSpec
 
         write = {

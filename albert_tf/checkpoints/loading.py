@@ -30,10 +30,10 @@ from albert_tf.checkpoints.official import (
     strip_module,
 )
 from albert_tf.checkpoints.own import (
-    checkpoint_reader,
-    checkpoint_variables,
     CONFIG_NAME,
     CheckpointError,
+    checkpoint_reader,
+    checkpoint_variables,
     head_attributes,
     model_config,
     resolve_checkpoint,

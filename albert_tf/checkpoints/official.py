@@ -19,7 +19,6 @@ import numpy as np
 from albert_tf.checkpoints.own import CheckpointError, checkpoint_reader, resolve_checkpoint
 from albert_tf.modeling.encoder import AlbertEncoder
 
-
 # Task heads and the official names of their (kernel, bias): the kernel is stored
 # transposed, [outputs, H]. run_classifier: `num_labels` outputs (1 for STS-B); run_race:
 # one score per choice; run_squad_v1: start and end.

@@ -11,8 +11,8 @@ import re
 
 import numpy as np
 
-from albert_tf.checkpoints.task_kinds import KINDS
 from albert_tf.checkpoints.own import CheckpointError
+from albert_tf.checkpoints.task_kinds import KINDS
 from albert_tf.modeling.config import AlbertConfig, ConfigError
 
 _HF_LAYER = r"encoder\.albert_layer_groups\.(\d+)\.albert_layers\.(\d+)\."

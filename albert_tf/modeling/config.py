@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Any
 from collections.abc import Mapping
+from typing import Any
 
 from data_pipeline.io import filesystem
 

@@ -28,7 +28,6 @@ import math
 
 import tensorflow as tf
 
-
 _GELU_C = math.sqrt(2.0 / math.pi)
 _GELU_A = 0.044715
 

@@ -42,6 +42,7 @@ class LiteTokenizer:
 
     def __init__(self, tokenizer):
         import tensorflow_text as tf_text
+
         from data_pipeline.tokenization.baked_normalization import albert_normalized_spm
 
         self.spm_model = albert_normalized_spm(tokenizer)
@@ -86,6 +87,7 @@ class LiteWordPieceTokenizer:
 
     def __init__(self, tokenizer):
         import tensorflow_text as tf_text
+
         from data_pipeline.tokenization.baked_wordpiece import baked_wordpiece
         from data_pipeline.tokenization.wordpiece import CONTINUATION
 

@@ -289,7 +289,7 @@ def answer_lines(model: LiteModel, lines: list[str], batch_size: int, source: st
 def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
     """JSON-ready results of (line number, line) pairs of `source` (see the module
     docstring), in order."""
-    from data_pipeline.classification.file_lines import json_object
+    from data_pipeline.io.text_lines import json_object
 
     task, meta = model.task, model.metadata
     lines = [line for _, line in numbered]

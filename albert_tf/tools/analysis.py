@@ -29,8 +29,8 @@ import csv
 import os
 import sys
 import time
-from typing import NamedTuple
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -131,6 +131,7 @@ def pretraining_batches(input_file, batch_size: int, max_seq_length: int | None 
     `max_seq_length` None reads it from the first record.
     """
     import tensorflow as tf
+
     from data_pipeline import documents as documents_lib
     from data_pipeline import records as records_lib
 
@@ -155,6 +156,7 @@ def pretraining_batches(input_file, batch_size: int, max_seq_length: int | None 
 def record_seq_length(path: str) -> int:
     """Length of `input_ids` in the first record of `path`."""
     import tensorflow as tf
+
     from data_pipeline import records as records_lib
 
     for data in records_lib.read_records(path):
@@ -229,10 +231,10 @@ def analyze(
     the PNG. `albert_config_file` applies to the first checkpoint; the others' configs are
     found beside them. Returns {"csv": path, "png": path}."""
     import tensorflow as tf
-    from albert_tf.checkpoints import load_checkpoint
-    from albert_tf.modeling.encoder import AlbertEncoder
-    from albert_tf.checkpoints import resolve_checkpoint
+
+    from albert_tf.checkpoints import load_checkpoint, resolve_checkpoint
     from albert_tf.checkpoints.export_encoder import checkpoint_config
+    from albert_tf.modeling.encoder import AlbertEncoder
 
     models = []
     for i, path in enumerate(checkpoints):  # all configs first: fail before any work

@@ -41,8 +41,9 @@ def main(argv=None) -> int:
     os.makedirs(args.output_dir, exist_ok=True)
     start = time.time()
 
-    import numpy as np
     import keras
+    import numpy as np
+
     from albert_tf import (
         AlbertConfig,
         AlbertEncoder,

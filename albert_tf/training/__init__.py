@@ -1,7 +1,9 @@
 """Training: the one trainer, the tasks it trains, the optimizers, strategy and precision
 setup."""
 
+from albert_tf.training.config import TrainerConfig
 from albert_tf.training.distribution import make_strategy, set_precision, task_output_dir
+from albert_tf.training.stops import Interrupted, NonFiniteLoss, Preempted
 from albert_tf.training.tasks import (
     ClassificationTask,
     PretrainingTask,
@@ -10,8 +12,6 @@ from albert_tf.training.tasks import (
     Task,
     divisors,
 )
-from albert_tf.training.config import TrainerConfig
-from albert_tf.training.stops import Interrupted, NonFiniteLoss, Preempted
 from albert_tf.training.trainer import Trainer
 
 __all__ = [

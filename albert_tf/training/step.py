@@ -38,6 +38,7 @@ class TrainStep:
 
     def _gradients(self, batch, dens, micro=0):
         import tensorflow as tf
+
         from albert_tf.modeling.dropout import dropout_seed, step_seed
         from albert_tf.modeling.recompute import recomputation
 

@@ -52,12 +52,12 @@ from collections.abc import Callable
 
 from albert_tf.training.config import TrainerConfig
 from albert_tf.training.distribution import set_precision, task_output_dir
+from albert_tf.training.evaluation import EvalLoop, summarize
 from albert_tf.training.preemption import coordinated_preemption
 from albert_tf.training.resume import restore_newest
 from albert_tf.training.run_files import RunFiles
 from albert_tf.training.step import LAST_STEP, TrainStep
 from albert_tf.training.stops import Interrupted, NonFiniteLoss, Preempted
-from albert_tf.training.evaluation import EvalLoop, summarize
 from albert_tf.training.tasks import Task
 from data_pipeline.io import filesystem
 
@@ -93,8 +93,9 @@ class Trainer:
         log=print,
         evaluate_fn: Callable | None = None,
     ):
-        import tensorflow as tf
         import keras
+        import tensorflow as tf
+
         from albert_tf.training.optimization import WarmupPolynomialDecay, create_optimizer
 
         # Non-chief workers write (checkpoints too: saving may need every worker) to their

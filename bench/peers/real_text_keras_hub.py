@@ -59,10 +59,10 @@ def main():
     p.add_argument("--jit", type=int, default=1, help="1: compile(jit_compile=True) (XLA)")
     args = p.parse_args()
 
-    import numpy as np
-    import tensorflow as tf
     import keras
     import keras_hub
+    import numpy as np
+    import tensorflow as tf
 
     keras.utils.set_random_seed(0)
     labels = GLUE[args.task][4]

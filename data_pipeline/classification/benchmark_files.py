@@ -29,7 +29,7 @@ import dataclasses
 import os
 
 from data_pipeline.classification.examples import Example
-from data_pipeline.classification.file_lines import numbered_lines
+from data_pipeline.io.text_lines import numbered_lines
 
 REGRESSION_TASKS = ("sts-b",)
 

@@ -23,8 +23,8 @@ import os
 
 import numpy as np
 
-from data_pipeline.io import filesystem
 from data_pipeline.classification.examples import choice_text
+from data_pipeline.io import filesystem
 from data_pipeline.records import cached_features, fingerprint, record_dataset
 
 # Bumped when the cached `info` gains a field older caches lack (2: text_pair).

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import os
 
-from data_pipeline.io import filesystem
 from data_pipeline.classification.examples import MultipleChoiceExample
-from data_pipeline.classification.file_lines import json_object, numbered_lines
+from data_pipeline.io import filesystem
+from data_pipeline.io.text_lines import json_object, numbered_lines
 
 
 def _answer_index(path, where, answer, options) -> int:

@@ -23,8 +23,8 @@ import dataclasses
 import os
 from collections.abc import Callable
 
-from data_pipeline.io import filesystem
 from data_pipeline.classification import benchmark_files, metrics, multiple_choice, user_files
+from data_pipeline.io import filesystem
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,9 +15,9 @@ import csv
 import io
 from collections.abc import Sequence
 
-from data_pipeline.io import filesystem
 from data_pipeline.classification.examples import Example
-from data_pipeline.classification.file_lines import json_object, numbered_lines
+from data_pipeline.io import filesystem
+from data_pipeline.io.text_lines import json_object, numbered_lines
 
 
 def read_delimited(

@@ -11,7 +11,6 @@ from data_pipeline.io import filesystem
 from data_pipeline.squad.examples import SquadExample, read_squad
 from data_pipeline.squad.features import PREDICTION_KEYS, convert_squad_examples
 
-
 # The per-token features of the records ([max_seq_length] each): what length-grouped
 # batches cut and pad to their bucket.
 SEQUENCE_FEATURES = (

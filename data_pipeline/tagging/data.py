@@ -26,10 +26,10 @@ Every malformed line raises `TaggingDataError` (a ValueError), one line naming
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 
 from data_pipeline.io import filesystem
+from data_pipeline.io.text_lines import json_object, numbered_lines
 
 DOCSTART = "-DOCSTART-"
 OUTSIDE = "O"
@@ -59,20 +59,14 @@ class TaggedSentence:
 
 
 def _lines(path: str):
-    """(line number, text) of each line: BOM and line end removed; bad UTF-8 → file:line."""
+    """(line number, text) of each line: BOM and line end removed; bad UTF-8 → file:line
+    (data_pipeline.io.text_lines, as a TaggingDataError)."""
     if not filesystem.exists(path):
         raise FileNotFoundError(f"tagging file not found: {path}")
-    with filesystem.open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise TaggingDataError(
-                    f"{path}:{number}: invalid UTF-8 ({e.reason} at byte {e.start})"
-                ) from None
-            yield number, text.rstrip("\r\n")
+    try:
+        yield from numbered_lines(path)
+    except ValueError as e:
+        raise TaggingDataError(str(e)) from None
 
 
 def read_conll(path: str) -> list[TaggedSentence]:
@@ -114,13 +108,9 @@ def read_jsonl(path: str) -> list[TaggedSentence]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TaggingDataError(f"{path}:{number}: invalid JSON ({e.msg})") from None
-        if not isinstance(obj, dict):
-            raise TaggingDataError(
-                f"{path}:{number}: expected a JSON object, got {type(obj).__name__}"
-            )
+            obj = json_object(path, number, line)
+        except ValueError as e:
+            raise TaggingDataError(str(e)) from None
         for key in ("tokens", "tags"):
             value = obj.get(key)
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

@@ -47,11 +47,11 @@ import dataclasses
 import sys
 
 from data_pipeline.tokenization.wordpiece import (
+    _UNUSED,
     CONTINUATION,
     MAX_WORD_CHARS,
     SPECIAL_TOKENS,
     WordPieceTokenizer,
-    _UNUSED,
     _punctuation,
 )
 

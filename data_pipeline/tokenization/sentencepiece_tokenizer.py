@@ -236,8 +236,9 @@ class AlbertTokenizer:
             as the official code);
           ordinary: ids a random replacement may draw (not special, not unused).
         """
-        import numpy as np
         import string
+
+        import numpy as np
 
         letters = set(string.ascii_lowercase)
         punctuation = set(string.punctuation)

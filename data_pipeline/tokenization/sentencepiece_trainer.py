@@ -48,8 +48,8 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from data_pipeline.io import filesystem
 from data_pipeline.documents import FORMATS, ReadStats, expand_input_files, plan_blocks, read_block
+from data_pipeline.io import filesystem
 from data_pipeline.tokenization.sentencepiece_tokenizer import (
     SPECIAL_PIECES,
     AlbertTokenizer,

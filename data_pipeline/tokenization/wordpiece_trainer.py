@@ -18,8 +18,8 @@ import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from data_pipeline.io import filesystem
 from data_pipeline.documents import FORMATS, ReadStats, expand_input_files, plan_blocks, read_block
+from data_pipeline.io import filesystem
 from data_pipeline.tokenization.sentencepiece_trainer import PROGRESS_SECONDS
 
 WORDPIECE_VOCAB_SIZE = 21128  # the official Chinese vocab.txt's size (and brightmart's)

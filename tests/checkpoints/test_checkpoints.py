@@ -8,8 +8,8 @@ import tensorflow as tf
 
 from albert_tf import AlbertEncoder, AlbertPretrainer, load_checkpoint, save_checkpoint
 from albert_tf.checkpoints import CheckpointError, transformers_to_official
-from albert_tf.modeling.config import ConfigError
 from albert_tf.checkpoints.convert import convert
+from albert_tf.modeling.config import ConfigError
 from tests.support.harness import random_batch, tiny_config
 from tests.support.references import hf_pretraining_model, official_arrays, write_tf1_checkpoint
 

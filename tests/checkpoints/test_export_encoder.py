@@ -18,9 +18,9 @@ from albert_tf import (
     save_checkpoint,
 )
 from albert_tf.checkpoints import CheckpointError
+from albert_tf.checkpoints.export_encoder import checkpoint_config, export_encoder, main
 from albert_tf.modeling.config import ConfigError
 from albert_tf.modeling.encoder import count_parameters
-from albert_tf.checkpoints.export_encoder import checkpoint_config, export_encoder, main
 from tests.support.harness import random_batch, tiny_config
 
 

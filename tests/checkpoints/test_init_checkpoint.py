@@ -31,6 +31,7 @@ def pretraining_run(tmp_path_factory):
     """A 2-step pretraining run's output directory (checkpoints/, run files) and its
     config file."""
     import tensorflow as tf
+
     from albert_tf import AlbertConfig
     from albert_tf.training import PretrainingTask, Trainer, TrainerConfig
 

@@ -54,6 +54,7 @@ def _ours(batch, choices=None):
 )
 def test_task_heads_convert_with_hugging_face_logits(tmp_path, cls_name, config, kind):
     import torch
+
     from albert_tf.checkpoints.convert import convert
     from albert_tf.checkpoints.finetuned import load_finetuned
 
@@ -109,13 +110,14 @@ def test_models_leave_as_hugging_face_directories_and_come_back(tmp_path, kind):
     keys and our outputs (1e-5) → convert --source transformers → our outputs again."""
     import torch
     import transformers
+
     from albert_tf import AlbertEncoder, AlbertPretrainer, save_checkpoint
     from albert_tf.checkpoints.convert import convert
     from albert_tf.checkpoints.export_transformers import export_transformers
     from albert_tf.checkpoints.finetuned import load_finetuned, save_finetuned
+    from albert_tf.checkpoints.loading import load_checkpoint
     from albert_tf.checkpoints.task_info import TaskInfo
     from data_pipeline.tokenization.spec import TokenizerSpec
-    from albert_tf.checkpoints.loading import load_checkpoint
     from tests.support.harness import tiny_config
 
     config = tiny_config()
@@ -189,6 +191,7 @@ def test_the_vocabulary_travels_and_tokenizes_as_ours(tmp_path, tok):
     """A fine-tuned directory exported to Hugging Face: `AlbertTokenizer.from_pretrained`
     on its spiece.model + tokenizer_config.json gives our packed ids."""
     import transformers
+
     from albert_tf.checkpoints.export_transformers import export_transformers
     from albert_tf.checkpoints.finetuned import save_finetuned
     from albert_tf.checkpoints.task_info import TaskInfo
@@ -211,6 +214,7 @@ def test_models_leave_as_keras_hub_presets(tmp_path, tok, kind):
     """ours → convert --to keras_hub → KerasHub's own from_preset: the backbone's outputs
     and the classifier's logits within 1e-5, the vocabulary in the preset."""
     import keras_hub
+
     from albert_tf import AlbertEncoder, save_checkpoint
     from albert_tf.checkpoints.export_keras_hub import export_keras_hub
     from albert_tf.checkpoints.finetuned import save_finetuned
@@ -269,6 +273,7 @@ def test_the_albert_v2_head_has_no_foreign_class_and_says_so(tmp_path, tok):
     """--squad_head albert: no Hugging Face class holds it (a clear error); KerasHub gets
     the backbone and the report names the head left behind."""
     import keras_hub
+
     from albert_tf.checkpoints import CheckpointError
     from albert_tf.checkpoints.export_keras_hub import export_keras_hub
     from albert_tf.checkpoints.export_transformers import export_transformers

@@ -1,9 +1,9 @@
 """AlbertEncoder / AlbertPretrainer: parameter counts, sharing, padding, precision, XLA."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-import keras
 
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
 from albert_tf.modeling.encoder import count_parameters, sharing_plan

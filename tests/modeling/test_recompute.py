@@ -24,6 +24,7 @@ CONFIG = dict(
 
 def _model(dtype="float32"):
     import keras
+
     from albert_tf.modeling.models import AlbertPretrainer
 
     keras.config.set_dtype_policy("mixed_bfloat16" if dtype == "bfloat16" else "float32")
@@ -37,6 +38,7 @@ def _loss(model, batch, mode, seed):
     """MLM-like loss (sum of squared logits) of the trainer's forward pass, inside the
     scopes the trainer opens."""
     import tensorflow as tf
+
     from albert_tf.modeling.dropout import dropout_seed
     from albert_tf.modeling.recompute import recomputation
 
@@ -50,6 +52,7 @@ def _loss(model, batch, mode, seed):
 def gradients(model, batch, mode, jit=False):
     """(loss, [gradient of every trainable variable]) of one pass, as numpy."""
     import tensorflow as tf
+
     from albert_tf.modeling.dropout import step_seed
 
     @tf.function(jit_compile=jit)
@@ -121,6 +124,7 @@ def test_recomputation_replays_the_dropout_masks(plain32, monkeypatch):
 
 def test_recomputation_with_dropout_needs_a_seed_scope():
     import tensorflow as tf
+
     from albert_tf.modeling.recompute import recomputation
 
     model = _model()
@@ -193,6 +197,7 @@ def test_gradients_equal_under_mirrored_strategy():
 def _pretraining_losses(tmp_path, recompute, steps=50):
     """Per-step training losses of a tiny pretraining run (LAMB, dropout 0.1)."""
     import tensorflow as tf
+
     from albert_tf.training import PretrainingTask, Trainer, TrainerConfig
 
     seq, positions, n = 16, 3, 32

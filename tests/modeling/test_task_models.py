@@ -29,6 +29,7 @@ def test_classifier_shapes_parameters_and_checkpoint_round_trip(tmp_path):
 
 def test_multiple_choice_scores_each_choice_alone_and_ignores_padding_choices():
     import tensorflow as tf
+
     from albert_tf.modeling.models import AlbertMultipleChoice
 
     model = AlbertMultipleChoice(tiny_config())
@@ -50,6 +51,7 @@ def test_multiple_choice_scores_each_choice_alone_and_ignores_padding_choices():
 @pytest.mark.parametrize("regression", [False, True])
 def test_classification_task_learns_with_the_trainer(tmp_path, regression):
     import tensorflow as tf
+
     from albert_tf.training import ClassificationTask, Trainer, TrainerConfig
 
     rng = np.random.default_rng(0)
@@ -95,6 +97,7 @@ def test_classifier_computes_the_last_block_at_cls_only_exactly():
     """AlbertClassifier runs its last block at [CLS] only; logits and gradients equal
     those of the head on the full encoder's pooled output."""
     import tensorflow as tf
+
     from albert_tf.modeling.models import AlbertClassifier
 
     model = AlbertClassifier(tiny_config(num_hidden_groups=2, inner_group_num=2), 3, dropout=0.0)

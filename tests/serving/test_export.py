@@ -8,7 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from tests.support.harness import ROOT as HARNESS_ROOT, run_cli, tiny_config
+from tests.support.harness import ROOT as HARNESS_ROOT
+from tests.support.harness import run_cli, tiny_config
 
 ROOT = str(HARNESS_ROOT)
 
@@ -62,15 +63,16 @@ def _config():
 
 
 def _finetuned(tmp_path, spm, kind="classifier", **task):
+    import keras
+
     from albert_tf.checkpoints.finetuned import save_finetuned
     from albert_tf.checkpoints.task_info import TaskInfo
-    from data_pipeline.tokenization.spec import TokenizerSpec
     from albert_tf.modeling.models import (
         AlbertClassifier,
         AlbertMultipleChoice,
         AlbertQuestionAnswering,
     )
-    import keras
+    from data_pipeline.tokenization.spec import TokenizerSpec
 
     keras.utils.set_random_seed(3)
     if kind == "multiple_choice":
@@ -145,6 +147,7 @@ def test_bad_input_has_defined_behaviour(tmp_path, spm):
     """Empty strings, a 20,000-word text, invalid UTF-8 and mixed lengths in one batch:
     no crash; long text is truncated exactly as training truncates it."""
     import tensorflow as tf
+
     from albert_tf.serving.export import build_module
 
     model, directory = _finetuned(tmp_path, spm, text_pair=True)
@@ -173,10 +176,11 @@ def test_bad_input_has_defined_behaviour(tmp_path, spm):
 def test_in_graph_ids_equal_python_on_a_corpus_file(tmp_path, spm, shared_data, corpus):
     """Every line of a real corpus file, English and Chinese, through the exported
     `tokenize` signature: the same ids, mask and segments as training's packing."""
+    import tensorflow as tf
+
     from albert_tf.serving.export import build_module
     from data_pipeline.classification.features import _pack
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
-    import tensorflow as tf
 
     path = shared_data / "corpus" / corpus
     lines = [line for line in open(path, encoding="utf-8").read().splitlines() if line.strip()]
@@ -204,6 +208,7 @@ def _xla_functions(version):
 
 def test_encoder_embed_and_encode(tmp_path, spm):
     import tensorflow as tf
+
     from albert_tf.checkpoints import save_checkpoint
     from albert_tf.modeling.encoder import AlbertEncoder
     from albert_tf.serving.export import export
@@ -248,6 +253,7 @@ def test_encoder_embed_and_encode(tmp_path, spm):
 
 def test_multiple_choice_serving(tmp_path, spm):
     import tensorflow as tf
+
     from albert_tf.serving.export import build_module
     from data_pipeline.classification.examples import MultipleChoiceExample
     from data_pipeline.classification.features import convert_multiple_choice
@@ -300,6 +306,7 @@ def test_pack_pads_a_request_to_its_bucket_not_to_max_seq_length():
     """The SavedModels compute a request at its longest row rounded up to a bucket; the
     ids are the max_seq_length packing's first columns, and the rest was padding."""
     import tensorflow as tf
+
     from albert_tf.serving.text_ops import bucket_length, pack
 
     for longest, max_len, want in [
@@ -326,6 +333,7 @@ def test_by_length_groups_sorted_rows_and_returns_them_in_order():
     bucket, and the results come back in the request's order; for multiple choice a row's
     length is its longest choice."""
     import tensorflow as tf
+
     from albert_tf.serving.text_ops import by_length
     from data_pipeline.length_buckets import bucket_sizes
 

@@ -10,8 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from tests.support.harness import ROOT as HARNESS_ROOT, CLI_ENV, run_cli
 from tests.serving.test_export import _finetuned
+from tests.support.harness import CLI_ENV, run_cli
+from tests.support.harness import ROOT as HARNESS_ROOT
 
 ROOT = str(HARNESS_ROOT)
 
@@ -190,6 +191,7 @@ def test_every_kind_runs_in_a_fresh_interpreter_process_like_the_savedmodel(
 
 def test_invalid_utf8_and_row_counts_are_handled_as_the_savedmodel(exported):
     import tensorflow as tf
+
     from albert_tf.serving.tflite_predict import LiteModel
 
     model = LiteModel(exported["classifier"][2]["float32"])
@@ -205,7 +207,7 @@ def test_invalid_utf8_and_row_counts_are_handled_as_the_savedmodel(exported):
 
 
 def test_metadata_travels_in_the_file(exported, spm):
-    from albert_tf.serving.tflite_predict import LiteModel, SPM_NAME, read_metadata
+    from albert_tf.serving.tflite_predict import SPM_NAME, LiteModel, read_metadata
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     path = exported["classifier"][2]["int8"]
@@ -295,6 +297,7 @@ def test_runner_answers_exactly_one_line_per_input_line(tmp_path, exported):
 
 def test_a_step_litert_cannot_express_fails_loudly_naming_it(tmp_path):
     import tensorflow as tf
+
     from albert_tf.serving.litert import LiteRTError, convert, with_metadata
 
     fn = tf.function(

@@ -280,10 +280,9 @@ def test_export_refuses_a_locked_directory_and_a_failed_write_leaves_nothing(
     """Two exporters would both pick version N: the second fails at once naming the first.
     A save that fails (a full disk) is one OSError line and leaves no version, no temporary
     directory and no lock."""
-    from tests.data_pipeline.io.test_output_lock import _hold
-
     from albert_tf.serving import export as export_module
     from data_pipeline.io.locks import OutputLocked
+    from tests.data_pipeline.io.test_output_lock import _hold
 
     _, directory = finetuned["classifier"]
     out = tmp_path / "serving"

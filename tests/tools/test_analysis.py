@@ -14,8 +14,8 @@ import tensorflow as tf
 
 from albert_tf import AlbertEncoder, AlbertPretrainer, save_checkpoint
 from albert_tf.tools.analysis import CSV_COLUMNS, layer_similarity, main, pretraining_batches
-from tests.support.harness import ROOT, tiny_config
 from data_pipeline.records import AtomicRecordWriter, encode_examples, feature_lengths
+from tests.support.harness import ROOT, tiny_config
 
 SEQ, PREDS = 12, 3
 

@@ -87,6 +87,7 @@ def test_training_batches_are_full_bucketed_shuffled_and_cover_every_example(rec
 def _trainer(tmp_path, name, batches, micro_batch, accum, steps):
     """A Trainer (tiny classifier, no dropout) fed `batches` (a list of dicts, repeated)."""
     import tensorflow as tf
+
     from albert_tf.training import ClassificationTask, Trainer, TrainerConfig
 
     def fn(ctx):

@@ -119,6 +119,7 @@ def _trajectory(optimizer_name, steps=20, peak=1e-2, warmup=5):
     """(ours, reference) weights after every step of `steps` on a tiny grouped ALBERT
     classifier: both get the same gradients (of our model's real loss at our weights)."""
     import tensorflow as tf
+
     from albert_tf.checkpoints import official_name_map
     from albert_tf.modeling.models import AlbertClassifier
     from albert_tf.training.optimization import WarmupPolynomialDecay, create_optimizer
@@ -171,6 +172,7 @@ def test_keras_variants_add_bias_correction():
     keras.optimizers.AdamW (lr·√(1-β2^t)/(1-β1^t)·m/(√v+ε), decoupled decay first) with
     the official exclusions."""
     import tensorflow as tf
+
     from albert_tf.checkpoints import official_name_map
     from albert_tf.modeling.models import AlbertClassifier
     from albert_tf.training.optimization import create_optimizer
@@ -210,6 +212,7 @@ def test_layer_norm_and_bias_are_never_decayed(name):
     """Zero gradients: only weight decay can move a variable. Excluded variables stay
     bit-identical; the others shrink by exactly the official factor."""
     import tensorflow as tf
+
     from albert_tf.checkpoints import official_name_map
     from albert_tf.training.optimization import create_optimizer
 

@@ -92,6 +92,7 @@ def test_under_a_strategy_batches_are_padded_to_one_static_size_and_trimmed_back
     come back; outputs and order equal the host path's. (Two replicas: the mirrored
     run_classifier test compares whole runs.)"""
     import tensorflow as tf
+
     from albert_tf.training.prediction import predict_logits
 
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])

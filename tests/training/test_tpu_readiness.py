@@ -75,6 +75,7 @@ def _task(name):
 def _trainer(tmp_path, name, case, directory):
     """A Trainer whose per-replica step is XLA-compiled (`jit_compile`), as on a TPU."""
     import tensorflow as tf
+
     from albert_tf.training import Trainer, TrainerConfig
 
     data = case["data"]()

@@ -173,6 +173,7 @@ def test_leftover_temp_directories_are_removed_and_a_failed_save_leaves_nothing(
 
 def _classifier_trainer(tmp_path, name, steps=6, dropout=0.1, **kw):
     import tensorflow as tf
+
     from albert_tf.training import ClassificationTask, Trainer, TrainerConfig
 
     rng = np.random.default_rng(0)
@@ -233,6 +234,7 @@ def test_dropout_masks_differ_between_steps_layers_and_calls():
     """The stateless masks are not one mask reused: two calls of one shared layer in a
     scope, two scopes with other seeds, and outside a scope Keras' own dropout."""
     import tensorflow as tf
+
     from albert_tf.modeling.dropout import Dropout, dropout_seed, step_seed
 
     layer = Dropout(0.5)

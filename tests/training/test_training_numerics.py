@@ -43,6 +43,7 @@ def _trainer(
     """A Trainer on `data` (default `_examples()`); `batch` is the micro-batch (global
     batch / accum)."""
     import tensorflow as tf
+
     from albert_tf.training import PretrainingTask, Trainer, TrainerConfig
 
     data = _examples() if data is None else data
@@ -136,6 +137,7 @@ def test_mlm_loss_is_the_official_formula(tmp_path, masked):
     """Official run_pretraining.py: Σ w·nll / (Σ w + 1e-5), in the step and in the report;
     with one masked token the (Σ w)-only mean would be 1e-5 off, relatively."""
     import tensorflow as tf
+
     from albert_tf.training import divisors
 
     data = {k: v[:8].copy() for k, v in _examples().items()}

@@ -14,8 +14,8 @@ import random
 
 import pytest
 
-from tests.support.harness import tiny_config
 from data_pipeline.io import filesystem
+from tests.support.harness import tiny_config
 
 ROOT = f"ram://chain-{os.getpid()}"
 _WORDS = random.Random(0)
@@ -80,10 +80,10 @@ def empty_cwd(tmp_path, monkeypatch):
 
 
 def test_whole_chain_on_ram_filesystem(empty_cwd, capsys):
-    import run_classifier
-    import run_pretraining
     import tensorflow as tf
 
+    import run_classifier
+    import run_pretraining
     from albert_tf.checkpoints.export_encoder import export_encoder
     from data_pipeline.pretraining.data_config import DataConfig
     from data_pipeline.pretraining.local_writer import create_pretraining_data

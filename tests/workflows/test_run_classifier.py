@@ -399,6 +399,7 @@ def test_export_dir_writes_a_serving_model_of_the_fine_tuned_weights(tmp_path, s
     model rebuilt from that directory and the SavedModel (in a fresh process) both give the
     runner's own test-set probabilities; a second export is version 2."""
     import numpy as np
+
     from albert_tf.checkpoints.finetuned import load_finetuned
     from data_pipeline.classification.features import classifier_dataset
     from tests.serving.test_export import client

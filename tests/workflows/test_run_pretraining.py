@@ -803,6 +803,7 @@ def test_init_checkpoint_loads_a_previous_run(workdir, reference):
     # --export_dir: the encoder as a SavedModel that embeds raw text, equal to the weights.
     import tensorflow as tf
     import tensorflow_text  # noqa: F401 (the SentencePiece op a served model uses)
+
     from albert_tf import AlbertConfig, AlbertEncoder, load_checkpoint
 
     assert f"SavedModel: {out / 'serving' / '1'}" in r.stdout

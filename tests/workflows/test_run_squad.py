@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tests.support.harness import run_cli
 from tests.serving.test_export import client
+from tests.support.harness import run_cli
 
 TINY = {
     "vocab_size": 30000,
@@ -151,6 +151,7 @@ def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
         assert answer and context[s:e] == answer
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
+
     from albert_tf.serving.export import build_module
 
     module = build_module("squad", str(export / "1" / "assets.extra" / "finetuned"))

@@ -40,7 +40,6 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_tf.serving.base import Serving, ServingTask
-from albert_tf.serving.text_ops import at_least_one_row, bucket_length, same_rows, valid_utf8
 from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
 from albert_tf.serving.squad_windows import (
     best_per_row,
@@ -51,6 +50,7 @@ from albert_tf.serving.squad_windows import (
     max_context,
     window_rows,
 )
+from albert_tf.serving.text_ops import at_least_one_row, bucket_length, same_rows, valid_utf8
 
 
 def _span_text(context, a, b):

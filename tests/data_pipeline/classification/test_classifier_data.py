@@ -6,8 +6,6 @@ import json
 
 import pytest
 
-from data_pipeline.classification.examples import Example
-from data_pipeline.classification.user_files import discover_labels, read_delimited, read_jsonl
 from data_pipeline.classification.benchmark_files import (
     is_regression,
     label_names,
@@ -15,7 +13,9 @@ from data_pipeline.classification.benchmark_files import (
     read_task_file,
     splits,
 )
+from data_pipeline.classification.examples import Example
 from data_pipeline.classification.multiple_choice import read_multiple_choice_jsonl, read_race
+from data_pipeline.classification.user_files import discover_labels, read_delimited, read_jsonl
 
 # (task, folder under ../shared/data, train count, dev count, test count, label counts dev)
 REAL = [

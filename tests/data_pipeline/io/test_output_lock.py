@@ -17,9 +17,9 @@ import time
 
 import pytest
 
-from tests.support.harness import SHARED_DATA, Cli, run_cli
 from data_pipeline.io.locks import OutputLocked, output_lock, read_lock_holder
 from data_pipeline.records import read_records
+from tests.support.harness import SHARED_DATA, Cli, run_cli
 
 HOST = socket.gethostname()
 TAIL = "); wait for it to finish or use another directory"

@@ -20,7 +20,6 @@ import textwrap
 
 import pytest
 
-from tests.support.harness import CLI_ENV, ROOT, run_cli
 from tests.data_pipeline.pretraining.test_create_pretraining_data import (
     TOOL,
     _need_data,
@@ -31,6 +30,7 @@ from tests.data_pipeline.pretraining.test_create_pretraining_data import (
     make,
     run_tool,
 )
+from tests.support.harness import CLI_ENV, ROOT, run_cli
 
 BEAM_PYTHON = pathlib.Path(os.environ.get("BEAM_PYTHON", ROOT / ".venv-beam" / "bin" / "python"))
 

@@ -15,11 +15,11 @@ import time
 import numpy as np
 import pytest
 
-from tests.support.harness import SHARED_DATA, Cli, run_cli
 from data_pipeline import records as features
 from data_pipeline.pretraining.data_config import DataConfig
 from data_pipeline.pretraining.local_writer import create_pretraining_data
 from data_pipeline.records import read_records
+from tests.support.harness import SHARED_DATA, Cli, run_cli
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 SEQ, PRED = 128, 20
@@ -340,8 +340,9 @@ def test_short_target_scopes(real_run, tmp_path):
 def marked_corpus(tmp_path_factory):
     """Documents of words that are single pieces of the model, each used once in the whole
     corpus, so each token id identifies (document, position)."""
-    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
     import re
+
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     tok = AlbertTokenizer(spm_model())
     words = []

@@ -95,6 +95,7 @@ def test_static_batches_match_records(corpus_records):
 
 def test_input_context_shards_are_disjoint_and_complete(corpus_records):
     import tensorflow as tf
+
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
 
     pattern = os.path.join(corpus_records["static"], "*.tfrecord")
@@ -135,6 +136,7 @@ def test_training_order_is_seeded_and_repeats(corpus_records):
 def test_official_layout_record_feeds_reader(tmp_path):
     """A record as the official tool wrote it (tf.io.TFRecordWriter, no token_boundary)."""
     import tensorflow as tf
+
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
 
     rng = np.random.default_rng(0)
@@ -251,6 +253,7 @@ def test_dynamic_masking_iterator_checkpoints_and_resumes_in_place(corpus_record
     """The trainer checkpoints the input iterator; with dynamic masking (Python state in
     the pipeline) it must still save, and resume at the same record."""
     import tensorflow as tf
+
     from data_pipeline.pretraining.input_pipeline import pretraining_dataset
     from data_pipeline.pretraining.masking import NgramMasker
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer

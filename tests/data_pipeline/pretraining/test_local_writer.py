@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from tests.support.harness import CLI_ENV, ROOT, Cli
+from data_pipeline.records import read_records
 from tests.data_pipeline.pretraining.test_create_pretraining_data import (
     TOOL,
     _need_data,
@@ -26,7 +26,7 @@ from tests.data_pipeline.pretraining.test_create_pretraining_data import (
     digests,
     run_tool,
 )
-from data_pipeline.records import read_records
+from tests.support.harness import CLI_ENV, ROOT, Cli
 
 TIMEOUT = 60  # every failure below ends well within this; a hang would not
 

@@ -9,11 +9,11 @@ import os
 import numpy as np
 import pytest
 
-from tests.support.harness import SHARED_DATA, tiny_config
 from data_pipeline.pretraining.data_config import DataConfig
 from data_pipeline.pretraining.local_writer import create_pretraining_data
-from tests.data_pipeline.pretraining.test_create_pretraining_data import with_flags
 from data_pipeline.records import read_records
+from tests.data_pipeline.pretraining.test_create_pretraining_data import with_flags
+from tests.support.harness import SHARED_DATA, tiny_config
 
 
 @pytest.fixture(scope="module")

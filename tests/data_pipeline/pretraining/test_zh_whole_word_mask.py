@@ -15,7 +15,6 @@ import jieba
 import numpy as np
 import pytest
 
-from tests.support.harness import CLI_ENV, SHARED_DATA, Cli
 from data_pipeline.pretraining import chinese_words
 from data_pipeline.pretraining.data_config import DataConfig
 from data_pipeline.pretraining.local_writer import create_pretraining_data
@@ -27,6 +26,7 @@ from tests.data_pipeline.pretraining.test_create_pretraining_data import (
     load,
     meta_of,
 )
+from tests.support.harness import CLI_ENV, SHARED_DATA, Cli
 
 SEQ, PRED = 128, 20
 

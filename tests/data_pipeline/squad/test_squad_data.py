@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from data_pipeline.squad import evaluation as squad_eval
-from data_pipeline.squad.offsets import OffsetTokenizer
 from data_pipeline.squad.examples import SquadExample, read_squad
 from data_pipeline.squad.features import (
     convert_squad_examples,
@@ -16,6 +15,7 @@ from data_pipeline.squad.features import (
     locate_answer,
     token_span,
 )
+from data_pipeline.squad.offsets import OffsetTokenizer
 from data_pipeline.squad.postprocess import postprocess, predictions_at_threshold
 from tests.support.harness import SHARED_DATA
 
@@ -298,8 +298,8 @@ def test_length_aware_prediction_gives_the_padded_logits_and_answers(tok, shared
     length-grouped too, their labels inside the window."""
     from albert_tf.training.prediction import _forward, predict_logits
     from data_pipeline.length_buckets import LENGTH_BUCKETS, bucket_sizes
-    from data_pipeline.squad.features import PER_TOKEN_FILL, PREDICTION_KEYS
     from data_pipeline.squad.feature_records import squad_features
+    from data_pipeline.squad.features import PER_TOKEN_FILL, PREDICTION_KEYS
 
     source = str(shared_data / "squad" / "dev-v1.1.json")
     examples = read_squad(source)[:480:8]

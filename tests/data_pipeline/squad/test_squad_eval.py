@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from tests.support.harness import run_cli
 from data_pipeline.squad import evaluation as S
+from tests.support.harness import run_cli
 
 
 def _dataset(qas, version=None):

@@ -18,8 +18,8 @@ from data_pipeline.tagging.metrics import (
 )
 
 seqeval_metrics = pytest.importorskip("seqeval.metrics")
-from seqeval.metrics import sequence_labeling, v1  # noqa: E402
 from seqeval import scheme as seqeval_schemes  # noqa: E402
+from seqeval.metrics import sequence_labeling, v1  # noqa: E402
 
 SEQEVAL_SCHEME = {
     "IOB2": seqeval_schemes.IOB2,

@@ -11,8 +11,6 @@ import pathlib
 
 import pytest
 
-from tests.support.harness import run_cli
-
 from data_pipeline.documents import split_sentences
 from data_pipeline.tokenization.sentencepiece_tokenizer import (
     SPECIAL_PIECES,
@@ -27,6 +25,7 @@ from data_pipeline.tokenization.sentencepiece_trainer import (
     vocab_text,
 )
 from data_pipeline.tokenization.train_tokenizer import main
+from tests.support.harness import run_cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 MODULES = (
@@ -387,8 +386,8 @@ def test_wordpiece_vocabulary_covers_its_text_and_reruns_give_the_same_file(
     loads, holding every CJK character of the text with its ## form, that encodes the text
     without [UNK] (words of over 100 characters aside); a rerun, and the command line in
     another process, write the same bytes (Hugging Face's trainer alone does not)."""
-    from data_pipeline.tokenization.wordpiece_trainer import train_wordpiece
     from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
+    from data_pipeline.tokenization.wordpiece_trainer import train_wordpiece
 
     corpus, lines = _wordpiece_corpus(tmp_path, shared_data)
     report = train_wordpiece(str(corpus), str(tmp_path / "a" / "vocab.txt"), 8000)

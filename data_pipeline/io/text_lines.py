@@ -1,5 +1,5 @@
-"""A task file's lines and JSON lines, each error one line naming `file:line`: what every
-classification reader reads its rows through."""
+"""A data file's numbered lines and JSON lines, each error one line naming `file:line`:
+what the task readers (classification, tagging) and the on-device runner read rows through."""
 
 from __future__ import annotations
 

@@ -16,17 +16,15 @@ of data_pipeline.tagging.features).
 
 from __future__ import annotations
 
-import keras
 import tensorflow as tf
 
 from albert_tf.modeling.config import AlbertConfig
-from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.modeling.heads import ClassificationHead
+from albert_tf.modeling.models import AlbertClassifier
 
 IGNORED = -1  # label id of the positions the loss does not count
 
 
-class AlbertTokenClassifier(keras.Model):
+class AlbertTokenClassifier(AlbertClassifier):
     """Encoder + per-token classification head.
 
     Args:
@@ -38,29 +36,11 @@ class AlbertTokenClassifier(keras.Model):
     other keys of a batch are ignored) → {"logits": float32 [batch, seq, num_labels]}.
     """
 
-    def __init__(
-        self,
-        config: AlbertConfig,
-        num_labels: int,
-        dropout: float = 0.1,
-        encoder: AlbertEncoder | None = None,
-        **kwargs,
-    ):
-        kwargs.setdefault("name", "albert_token_classifier")
-        super().__init__(**kwargs)
+    def __init__(self, config: AlbertConfig, num_labels: int, dropout: float = 0.1, **kwargs):
         if num_labels < 1:
             raise ValueError(f"num_labels must be at least 1, got {num_labels}")
-        self.config = config
-        self.num_labels = num_labels
-        self.encoder = encoder if encoder is not None else AlbertEncoder(config)
-        self.classifier_head = ClassificationHead(
-            config, num_labels, dropout, name="classifier_head"
-        )
-
-    def build(self, input_shape=None):
-        if not self.encoder.built:
-            self.encoder.build()
-        self.classifier_head.build()
+        kwargs.setdefault("name", "albert_token_classifier")
+        super().__init__(config, num_labels, dropout, **kwargs)
 
     def call(self, inputs, training=False):
         inputs = {k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids")}

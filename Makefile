@@ -10,6 +10,9 @@ MODEL_GARDEN_VENV := .venv-modelgarden
 MODEL_GARDEN := tf-models-official==2.20.0
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONHASHSEED ?= 0
+# Test processes: one test file per worker at a time (pytest-xdist --dist loadfile, so a
+# file's module fixtures are built once); each worker holds a TensorFlow of ~1-2 GB.
+TEST_WORKERS ?= 2
 
 .PHONY: install install-dev install-beam install-modelgarden demo test test-fast lint format bench bench-model bench-data bench-train bench-serving clean
 
@@ -46,7 +49,7 @@ demo: install
 	$(PY) -m albert_tf.tools.demo
 
 test: install-dev install-beam install-modelgarden
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=20 tests
 
 lint: install-dev
 	$(VENV)/bin/ruff check .
@@ -57,7 +60,7 @@ format: install-dev
 	$(VENV)/bin/ruff format .
 
 test-fast: install-dev
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow" tests
 
 bench: bench-model bench-data bench-train bench-serving
 

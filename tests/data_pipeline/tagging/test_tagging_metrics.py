@@ -51,7 +51,9 @@ def _retag(sentences_tags, scheme):
 def _gold(shared_data, name):
     if name.startswith("conll2003"):
         path = shared_data / "ner" / "conll2003" / "dev.txt"
-        tags = [list(s.tags) for s in read_conll(str(path))]
+        # the first 1,000 of 3,250 dev sentences (14k tokens, every type, 1,735
+        # entities): seqeval, the reference, is pure Python and ten runs a case
+        tags = [list(s.tags) for s in read_conll(str(path))[:1000]]
         scheme = name.split("-")[1] if "-" in name else "IOB2"
         return (tags if scheme == "IOB2" else _retag(tags, scheme)), scheme
     path = shared_data / "ner" / "resume_zh" / "dev.txt"

@@ -303,6 +303,12 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
             for i in range(len(batch)):
                 if meta.get("regression"):
                     yield {"score": float(out["score"][i])}
+                elif meta.get("multi_label"):
+                    probs = out["probabilities"][i]
+                    yield {
+                        "labels": [_text(x) for x in out["label"][i] if _text(x)],
+                        "probabilities": dict(zip(meta["labels"], map(float, probs))),
+                    }
                 else:
                     probs = out["probabilities"][i]
                     yield {

@@ -15,7 +15,9 @@ metric; final figures go to eval_results.json (with `--num_runs`: over seeds).
 (data_pipeline.classification.submission). `--export_dir` writes a SavedModel that takes
 raw text (albert_tf.serving.export), versioned. `--recipe paper` sets the ALBERT paper's
 hyper-parameters for the task (GLUE, RACE; albert_tf.training.recipes) on every flag not
-given, and prints each with its source.
+given, and prints each with its source. `--multi_label` (csv/tsv/jsonl): any number of
+labels an example, sigmoid outputs, thresholds `--threshold` or tuned on a held-out part of
+train (`--tune_thresholds`; albert_tf.runners.multi_label_flags), ranked by micro F1.
 """
 
 from __future__ import annotations

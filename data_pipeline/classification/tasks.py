@@ -10,7 +10,9 @@ files' extension, whether it is multiple choice). Tasks:
     (`metrics.task_metrics`); mnli is evaluated on dev_matched and dev_mismatched.
   the user's own files: csv, tsv, jsonl (`user_files.read_delimited` / `read_jsonl`,
     columns named by the spec), labels discovered from the train file (else the dev file),
-    ranked by accuracy, or by the Pearson/Spearman mean with `regression`;
+    ranked by accuracy, or by the Pearson/Spearman mean with `regression`; with
+    `multi_label`, several labels a row (`multi_label`), ranked by micro F1
+    (`multi_label_metrics`);
   multiple choice: race (RACE JSON), multiple_choice_jsonl (`multiple_choice`);
     `num_choices` logits a question.
 A user file is the spec's `<split>_file`, else `DATA_DIR/<split>.<ext>` (ext: the family's:

@@ -15,7 +15,9 @@ metric; final figures go to eval_results.json (with `--num_runs`: over seeds).
 (data_pipeline.classification.submission). `--export_dir` writes a SavedModel that takes
 raw text (albert_tf.serving.export), versioned. `--recipe paper` sets the ALBERT paper's
 hyper-parameters for the task (GLUE, RACE; albert_tf.training.recipes) on every flag not
-given, and prints each with its source.
+given, and prints each with its source. `--multi_label` (csv/tsv/jsonl): any number of
+labels an example, sigmoid outputs, thresholds `--threshold` or tuned on a held-out part of
+train (`--tune_thresholds`; albert_tf.runners.multi_label_flags), ranked by micro F1.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from absl import flags
 
 from albert_tf.runners import classifier_flags as cf
 from albert_tf.runners import finetuning_flags as ff
+from albert_tf.runners import multi_label_flags as mlf
 from albert_tf.runners.classifier_flags import define_classifier_flags as define_flags
 from albert_tf.runners.predictions import classifier_logits
 from albert_tf.runners.recipe_flags import apply_recipe
@@ -69,14 +72,17 @@ def _main() -> int:
     )  # fmt: skip
     cache = os.path.join(FLAGS.output_dir, "cache")
 
-    def features(split, limit=0):
+    def features(split, limit=0, held_out=None):
         found = task_features(
-            spec, split, inputs.tokenizer, cache, FLAGS.max_seq_length, labels, limit, FLAGS.seed
-        )
+            spec, split, inputs.tokenizer, cache, FLAGS.max_seq_length, labels, limit, FLAGS.seed,
+            held_out,
+        )  # fmt: skip
         print(found.describe(), flush=True)
         return found
 
-    train = features("train", FLAGS.max_train_examples) if FLAGS.do_train else None
+    fit, tune = mlf.held_out_from_flags("fit"), mlf.held_out_from_flags("tune")
+    train = features("train", FLAGS.max_train_examples, fit) if FLAGS.do_train else None
+    tune = features("train", FLAGS.max_train_examples, tune) if tune else None  # thresholds
     dev = {s: features(s) for s in evaluated}
     test = features("test") if FLAGS.do_predict else None
     steps, warmup = ff.finetuning_schedule(train.count if train else 0)
@@ -88,7 +94,9 @@ def _main() -> int:
         trainer_config = trainer_config_from_flags(
             output_dir=output_dir, num_train_steps=steps, num_warmup_steps=warmup, seed=seed
         )
-        results.append(_run_once(spec, inputs, trainer_config, identity, labels, train, dev, test))
+        results.append(
+            _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test, tune)
+        )
     if runs > 1 and FLAGS.do_eval:
         report, line = metrics.seeds_report(spec.name, seeds, [r["eval"] for r in results])
         write_json(os.path.join(FLAGS.output_dir, "eval_results.json"), report)
@@ -97,12 +105,17 @@ def _main() -> int:
     return 0
 
 
-def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) -> dict:
-    """One fine-tuning run (one seed, into trainer_config.output_dir); what it did."""
+def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test, tune) -> dict:
+    """One fine-tuning run (one seed, into trainer_config.output_dir); what it did. `tune`:
+    multi-label, the held-out training features the thresholds are tuned on."""
     from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.runners.export_flags import export_trained_from_flags
     from albert_tf.runners.trainer_flags import setup_run_from_flags
     from albert_tf.training import ClassificationTask, Trainer
+    from albert_tf.training.multi_label import MultiLabelClassificationTask
+    from data_pipeline.classification.multi_label_predictions import (
+        write_multi_label_predictions,
+    )
     from data_pipeline.classification.submission import write_submission
     from data_pipeline.io.atomic import write_json
 
@@ -111,7 +124,8 @@ def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) 
         "run_classifier", trainer_config, albert_config, FLAGS.do_train, buckets, identity,
         labels=labels, train_examples=train.count if train else 0,
     )  # fmt: skip
-    task = ClassificationTask.for_task(albert_config, spec, labels, FLAGS.classifier_dropout)
+    task_class = MultiLabelClassificationTask if spec.multi_label else ClassificationTask
+    task = task_class.for_task(albert_config, spec, labels, FLAGS.classifier_dropout)
     # Without --do_train the trainer only builds its pipeline: any split will do.
     source = train or next(iter(dev.values()), None) or test
 
@@ -122,8 +136,22 @@ def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) 
             length_buckets=buckets,
         )  # fmt: skip
 
+    per_label = {}  # multi-label: the last evaluation's thresholds and F1 per label
+
     def evaluate(model):
-        return spec.evaluate({s: _predict(model, f, run.strategy) for s, f in dev.items()})
+        outputs = {s: _predict(model, f, run.strategy) for s, f in dev.items()}
+        if spec.multi_label:
+            held = _predict(model, tune, run.strategy) if tune else None
+            found, details = mlf.multi_label_evaluation(outputs["dev"], held, labels)
+            per_label.update(details)
+            return found
+        return spec.evaluate(outputs)
+
+    def thresholds():
+        """Multi-label: each label's threshold, as the final model's last evaluation found
+        (tuned when asked: training evaluates at its end), else --threshold."""
+        found = per_label.get("thresholds") or {}
+        return tuple(found.get(name, FLAGS.threshold) for name in labels)
 
     trainer = Trainer(
         task, trainer_config, run.strategy, train_fn, init_checkpoint=FLAGS.init_checkpoint,
@@ -136,8 +164,15 @@ def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) 
         result["eval"] = trainer.evaluate()
         report = {"task": spec.name, "seed": trainer_config.seed, "step": trainer.step}
         report.update(final=result["eval"], best=trainer.best_record())
+        report.update(per_label)  # multi-label: "thresholds" and "f1" of each label
         write_json(os.path.join(run.output_dir, "eval_results.json"), report)
-    if FLAGS.do_predict:
+    if FLAGS.do_predict and spec.multi_label:
+        logits = _predict(trainer.model, test, run.strategy)[0]
+        path = write_multi_label_predictions(
+            run.output_dir, spec.name, spec.read("test"), logits, labels, thresholds()
+        )
+        print(f"predictions: {path}", flush=True)
+    elif FLAGS.do_predict:
         logits = _predict(trainer.model, test, run.strategy)[0]
         names = spec.output_names(labels)
         tsv, jsonl = write_submission(run.output_dir, spec.name, spec.read("test"), logits, names)
@@ -147,8 +182,9 @@ def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) 
         if trainer_config.output_dir != FLAGS.output_dir:
             export_dir = os.path.join(export_dir, os.path.basename(run.output_dir))
         serving = spec.serving_task(
-            labels, source.text_pair, source.max_seq_length, FLAGS.do_lower_case, trainer.step
-        )
+            labels, source.text_pair, source.max_seq_length, FLAGS.do_lower_case, trainer.step,
+            thresholds() if spec.multi_label else None,
+        )  # fmt: skip
         info = TaskInfo.build(**serving)
         paths = export_trained_from_flags(trainer.model, export_dir, info, inputs.tokenizer_spec)
         result["export_dir"] = paths[0]

@@ -12,7 +12,8 @@ the layout of the Chinese ALBERTs on the Hugging Face hub (AlbertModel weights r
 BertTokenizer): `AutoTokenizer.from_pretrained(DIR)` loads it and gives our ids.
 
   a fine-tuned model directory  classifier → AlbertForSequenceClassification (id2label from
-                                the labels; regression: one output, problem_type regression),
+                                the labels; regression: one output, problem_type regression;
+                                multi-label: problem_type multi_label_classification),
                                 multiple_choice → AlbertForMultipleChoice, squad →
                                 AlbertForQuestionAnswering (which has no pooler: not written)
   a pretraining checkpoint      → AlbertForPreTraining (MLM decoder tied to the embeddings)
@@ -97,6 +98,8 @@ def transformers_files(model, task) -> tuple[dict, dict]:
             config["label2id"] = {label: i for i, label in enumerate(labels)}
             if regression:
                 config["problem_type"] = "regression"
+            elif task.details.multi_label:
+                config["problem_type"] = "multi_label_classification"
     return config, official_to_transformers(official)
 
 

@@ -153,7 +153,8 @@ def config_from_transformers(hf: dict, source: str = "config.json") -> AlbertCon
 def transformers_task(hf: dict, source: str = "config.json") -> dict | None:
     """The fine-tuning task a Hugging Face config describes (its `architectures`), as
     task.json fields: {"kind", "labels", "regression"} for a classifier (labels from
-    `id2label` in id order; one output or problem_type "regression" is a regression),
+    `id2label` in id order; one output or problem_type "regression" is a regression;
+    problem_type "multi_label_classification": "multi_label", thresholds 0.5),
     {"kind": "multiple_choice"}, {"kind": "squad"}; None for a pretraining or bare model."""
     architectures = hf.get("architectures") or []
     for name in architectures:
@@ -169,8 +170,10 @@ def transformers_task(hf: dict, source: str = "config.json") -> dict | None:
         return {"kind": kind}
     id2label = hf.get("id2label") or {str(i): f"LABEL_{i}" for i in range(hf.get("num_labels", 2))}
     labels = [id2label[k] for k in sorted(id2label, key=int)]
-    regression = len(labels) == 1 or hf.get("problem_type") == "regression"
-    return {"kind": "classifier", "labels": [] if regression else labels, "regression": regression}
+    multi_label = hf.get("problem_type") == "multi_label_classification"
+    regression = not multi_label and (len(labels) == 1 or hf.get("problem_type") == "regression")
+    task = {"kind": "classifier", "labels": [] if regression else labels, "regression": regression}
+    return dict(task, multi_label=True) if multi_label else task
 
 
 def read_transformers_config(directory: str) -> dict:

@@ -10,6 +10,7 @@ from absl import flags
 
 from albert_tf.runners.export_flags import define_export_format_flags
 from albert_tf.runners.finetuning_flags import check_finetuning_flags, define_finetuning_flags
+from albert_tf.runners.multi_label_flags import check_multi_label_flags, define_multi_label_flags
 from data_pipeline.cli import config_from_flags, define_flags_from, setting
 
 FLAGS = flags.FLAGS
@@ -35,6 +36,13 @@ class ClassificationTaskSettings:
     label_column: str = setting("label", "csv/tsv/jsonl: label column.")
     regression: bool = setting(False, "csv/tsv/jsonl: the label is a number (MSE).")
     num_choices: int = setting(4, "race/multiple_choice_jsonl: choices per question.", minimum=1)
+    multi_label: bool = setting(
+        False,
+        "csv/tsv/jsonl: any number of labels an example (sigmoid + binary cross-entropy; "
+        "--threshold, --tune_thresholds), the label column holding them separated by "
+        "--label_delimiter (jsonl: or a JSON list).",
+    )
+    label_delimiter: str = setting(",", "--multi_label: what separates the labels of a cell.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +80,7 @@ def define_classifier_flags() -> None:
     define_finetuning_flags(learning_rate=3e-5, max_seq_length=512, num_train_epochs=3.0)
     define_flags_from(ClassificationTaskSettings, FLAGS)
     define_flags_from(ClassifierSettings, FLAGS)
+    define_multi_label_flags()
     define_export_format_flags()
     flags.mark_flags_as_required(["task_name", "output_dir"])
 
@@ -92,5 +101,6 @@ def check_something_to_do() -> None:
 
 def check_classifier_flags() -> None:
     """run_classifier.py's up-front checks: the fine-tuning checks (every range, this
-    runner's too)."""
+    runner's too), the multi-label flags'."""
     check_finetuning_flags(FLAGS.do_train)
+    check_multi_label_flags()

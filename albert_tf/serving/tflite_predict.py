@@ -10,7 +10,8 @@ Input, one example per line (UTF-8; invalid bytes become U+FFFD, as in the Saved
   squad            {"question": ..., "context": ...}
   encoder          a sentence
 Output: exactly one JSON object per input line, in order, each with its input line number
-`"line"` (label and probabilities; choice; answer with character offsets; pooled output).
+`"line"` (label and probabilities; a multi-label classifier's: "labels", those at or over
+their thresholds; choice; answer with character offsets; pooled output).
 Lines are split at "\n" only (a trailing "\r" is dropped): U+2028, form feeds and the other
 characters str.splitlines() would split at stay inside their line. An empty line (nothing
 but whitespace) is answered `{"line": N}`, never dropped, so answer i is input line i.
@@ -303,6 +304,12 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
             for i in range(len(batch)):
                 if meta.get("regression"):
                     yield {"score": float(out["score"][i])}
+                elif meta.get("multi_label"):
+                    probs = out["probabilities"][i]
+                    yield {
+                        "labels": [_text(x) for x in out["label"][i] if _text(x)],
+                        "probabilities": dict(zip(meta["labels"], map(float, probs))),
+                    }
                 else:
                     probs = out["probabilities"][i]
                     yield {

@@ -14,7 +14,8 @@ class Example:
     guid: "<split>-<n>": n is the file's index/id column where there is one (GLUE test
       predictions are submitted by it), else the 0-based row number.
     text_a, text_b: the texts (text_b None for single-sentence tasks).
-    label: a label name (str), a float score (regression), or None (test files).
+    label: a label name (str), a float score (regression), a tuple of names (multi-label),
+      or None (test files).
     line: the line of the file where the example starts (for error messages; None: not
       read from a file). Not part of the example's value (equality ignores it).
     """

@@ -24,6 +24,7 @@ import os
 import numpy as np
 
 from data_pipeline.classification.examples import choice_text
+from data_pipeline.classification.multi_label import multi_hot
 from data_pipeline.io import filesystem
 from data_pipeline.records import cached_features, fingerprint, record_dataset
 
@@ -54,10 +55,16 @@ def _pack(tokenizer, a, b, max_seq_length, stats=None):
 
 
 def convert_examples(
-    examples, tokenizer, max_seq_length: int, labels: list[str] | None, stats: dict | None = None
+    examples,
+    tokenizer,
+    max_seq_length: int,
+    labels: list[str] | None,
+    stats: dict | None = None,
+    multi_label: bool = False,
 ):
     """Examples (`examples.Example`) → {input_ids, input_mask, segment_ids [N, S],
-    label_ids [N] (int64 class index, or float32 score when `labels` is None)}.
+    label_ids [N] (int64 class index, or float32 score when `labels` is None; with
+    `multi_label`: float32 multi-hot [N, L], `multi_label.multi_hot`)}.
     `stats["truncated"]` counts the examples that did not fit max_seq_length;
     `stats["text_pair"]` says whether any sequence has a second segment."""
     texts_a = tokenizer.encode_batch([e.text_a for e in examples])
@@ -69,17 +76,21 @@ def convert_examples(
         ids.append(x)
         mask.append(m)
         seg.append(s)
+        if multi_label:
+            continue
         if e.label is None:
             label_ids.append(0)
         elif index is None:
             label_ids.append(float(e.label))
         else:
             label_ids.append(index[str(e.label)])
+    if multi_label:
+        label_ids = multi_hot(examples, labels)
     return {
         "input_ids": np.array(ids, np.int64),
         "input_mask": np.array(mask, np.int64),
         "segment_ids": np.array(seg, np.int64),
-        "label_ids": np.array(label_ids, np.float32 if index is None else np.int64),
+        "label_ids": np.array(label_ids, np.float32 if index is None or multi_label else np.int64),
     }
 
 
@@ -122,9 +133,11 @@ def classifier_dataset(
     input_context=None,
     drop_remainder: bool = True,
     length_buckets=None,
+    multi_hot: int = 0,
 ):
     """Batches of {input_ids, input_mask, segment_ids: int32 [B, S] (or [B, C, S]),
-    label_ids: int32 or float32 [B], example_index int32 [B]}.
+    label_ids: int32 or float32 [B] (float32 [B, L] with `multi_hot` = L labels),
+    example_index int32 [B]}.
 
     `length_buckets` (e.g. data_pipeline.length_buckets.LENGTH_BUCKETS; None: every batch
     padded to max_seq_length): examples of similar length are batched together, S being
@@ -140,7 +153,9 @@ def classifier_dataset(
         k: tf.io.FixedLenFeature([size], tf.int64)
         for k in ("input_ids", "input_mask", "segment_ids")
     }
-    spec["label_ids"] = tf.io.FixedLenFeature([1], tf.float32 if regression else tf.int64)
+    spec["label_ids"] = tf.io.FixedLenFeature(
+        [multi_hot or 1], tf.float32 if regression or multi_hot else tf.int64
+    )
     spec["example_index"] = tf.io.FixedLenFeature([1], tf.int64)
 
     def parse(records):
@@ -150,8 +165,9 @@ def classifier_dataset(
             for k in ("input_ids", "input_mask", "segment_ids")
         }
         out["label_ids"] = (
+            f["label_ids"] if multi_hot else
             f["label_ids"][:, 0] if regression else tf.cast(f["label_ids"][:, 0], tf.int32)
-        )
+        )  # fmt: skip
         out["example_index"] = tf.cast(f["example_index"][:, 0], tf.int32)
         return out
 
@@ -170,7 +186,8 @@ class TaskFeatures:
     max_seq_length and num_choices (None: not multiple choice): the records' shape;
     regression: float scores for labels; text_pair: whether any sequence has a second
     segment; info: what the conversion found (truncated, subset_of); reused: read from
-    the cache rather than converted."""
+    the cache rather than converted; multi_label: the number of labels of the multi-hot
+    label_ids (0: one label id a record)."""
 
     task: str
     split: str
@@ -182,6 +199,7 @@ class TaskFeatures:
     text_pair: bool
     info: dict
     reused: bool
+    multi_label: int = 0
 
     def describe(self) -> str:
         """One line: counts, truncation, and where the records are."""
@@ -197,8 +215,9 @@ class TaskFeatures:
     def dataset(self, batch_size: int, **options):
         """`classifier_dataset` of these records (their own shape and label kind)."""
         return classifier_dataset(
-            self.path, batch_size, self.max_seq_length, self.regression, self.num_choices, **options
-        )
+            self.path, batch_size, self.max_seq_length, self.regression, self.num_choices,
+            multi_hot=self.multi_label, **options,
+        )  # fmt: skip
 
 
 def task_features(
@@ -210,10 +229,12 @@ def task_features(
     labels: list[str] | None,
     max_examples: int = 0,
     seed: int = 0,
+    held_out=None,
 ) -> TaskFeatures:
     """The features of `split` of the task `spec` (a `tasks.TaskSpec`), from the cache
     `cache_dir/<task>-<split>` or converted into it. `max_examples` > 0 keeps that many
-    examples at most, drawn at random with `seed` (learning curves, low-resource runs).
+    examples at most, drawn at random with `seed` (learning curves, low-resource runs);
+    `held_out` (a `held_out.HeldOut`) then keeps its part of them only.
     A missing file is a FileNotFoundError naming it."""
     source = spec.source(split)
     if not filesystem.exists(source):
@@ -231,6 +252,8 @@ def task_features(
         columns=[spec.text_a_column, spec.text_b_column, spec.label_column],
         cache_format=CACHE_FORMAT,
         **({"subset": subset, "subset_seed": seed} if subset else {}),
+        **({"multi_label": spec.label_delimiter} if spec.multi_label else {}),
+        **(held_out.key() if held_out else {}),
     )
     info = {"truncated": 0}
 
@@ -241,6 +264,8 @@ def task_features(
             info["subset_of"] = len(examples)
             keep = np.random.default_rng(seed).choice(len(examples), subset, replace=False)
             examples = [examples[i] for i in sorted(keep)]
+        if held_out:
+            examples = held_out.select(examples)
         info.update(
             max_seq_length=max_seq_length,
             num_choices=choices,
@@ -248,13 +273,14 @@ def task_features(
         )
         if choices:
             return convert_multiple_choice(examples, tokenizer, max_seq_length, choices, info)
-        return convert_examples(examples, tokenizer, max_seq_length, labels, info)
+        return convert_examples(examples, tokenizer, max_seq_length, labels, info, spec.multi_label)
 
-    base = os.path.join(cache_dir, f"{spec.name}-{split}")
+    part = f"{split}-{held_out.part}" if held_out else split
+    base = os.path.join(cache_dir, f"{spec.name}-{part}")
     path, count, reused = cached_features(base, key, build, info)
     return TaskFeatures(
         spec.name,
-        split,
+        part,
         path,
         count,
         info["max_seq_length"],
@@ -263,4 +289,5 @@ def task_features(
         bool(info.get("text_pair")),
         info,
         reused,
+        len(labels) if spec.multi_label else 0,
     )

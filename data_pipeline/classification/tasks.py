@@ -10,7 +10,9 @@ files' extension, whether it is multiple choice). Tasks:
     (`metrics.task_metrics`); mnli is evaluated on dev_matched and dev_mismatched.
   the user's own files: csv, tsv, jsonl (`user_files.read_delimited` / `read_jsonl`,
     columns named by the spec), labels discovered from the train file (else the dev file),
-    ranked by accuracy, or by the Pearson/Spearman mean with `regression`;
+    ranked by accuracy, or by the Pearson/Spearman mean with `regression`; with
+    `multi_label`, several labels a row (`multi_label`), ranked by micro F1
+    (`multi_label_metrics`);
   multiple choice: race (RACE JSON), multiple_choice_jsonl (`multiple_choice`);
     `num_choices` logits a question.
 A user file is the spec's `<split>_file`, else `DATA_DIR/<split>.<ext>` (ext: the family's:
@@ -23,7 +25,13 @@ import dataclasses
 import os
 from collections.abc import Callable
 
-from data_pipeline.classification import benchmark_files, metrics, multiple_choice, user_files
+from data_pipeline.classification import (
+    benchmark_files,
+    metrics,
+    multi_label,
+    multiple_choice,
+    user_files,
+)
 from data_pipeline.io import filesystem
 
 
@@ -58,6 +66,7 @@ def _delimited(delimiter: str) -> Callable[[TaskSpec, str, str], list]:
             delimiter,
             spec.regression,
             unlabeled=split.startswith("test"),
+            label_delimiter=spec.label_delimiter if spec.multi_label else None,
         )
 
     return read
@@ -65,8 +74,9 @@ def _delimited(delimiter: str) -> Callable[[TaskSpec, str, str], list]:
 
 def _jsonl(spec: TaskSpec, split: str, path: str) -> list:
     return user_files.read_jsonl(
-        path, spec.text_a_column, spec.text_b_column, spec.label_column, spec.regression
-    )
+        path, spec.text_a_column, spec.text_b_column, spec.label_column, spec.regression,
+        spec.label_delimiter if spec.multi_label else None,
+    )  # fmt: skip
 
 
 FAMILIES: dict[str, TaskFamily] = {
@@ -92,6 +102,8 @@ class TaskSpec:
       for single sentences).
     regression: csv/tsv/jsonl: the label is a number (GLUE: the task decides; sts-b is).
     num_choices: multiple-choice tasks: logits a question (options padded to it).
+    multi_label: csv/tsv/jsonl: any number of labels an example (`multi_label`: sigmoid
+      outputs, thresholds, micro F1 ranks); label_delimiter separates them in a cell.
     """
 
     name: str
@@ -104,9 +116,18 @@ class TaskSpec:
     label_column: str = "label"
     regression: bool = False
     num_choices: int = 4
+    multi_label: bool = False
+    label_delimiter: str = ","
 
     def __post_init__(self):
         object.__setattr__(self, "name", self.name.lower())
+        if self.multi_label and (self.regression or self.name not in ("csv", "tsv", "jsonl")):
+            raise ValueError(
+                f"--multi_label is for the csv, tsv and jsonl tasks without --regression, "
+                f"not task {self.name}{' with --regression' if self.regression else ''}"
+            )
+        if self.multi_label and not self.label_delimiter:
+            raise ValueError("--label_delimiter must not be empty")
 
     @property
     def family(self) -> TaskFamily:
@@ -148,6 +169,8 @@ class TaskSpec:
     @property
     def best_metric(self) -> str:
         """The metric that ranks checkpoints (higher is better)."""
+        if self.multi_label:
+            return "micro_f1"
         if self.user_files:
             return "corr" if self.is_regression else "accuracy"
         return metrics.primary_metric(self.name)
@@ -181,7 +204,10 @@ class TaskSpec:
         for split in ("train", "dev"):
             path = self.source(split)
             if filesystem.exists(path):
-                return user_files.discover_labels(self.read(split, path))
+                found = self.read(split, path)
+                if self.multi_label:
+                    return multi_label.discover_labels(found)
+                return user_files.discover_labels(found)
         raise FileNotFoundError(f"no train or dev file to discover the labels of {self.name} from")
 
     def check_labels(
@@ -199,10 +225,13 @@ class TaskSpec:
             examples = self.read(split, path)
         known = set(labels)
         for e in examples:
-            if e.label is not None and str(e.label) not in known:
+            if e.label is None:
+                continue
+            bad = multi_label.unknown_label(e, known) if self.multi_label else str(e.label)
+            if bad is not None and bad not in known:
                 raise ValueError(
-                    f"{path}:{e.line or '?'}: label {str(e.label)!r} is not one of the "
-                    f"training labels {labels}"
+                    f"{path}:{e.line or '?'}: label {bad!r} is not one of the training labels "
+                    f"{labels}"
                 )
 
     def output_names(self, labels: list[str] | None) -> list[str] | None:
@@ -228,11 +257,19 @@ class TaskSpec:
         return result
 
     def serving_task(
-        self, labels, text_pair: bool, max_seq_length: int, do_lower_case: bool, step: int
+        self,
+        labels,
+        text_pair: bool,
+        max_seq_length: int,
+        do_lower_case: bool,
+        step: int,
+        thresholds: tuple[float, ...] | None = None,
     ) -> dict:
         """The task.json of the exported model (albert_tf.serving): what it predicts and
-        how it tokenizes."""
+        how it tokenizes (multi-label: each label's decision threshold, `thresholds`)."""
+        multi = {"multi_label": True, "thresholds": thresholds} if self.multi_label else {}
         return {
+            **multi,
             "kind": "multiple_choice" if self.choices else "classifier",
             "task_name": self.name,
             "text_pair": bool(self.choices) or text_pair,

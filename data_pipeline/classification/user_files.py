@@ -16,6 +16,7 @@ import io
 from collections.abc import Sequence
 
 from data_pipeline.classification.examples import Example
+from data_pipeline.classification.multi_label import parse_labels
 from data_pipeline.io import filesystem
 from data_pipeline.io.text_lines import json_object, numbered_lines
 
@@ -28,6 +29,7 @@ def read_delimited(
     delimiter: str = ",",
     regression: bool = False,
     unlabeled: bool = False,
+    label_delimiter: str | None = None,
 ) -> list[Example]:
     """Examples from a csv (delimiter ",", CSV quoting) or tsv (delimiter "\\t", split on
     tabs only, as GLUE) file whose first row names the columns.
@@ -38,6 +40,8 @@ def read_delimited(
       regression: labels are parsed as floats.
       unlabeled: a header without `label_column` is a file without labels (test files),
         not an error.
+      label_delimiter: multi-label: the label cell holds names separated by it, read by
+        `multi_label.parse_labels` into a tuple (None: one label a row).
     """
     with filesystem.open(path, "rb") as f:
         data = f.read()
@@ -78,7 +82,9 @@ def read_delimited(
             raise ValueError(
                 f"{path}:{number}: {len(fields)} fields, expected {len(header)} as in the header"
             )
-        examples.append(_make_example(path, number, len(examples), fields, index, regression))
+        examples.append(
+            _make_example(path, number, len(examples), fields, index, regression, label_delimiter)
+        )
     if not examples:
         raise ValueError(f"{path}: no examples (only a header)")
     return examples
@@ -98,9 +104,11 @@ def _numbered_rows(path, reader):
         start = reader.line_num + 1
 
 
-def _make_example(path, number, n, values, index, regression):
+def _make_example(path, number, n, values, index, regression, label_delimiter=None):
     label = None
-    if "label_column" in index:
+    if "label_column" in index and label_delimiter is not None:
+        label = parse_labels(values[index["label_column"]], label_delimiter, path, number)
+    elif "label_column" in index:
         raw = values[index["label_column"]]
         if raw is None or (isinstance(raw, str) and not raw.strip()):
             raise ValueError(f"{path}:{number}: empty label")
@@ -133,8 +141,10 @@ def read_jsonl(
     text_b_column: str | None = None,
     label_column: str | None = None,
     regression: bool = False,
+    label_delimiter: str | None = None,
 ) -> list[Example]:
-    """Examples from JSON lines, one object a line; the columns are its keys."""
+    """Examples from JSON lines, one object a line; the columns are its keys (multi-label,
+    `label_delimiter` given: the label is a JSON list of names, or names delimited)."""
     index = {
         flag: name
         for flag, name in (
@@ -154,7 +164,9 @@ def read_jsonl(
                 raise ValueError(
                     f"{path}:{number}: {flag}={name!r} is not a key; the object has {sorted(obj)}"
                 )
-        examples.append(_make_example(path, number, len(examples), obj, index, regression))
+        examples.append(
+            _make_example(path, number, len(examples), obj, index, regression, label_delimiter)
+        )
     if not examples:
         raise ValueError(f"{path}: no examples (the file is empty)")
     return examples

@@ -1,5 +1,5 @@
-"""The classifier kind (run_classifier's GLUE and csv/tsv/jsonl tasks, regression included):
-labels in the head's output order, pair or single sentence."""
+"""The classifier kind (run_classifier's GLUE and csv/tsv/jsonl tasks, regression and
+multi-label included): labels in the head's output order, pair or single sentence."""
 
 from __future__ import annotations
 
@@ -11,12 +11,20 @@ from albert_tf.checkpoints.task_kinds.kind import TaskKind
 @dataclasses.dataclass(frozen=True)
 class ClassifierFields:
     """labels: the head's outputs in order ([] for regression: one score); text_pair:
-    whether the model was trained on sentence pairs (its serving signature takes text_b)."""
+    whether the model was trained on sentence pairs (its serving signature takes text_b);
+    multi_label: one sigmoid a label, every label at or over its threshold is predicted;
+    thresholds: multi-label: each label's threshold on its probability (() : 0.5 each)."""
 
     task_name: str | None = None
     labels: tuple[str, ...] = ()
     regression: bool = False
     text_pair: bool = True
+    multi_label: bool = False
+    thresholds: tuple[float, ...] = ()
+
+    def decision_thresholds(self) -> tuple[float, ...]:
+        """Multi-label: each label's threshold (0.5 where none is recorded)."""
+        return self.thresholds or tuple(0.5 for _ in self.labels)
 
 
 def _model(config, fields: ClassifierFields):
@@ -29,6 +37,16 @@ def _model(config, fields: ClassifierFields):
 def _check(fields: ClassifierFields) -> None:
     if not fields.regression and not fields.labels:
         raise ValueError("a classifier needs 'labels' (or 'regression': true)")
+    if fields.thresholds and not fields.multi_label:
+        raise ValueError("'thresholds' are for a multi-label classifier ('multi_label': true)")
+    if fields.multi_label and fields.regression:
+        raise ValueError("a classifier is not both 'multi_label' and 'regression'")
+    if fields.thresholds and len(fields.thresholds) != len(fields.labels):
+        raise ValueError(
+            f"'thresholds' has {len(fields.thresholds)} values for {len(fields.labels)} labels"
+        )
+    if any(not 0 < t < 1 for t in fields.thresholds):
+        raise ValueError(f"'thresholds' must be in (0, 1), not {list(fields.thresholds)}")
 
 
 KIND = TaskKind(

@@ -19,6 +19,10 @@ _SCALARS = {
     "tuple[str, ...]": lambda v: (
         isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v)
     ),
+    "tuple[float, ...]": lambda v: (
+        isinstance(v, (list, tuple))
+        and all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in v)
+    ),
 }
 
 
@@ -33,6 +37,8 @@ def json_value(name: str, annotation: str, value):
         if check and check(value):
             if option == "tuple[str, ...]":
                 return tuple(value)
+            if option == "tuple[float, ...]":
+                return tuple(float(x) for x in value)
             if option in ("int", "float"):
                 return int(value) if option == "int" else float(value)
             return value

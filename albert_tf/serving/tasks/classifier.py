@@ -1,6 +1,8 @@
 """The classifier's serving modules: the SavedModel (`ClassifierServing`: text in, label and
 probabilities out, rows computed in length-sorted groups) and the LiteRT file
-(`LiteClassifier`), and their builders (`TASK`)."""
+(`LiteClassifier`), and their builders (`TASK`). A multi-label classifier returns each
+label's sigmoid probability and the labels at or over their thresholds
+(`multi_label_outputs`)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,30 @@ from albert_tf.serving.base import LiteModule, Serving, ServingTask, string_spec
 from albert_tf.serving.text_ops import at_least_one_row, by_length, pack, same_rows
 
 
-def classifier_outputs(logits, labels, regression: bool) -> dict:
+def multi_label_outputs(logits, labels, thresholds) -> dict:
+    """A multi-label classifier's outputs from float32 logits [B, L] and thresholds [L]:
+    probabilities (sigmoid) [B, L], logits, predicted int32 [B, L] (1: probability ≥ the
+    label's threshold) and label string [B, L] (the label's name where predicted, ""
+    elsewhere; a gather, which LiteRT runs)."""
+    probabilities = tf.sigmoid(logits)
+    over = probabilities >= thresholds
+    count = tf.shape(labels)[0]
+    names = tf.concat([labels, tf.constant([""])], 0)
+    index = tf.where(over, tf.range(count)[None, :], tf.fill(tf.shape(over), count))
+    return {
+        "probabilities": probabilities,
+        "logits": logits,
+        "predicted": tf.cast(over, tf.int32),
+        "label": tf.gather(names, index),
+    }
+
+
+def classifier_outputs(logits, labels, regression: bool, thresholds=None) -> dict:
     """The classifier signature's outputs from float32 logits [B, L]: probabilities,
-    logits and label (a string of `labels`), or score [B] for regression."""
+    logits and label (a string of `labels`), or score [B] for regression;
+    `multi_label_outputs` when `thresholds` [L] are given."""
+    if thresholds is not None:
+        return multi_label_outputs(logits, labels, thresholds)
     if regression:
         return {"score": logits[:, 0]}
     return {
@@ -24,11 +47,13 @@ def classifier_outputs(logits, labels, regression: bool) -> dict:
 
 class ClassifierServing(Serving):
     """serving_default(text_a [B] (, text_b [B])) → probabilities [B, L], label [B],
-    logits [B, L] (regression: score [B]); tokenize."""
+    logits [B, L] (regression: score [B]; multi-label, `thresholds` [L] given:
+    `multi_label_outputs`); tokenize."""
 
-    def __init__(self, model, text, max_seq_length, labels, regression, text_pair):
+    def __init__(self, model, text, max_seq_length, labels, regression, text_pair, thresholds=None):
         super().__init__(model, text, max_seq_length)
         self.regression = regression
+        self.thresholds = None if thresholds is None else tf.constant(thresholds, tf.float32)
         self.labels = tf.constant(labels or [""])
         self.text_pair = text_pair
 
@@ -44,7 +69,7 @@ class ClassifierServing(Serving):
             length_aware=True,
         )
         logits = by_length(self._logits, *ids, self.max_seq_length)[:batch]
-        return classifier_outputs(logits, self.labels, self.regression)
+        return classifier_outputs(logits, self.labels, self.regression, self.thresholds)
 
     def signatures(self):
         if self.text_pair:
@@ -67,14 +92,18 @@ class ClassifierServing(Serving):
 
 
 class LiteClassifier(LiteModule):
-    def __init__(self, model, tokenizer, max_seq_length, labels, regression, text_pair, **kw):
+    def __init__(
+        self, model, tokenizer, max_seq_length, labels, regression, text_pair, thresholds=None,
+        **kw,
+    ):  # fmt: skip
         super().__init__(model, tokenizer, max_seq_length, **kw)
         self.labels = tf.constant(list(labels or [""]))
         self.regression, self.text_pair = regression, text_pair
+        self.thresholds = None if thresholds is None else tf.constant(thresholds, tf.float32)
 
     def _classify(self, ids):
         logits = tf.cast(self._forward(*ids)["logits"], tf.float32)
-        return classifier_outputs(logits, self.labels, self.regression)
+        return classifier_outputs(logits, self.labels, self.regression, self.thresholds)
 
     def functions(self):
         if self.text_pair:
@@ -101,7 +130,13 @@ def _saved_model(resolved):
         fields.labels,
         fields.regression,
         fields.text_pair,
+        _thresholds(fields),
     )
+
+
+def _thresholds(fields):
+    """[L] thresholds of a multi-label classifier, None otherwise."""
+    return list(fields.decision_thresholds()) if fields.multi_label else None
 
 
 def _litert(resolved, fixed_length: bool):
@@ -114,6 +149,7 @@ def _litert(resolved, fixed_length: bool):
         labels,
         fields.regression,
         fields.text_pair,
+        _thresholds(fields),
         fixed_length=fixed_length,
     )
     meta = {
@@ -121,6 +157,8 @@ def _litert(resolved, fixed_length: bool):
         "regression": fields.regression,
         "text_pair": fields.text_pair,
     }
+    if fields.multi_label:
+        meta.update(multi_label=True, thresholds=_thresholds(fields))
     return module, meta, {}
 
 

@@ -35,7 +35,7 @@ MODULES = """
     albert_tf/runners/run_setup.py albert_tf/runners/checks.py albert_tf/serving/export.py
     albert_tf/serving/litert.py albert_tf/serving/saved_model.py albert_tf/serving/resolve.py
     albert_tf/serving/export_dir.py albert_tf/checkpoints/task_info.py
-    run_pretraining.py run_classifier.py run_squad.py
+    run_pretraining.py run_classifier.py run_squad.py run_ner.py albert_tf/runners/ner_flags.py
 """.split()
 
 PLAIN = {

@@ -36,6 +36,10 @@ def _commands(shards, out):
             "run_squad.py", f"--output_dir={out}", "--preset=base", "--do_train",
             "--train_file", *shards,
         ],
+        "run_ner": [
+            "run_ner.py", f"--output_dir={out}", "--preset=base", "--do_train",
+            "--train_file", *shards,
+        ],
         "train_tokenizer": [
             "-m", "data_pipeline.tokenization.train_tokenizer", *expanded,
             f"--model_prefix={out}/spm",
@@ -60,6 +64,9 @@ def test_stray_arguments_are_refused(shards, tmp_path):
         assert errors == [expected], (name, run.report())
         assert run.stderr.rstrip("\n").splitlines()[-1] == errors[0], run.report()
     assert runs["train_tokenizer"].returncode == 2  # the module tools' bad command line
-    assert {runs[n].returncode for n in ("run_pretraining", "run_classifier", "run_squad")} == {1}
+    codes = {
+        runs[n].returncode for n in ("run_pretraining", "run_classifier", "run_squad", "run_ner")
+    }
+    assert codes == {1}
     assert not out.exists()  # nothing written
     assert sorted(os.listdir(tmp_path)) == ["data"]

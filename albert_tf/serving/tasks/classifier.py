@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from albert_tf.serving import classifier_windows as cw
 from albert_tf.serving.base import LiteModule, Serving, ServingTask, string_spec
+from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
 from albert_tf.serving.text_ops import at_least_one_row, by_length, pack, same_rows
 
 
@@ -24,15 +26,40 @@ def classifier_outputs(logits, labels, regression: bool) -> dict:
 
 class ClassifierServing(Serving):
     """serving_default(text_a [B] (, text_b [B])) → probabilities [B, L], label [B],
-    logits [B, L] (regression: score [B]); tokenize."""
+    logits [B, L] (regression: score [B]); tokenize. `fields` with a doc_stride: each
+    text_a read as the windows training made, their outputs combined (classifier_windows)."""
 
-    def __init__(self, model, text, max_seq_length, labels, regression, text_pair):
+    def __init__(self, model, text, max_seq_length, labels, regression, text_pair, fields=None):
         super().__init__(model, text, max_seq_length)
         self.regression = regression
         self.labels = tf.constant(labels or [""])
         self.text_pair = text_pair
+        self.windows = fields if fields is not None and fields.doc_stride else None
+        self.max_windows = (fields and fields.max_windows) or DEFAULT_MAX_WINDOWS
+
+    def classify_windows(self, text):
+        """The per-document outputs of long texts [B] (classifier_windows)."""
+        w, S = self.windows, self.max_seq_length
+        text = at_least_one_row(cw.check_text_bytes(text, self.max_windows, S))
+        ids = self._ids(text)
+        counts = cw.window_counts(
+            tf.cast(ids.row_lengths(), tf.int32), S - 2, w.doc_stride, w.max_document_windows
+        )
+        total = tf.reduce_sum(counts)
+        message = tf.strings.format(
+            cw.windows_message("{}", "{}", self.max_windows, S), [total, tf.size(counts)]
+        )
+        with tf.control_dependencies([tf.debugging.Assert(total <= self.max_windows, [message])]):
+            counts = tf.identity(counts)
+        inputs, row = cw.windowed_inputs(ids, S - 2, w.doc_stride, counts, self.cls_id, self.sep_id)
+        logits = by_length(self._logits, *inputs, S)
+        return cw.aggregate(logits, row, tf.size(counts), w.aggregate)
 
     def classify(self, text_a, text_b):
+        if self.windows is not None:  # (single texts: text_b is never given)
+            batch = tf.shape(text_a)[0]
+            logits = self.classify_windows(text_a)[:batch]
+            return classifier_outputs(logits, self.labels, self.regression)
         text_a, text_b = same_rows(text_a=text_a, text_b=text_b)
         batch = tf.shape(text_a)[0]
         ids = pack(
@@ -101,11 +128,17 @@ def _saved_model(resolved):
         fields.labels,
         fields.regression,
         fields.text_pair,
+        fields,
     )
 
 
 def _litert(resolved, fixed_length: bool):
     fields = resolved.task.details
+    if fields.doc_stride:  # (a file that truncated would answer other documents than the runner)
+        raise ValueError(
+            "on-device files of long-document classifiers (doc_stride) are not written; "
+            "export the savedmodel format"
+        )
     labels = list(fields.labels or [""])
     module = LiteClassifier(
         resolved.model,

@@ -243,6 +243,7 @@ def task_features(
         cache_format=CACHE_FORMAT,
         **({"subset": subset, "subset_seed": seed} if subset else {}),
         **({"windows": windows.fingerprint()} if windows and windows.enabled else {}),
+        **({"windows_shuffled": seed} if windows and windows.enabled and split == "train" else {}),
     )
     info = {"truncated": 0}
 
@@ -259,8 +260,9 @@ def task_features(
             regression=labels is None and not choices,
         )
         if windows and windows.enabled and not choices:
+            shuffle = seed if split == "train" else None  # (long_documents: training order)
             return convert_windowed(
-                examples, tokenizer, max_seq_length, labels, windows, info, source
+                examples, tokenizer, max_seq_length, labels, windows, info, source, shuffle
             )
         if choices:
             return convert_multiple_choice(examples, tokenizer, max_seq_length, choices, info)

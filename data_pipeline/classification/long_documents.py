@@ -12,7 +12,10 @@ one-line error naming its file and line, as is a multiple-choice task.
 
 Training: every window is an example carrying its document's label, as the BERT/ALBERT
 long-document baselines do (a window without the signal is noise the model averages out;
-aggregation at evaluation makes that noise cheap). Evaluation and prediction: a document's
+aggregation at evaluation makes that noise cheap). The training windows are written in an
+order shuffled with the run's seed: a document's windows are many and consecutive, and a
+file sorted by label (movie_reviews is) would otherwise fill the reader's shuffle buffer
+(10,000 records) with one label for thousands of steps. Evaluation and prediction: a document's
 window logits [w, L] become one row [L] (`aggregate`):
   mean_logits  the mean of the windows' logits (regression: the mean score);
   max_prob     log of the largest probability each class reaches in any window, so that a
@@ -96,6 +99,7 @@ def convert_windowed(
     windows: DocumentWindows,
     stats: dict,
     source: str = "?",
+    shuffle_seed: int | None = None,
 ) -> dict:
     """Examples (`examples.Example`, single texts) → {input_ids, input_mask, segment_ids
     [W, S], label_ids [W]}: every document's windows in order, each with the document's
@@ -103,7 +107,9 @@ def convert_windowed(
     `stats["document_windows"]` (windows of each document, [D] ints), `stats["windowed"]`
     (documents of more than one window), `stats["truncated"]` (documents whose windows
     beyond `max_document_windows` were dropped) and `stats["text_pair"]` (False).
-    A text_b is a ValueError naming `source`:line."""
+    `shuffle_seed` (training): the windows in an order shuffled with it instead
+    (`stats["shuffled"]`: no per-document aggregation then). A text_b is a ValueError
+    naming `source`:line."""
     for e in examples:
         if e.text_b:
             raise ValueError(
@@ -132,12 +138,17 @@ def convert_windowed(
         input_ids[i, : len(row)] = row
         input_mask[i, : len(row)] = 1
     stats.update(document_windows=counts, windowed=windowed, truncated=truncated, text_pair=False)
-    return {
+    out = {
         "input_ids": input_ids,
         "input_mask": input_mask,
         "segment_ids": np.zeros_like(input_ids),
         "label_ids": np.array(label_ids, np.float32 if index is None else np.int64),
     }
+    if shuffle_seed is None:
+        return out
+    stats["shuffled"] = True
+    order = np.random.default_rng(shuffle_seed).permutation(len(rows))
+    return {k: v[order] for k, v in out.items()}
 
 
 def aggregate_logits(logits: np.ndarray, counts, how: str) -> np.ndarray:
@@ -164,5 +175,7 @@ def document_outputs(logits, label_ids, info: dict, how: str):
     counts = info.get("document_windows")
     if counts is None:
         return logits, label_ids
+    if info.get("shuffled"):
+        raise ValueError("these windows are shuffled (training records): no per-document outputs")
     first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     return aggregate_logits(logits, counts, how), np.asarray(label_ids)[first]

@@ -68,6 +68,18 @@ def test_windows_cover_every_piece_with_the_documents_label(shared_data, tok):
     assert capped["truncated"] == len(examples)
     np.testing.assert_array_equal(g["input_ids"][:2], f["input_ids"][:2])
     assert document_spans(1000, S, stride, 3) == doc_spans(1000, S - 2, stride)[:3]
+    # Training order: the same windows shuffled with the seed (a label-sorted file would
+    # otherwise fill the reader's shuffle buffer with one label), never aggregated.
+    shuffled = {}
+    h = convert_windowed(examples, tok, S, ["neg", "pos"], DocumentWindows(stride), shuffled, "", 3)
+    assert shuffled["shuffled"] and shuffled["document_windows"] == counts
+    key = lambda rows: sorted(map(tuple, rows))  # noqa: E731
+    assert key(h["input_ids"]) == key(f["input_ids"])
+    assert not np.array_equal(h["input_ids"], f["input_ids"])
+    pairs = lambda g: sorted(zip(map(tuple, g["input_ids"]), g["label_ids"]))  # noqa: E731
+    assert pairs(h) == pairs(f)
+    with pytest.raises(ValueError, match="shuffled"):
+        document_outputs(np.zeros((len(h["label_ids"]), 2)), h["label_ids"], shuffled, "max_prob")
 
 
 def test_pairs_and_bad_settings_are_one_line_errors(tok):

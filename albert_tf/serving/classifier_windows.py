@@ -5,37 +5,18 @@ model run on every window, the windows' logits combined per document, in the gra
 A request's windows are one flat list [W, S] (row by row, window by window: W is the sum
 of its rows' windows, not rows × the longest's), scored in length-sorted groups
 (text_ops.by_length); every tensor is linear in the request's windows. The request may
-need at most `max_windows` windows and `max_request_bytes` bytes of text (the limits
-squad_limits sets for SQuAD requests, with the same default): beyond either, an
-InvalidArgumentError naming the limit and the request's size, the bytes checked before
-any tokenization.
+need at most `max_windows` windows and `max_request_bytes` bytes of text
+(classifier_limits): beyond either, an InvalidArgumentError naming the limit and the
+request's size, the bytes checked before any tokenization.
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from albert_tf.serving.squad_limits import BYTES_PER_WINDOW_POSITION, max_request_bytes
+from albert_tf.serving.classifier_limits import bytes_message, windows_message
+from albert_tf.serving.squad_limits import max_request_bytes
 from albert_tf.serving.squad_windows import window_rows
-
-
-def bytes_message(size, max_windows: int, max_seq_length: int) -> str:
-    """The error of a request of `size` bytes of text ("{}" for tf.strings.format)."""
-    return (
-        f"the request holds {size} bytes of text; this classifier reads at most "
-        f"{max_request_bytes(max_windows, max_seq_length):,} per request "
-        f"({BYTES_PER_WINDOW_POSITION} per position of its max_windows={max_windows} windows "
-        f"of {max_seq_length} tokens); send fewer or shorter texts"
-    )
-
-
-def windows_message(windows, rows, max_windows: int, max_seq_length: int) -> str:
-    """The error of a request whose `rows` texts need `windows` windows."""
-    return (
-        f"the request needs {windows} windows of {max_seq_length} tokens for its {rows} "
-        f"texts; this classifier reads at most max_windows={max_windows} windows per "
-        "request; send fewer or shorter texts"
-    )
 
 
 def check_text_bytes(text, max_windows: int, max_seq_length: int):
@@ -45,6 +26,17 @@ def check_text_bytes(text, max_windows: int, max_seq_length: int):
     check = tf.debugging.Assert(size <= max_request_bytes(max_windows, max_seq_length), [message])
     with tf.control_dependencies([check]):
         return tf.identity(text)
+
+
+def check_windows(counts, max_windows: int, max_seq_length: int):
+    """`counts` (int32 [B], each text's windows) after an InvalidArgumentError unless their
+    sum is at most `max_windows`."""
+    total = tf.reduce_sum(counts)
+    message = tf.strings.format(
+        windows_message("{}", "{}", max_windows, max_seq_length), [total, tf.size(counts)]
+    )
+    with tf.control_dependencies([tf.debugging.Assert(total <= max_windows, [message])]):
+        return tf.identity(counts)
 
 
 def window_counts(pieces, room: int, doc_stride: int, max_document_windows: int = 0):

@@ -97,3 +97,30 @@ def test_a_request_beyond_its_window_limit_is_one_error(tmp_path, spm, shared_da
         tf.errors.InvalidArgumentError, match="bytes of text; this classifier reads at most 4,608"
     ):
         module.classify(tf.constant(["x" * 5000]), tf.constant([""]))
+
+
+def test_litert_runner_windows_as_the_python_path(tmp_path, spm, shared_data):  # noqa: F811
+    """The on-device file takes the windows' ids; tflite_predict cuts the windows (the
+    runner's Python code) and combines them: equal to the Python path, limits one line."""
+    from albert_tf.serving.export import export_tflite
+    from albert_tf.serving.tflite_predict import LiteModel, answer_lines
+    from data_pipeline.classification.long_documents import DocumentWindows
+
+    windows = DocumentWindows(STRIDE, 0, "max_prob")
+    model, directory = _finetuned(
+        tmp_path, spm, max_seq_length=S, doc_stride=STRIDE, aggregate="max_prob", max_windows=200
+    )
+    (path,) = export_tflite("classifier", directory, str(tmp_path / "lite"))
+    lite = LiteModel(path, num_threads=1)
+    assert lite.metadata["doc_stride"] == STRIDE and lite.metadata["max_windows"] == 200
+    texts = _texts(shared_data)[-4:]  # two long reviews (142 windows), two short texts
+    expected, _ = _python_path(model, spm, texts, windows)
+    out = lite.classify(texts)
+    np.testing.assert_allclose(out["logits"], expected, atol=1e-4)
+    assert list(out["label"]) == [["negative", "positive"][i] for i in expected.argmax(-1)]
+    lines = list(answer_lines(lite, texts[-2:], 2, "in.txt"))
+    assert [r["line"] for r in lines] == [1, 2] and lines[0]["label"] in ("negative", "positive")
+    with pytest.raises(
+        ValueError, match=r"in.txt:1-4: the request needs \d+ windows .* max_windows=200"
+    ):
+        list(answer_lines(lite, _texts(shared_data)[:4], 4, "in.txt"))

@@ -45,12 +45,7 @@ class ClassifierServing(Serving):
         counts = cw.window_counts(
             tf.cast(ids.row_lengths(), tf.int32), S - 2, w.doc_stride, w.max_document_windows
         )
-        total = tf.reduce_sum(counts)
-        message = tf.strings.format(
-            cw.windows_message("{}", "{}", self.max_windows, S), [total, tf.size(counts)]
-        )
-        with tf.control_dependencies([tf.debugging.Assert(total <= self.max_windows, [message])]):
-            counts = tf.identity(counts)
+        counts = cw.check_windows(counts, self.max_windows, S)
         inputs, row = cw.windowed_inputs(ids, S - 2, w.doc_stride, counts, self.cls_id, self.sep_id)
         logits = by_length(self._logits, *inputs, S)
         return cw.aggregate(logits, row, tf.size(counts), w.aggregate)
@@ -134,11 +129,8 @@ def _saved_model(resolved):
 
 def _litert(resolved, fixed_length: bool):
     fields = resolved.task.details
-    if fields.doc_stride:  # (a file that truncated would answer other documents than the runner)
-        raise ValueError(
-            "on-device files of long-document classifiers (doc_stride) are not written; "
-            "export the savedmodel format"
-        )
+    if fields.doc_stride:
+        return _litert_windows(resolved, fixed_length, fields)
     labels = list(fields.labels or [""])
     module = LiteClassifier(
         resolved.model,
@@ -155,6 +147,33 @@ def _litert(resolved, fixed_length: bool):
         "text_pair": fields.text_pair,
     }
     return module, meta, {}
+
+
+def _litert_windows(resolved, fixed_length: bool, fields):
+    """A long-document classifier's file: logits of windows the on-device runner cut
+    (albert_tf.serving.tflite_predict, with the Python windows of the runner), as SQuAD's
+    file (`LiteSquad`: ids in, model outputs out; the SentencePiece model in its
+    metadata)."""
+    from albert_tf.serving.tasks.squad import LiteSquad
+    from albert_tf.serving.tflite_predict import SPM_NAME
+
+    if resolved.tokenizer.is_wordpiece:
+        raise ValueError(
+            "on-device long-document classifiers of WordPiece models are not written (their "
+            "runner windows text with the SentencePiece model the file carries); export the "
+            "savedmodel format"
+        )
+    meta = {
+        "labels": [] if fields.regression else list(fields.labels),
+        "regression": fields.regression,
+        "text_pair": False,
+        "doc_stride": fields.doc_stride,
+        "max_document_windows": fields.max_document_windows,
+        "aggregate": fields.aggregate,
+        "max_windows": fields.max_windows or DEFAULT_MAX_WINDOWS,
+    }
+    module = LiteSquad(resolved.model, resolved.max_seq_length, fixed_length)
+    return module, meta, {SPM_NAME: resolved.python_tokenizer.model_proto}
 
 
 TASK = ServingTask(saved_model=_saved_model, litert=_litert)

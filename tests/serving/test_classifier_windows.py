@@ -35,6 +35,7 @@ def _python_path(model, spm_path, texts, windows):
     return aggregate_logits(logits, stats["document_windows"], windows.aggregate), stats
 
 
+@pytest.mark.slow  # an export and a fresh client process
 def test_windowed_savedmodel_equals_the_python_path_on_movie_reviews(tmp_path, spm, shared_data):  # noqa: F811
     import tensorflow as tf
 
@@ -99,6 +100,7 @@ def test_a_request_beyond_its_window_limit_is_one_error(tmp_path, spm, shared_da
         module.classify(tf.constant(["x" * 5000]), tf.constant([""]))
 
 
+@pytest.mark.slow  # a LiteRT conversion
 def test_litert_runner_windows_as_the_python_path(tmp_path, spm, shared_data):  # noqa: F811
     """The on-device file takes the windows' ids; tflite_predict cuts the windows (the
     runner's Python code) and combines them: equal to the Python path, limits one line."""

@@ -5,6 +5,8 @@ evaluation on the cached windows, the export's task.json saying how to window.""
 
 import json
 
+import pytest
+
 from tests.support.harness import run_cli
 from tests.workflows.test_run_classifier import TINY
 
@@ -44,6 +46,7 @@ def _run(tmp_path, shared_data, out, *extra):
     )
 
 
+@pytest.mark.slow  # three runner processes and an export (~1 min on 2 quiet cores)
 def test_windows_train_evaluate_predict_and_export_per_document(tmp_path, shared_data):
     (tmp_path / "data").mkdir()
     _slice(shared_data, tmp_path / "data", 8)

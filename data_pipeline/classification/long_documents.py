@@ -22,6 +22,10 @@ window logits [w, L] become one row [L] (`aggregate`):
                softmax of it gives those maxima renormalized (its argmax: the class some
                window is most sure of). Not for regression.
 Metrics, submission files and the serving outputs are then per document, never per window.
+The default, mean_logits, is the measured better one: movie_reviews dev accuracy 0.780
+against max_prob's 0.715 (truncation to 128 tokens: 0.590), one seed, 900 steps at batch
+32 from scratch, 128-token windows every 64 (experiments/long_documents_quality.py); at 300
+steps neither windowed run had learned yet (0.500, truncation 0.640).
 """
 
 from __future__ import annotations

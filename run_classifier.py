@@ -43,9 +43,13 @@ def main(argv):
 
 
 def _predict(model, features, strategy):
-    """(logits, label_ids) of `features` with the flags' batch size and buckets."""
+    """(logits, label_ids) of `features` with the flags' batch size and buckets; per
+    document when they are windows (--doc_stride)."""
+    from data_pipeline.classification.long_documents import document_outputs
+
     buckets = ff.length_buckets_from_flags()
-    return classifier_logits(model, features, FLAGS.eval_batch_size, buckets, strategy)
+    out = classifier_logits(model, features, FLAGS.eval_batch_size, buckets, strategy)
+    return document_outputs(*out, features.info, FLAGS.aggregate)
 
 
 def _main() -> int:
@@ -62,6 +66,8 @@ def _main() -> int:
     # Everything is checked before the first write (the feature cache in OUTPUT_DIR/cache).
     inputs = ff.finetuning_inputs_from_flags(cf.check_classifier_flags)
     spec = cf.classification_task_from_flags()
+    windows = cf.document_windows_from_flags()
+    windows.check_task(spec.choices is not None, spec.is_regression, spec.multi_label)
     labels = spec.labels()
     evaluated = spec.dev_splits if FLAGS.do_eval or FLAGS.do_train else []
     for split in evaluated + (["test"] if FLAGS.do_predict else []):
@@ -69,13 +75,14 @@ def _main() -> int:
     identity = ff.checked_identity(
         "run_classifier", spec.name, inputs, labels, spec.source("train"),
         max_seq_length=FLAGS.max_seq_length, max_train_examples=FLAGS.max_train_examples,
+        **(windows.fingerprint() if windows.enabled else {}),
     )  # fmt: skip
     cache = os.path.join(FLAGS.output_dir, "cache")
 
     def features(split, limit=0, held_out=None):
         found = task_features(
             spec, split, inputs.tokenizer, cache, FLAGS.max_seq_length, labels, limit, FLAGS.seed,
-            held_out,
+            held_out, windows,
         )  # fmt: skip
         print(found.describe(), flush=True)
         return found
@@ -185,6 +192,8 @@ def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test, 
             labels, source.text_pair, source.max_seq_length, FLAGS.do_lower_case, trainer.step,
             thresholds() if spec.multi_label else None,
         )  # fmt: skip
+        if source.info.get("document_windows") is not None:
+            serving.update(cf.document_windows_from_flags().task_fields())
         info = TaskInfo.build(**serving)
         paths = export_trained_from_flags(trainer.model, export_dir, info, inputs.tokenizer_spec)
         result["export_dir"] = paths[0]

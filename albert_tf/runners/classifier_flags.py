@@ -11,6 +11,7 @@ from absl import flags
 from albert_tf.runners.export_flags import define_export_format_flags
 from albert_tf.runners.finetuning_flags import check_finetuning_flags, define_finetuning_flags
 from albert_tf.runners.multi_label_flags import check_multi_label_flags, define_multi_label_flags
+from data_pipeline.classification.long_documents import DocumentWindows
 from data_pipeline.cli import config_from_flags, define_flags_from, setting
 
 FLAGS = flags.FLAGS
@@ -81,6 +82,7 @@ def define_classifier_flags() -> None:
     define_flags_from(ClassificationTaskSettings, FLAGS)
     define_flags_from(ClassifierSettings, FLAGS)
     define_multi_label_flags()
+    define_flags_from(DocumentWindows, FLAGS)  # --doc_stride, --max_document_windows, --aggregate
     define_export_format_flags()
     flags.mark_flags_as_required(["task_name", "output_dir"])
 
@@ -90,6 +92,11 @@ def classification_task_from_flags():
     from data_pipeline.classification.tasks import TaskSpec
 
     return config_from_flags(TaskSpec, FLAGS, name=FLAGS.task_name)
+
+
+def document_windows_from_flags() -> DocumentWindows:
+    """How long texts are read (--doc_stride 0: truncated, the default)."""
+    return config_from_flags(DocumentWindows, FLAGS)
 
 
 def check_something_to_do() -> None:

@@ -60,8 +60,8 @@ def check_python_request(
     bytes, then their windows as data_pipeline.squad.features.convert_squad_examples lays them
     out (tokenized once more here, a cost linear in the text, so that the quadratic-time
     features of a huge context are never built)."""
-    from data_pipeline.squad.features import doc_spans
     from data_pipeline.squad.offsets import offset_tokenizer
+    from data_pipeline.windows import doc_spans
 
     size = sum(len(ex.question.encode()) + len(ex.context.encode()) for ex in examples)
     if size > max_request_bytes(max_windows, max_seq_length):

@@ -3,7 +3,7 @@ over the few windows that can hold a token, the model run a group of windows at 
 and the request's limit.
 
 The SQuAD SavedModel (albert_tf.serving.tasks.squad) windows each context as the runner does
-(data_pipeline.squad.features.doc_spans). A request's windows are one flat list [W, S] (W =
+(data_pipeline.windows.doc_spans). A request's windows are one flat list [W, S] (W =
 the sum of its rows' windows, row by row, window by window), not a [rows, most windows]
 grid: a batch of one long and many short contexts costs its windows, not rows × the
 longest's windows. The most-context rule looks, for a token, only at the windows that can

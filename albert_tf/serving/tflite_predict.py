@@ -38,6 +38,7 @@ import numpy as np
 METADATA_NAME = "albert_metadata"  # (albert_tf.serving.litert writes these)
 SPM_NAME = "albert_spm_model"
 FORMAT = "albert-litert/1"
+_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
 def read_metadata(path: str) -> dict:
@@ -82,7 +83,7 @@ class LiteModel:
         self.task = self.metadata["task"]
         self._drop_nul = self.metadata.get("tokenizer") == "wordpiece"
         options = dict(model_path=path, num_threads=num_threads or os.cpu_count() or 1)
-        if self.task == "squad":
+        if self.task == "squad" or self.metadata.get("doc_stride"):  # ids in: windows here
             from ai_edge_litert.interpreter import Interpreter
 
             self.interpreter = Interpreter(**options)
@@ -123,7 +124,12 @@ class LiteModel:
     # --- tasks ------------------------------------------------------------------------
 
     def classify(self, text_a, text_b=None) -> dict:
-        """probabilities [B, L], logits, label [B] (regression: score [B])."""
+        """probabilities [B, L], logits, label [B] (regression: score [B]); a long-document
+        file's per document (`classify_documents`)."""
+        if self.metadata.get("doc_stride"):
+            if text_b is not None and any(_text(b) for b in text_b):
+                raise ValueError("this model classifies single texts; text_b was given")
+            return self.classify_documents(text_a)
         inputs = {"text_a": self._text_in(text_a)}
         if self.metadata.get("text_pair"):
             inputs["text_b"] = self._text_in(text_b if text_b is not None else [""] * len(text_a))
@@ -131,6 +137,58 @@ class LiteModel:
             raise ValueError("this model classifies single sentences; text_b was given")
         self._rows(**inputs)
         return self.run(**inputs)
+
+    def classify_documents(self, texts, batch_size: int = 32) -> dict:
+        """A long-document file's outputs: each text cut into the windows run_classifier's
+        --doc_stride made (data_pipeline.classification.long_documents), the windows' logits
+        combined per text. ValueError beyond the file's limits (classifier_limits) before
+        the model runs."""
+        from albert_tf.serving.classifier_limits import check_python_request, check_python_windows
+        from data_pipeline.classification.examples import Example
+        from data_pipeline.classification.long_documents import (
+            DocumentWindows,
+            aggregate_logits,
+            convert_windowed,
+        )
+
+        m, texts = self.metadata, [_text(t) for t in texts]
+        S, limit = m["max_seq_length"], int(m["max_windows"])
+        check_python_request(texts, limit, S)
+        windows = DocumentWindows(m["doc_stride"], m["max_document_windows"], m["aggregate"])
+        stats = {}
+        examples = [Example(str(i), t, None, None) for i, t in enumerate(texts)]
+        labels = m["labels"] or None
+        features = convert_windowed(examples, self._python_tokenizer(), S, labels, windows, stats)
+        check_python_windows(stats["document_windows"], limit, S)
+        logits = []
+        for first in range(0, len(features["input_ids"]), batch_size):
+            rows = slice(first, first + batch_size)
+            length = S if m["fixed_length"] else int(features["input_mask"][rows].sum(1).max())
+            batch = {k: features[k][rows, :length].astype(np.int32) for k in _INPUTS}
+            logits.append(self.run(**batch)["logits"].astype(np.float32))
+        n = len(texts)
+        width = max(len(m["labels"]), 1)
+        out = aggregate_logits(np.concatenate(logits), stats["document_windows"], m["aggregate"])
+        out = out.reshape(n, width)
+        if m.get("regression"):
+            return {"score": out[:, 0]}
+        probs = np.exp(out - out.max(-1, keepdims=True))
+        labels = np.array(m["labels"], dtype=object)
+        return {
+            "probabilities": probs / probs.sum(-1, keepdims=True),
+            "logits": out,
+            "label": labels[out.argmax(-1)] if n else labels[:0],
+        }
+
+    def _python_tokenizer(self):
+        """The AlbertTokenizer of the SentencePiece model the file carries."""
+        from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
+
+        m = self.metadata
+        with tempfile.NamedTemporaryFile(suffix=".model") as f:
+            f.write(self._spm_model)
+            f.flush()
+            return AlbertTokenizer(f.name, m["do_lower_case"], m.get("keep_accents", False))
 
     def tokenize(self, text_a, text_b) -> dict:
         self._rows(text_a=text_a, text_b=text_b)
@@ -202,13 +260,9 @@ class LiteModel:
         from albert_tf.serving.squad_limits import check_python_request
         from data_pipeline.squad.features import convert_squad_examples
         from data_pipeline.squad.postprocess import postprocess, postprocess_beam
-        from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
         m = self.metadata
-        with tempfile.NamedTemporaryFile(suffix=".model") as f:
-            f.write(self._spm_model)
-            f.flush()
-            tokenizer = AlbertTokenizer(f.name, m["do_lower_case"], m.get("keep_accents", False))
+        tokenizer = self._python_tokenizer()
         if max_windows is not None:
             check_python_request(
                 examples,
@@ -300,7 +354,12 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
             parts = [line.split("\t", 1) if meta.get("text_pair") else [line] for line in batch]
             a = [p[0] for p in parts]
             b = [p[1] if len(p) > 1 else "" for p in parts] if meta.get("text_pair") else None
-            out = model.classify(a, b)
+            try:
+                out = model.classify(a, b)
+            except ValueError as e:  # (a long-document file's limits): which lines
+                lines_of = f"{numbered[first][0]}-{numbered[first + len(batch) - 1][0]}"
+                where = str(numbered[first][0]) if len(batch) == 1 else lines_of
+                raise ValueError(f"{source}:{where}: {e}") from None
             for i in range(len(batch)):
                 if meta.get("regression"):
                     yield {"score": float(out["score"][i])}

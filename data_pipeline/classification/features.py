@@ -24,6 +24,7 @@ import os
 import numpy as np
 
 from data_pipeline.classification.examples import choice_text
+from data_pipeline.classification.long_documents import convert_windowed
 from data_pipeline.classification.multi_label import multi_hot
 from data_pipeline.io import filesystem
 from data_pipeline.records import cached_features, fingerprint, record_dataset
@@ -205,6 +206,14 @@ class TaskFeatures:
         """One line: counts, truncation, and where the records are."""
         of = f" (drawn from {self.info['subset_of']:,})" if self.info.get("subset_of") else ""
         unit = "sequences" if self.num_choices else "examples"
+        if "document_windows" in self.info:  # long documents (long_documents)
+            docs = len(self.info["document_windows"])
+            return (
+                f"{self.task} {self.split}: {docs:,} documents{of} in {self.count:,} windows "
+                f"of max_seq_length={self.max_seq_length}, {self.info['windowed']:,} of more "
+                f"than one, {self.info['truncated']:,} cut to --max_document_windows "
+                f"({'cached' if self.reused else 'converted'}: {self.path})"
+            )
         return (
             f"{self.task} {self.split}: {self.count:,} examples{of}, "
             f"{self.info.get('truncated', 0):,} {unit} truncated to max_seq_length="
@@ -230,12 +239,17 @@ def task_features(
     max_examples: int = 0,
     seed: int = 0,
     held_out=None,
+    windows=None,
 ) -> TaskFeatures:
     """The features of `split` of the task `spec` (a `tasks.TaskSpec`), from the cache
     `cache_dir/<task>-<split>` or converted into it. `max_examples` > 0 keeps that many
     examples at most, drawn at random with `seed` (learning curves, low-resource runs);
-    `held_out` (a `held_out.HeldOut`) then keeps its part of them only.
+    `held_out` (a `held_out.HeldOut`) then keeps its part of them only. `windows` (a
+    long_documents.DocumentWindows, enabled): long texts as windows.
     A missing file is a FileNotFoundError naming it."""
+    # Windows trained on are stored shuffled; evaluated ones (dev, test, the held-out
+    # tune part of train) in document order, to be combined per document.
+    trained = split == "train" and (held_out is None or held_out.part == "fit")
     source = spec.source(split)
     if not filesystem.exists(source):
         raise FileNotFoundError(f"{spec.name} {split} file not found: {source}")
@@ -254,6 +268,8 @@ def task_features(
         **({"subset": subset, "subset_seed": seed} if subset else {}),
         **({"multi_label": spec.label_delimiter} if spec.multi_label else {}),
         **(held_out.key() if held_out else {}),
+        **({"windows": windows.fingerprint()} if windows and windows.enabled else {}),
+        **({"windows_shuffled": seed} if windows and windows.enabled and trained else {}),
     )
     info = {"truncated": 0}
 
@@ -271,6 +287,12 @@ def task_features(
             num_choices=choices,
             regression=labels is None and not choices,
         )
+        if windows and windows.enabled and not choices:
+            shuffle = seed if trained else None  # (long_documents: training order)
+            return convert_windowed(
+                examples, tokenizer, max_seq_length, labels, windows, info, source, shuffle,
+                spec.multi_label,
+            )  # fmt: skip
         if choices:
             return convert_multiple_choice(examples, tokenizer, max_seq_length, choices, info)
         return convert_examples(examples, tokenizer, max_seq_length, labels, info, spec.multi_label)

@@ -24,6 +24,7 @@ import numpy as np
 
 from data_pipeline.squad.examples import SquadExample
 from data_pipeline.squad.offsets import offset_tokenizer
+from data_pipeline.windows import doc_spans
 
 
 def locate_answer(context: str, answer: dict, stats: collections.Counter) -> tuple[int, int] | None:
@@ -79,17 +80,6 @@ PER_TOKEN_FILL = {
     "token_start_char": 0,
     "token_end_char": 0,
 }
-
-
-def doc_spans(num_tokens: int, max_tokens: int, doc_stride: int) -> list[tuple[int, int]]:
-    """(start, length) windows over `num_tokens` context tokens, as BERT/ALBERT."""
-    spans, start = [], 0
-    while True:
-        length = min(num_tokens - start, max_tokens)
-        spans.append((start, length))
-        if start + length >= num_tokens:
-            return spans
-        start += min(length, doc_stride)
 
 
 def _is_max_context(spans, span_index: int, position: int) -> bool:

@@ -26,6 +26,15 @@ class ClassifierFields:
         """Multi-label: each label's threshold (0.5 where none is recorded)."""
         return self.thresholds or tuple(0.5 for _ in self.labels)
 
+    # Long documents (data_pipeline.classification.long_documents): windows every
+    # doc_stride pieces (0: truncation), the first max_document_windows of a document (0:
+    # all), combined by `aggregate`; max_windows: the most windows one serving request may
+    # need (None: albert_tf.serving.squad_limits.DEFAULT_MAX_WINDOWS).
+    doc_stride: int = 0
+    max_document_windows: int = 0
+    aggregate: str = "mean_logits"
+    max_windows: int | None = None
+
 
 def _model(config, fields: ClassifierFields):
     from albert_tf.modeling.models import AlbertClassifier
@@ -47,6 +56,15 @@ def _check(fields: ClassifierFields) -> None:
         )
     if any(not 0 < t < 1 for t in fields.thresholds):
         raise ValueError(f"'thresholds' must be in (0, 1), not {list(fields.thresholds)}")
+    from data_pipeline.classification.long_documents import DocumentWindows
+
+    DocumentWindows(fields.doc_stride, fields.max_document_windows, fields.aggregate).check_task(
+        False, fields.regression, fields.multi_label
+    )
+    if fields.doc_stride and fields.text_pair:
+        raise ValueError("'doc_stride' windows single texts; 'text_pair' must be false")
+    if fields.max_windows is not None and fields.max_windows < 1:
+        raise ValueError(f"'max_windows' must be ≥ 1, not {fields.max_windows}")
 
 
 KIND = TaskKind(

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from albert_tf.serving import classifier_windows as cw
 from albert_tf.serving.base import LiteModule, Serving, ServingTask, string_spec
+from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
 from albert_tf.serving.text_ops import at_least_one_row, by_length, pack, same_rows
 
 
@@ -48,16 +50,39 @@ def classifier_outputs(logits, labels, regression: bool, thresholds=None) -> dic
 class ClassifierServing(Serving):
     """serving_default(text_a [B] (, text_b [B])) → probabilities [B, L], label [B],
     logits [B, L] (regression: score [B]; multi-label, `thresholds` [L] given:
-    `multi_label_outputs`); tokenize."""
+    `multi_label_outputs`); tokenize. `fields` with a doc_stride: each text_a read as the
+    windows training made, their logits combined (classifier_windows) before the outputs."""
 
-    def __init__(self, model, text, max_seq_length, labels, regression, text_pair, thresholds=None):
+    def __init__(
+        self, model, text, max_seq_length, labels, regression, text_pair, thresholds=None,
+        fields=None,
+    ):  # fmt: skip
         super().__init__(model, text, max_seq_length)
         self.regression = regression
         self.thresholds = None if thresholds is None else tf.constant(thresholds, tf.float32)
         self.labels = tf.constant(labels or [""])
         self.text_pair = text_pair
+        self.windows = fields if fields is not None and fields.doc_stride else None
+        self.max_windows = (fields and fields.max_windows) or DEFAULT_MAX_WINDOWS
+
+    def classify_windows(self, text):
+        """The per-document outputs of long texts [B] (classifier_windows)."""
+        w, S = self.windows, self.max_seq_length
+        text = at_least_one_row(cw.check_text_bytes(text, self.max_windows, S))
+        ids = self._ids(text)
+        counts = cw.window_counts(
+            tf.cast(ids.row_lengths(), tf.int32), S - 2, w.doc_stride, w.max_document_windows
+        )
+        counts = cw.check_windows(counts, self.max_windows, S)
+        inputs, row = cw.windowed_inputs(ids, S - 2, w.doc_stride, counts, self.cls_id, self.sep_id)
+        logits = by_length(self._logits, *inputs, S)
+        return cw.aggregate(logits, row, tf.size(counts), w.aggregate)
 
     def classify(self, text_a, text_b):
+        if self.windows is not None:  # (single texts: text_b is never given)
+            batch = tf.shape(text_a)[0]
+            logits = self.classify_windows(text_a)[:batch]
+            return classifier_outputs(logits, self.labels, self.regression, self.thresholds)
         text_a, text_b = same_rows(text_a=text_a, text_b=text_b)
         batch = tf.shape(text_a)[0]
         ids = pack(
@@ -131,6 +156,7 @@ def _saved_model(resolved):
         fields.regression,
         fields.text_pair,
         _thresholds(fields),
+        fields,
     )
 
 
@@ -141,6 +167,8 @@ def _thresholds(fields):
 
 def _litert(resolved, fixed_length: bool):
     fields = resolved.task.details
+    if fields.doc_stride:
+        return _litert_windows(resolved, fixed_length, fields)
     labels = list(fields.labels or [""])
     module = LiteClassifier(
         resolved.model,
@@ -160,6 +188,33 @@ def _litert(resolved, fixed_length: bool):
     if fields.multi_label:
         meta.update(multi_label=True, thresholds=_thresholds(fields))
     return module, meta, {}
+
+
+def _litert_windows(resolved, fixed_length: bool, fields):
+    """A long-document classifier's file: logits of windows the on-device runner cut
+    (albert_tf.serving.tflite_predict, with the Python windows of the runner), as SQuAD's
+    file (`LiteSquad`: ids in, model outputs out; the SentencePiece model in its
+    metadata)."""
+    from albert_tf.serving.tasks.squad import LiteSquad
+    from albert_tf.serving.tflite_predict import SPM_NAME
+
+    if resolved.tokenizer.is_wordpiece:
+        raise ValueError(
+            "on-device long-document classifiers of WordPiece models are not written (their "
+            "runner windows text with the SentencePiece model the file carries); export the "
+            "savedmodel format"
+        )
+    meta = {
+        "labels": [] if fields.regression else list(fields.labels),
+        "regression": fields.regression,
+        "text_pair": False,
+        "doc_stride": fields.doc_stride,
+        "max_document_windows": fields.max_document_windows,
+        "aggregate": fields.aggregate,
+        "max_windows": fields.max_windows or DEFAULT_MAX_WINDOWS,
+    }
+    module = LiteSquad(resolved.model, resolved.max_seq_length, fixed_length)
+    return module, meta, {SPM_NAME: resolved.python_tokenizer.model_proto}
 
 
 TASK = ServingTask(saved_model=_saved_model, litert=_litert)

@@ -115,3 +115,31 @@ def test_aggregation_equals_its_definition():
     assert same[0] is logits and same[1] is labels  # truncation: unchanged
     with pytest.raises(ValueError, match="9 windows do not match"):
         aggregate_logits(logits, [3, 3], "mean_logits")
+
+
+def test_multi_label_windows_carry_the_documents_multi_hot_label(shared_data, tok):
+    """--multi_label with --doc_stride: every window of a document holds the document's
+    multi-hot row, in document order; max_prob (softmax) is refused for sigmoid labels."""
+    from data_pipeline.classification.multi_label import multi_hot
+
+    reviews = _reviews(shared_data, 4)
+    names = ("neg", "pos", "long")
+    examples = [
+        Example(e.guid, e.text_a, None, (e.label, "long") if i % 2 else (e.label,), e.line)
+        for i, e in enumerate(reviews)
+    ]
+    stats = {}
+    out = convert_windowed(
+        examples, tok, 64, list(names), DocumentWindows(32), stats, multi_label=True
+    )
+    counts = stats["document_windows"]
+    assert min(counts) > 1 and out["label_ids"].shape == (sum(counts), 3)
+    assert out["label_ids"].dtype == np.float32
+    expected = np.repeat(multi_hot(examples, names), counts, axis=0)
+    np.testing.assert_array_equal(out["label_ids"], expected)
+    logits, labels = document_outputs(
+        np.zeros((sum(counts), 3)), out["label_ids"], stats, "mean_logits"
+    )
+    np.testing.assert_array_equal(labels, multi_hot(examples, names))
+    with pytest.raises(ValueError, match="with --multi_label .* use --aggregate=mean_logits"):
+        DocumentWindows(32, aggregate="max_prob").check_task(False, False, multi_label=True)

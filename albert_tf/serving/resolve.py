@@ -63,14 +63,15 @@ def resolve(
     max_seq_length: int | None = None,
     do_lower_case: bool | None = None,
     on_device: bool = False,
-    **squad_options,
+    **details,
 ) -> ResolvedModel:
     """The ResolvedModel of `kind` from `init_checkpoint` (see the module docstring).
     `tokenizer` (given on the command line) wins over the directory's vocabulary; the
     casing is `do_lower_case`, else the directory's, else the pretraining run's, else
     True. `on_device`: LiteRT files will be written, so the kind's tokenizer rule is
-    checked before anything is restored. `squad_options` override the directory's SQuAD
-    settings (doc_stride, max_query_length, ...; None: kept)."""
+    checked before anything is restored. `details` are the kind's own fields: they
+    override the directory's SQuAD settings (doc_stride, max_query_length, ...), or set
+    the encoder's embedding (pooling, normalize, encoder_outputs); None: kept/default."""
     from albert_tf.checkpoints import finetuned
 
     info = TaskInfo.read(init_checkpoint) if is_finetuned_dir(init_checkpoint) else None
@@ -97,10 +98,10 @@ def resolve(
     spec = dataclasses.replace(spec, do_lower_case=do_lower_case is not False)
     if kind == "encoder":
         task = TaskInfo.build(
-            "encoder", max_seq_length=max_seq_length, do_lower_case=spec.do_lower_case
+            "encoder", max_seq_length=max_seq_length, do_lower_case=spec.do_lower_case, **details
         )
     else:
-        task = info.with_details(**squad_options) if kind == "squad" else info
+        task = info.with_details(**details) if kind == "squad" else info
     python_tokenizer = spec.build()
     if run:
         check_run_tokenizer(run, spec, python_tokenizer)

@@ -1,6 +1,7 @@
 """SavedModels that take raw text: classify, choose, answer questions, embed.
 
-    python -m albert_tf.serving.export --task {classifier,multiple_choice,squad,encoder} \\
+    python -m albert_tf.serving.export --task {classifier,multiple_choice,squad,encoder,
+        fill_mask} \\
         --init_checkpoint C [--albert_config_file F] [--spm_model_file M | --vocab_file V] \\
         --export_dir D \\
         [--export_format savedmodel --export_format tflite \\
@@ -44,6 +45,9 @@ Signatures (batch dimension first; strings are UTF-8, invalid bytes become U+FFF
                    (--encoder_outputs: and encoder_outputs [B, N, S, H]);
                    similarity(text_a [B], text_b [B]) → similarity [B] (cosine);
                    encode(input_ids, input_mask, segment_ids [B, S]).
+  fill_mask        serving_default(text [B], each with one or more "[MASK]") → token_ids,
+                   tokens, scores, sequences [B, M, k] (--top_k), mask_count [B]
+                   (SentencePiece models; any pretraining checkpoint with its MLM head).
   squad            serving_default(question [B], context [B]) → answer [B] string,
                    score [B], start/end [B] int32 (character offsets in the context;
                    -1 for no answer), and no_answer_probability, null_odds [B] for v2.0.
@@ -90,6 +94,7 @@ SQUAD_OPTIONS = (
 # --help needs no TensorFlow; tests/serving/test_embedding_export.py checks they agree).
 POOLING_CHOICES = ("pooler", "cls", "mean", "max")
 EMBEDDING_OPTIONS = ("pooling", "normalize", "encoder_outputs")
+FILL_MASK_OPTIONS = ("top_k",)
 
 
 def build_module(task: str, init_checkpoint: str, **options):
@@ -260,6 +265,9 @@ def _define_flags(fv) -> None:
         flag_values=fv,
     )
     flags.DEFINE_integer(
+        "top_k", None, "fill_mask: candidates per mask (default 5).", flag_values=fv
+    )
+    flags.DEFINE_integer(
         "doc_stride", None, "squad: default the model's (else 128).", flag_values=fv
     )
     flags.DEFINE_integer(
@@ -305,7 +313,8 @@ def main(argv=None) -> int:
     from albert_tf.modeling.config import AlbertConfig, ConfigError
     from data_pipeline.tokenization.spec import TokenizerSpec
 
-    own = {"squad": SQUAD_OPTIONS, "encoder": EMBEDDING_OPTIONS}.get(fv.task, ())
+    own = {"squad": SQUAD_OPTIONS, "encoder": EMBEDDING_OPTIONS, "fill_mask": FILL_MASK_OPTIONS}
+    own = own.get(fv.task, ())
     details = {k: fv[k].value for k in own}  # the kind's own fields
     try:
         config = (

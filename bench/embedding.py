@@ -110,7 +110,9 @@ def main() -> int:
             attn_implementation="eager", **config_to_transformers(config)
         )
         hf = transformers.AlbertModel(hf_config, add_pooling_layer=False).eval()
-        hf_tokenizer = transformers.AlbertTokenizer(spm, do_lower_case=True)
+        with open(spm, "rb") as src, open(os.path.join(tmp, "spiece.model"), "wb") as dst:
+            dst.write(src.read())
+        hf_tokenizer = transformers.AlbertTokenizer.from_pretrained(tmp)
 
     def theirs(batch):
         with torch.inference_mode():

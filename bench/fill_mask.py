@@ -1,12 +1,13 @@
-"""Fill-mask latency at batch 1: albert_tf's `MaskFiller` vs Hugging Face's fill-mask pipeline
-on the same weights.
+"""Fill-mask latency at batch 1: albert_tf's `MaskFiller` and its `export --task fill_mask`
+SavedModel vs Hugging Face's fill-mask pipeline on the same weights.
 
     python -m bench.fill_mask [--config base] [--calls 30] [--top_k 5] [--threads 1]
 
 One model with random weights (latency does not depend on them) in both frameworks: a
 Hugging Face AlbertForMaskedLM of the config (ALBERT-base by default; vocabulary of the
 German ALBERT-recipe SentencePiece model of $ALBERT_TF_DATA/spm) saved with save_pretrained,
-and our AlbertPretrainer loaded from it (read_transformers + assign_official). The inputs
+and our AlbertPretrainer loaded from it (read_transformers + assign_official), also exported
+as the fill_mask SavedModel (loaded in this process; text in, candidates out). The inputs
 are real sentences (the 2021 inaugural address) with one word masked, one text per call;
 each call goes from text to the top-k candidates (tokenization included). Median and 90th
 percentile over the calls after a warm-up; both sides check that they agree on the
@@ -72,12 +73,14 @@ def main() -> int:
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
         torch.set_num_threads(args.threads)
 
-    from albert_tf.checkpoints import assign_official, read_transformers
+    from albert_tf.checkpoints import assign_official, read_transformers, save_checkpoint
     from albert_tf.checkpoints.transformers import config_to_transformers
     from albert_tf.modeling.config import AlbertConfig
     from albert_tf.modeling.models import AlbertPretrainer
+    from albert_tf.serving.export import export
     from albert_tf.training.fill_mask import MaskFiller
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
+    from data_pipeline.tokenization.spec import TokenizerSpec
 
     spm = os.path.join(DATA, "spm", "de-30k-clean.model")
     tokenizer = AlbertTokenizer(spm)
@@ -96,6 +99,12 @@ def main() -> int:
         model = AlbertPretrainer(ours_config)
         model.build()
         assign_official(model, weights, directory)
+        save_checkpoint(model, os.path.join(directory, "pretrainer"))
+        version = export(
+            "fill_mask", os.path.join(directory, "pretrainer"), os.path.join(directory, "sm"),
+            tokenizer=TokenizerSpec.from_files(spm), max_seq_length=128, top_k=args.top_k,
+        )  # fmt: skip
+        saved = tf.saved_model.load(version).signatures["fill_mask"]
 
     texts = sentences(max(args.calls, 3))
     filler = MaskFiller(model, tokenizer)
@@ -104,12 +113,14 @@ def main() -> int:
     )
     ours_best = [f.token_id for f in filler(texts[:1], args.top_k)[0][0]]
     theirs_best = [c["token"] for c in pipe(texts[0])]
-    if ours_best != theirs_best:
-        print(f"candidates differ: ours {ours_best}, Hugging Face {theirs_best}")
+    saved_best = saved(text=tf.constant(texts[:1]))["token_ids"][0, 0].numpy().tolist()
+    if not ours_best == theirs_best == saved_best:
+        print(f"candidates differ: ours {ours_best} (SavedModel {saved_best}), HF {theirs_best}")
         return 1
 
     rows = [
         ("albert_tf MaskFiller", timed(lambda t: filler([t], args.top_k), texts, args.calls)),
+        ("albert_tf SavedModel", timed(lambda t: saved(text=tf.constant([t])), texts, args.calls)),
         ("transformers pipeline", timed(pipe, texts, args.calls)),
     ]
     tokens = np.mean([len(hf_tokenizer(t)["input_ids"]) for t in texts])

@@ -33,7 +33,9 @@ def masked_mean(sequence, input_mask):
     """float [B, S, H], int/bool [B, S] (1 = real token) → float32 [B, H]: the mean over
     the real tokens (a row without any is zeros: the count is clamped to 1e-9)."""
     sequence = tf.cast(sequence, tf.float32)
-    mask = tf.cast(input_mask, tf.float32)[:, :, None]  # [B, S, 1]
+    mask = tf.expand_dims(
+        tf.cast(input_mask, tf.float32), -1
+    )  # [B, S, 1] (no new-axis slice: LiteRT)
     total = tf.reduce_sum(sequence * mask, axis=1)  # [B, H]
     count = tf.maximum(tf.reduce_sum(mask, axis=1), 1e-9)  # [B, 1]
     return total / count
@@ -44,7 +46,7 @@ def masked_max(sequence, input_mask):
     (padding set to float32's lowest value first, so it never wins; a row without any
     real token is zeros)."""
     sequence = tf.cast(sequence, tf.float32)
-    real = tf.cast(input_mask, tf.bool)[:, :, None]  # [B, S, 1]
+    real = tf.expand_dims(tf.cast(input_mask, tf.bool), -1)  # [B, S, 1]
     lowest = tf.fill(tf.shape(sequence), tf.float32.min)
     pooled = tf.reduce_max(tf.where(real, sequence, lowest), axis=1)  # [B, H]
     any_real = tf.reduce_any(real, axis=1)  # [B, 1]

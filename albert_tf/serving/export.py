@@ -1,6 +1,7 @@
 """SavedModels that take raw text: classify, choose, answer questions, embed.
 
-    python -m albert_tf.serving.export --task {classifier,multiple_choice,squad,encoder} \\
+    python -m albert_tf.serving.export --task {classifier,multiple_choice,squad,encoder,
+        fill_mask} \\
         --init_checkpoint C [--albert_config_file F] [--spm_model_file M | --vocab_file V] \\
         --export_dir D \\
         [--export_format savedmodel --export_format tflite \\
@@ -39,8 +40,14 @@ Signatures (batch dimension first; strings are UTF-8, invalid bytes become U+FFF
                    score [B].
   multiple_choice  serving_default(passage [B], question [B], options [B, C]) →
                    probabilities [B, C], choice [B] int32; "" options are padding.
-  encoder          embed(text [B]) → pooled_output [B, H], sequence_output [B, S, H],
-                   input_mask [B, S]; encode(input_ids, input_mask, segment_ids [B, S]).
+  encoder          embed(text [B]) → embeddings [B, H] (--pooling, --normalize),
+                   pooled_output [B, H], sequence_output [B, S, H], input_mask [B, S]
+                   (--encoder_outputs: and encoder_outputs [B, N, S, H]);
+                   similarity(text_a [B], text_b [B]) → similarity [B] (cosine);
+                   encode(input_ids, input_mask, segment_ids [B, S]).
+  fill_mask        serving_default(text [B], each with one or more "[MASK]") → token_ids,
+                   tokens, scores, sequences [B, M, k] (--top_k), mask_count [B]
+                   (SentencePiece models; any pretraining checkpoint with its MLM head).
   squad            serving_default(question [B], context [B]) → answer [B] string,
                    score [B], start/end [B] int32 (character offsets in the context;
                    -1 for no answer), and no_answer_probability, null_odds [B] for v2.0.
@@ -83,6 +90,11 @@ SQUAD_OPTIONS = (
     "null_score_diff_threshold",
     "max_windows",
 )
+# The encoder's embedding flags (albert_tf.modeling.pooling.POOLINGS, listed here so that
+# --help needs no TensorFlow; tests/serving/test_embedding_export.py checks they agree).
+POOLING_CHOICES = ("pooler", "cls", "mean", "max")
+EMBEDDING_OPTIONS = ("pooling", "normalize", "encoder_outputs")
+FILL_MASK_OPTIONS = ("top_k",)
 
 
 def build_module(task: str, init_checkpoint: str, **options):
@@ -142,7 +154,7 @@ def export_formats(
     paths = []
     if "savedmodel" in formats:
         module = builders.saved_model(resolved)
-        paths.append(write_saved_model(module, export_dir, resolved.finetuned_dir))
+        paths.append(write_saved_model(module, export_dir, resolved.finetuned_dir, resolved.task))
     if on_device:
         built = builders.litert(resolved, fixed_length)
         litert_dir = os.path.join(export_dir, LITERT_DIR)
@@ -235,6 +247,26 @@ def _define_flags(fv) -> None:
         "Default: the fine-tuned model's or the pretraining run's (else True).",
         flag_values=fv,
     )
+    flags.DEFINE_enum(
+        "pooling",
+        None,
+        list(POOLING_CHOICES),
+        "encoder: the sentence embedding of embed/similarity (default mean): pooler = "
+        "tanh(dense(h_[CLS])), cls = h_[CLS], mean/max over the real tokens.",
+        flag_values=fv,
+    )
+    flags.DEFINE_bool(
+        "normalize", None, "encoder: L2-normalize the embeddings (default no).", flag_values=fv
+    )
+    flags.DEFINE_bool(
+        "encoder_outputs",
+        None,
+        "encoder: embed also returns every block's output, encoder_outputs [B, N, S, H].",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "top_k", None, "fill_mask: candidates per mask (default 5).", flag_values=fv
+    )
     flags.DEFINE_integer(
         "doc_stride", None, "squad: default the model's (else 128).", flag_values=fv
     )
@@ -281,7 +313,9 @@ def main(argv=None) -> int:
     from albert_tf.modeling.config import AlbertConfig, ConfigError
     from data_pipeline.tokenization.spec import TokenizerSpec
 
-    squad = {k: fv[k].value for k in SQUAD_OPTIONS} if fv.task == "squad" else {}
+    own = {"squad": SQUAD_OPTIONS, "encoder": EMBEDDING_OPTIONS, "fill_mask": FILL_MASK_OPTIONS}
+    own = own.get(fv.task, ())
+    details = {k: fv[k].value for k in own}  # the kind's own fields
     try:
         config = (
             AlbertConfig.from_json_file(fv.albert_config_file) if fv.albert_config_file else None
@@ -296,7 +330,7 @@ def main(argv=None) -> int:
             max_seq_length=fv.max_seq_length,
             do_lower_case=fv.do_lower_case,
             **formats_from_flags(fv),
-            **squad,
+            **details,
         )
     except (ValueError, OSError, CheckpointError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -52,7 +52,8 @@ def on_device_refusal(kind: str, tokenizer: TokenizerSpec, where: str) -> None:
     file for this tokenizer (`TaskKind.on_device_refusal`)."""
     reason = task_kind(kind).on_device_refusal(tokenizer.is_wordpiece)
     if reason:
-        raise ValueError(f"{where}: a WordPiece model; {reason}")
+        which = "a WordPiece model; " if tokenizer.is_wordpiece else ""
+        raise ValueError(f"{where}: {which}{reason}")
 
 
 def resolve(
@@ -63,18 +64,20 @@ def resolve(
     max_seq_length: int | None = None,
     do_lower_case: bool | None = None,
     on_device: bool = False,
-    **squad_options,
+    **details,
 ) -> ResolvedModel:
     """The ResolvedModel of `kind` from `init_checkpoint` (see the module docstring).
     `tokenizer` (given on the command line) wins over the directory's vocabulary; the
     casing is `do_lower_case`, else the directory's, else the pretraining run's, else
     True. `on_device`: LiteRT files will be written, so the kind's tokenizer rule is
-    checked before anything is restored. `squad_options` override the directory's SQuAD
-    settings (doc_stride, max_query_length, ...; None: kept)."""
+    checked before anything is restored. `details` are the kind's own fields: they
+    override the directory's SQuAD settings (doc_stride, max_query_length, ...), or set
+    the encoder's embedding (pooling, normalize, encoder_outputs); None: kept/default."""
     from albert_tf.checkpoints import finetuned
 
     info = TaskInfo.read(init_checkpoint) if is_finetuned_dir(init_checkpoint) else None
-    if info is None and kind != "encoder":
+    standalone = not task_kind(kind).finetuned  # encoder, fill_mask: any checkpoint
+    if info is None and not standalone:
         raise ValueError(
             f"{init_checkpoint} is not a fine-tuned model directory (no task.json); export "
             "a runner's --export_dir, or use --task encoder"
@@ -86,7 +89,7 @@ def resolve(
         )
     if on_device:
         on_device_refusal(kind, spec, init_checkpoint)
-    if info is not None and kind != "encoder" and info.kind != kind:
+    if info is not None and not standalone and info.kind != kind:
         raise ValueError(f"{init_checkpoint} holds a {info.kind} model, not {kind}")
     run = pretraining_run(init_checkpoint) if info is None else None
     data = (run[1].get("data") or {}) if run else {}  # (the run's records' settings)
@@ -95,17 +98,17 @@ def resolve(
     if do_lower_case is None:
         do_lower_case = info.do_lower_case if info else data.get("do_lower_case")
     spec = dataclasses.replace(spec, do_lower_case=do_lower_case is not False)
-    if kind == "encoder":
+    if standalone:
         task = TaskInfo.build(
-            "encoder", max_seq_length=max_seq_length, do_lower_case=spec.do_lower_case
+            kind, max_seq_length=max_seq_length, do_lower_case=spec.do_lower_case, **details
         )
     else:
-        task = info.with_details(**squad_options) if kind == "squad" else info
+        task = info.with_details(**details) if kind == "squad" else info
     python_tokenizer = spec.build()
     if run:
         check_run_tokenizer(run, spec, python_tokenizer)
-    if kind == "encoder":
-        model = _encoder(init_checkpoint, albert_config)
+    if standalone:
+        model = _standalone(task, init_checkpoint, albert_config)
     else:
         model, _ = finetuned.load_finetuned(init_checkpoint, info)
     return ResolvedModel(
@@ -118,16 +121,22 @@ def resolve(
     )
 
 
-def _encoder(init_checkpoint: str, albert_config):
-    """The AlbertEncoder of any checkpoint, weights restored."""
+def _standalone(task: TaskInfo, init_checkpoint: str, albert_config):
+    """The model of a kind any checkpoint serves (the AlbertEncoder; the AlbertPretrainer
+    of fill_mask), weights restored; ValueError (one line) when the checkpoint lacks the
+    masked-LM head fill_mask needs."""
     from albert_tf.checkpoints import load_checkpoint
     from albert_tf.checkpoints.export_encoder import checkpoint_config
-    from albert_tf.modeling.encoder import AlbertEncoder
 
     config, _ = checkpoint_config(init_checkpoint, albert_config)
-    model = AlbertEncoder(config)
+    model = task.model(config)
     model.build()
-    load_checkpoint(model, init_checkpoint)
+    report = load_checkpoint(model, init_checkpoint)
+    if task.kind == "fill_mask" and "mlm_head" not in report.restored:
+        raise ValueError(
+            f"{init_checkpoint} has no masked-LM head (restored: {', '.join(report.restored)}); "
+            "--task fill_mask needs a pretraining checkpoint"
+        )
     return model
 
 

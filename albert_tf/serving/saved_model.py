@@ -23,11 +23,12 @@ def next_version_dir(export_dir: str) -> str:
     return os.path.join(export_dir, str(max(versions, default=0) + 1))
 
 
-def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None) -> str:
+def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None, task=None) -> str:
     """Saves `module` with its signatures as a new version of `export_dir`; returns it.
     `finetuned_dir` (the model's fine-tuned model directory) is kept beside the graph in
     `VERSION/assets.extra/finetuned/` (TF Serving ignores assets.extra): each version
-    carries the checkpoint it was made from.
+    carries the checkpoint it was made from. Without one, `task` (a TaskInfo: the
+    encoder's, with its embedding settings) is written as `VERSION/assets.extra/task.json`.
 
     The graph is traced with `kernels.portable_kernels()`: plain TensorFlow ops instead of
     the XLA-compiled elementwise kernels used in training, so that runtimes built without
@@ -58,6 +59,9 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None)
             if finetuned_dir:
                 kept = os.path.join(tmp, "assets.extra", "finetuned")
                 filesystem.copy_tree(finetuned_dir, kept)
+            elif task is not None:
+                filesystem.makedirs(os.path.join(tmp, "assets.extra"))
+                task.write(os.path.join(tmp, "assets.extra"))
             if remote:
                 filesystem.copy_tree(tmp, target, last=("saved_model.pb",))
             else:

@@ -11,7 +11,8 @@ Input, one example per line (UTF-8; invalid bytes become U+FFFD, as in the Saved
   encoder          a sentence
 Output: exactly one JSON object per input line, in order, each with its input line number
 `"line"` (label and probabilities; a multi-label classifier's: "labels", those at or over
-their thresholds; choice; answer with character offsets; pooled output).
+their thresholds; choice; answer with character offsets; the embedding chosen at export
+and the pooled output).
 Lines are split at "\n" only (a trailing "\r" is dropped): U+2028, form feeds and the other
 characters str.splitlines() would split at stay inside their line. An empty line (nothing
 but whitespace) is answered `{"line": N}`, never dropped, so answer i is input line i.
@@ -378,7 +379,10 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
         elif task == "encoder":
             out = model.embed(batch)
             for i in range(len(batch)):
-                yield {"pooled_output": out["pooled_output"][i].tolist()}
+                yield {
+                    "embedding": out["embeddings"][i].tolist(),
+                    "pooled_output": out["pooled_output"][i].tolist(),
+                }
         else:
             chunk = numbered[first : first + batch_size]
             rows = [json_object(source, number, line) for number, line in chunk]

@@ -125,16 +125,23 @@ def _sentencepiece_inside(tokenizer: AlbertTokenizer, word: str) -> list[int]:
     return [j for i in ids for j in rewrites.get(i, [i])]
 
 
-@functools.lru_cache(maxsize=4)
-def _no_prefix_processor(model_proto: bytes):
-    """The SentencePiece model with `add_dummy_prefix` off (no "▁" before the text)."""
-    import sentencepiece as spm
+def no_prefix_model_proto(model_proto: bytes) -> bytes:
+    """The serialized SentencePiece model with `add_dummy_prefix` off (no "▁" before the
+    text): a word's inside (also for the in-graph rule, albert_tf.serving.masked_text_ops)."""
     from sentencepiece import sentencepiece_model_pb2
 
     proto = sentencepiece_model_pb2.ModelProto()
     proto.ParseFromString(model_proto)
     proto.normalizer_spec.add_dummy_prefix = False
-    return spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
+    return proto.SerializeToString()
+
+
+@functools.lru_cache(maxsize=4)
+def _no_prefix_processor(model_proto: bytes):
+    """The SentencePiece model with `add_dummy_prefix` off (no "▁" before the text)."""
+    import sentencepiece as spm
+
+    return spm.SentencePieceProcessor(model_proto=no_prefix_model_proto(model_proto))
 
 
 _REWRITES: dict[bytes, dict[int, list[int]]] = {}

@@ -127,13 +127,15 @@ def test_each_kind_builds_its_model_and_keeps_its_rules():
         "multiple_choice": "AlbertMultipleChoice",
         "squad": "AlbertQuestionAnswering",
         "encoder": "AlbertEncoder",
+        "fill_mask": "AlbertPretrainer",
     }
     v2 = TaskInfo.build("squad", squad_head="albert").model(config)
     assert type(v2).__name__ == "AlbertQuestionAnsweringV2"
     assert FINETUNED_KINDS == ("classifier", "multiple_choice", "squad")
     refused = {n for n, k in KINDS.items() if k.on_device_refusal(wordpiece=True)}
-    assert refused == {"squad"}
-    assert not any(k.on_device_refusal(wordpiece=False) for k in KINDS.values())
+    assert refused == {"squad", "fill_mask"}
+    refused = {n for n, k in KINDS.items() if k.on_device_refusal(wordpiece=False)}
+    assert refused == {"fill_mask"}
     assert "on-device SQuAD files of WordPiece models" in KINDS["squad"].on_device_refusal(True)
 
 

@@ -198,7 +198,12 @@ def test_empty_batch_encoder(encoder):
         "pooled_output": ((0, 32), tf.float32),
         "sequence_output": ((0, 48, 32), tf.float32),
         "input_mask": ((0, 48), tf.int32),
+        "embeddings": ((0, 32), tf.float32),
     }
+    out = encoder["similarity"](
+        text_a=tf.constant([], tf.string), text_b=tf.constant([], tf.string)
+    )
+    assert _shapes(out) == {"similarity": ((0,), tf.float32)}
     zeros = tf.zeros([0, 48], tf.int32)
     out = encoder["encode"](input_ids=zeros, input_mask=zeros, segment_ids=zeros)
     assert _shapes(out) == {

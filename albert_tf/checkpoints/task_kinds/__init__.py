@@ -5,7 +5,13 @@ in `albert_tf.serving.tasks`."""
 
 from __future__ import annotations
 
-from albert_tf.checkpoints.task_kinds import classifier, encoder, multiple_choice, squad
+from albert_tf.checkpoints.task_kinds import (
+    classifier,
+    encoder,
+    fill_mask,
+    multiple_choice,
+    squad,
+)
 from albert_tf.checkpoints.task_kinds.kind import TaskKind
 
 KINDS: dict[str, TaskKind] = {
@@ -15,6 +21,7 @@ KINDS: dict[str, TaskKind] = {
         multiple_choice.KIND,
         squad.KIND,
         encoder.KIND,
+        fill_mask.KIND,
     )
 }
 # The kinds a fine-tuned model directory (task.json) may hold.

@@ -1,5 +1,7 @@
 """The encoder export: the bare encoder of any checkpoint (pooled and sequence output), no
-head and no task fields; never a fine-tuned model directory of its own."""
+head, never a fine-tuned model directory of its own. Its fields are the sentence embedding
+the export's `embed` and `similarity` compute (`albert_tf.modeling.pooling`), recorded in
+the SavedModel's assets.extra/task.json and the LiteRT file's metadata."""
 
 from __future__ import annotations
 
@@ -10,7 +12,19 @@ from albert_tf.checkpoints.task_kinds.kind import TaskKind
 
 @dataclasses.dataclass(frozen=True)
 class EncoderFields:
-    """(none: the encoder has no task settings)"""
+    """pooling: pooler | cls | mean | max (`albert_tf.modeling.pooling.POOLINGS`);
+    normalize: L2-normalize the embeddings; encoder_outputs: `embed` also returns every
+    block's output (Model Garden's `encoder_outputs`)."""
+
+    pooling: str = "mean"
+    normalize: bool = False
+    encoder_outputs: bool = False
+
+
+def _check(fields: EncoderFields) -> None:
+    from albert_tf.modeling.pooling import check_pooling
+
+    check_pooling(fields.pooling)
 
 
 def _model(config, fields: EncoderFields):
@@ -24,6 +38,7 @@ KIND = TaskKind(
     title="encoder",
     fields=EncoderFields,
     build_model=_model,
+    check=_check,
     finetuned=False,
     transformers_class="AlbertModel",
 )

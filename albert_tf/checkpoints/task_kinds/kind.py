@@ -60,6 +60,7 @@ class TaskKind:
       vocabulary (SQuAD's runner windows text with the SentencePiece model the file
       carries, so SQuAD's may not).
     transformers_class: the Hugging Face head class of `convert --to transformers`.
+    on_device: whether any on-device (LiteRT) file of it is written (fill_mask's is not yet).
     """
 
     name: str
@@ -70,6 +71,7 @@ class TaskKind:
     finetuned: bool = True
     on_device_wordpiece: bool = True
     transformers_class: str | None = None
+    on_device: bool = True
 
     def fields_from_json(self, data: dict):
         """The kind's fields from task.json's keys (absent: the default); ValueError with a
@@ -86,6 +88,8 @@ class TaskKind:
     def on_device_refusal(self, wordpiece: bool) -> str | None:
         """Why no on-device file of this kind is written for the tokenizer (a WordPiece
         vocabulary or not), or None: the one rule every exporter and runner consults."""
+        if not self.on_device:
+            return f"no on-device {self.title} file is written yet; export the savedmodel format"
         if wordpiece and not self.on_device_wordpiece:
             return (
                 f"on-device {self.title} files of WordPiece models are not written (their "

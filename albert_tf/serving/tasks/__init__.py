@@ -6,13 +6,14 @@ family adds its module and one line below."""
 from __future__ import annotations
 
 from albert_tf.serving.base import ServingTask
-from albert_tf.serving.tasks import classifier, encoder, multiple_choice, squad
+from albert_tf.serving.tasks import classifier, encoder, fill_mask, multiple_choice, squad
 
 SERVING: dict[str, ServingTask] = {
     "classifier": classifier.TASK,
     "multiple_choice": multiple_choice.TASK,
     "squad": squad.TASK,
     "encoder": encoder.TASK,
+    "fill_mask": fill_mask.TASK,
 }
 
 

@@ -1,21 +1,64 @@
-"""The encoder's serving modules: the SavedModel (`EncoderServing`: embed text, encode ids)
-and the LiteRT file (`LiteEncoder`), and their builders (`TASK`)."""
+"""The encoder's serving modules: the SavedModel (`EncoderServing`: embed text, compare two
+texts, encode ids) and the LiteRT file (`LiteEncoder`), and their builders (`TASK`).
+
+The sentence embedding is the one chosen at export (`EncoderFields`: pooling, normalize,
+encoder_outputs; recorded in the SavedModel's assets.extra/task.json and the LiteRT
+metadata), computed by `albert_tf.modeling.pooling` as `AlbertEmbedder` computes it, over
+the request's real tokens only (its padding, to the request's bucket, never counts)."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from albert_tf.serving.base import LiteModule, Serving, ServingTask, string_spec
+from albert_tf.checkpoints.task_kinds.encoder import EncoderFields
+from albert_tf.modeling.pooling import l2_normalize, pool
+from albert_tf.serving.base import LiteModule, Serving, ServingTask, model_inputs, string_spec
 from albert_tf.serving.text_ops import at_least_one_row, pack, same_rows
 
 
-class EncoderServing(Serving):
-    """embed(text [B]) → pooled_output [B, H], sequence_output [B, S, H], input_mask
-    [B, S] (S = max_seq_length); encode(input_ids, input_mask, segment_ids [B, S]);
-    tokenize."""
+def embedding_outputs(model, ids, fields: EncoderFields, max_seq_length: int) -> dict:
+    """The encoder on packed `ids` (input_ids, input_mask, segment_ids int32 [B, L]) →
+    pooled_output [B, H], sequence_output [B, S, H] (S = max_seq_length; padding rows are
+    zero vectors), input_mask [B, S], embeddings [B, H] (`fields.pooling`, L2-normalized
+    with `fields.normalize`), and with `fields.encoder_outputs` encoder_outputs
+    [B, N, S, H]: every block's output (N = layers × inner_group_num, the last one the
+    sequence_output), padding zero, as `AlbertEmbedder(output_hidden_states=True)`."""
+    out = model(model_inputs(*ids), training=False, output_hidden_states=fields.encoder_outputs)
+    extra = max_seq_length - tf.shape(ids[1])[1]
+    mask = tf.expand_dims(tf.cast(ids[1], tf.float32), -1)  # [B, L, 1]
 
-    def embed(self, text):
-        batch = tf.shape(text)[0]
+    def padded(sequence):  # [B, L, H] → [B, S, H], padding zero
+        return tf.pad(tf.cast(sequence, tf.float32) * mask, [[0, 0], [0, extra], [0, 0]])
+
+    embeddings = pool(out, ids[1], fields.pooling)
+    if fields.normalize:
+        embeddings = l2_normalize(embeddings)
+    result = {
+        "pooled_output": tf.cast(out["pooled_output"], tf.float32),
+        "sequence_output": padded(out["sequence_output"]),
+        "input_mask": tf.pad(ids[1], [[0, 0], [0, extra]]),
+        "embeddings": embeddings,
+    }
+    if fields.encoder_outputs:
+        result["encoder_outputs"] = tf.stack([padded(h) for h in out["encoder_outputs"]], 1)
+    return result
+
+
+def cosine(a, b):
+    """float [B, H], [B, H] → [B]: the cosine of each row pair (a zero row gives 0)."""
+    return tf.reduce_sum(l2_normalize(a) * l2_normalize(b), axis=-1)
+
+
+class EncoderServing(Serving):
+    """embed(text [B]) → `embedding_outputs`; similarity(text_a [B], text_b [B]) →
+    similarity [B], the cosine of the two texts' embeddings; encode(input_ids, input_mask,
+    segment_ids [B, S]) → pooled_output, sequence_output; tokenize."""
+
+    def __init__(self, model, text, max_seq_length: int, fields: EncoderFields):
+        super().__init__(model, text, max_seq_length)
+        self.fields = fields
+
+    def _embed(self, text):
         text = at_least_one_row(text)
         ids = pack(
             self._ids(text),
@@ -25,17 +68,17 @@ class EncoderServing(Serving):
             self.sep_id,
             length_aware=True,
         )
-        out = self._forward(*ids)
-        # Computed at the request's bucket length, returned at max_seq_length as before;
-        # every padding position (input_mask 0) is a zero vector, whatever the bucket.
-        extra = self.max_seq_length - tf.shape(ids[1])[1]
-        mask = tf.cast(ids[1], tf.float32)[:batch, :, None]
-        sequence = tf.cast(out["sequence_output"], tf.float32)[:batch] * mask
-        return {
-            "pooled_output": tf.cast(out["pooled_output"], tf.float32)[:batch],
-            "sequence_output": tf.pad(sequence, [[0, 0], [0, extra], [0, 0]]),
-            "input_mask": tf.pad(ids[1][:batch], [[0, 0], [0, extra]]),
-        }
+        return embedding_outputs(self.model, ids, self.fields, self.max_seq_length)
+
+    def embed(self, text):
+        batch = tf.shape(text)[0]
+        return {k: v[:batch] for k, v in self._embed(text).items()}
+
+    def similarity(self, text_a, text_b):
+        text_a, text_b = same_rows(text_a=text_a, text_b=text_b)
+        batch = tf.shape(text_a)[0]
+        embeddings = self._embed(tf.concat([text_a, text_b], 0))["embeddings"]
+        return {"similarity": cosine(embeddings[:batch], embeddings[batch : 2 * batch])}
 
     def encode(self, input_ids, input_mask, segment_ids):
         ids = same_rows(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids)
@@ -47,7 +90,10 @@ class EncoderServing(Serving):
         }
 
     def signatures(self):
-        embed = tf.function(self.embed, input_signature=[tf.TensorSpec([None], tf.string, "text")])
+        text = tf.TensorSpec([None], tf.string, "text")
+        embed = tf.function(self.embed, input_signature=[text])
+        pair = [tf.TensorSpec([None], tf.string, n) for n in ("text_a", "text_b")]
+        similarity = tf.function(self.similarity, input_signature=pair)
         ids = [
             tf.TensorSpec([None, None], tf.int32, n)
             for n in ("input_ids", "input_mask", "segment_ids")
@@ -57,23 +103,22 @@ class EncoderServing(Serving):
         return {
             "serving_default": embed_fn,
             "embed": embed_fn,
+            "similarity": similarity.get_concrete_function(),
             "encode": encode.get_concrete_function(),
             "tokenize": self._tokenize_signature(),
         }
 
 
 class LiteEncoder(LiteModule):
+    """embed(text [B]) → `embedding_outputs` at the request's longest row (or
+    max_seq_length with fixed_length); the runner computes similarities from two embeds."""
+
+    def __init__(self, model, python_tokenizer, max_seq_length, fields, fixed_length=False):
+        super().__init__(model, python_tokenizer, max_seq_length, fixed_length=fixed_length)
+        self.fields = fields
+
     def embed(self, text):
-        ids = self._single(text)
-        out = self._forward(*ids)
-        extra = self.max_seq_length - tf.shape(ids[1])[1]
-        mask = tf.expand_dims(tf.cast(ids[1], tf.float32), -1)  # (no [..., None]: see encoder)
-        sequence = tf.cast(out["sequence_output"], tf.float32) * mask
-        return {
-            "pooled_output": tf.cast(out["pooled_output"], tf.float32),
-            "sequence_output": tf.pad(sequence, [[0, 0], [0, extra], [0, 0]]),
-            "input_mask": tf.pad(ids[1], [[0, 0], [0, extra]]),
-        }
+        return embedding_outputs(self.model, self._single(text), self.fields, self.max_seq_length)
 
     def functions(self):
         fn = tf.function(self.embed, input_signature=[string_spec("text")])
@@ -81,17 +126,26 @@ class LiteEncoder(LiteModule):
 
 
 def _saved_model(resolved):
-    return EncoderServing(resolved.model, resolved.text_tokenizer(), resolved.max_seq_length)
+    return EncoderServing(
+        resolved.model, resolved.text_tokenizer(), resolved.max_seq_length, resolved.task.details
+    )
 
 
 def _litert(resolved, fixed_length: bool):
+    fields = resolved.task.details
     module = LiteEncoder(
         resolved.model,
         resolved.python_tokenizer,
         resolved.max_seq_length,
+        fields,
         fixed_length=fixed_length,
     )
-    return module, {}, {}
+    meta = {
+        "pooling": fields.pooling,
+        "normalize": fields.normalize,
+        "encoder_outputs": fields.encoder_outputs,
+    }
+    return module, meta, {}
 
 
 TASK = ServingTask(saved_model=_saved_model, litert=_litert)

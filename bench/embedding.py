@@ -1,0 +1,157 @@
+"""Sentence-embedding throughput, raw text → L2-normalized vectors at batch 32: the encoder
+SavedModel's `embed` (mean pooling, normalized; tokenization in the graph) against
+sentence-transformers-style mean pooling on Hugging Face `AlbertModel` (PyTorch CPU).
+
+    python -m bench.embedding [--config base] [--batches 20] [--batch_size 32] [--threads 0]
+
+Both sides have the same shape (an AlbertConfig preset, the vocabulary of the German
+ALBERT-recipe SentencePiece model of $ALBERT_TF_DATA/spm) and random weights (speed does
+not depend on them). Texts: STS-B dev sentences ($ALBERT_TF_DATA/glue/STS-B), first and
+second of each pair, in order, `--batch_size` per request.
+  albert_tf    `export --task encoder --pooling mean --normalize` of a random AlbertEncoder,
+               tf.saved_model.load in this process, signatures["embed"](text) → embeddings
+               (length buckets: padding to the request's bucket);
+  transformers AlbertTokenizer(batch, padding=True: dynamic padding to the batch's longest,
+               truncation at 128) → AlbertModel(...).last_hidden_state → the masked mean over
+               real tokens → F.normalize, under torch.inference_mode (what
+               sentence-transformers' Pooling(mean) + Normalize compute).
+Two warm-up requests each, then the timed requests alternate (albert_tf first on even
+requests, transformers first on odd) so that load from other jobs falls on both alike.
+Throughput = sentences / total time of a side; the median request latency is printed
+beside it. Peak RSS: the process' maximum resident size after loading and warming each
+side (the second figure includes both frameworks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
+
+
+def sts_sentences() -> list[str]:
+    path = os.path.join(DATA, "glue", "STS-B", "dev.tsv")
+    with open(path, encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f][1:]
+    return [s for r in rows for s in (r[7], r[8])]
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", default="base", help="an AlbertConfig preset (base, large...)")
+    p.add_argument("--batches", type=int, default=20, help="timed requests per side")
+    p.add_argument("--batch_size", type=int, default=32)
+    p.add_argument("--threads", type=int, default=0, help="CPU threads each (0: defaults)")
+    args = p.parse_args()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+    import numpy as np
+    import tensorflow as tf
+
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+
+    from albert_tf.checkpoints import save_checkpoint
+    from albert_tf.modeling.config import AlbertConfig
+    from albert_tf.modeling.encoder import AlbertEncoder
+    from albert_tf.serving.export import export
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
+    from data_pipeline.tokenization.spec import TokenizerSpec
+
+    spm = os.path.join(DATA, "spm", "de-30k-clean.model")
+    vocab = AlbertTokenizer(spm).vocab_size
+    config = AlbertConfig.from_dict(
+        dict(AlbertConfig.preset(args.config).to_dict(), vocab_size=vocab)
+    )
+    texts = sts_sentences()
+    n = args.batch_size
+    batches = [texts[i * n : (i + 1) * n] for i in range(args.batches + 2)]
+    with tempfile.TemporaryDirectory() as tmp:
+        encoder = AlbertEncoder(config)
+        encoder.build()
+        save_checkpoint(encoder, os.path.join(tmp, "enc"))
+        version = export(
+            "encoder", os.path.join(tmp, "enc"), os.path.join(tmp, "serving"),
+            tokenizer=TokenizerSpec.from_files(spm), max_seq_length=128,
+            pooling="mean", normalize=True,
+        )  # fmt: skip
+        del encoder
+        embed = tf.saved_model.load(version).signatures["embed"]
+
+        def ours(batch):
+            return embed(text=tf.constant(batch))["embeddings"].numpy()
+
+        for b in batches[:2]:
+            ours(b)
+        rss_ours = peak_rss_mb()
+
+        import torch
+        import torch.nn.functional as F
+        import transformers
+
+        from albert_tf.checkpoints.transformers import config_to_transformers
+
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        torch.manual_seed(0)
+        hf_config = transformers.AlbertConfig(
+            attn_implementation="eager", **config_to_transformers(config)
+        )
+        hf = transformers.AlbertModel(hf_config, add_pooling_layer=False).eval()
+        with open(spm, "rb") as src, open(os.path.join(tmp, "spiece.model"), "wb") as dst:
+            dst.write(src.read())
+        hf_tokenizer = transformers.AlbertTokenizer.from_pretrained(tmp)
+
+    def theirs(batch):
+        with torch.inference_mode():
+            enc = hf_tokenizer(
+                batch, padding=True, truncation=True, max_length=128, return_tensors="pt"
+            )
+            hidden = hf(**enc).last_hidden_state
+            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return F.normalize(pooled, p=2, dim=1).numpy()
+
+    for b in batches[:2]:
+        theirs(b)
+    rss_both = peak_rss_mb()
+    norms = np.linalg.norm(ours(batches[0]), axis=1)
+    assert np.allclose(norms, 1.0, atol=1e-5), norms
+
+    times = {"albert_tf SavedModel": [], "transformers + mean": []}
+    sides = list(zip(times, (ours, theirs)))
+    for i, batch in enumerate(batches[2:]):
+        for name, fn in sides if i % 2 == 0 else sides[::-1]:
+            start = time.perf_counter()
+            fn(batch)
+            times[name].append(time.perf_counter() - start)
+    print(
+        f"embeddings, ALBERT-{args.config}, batch {n}, {args.batches} requests each "
+        f"(STS-B dev), {os.cpu_count()} CPUs, TF {tf.__version__}, torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads)"
+    )
+    print(f"{'':22s} {'sentences/s':>12s} {'median ms':>10s}")
+    rates = {}
+    for name, t in times.items():
+        rates[name] = n * len(t) / sum(t)
+        print(f"{name:22s} {rates[name]:12.1f} {1000 * statistics.median(t):10.1f}")
+    ratio = rates["albert_tf SavedModel"] / rates["transformers + mean"]
+    print(f"ratio albert_tf / transformers: {ratio:.2f}x (target >= 2x)")
+    print(f"peak RSS: {rss_ours:.0f} MB after albert_tf, {rss_both:.0f} MB with both loaded")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -54,6 +54,9 @@ GUARDED_SETTINGS = (
     "train_batch_size",
     "dtype",
     "seed",
+    "early_stopping_patience",
+    "early_stopping_min_delta",
+    "layer_lr_decay",
 )
 
 

@@ -5,7 +5,9 @@ The rule is Keras' `EarlyStopping` (mode "max", the metric `Task.best_metric` th
 checkpoint follows): an evaluation improves when `value - min_delta > best`; an improvement
 becomes the new best and resets the count of evaluations without one; the run stops at the
 evaluation that makes that count reach `patience`. The first finite evaluation always
-improves on the initial best (-inf); a NaN/inf metric never does.
+improves on the initial best (-inf). A NaN/inf metric never improves (Keras' callback
+takes a NaN first value as its best, after which nothing improves; here the next finite
+value does).
 
 The state (best value, evaluations without improvement, the step the run stopped at) is
 three variables checkpointed with the model and the optimizer, and the trainer evaluates

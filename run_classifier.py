@@ -49,6 +49,11 @@ def _main() -> int:
     from absl import logging
 
     from albert_tf.runners.trainer_flags import trainer_config_from_flags
+    from albert_tf.training.class_weights import (
+        label_counts,
+        parse_class_weights,
+        resolve_class_weights,
+    )
     from data_pipeline.classification import metrics
     from data_pipeline.classification.features import task_features
     from data_pipeline.io.atomic import write_json
@@ -63,9 +68,13 @@ def _main() -> int:
     evaluated = spec.dev_splits if FLAGS.do_eval or FLAGS.do_train else []
     for split in evaluated + (["test"] if FLAGS.do_predict else []):
         spec.check_labels(split, labels)
+    weights_asked = parse_class_weights(
+        FLAGS.class_weights, labels, spec.is_regression, spec.choices
+    )
     identity = ff.checked_identity(
         "run_classifier", spec.name, inputs, labels, spec.source("train"),
         max_seq_length=FLAGS.max_seq_length, max_train_examples=FLAGS.max_train_examples,
+        class_weights=FLAGS.class_weights,
     )  # fmt: skip
     cache = os.path.join(FLAGS.output_dir, "cache")
 
@@ -77,6 +86,9 @@ def _main() -> int:
         return found
 
     train = features("train", FLAGS.max_train_examples) if FLAGS.do_train else None
+    weights = train and resolve_class_weights(
+        weights_asked, labels, lambda: label_counts(train.path, len(labels))
+    )
     dev = {s: features(s) for s in evaluated}
     test = features("test") if FLAGS.do_predict else None
     steps, warmup = ff.finetuning_schedule(train.count if train else 0)
@@ -88,7 +100,9 @@ def _main() -> int:
         trainer_config = trainer_config_from_flags(
             output_dir=output_dir, num_train_steps=steps, num_warmup_steps=warmup, seed=seed
         )
-        results.append(_run_once(spec, inputs, trainer_config, identity, labels, train, dev, test))
+        results.append(
+            _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test, weights)
+        )
     if runs > 1 and FLAGS.do_eval:
         report, line = metrics.seeds_report(spec.name, seeds, [r["eval"] for r in results])
         write_json(os.path.join(FLAGS.output_dir, "eval_results.json"), report)
@@ -97,8 +111,9 @@ def _main() -> int:
     return 0
 
 
-def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) -> dict:
-    """One fine-tuning run (one seed, into trainer_config.output_dir); what it did."""
+def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test, weights) -> dict:
+    """One fine-tuning run (one seed, into trainer_config.output_dir) with the class
+    `weights` (None: unweighted); what it did."""
     from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.runners.export_flags import export_trained_from_flags
     from albert_tf.runners.trainer_flags import setup_run_from_flags
@@ -110,8 +125,11 @@ def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) 
     run = setup_run_from_flags(
         "run_classifier", trainer_config, albert_config, FLAGS.do_train, buckets, identity,
         labels=labels, train_examples=train.count if train else 0,
+        class_weights=list(weights) if weights else None,
     )  # fmt: skip
-    task = ClassificationTask.for_task(albert_config, spec, labels, FLAGS.classifier_dropout)
+    task = ClassificationTask.for_task(
+        albert_config, spec, labels, FLAGS.classifier_dropout, class_weights=weights
+    )
     # Without --do_train the trainer only builds its pipeline: any split will do.
     source = train or next(iter(dev.values()), None) or test
 

@@ -56,6 +56,11 @@ def _main() -> int:
     from absl import logging
 
     from albert_tf.runners.trainer_flags import trainer_config_from_flags
+    from albert_tf.training.class_weights import (
+        label_counts,
+        parse_class_weights,
+        resolve_class_weights,
+    )
     from data_pipeline.classification import metrics
     from data_pipeline.classification.features import task_features
     from data_pipeline.io.atomic import write_json
@@ -72,10 +77,14 @@ def _main() -> int:
     evaluated = spec.dev_splits if FLAGS.do_eval or FLAGS.do_train else []
     for split in evaluated + (["test"] if FLAGS.do_predict else []):
         spec.check_labels(split, labels)
+    weights_asked = parse_class_weights(
+        FLAGS.class_weights, labels, spec.is_regression, spec.choices, spec.multi_label
+    )
     identity = ff.checked_identity(
         "run_classifier", spec.name, inputs, labels, spec.source("train"),
         max_seq_length=FLAGS.max_seq_length, max_train_examples=FLAGS.max_train_examples,
         **(windows.fingerprint() if windows.enabled else {}),
+        class_weights=FLAGS.class_weights,
     )  # fmt: skip
     cache = os.path.join(FLAGS.output_dir, "cache")
 
@@ -90,6 +99,9 @@ def _main() -> int:
     fit, tune = mlf.held_out_from_flags("fit"), mlf.held_out_from_flags("tune")
     train = features("train", FLAGS.max_train_examples, fit) if FLAGS.do_train else None
     tune = features("train", FLAGS.max_train_examples, tune) if tune else None  # thresholds
+    weights = train and resolve_class_weights(
+        weights_asked, labels, lambda: label_counts(train.path, len(labels))
+    )
     dev = {s: features(s) for s in evaluated}
     test = features("test") if FLAGS.do_predict else None
     steps, warmup = ff.finetuning_schedule(train.count if train else 0)
@@ -102,7 +114,9 @@ def _main() -> int:
             output_dir=output_dir, num_train_steps=steps, num_warmup_steps=warmup, seed=seed
         )
         results.append(
-            _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test, tune)
+            _run_once(
+                spec, inputs, trainer_config, identity, labels, train, dev, test, tune, weights
+            )
         )
     if runs > 1 and FLAGS.do_eval:
         report, line = metrics.seeds_report(spec.name, seeds, [r["eval"] for r in results])
@@ -112,9 +126,12 @@ def _main() -> int:
     return 0
 
 
-def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test, tune) -> dict:
-    """One fine-tuning run (one seed, into trainer_config.output_dir); what it did. `tune`:
-    multi-label, the held-out training features the thresholds are tuned on."""
+def _run_once(
+    spec, inputs, trainer_config, identity, labels, train, dev, test, tune, weights
+) -> dict:
+    """One fine-tuning run (one seed, into trainer_config.output_dir) with the class
+    `weights` (None: unweighted); what it did. `tune`: multi-label, the held-out training
+    features the thresholds are tuned on."""
     from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.runners.export_flags import export_trained_from_flags
     from albert_tf.runners.trainer_flags import setup_run_from_flags
@@ -130,9 +147,16 @@ def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test, 
     run = setup_run_from_flags(
         "run_classifier", trainer_config, albert_config, FLAGS.do_train, buckets, identity,
         labels=labels, train_examples=train.count if train else 0,
+        class_weights=list(weights) if weights else None,
     )  # fmt: skip
-    task_class = MultiLabelClassificationTask if spec.multi_label else ClassificationTask
-    task = task_class.for_task(albert_config, spec, labels, FLAGS.classifier_dropout)
+    if spec.multi_label:
+        task = MultiLabelClassificationTask.for_task(
+            albert_config, spec, labels, FLAGS.classifier_dropout
+        )
+    else:
+        task = ClassificationTask.for_task(
+            albert_config, spec, labels, FLAGS.classifier_dropout, class_weights=weights
+        )
     # Without --do_train the trainer only builds its pipeline: any split will do.
     source = train or next(iter(dev.values()), None) or test
 

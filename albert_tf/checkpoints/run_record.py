@@ -54,6 +54,9 @@ GUARDED_SETTINGS = (
     "train_batch_size",
     "dtype",
     "seed",
+    "early_stopping_patience",
+    "early_stopping_min_delta",
+    "layer_lr_decay",
 )
 
 
@@ -285,6 +288,14 @@ class RunRecord:
                 continue
             line = f"{name}: {_short(before[name])} → {_short(settings[name])}"
             (changed if name in allowed else refused).append((name, line))
+        patience = before.get("early_stopping_patience"), settings.get("early_stopping_patience")
+        if None not in patience and bool(patience[0]) != bool(patience[1]):
+            raise ValueError(
+                f"resuming the run of {self.describe()} with early stopping turned "
+                f"{'on' if patience[1] else 'off'} (early_stopping_patience: {patience[0]} → "
+                f"{patience[1]}): its state is part of the checkpoints, so a run keeps it "
+                f"on or off; use another --output_dir"
+            )
         if refused:
             names = ",".join(name for name, _ in refused)
             raise ValueError(

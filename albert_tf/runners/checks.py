@@ -20,11 +20,15 @@ def check_common_flags() -> None:
     the trainer's, the batch sizes, the runner's own), and a given --init_checkpoint
     readable, and --allow_changed naming only settings a resume may change."""
     from albert_tf.checkpoints.run_record import check_allowed
+    from albert_tf.training.config import settings_conflict
 
     check_flag_ranges(FLAGS)
     if FLAGS.init_checkpoint:
         check_init_checkpoint(FLAGS.init_checkpoint)
     check_allowed(FLAGS.allow_changed or ())
+    conflict = settings_conflict(FLAGS)
+    if conflict:
+        raise ValueError(conflict)
 
 
 def check_init_checkpoint(path: str) -> None:

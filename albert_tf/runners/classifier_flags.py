@@ -67,6 +67,13 @@ class ClassifierSettings:
         "and std.",
         minimum=1,
     )
+    class_weights: str | None = setting(
+        None,
+        "Weigh the classification loss by class: auto (n / (classes · count), "
+        "scikit-learn's balanced, from the training labels) or one weight per label in "
+        "the task's label order, comma-separated; the loss is their weighted mean "
+        "(albert_tf.training.class_weights).",
+    )
     export_dir: str | None = setting(
         None,
         "When done, export a SavedModel that takes raw text as EXPORT_DIR/N (next version; "

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from albert_tf.training.early_stopping import early_stopping_error
+from albert_tf.training.layer_decay import layer_decay_error
 from data_pipeline.cli import check_fields, setting
 
 OPTIMIZERS = ("lamb", "adamw", "lamb_keras", "adamw_keras")
@@ -67,6 +69,35 @@ class TrainerConfig:
         "(albert_tf.modeling.recompute).",
         choices=("none", "layer", "group"),
     )
+    early_stopping_patience: int = setting(
+        0,
+        "Stop after this many --eval_every evaluations without the task's metric improving "
+        "(0: never; albert_tf.training.early_stopping). The best checkpoint stays in best/.",
+        minimum=0,
+    )
+    early_stopping_min_delta: float = setting(
+        0.0, "The least rise of the metric that counts as an improvement.", minimum=0
+    )
+    layer_lr_decay: float = setting(
+        1.0,
+        "Layer-wise learning-rate decay d: a variable's rate is lr·d^(its depth below the "
+        "head), depth counted in parameter sets (a shared group is one; "
+        "albert_tf.training.layer_decay). 1: the same rate everywhere.",
+        above=0,
+        maximum=1,
+    )
 
     def __post_init__(self):
         check_fields(self)
+        message = settings_conflict(self)
+        if message:
+            raise ValueError(message)
+
+
+def settings_conflict(values) -> str | None:
+    """The one-line error for settings that do not go together (early stopping without
+    periodic evaluation, layer-wise decay with Keras' AdamW), or None. `values`: a
+    TrainerConfig or the parsed flags (checked before a runner writes anything)."""
+    return early_stopping_error(values.early_stopping_patience, values.eval_every) or (
+        layer_decay_error(values.layer_lr_decay, values.optimizer)
+    )

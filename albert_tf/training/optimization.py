@@ -139,11 +139,14 @@ class _OfficialAdamFamily(keras.optimizers.Adam):
         self.weight_decay_rate = float(weight_decay_rate)
         self.bias_correction = bool(bias_correction)
         self._excluded = {}  # variable key → excluded_from_decay (decided once)
+        self.lr_scales = {}  # variable key → its learning-rate factor (training.layer_decay)
 
     def update_step(self, gradient, variable, learning_rate):
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
         key = self._var_key(variable)
+        if key in self.lr_scales:
+            learning_rate = learning_rate * self.lr_scales[key]
         if key not in self._excluded:
             self._excluded[key] = excluded_from_decay(variable)
         excluded = self._excluded[key]

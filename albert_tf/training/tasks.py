@@ -147,18 +147,25 @@ class ClassificationTask(Task):
         num_labels: int = 2,
         num_choices: int | None = None,
         dropout: float = 0.1,
+        class_weights=None,
     ):
         self.albert_config = albert_config
         self.num_labels = num_labels
         self.num_choices = num_choices
         self.dropout = dropout
         self.regression = num_choices is None and num_labels == 1
-        self.losses = {"task_loss": "examples"}
+        # --class_weights: the loss is Σ w[y]·nll / Σ w[y] (albert_tf.training.class_weights)
+        self.class_weights = None if class_weights is None else tuple(map(float, class_weights))
+        if self.class_weights and (
+            self.regression or num_choices or len(self.class_weights) != num_labels
+        ):
+            raise ValueError(f"class weights {self.class_weights} do not fit this task's labels")
+        self.losses = {"task_loss": "weighted" if self.class_weights else "examples"}
         self.metrics = {} if self.regression else {"accuracy": "examples"}
         self.best_metric = None if self.regression else "accuracy"
 
     @classmethod
-    def for_task(cls, albert_config, spec, labels, dropout: float = 0.1):
+    def for_task(cls, albert_config, spec, labels, dropout: float = 0.1, class_weights=None):
         """The task of a `data_pipeline.classification.tasks.TaskSpec` with its `labels`
         (None for regression): its head size, choices and the metric the best checkpoint
         follows."""
@@ -167,6 +174,7 @@ class ClassificationTask(Task):
             num_labels=1 if spec.is_regression else len(labels or [0, 1]),
             num_choices=spec.choices,
             dropout=dropout,
+            class_weights=class_weights,
         )
         task.best_metric = spec.best_metric
         return task
@@ -184,7 +192,11 @@ class ClassificationTask(Task):
     def denominators(self, batch):
         import tensorflow as tf
 
-        return {"examples": tf.cast(tf.shape(batch["label_ids"])[0], tf.float32)}
+        dens = {"examples": tf.cast(tf.shape(batch["label_ids"])[0], tf.float32)}
+        if self.class_weights:
+            labels = tf.cast(batch["label_ids"], tf.int32)
+            dens["weighted"] = tf.reduce_sum(tf.gather(self.class_weights, labels))
+        return dens
 
     def terms(self, batch, outputs):
         import tensorflow as tf
@@ -195,6 +207,10 @@ class ClassificationTask(Task):
             return {"task_loss": tf.reduce_sum(tf.square(error))}
         labels = tf.cast(batch["label_ids"], tf.int32)
         nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        if self.class_weights:
+            from albert_tf.training.class_weights import weighted_cross_entropy_sums
+
+            nll = weighted_cross_entropy_sums(labels, logits, self.class_weights)[0]
         correct = tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels)
         return {
             "task_loss": tf.reduce_sum(nll),

@@ -52,6 +52,7 @@ from collections.abc import Callable
 
 from albert_tf.training.config import TrainerConfig
 from albert_tf.training.distribution import set_precision, task_output_dir
+from albert_tf.training.early_stopping import early_stopping_for
 from albert_tf.training.evaluation import EvalLoop, summarize
 from albert_tf.training.preemption import coordinated_preemption
 from albert_tf.training.resume import restore_newest
@@ -96,6 +97,7 @@ class Trainer:
         import keras
         import tensorflow as tf
 
+        from albert_tf.training.layer_decay import apply_layer_decay
         from albert_tf.training.optimization import WarmupPolynomialDecay, create_optimizer
 
         # Non-chief workers write (checkpoints too: saving may need every worker) to their
@@ -130,6 +132,7 @@ class Trainer:
             self.inner_optimizer = inner
             self.schedule = schedule
             self.variables = self.model.trainable_variables
+            apply_layer_decay(inner, self.variables, task.albert_config, config.layer_lr_decay)
             self.optimizer.build(self.variables)
             self.accumulators = []
             if config.grad_accum_steps > 1:
@@ -149,6 +152,10 @@ class Trainer:
         # batches already consumed (exact; costs reading them once), see below.
         iterator_saved = isinstance(self.train_iterator, tf.__internal__.tracking.Trackable)
         parts = {"iterator": self.train_iterator} if iterator_saved else {}
+        # --early_stopping_patience: its state is checkpointed with the run.
+        self.early_stopping = early_stopping_for(task, config, eval_dataset_fn or evaluate_fn)
+        if self.early_stopping is not None:
+            parts["early_stopping"] = self.early_stopping.state
         self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, **parts)
         # Parts of the model still at their random initialization (see `check_trained`).
         self.untrained: list[str] = []
@@ -291,8 +298,11 @@ class Trainer:
             self.log(f"resumed from {self.restored_from} at step {step}")
         start_step, start = step, time.time()
         last, evaluation = {}, {}
+        stopping = self.early_stopping
+        if stopping is not None and stopping.stopped_at:
+            self.log(f"this run stopped early: {stopping.describe()}")
         try:
-            while step < cfg.num_train_steps:
+            while step < cfg.num_train_steps and not (stopping and stopping.stopped_at):
                 n = min(
                     cfg.steps_per_loop,
                     cfg.num_train_steps - step,
@@ -318,14 +328,27 @@ class Trainer:
                 self.files.progress(step, cfg.num_train_steps, last, start_step, start)
                 self.files.append_metrics({"step": step, "split": "train", **last})
                 alone = self._preempted and not coordinated
-                if step % cfg.save_checkpoints_steps == 0 or step >= cfg.num_train_steps or alone:
-                    self._save(step)
-                if (
+                evaluate_now = (
                     cfg.eval_every
                     and (self.eval_dataset_fn or self.evaluate_fn)
                     and (step % cfg.eval_every == 0 or step >= cfg.num_train_steps)
-                ):
+                )
+                stop = False
+                if evaluate_now and stopping:  # first: the checkpoint holds its verdict
                     evaluation = self.evaluate(step)
+                    stop = stopping.update(evaluation, step)
+                if (
+                    step % cfg.save_checkpoints_steps == 0
+                    or step >= cfg.num_train_steps
+                    or alone
+                    or stop
+                ):
+                    self._save(step)
+                if evaluate_now and not stopping:
+                    evaluation = self.evaluate(step)
+                if stop:
+                    self.log(stopping.describe())
+                    break
                 if alone:
                     raise Preempted(f"preempted at step {step}; checkpoint written")
                 # (not after the last loop: a worker that has finished acknowledges nothing)
@@ -337,7 +360,10 @@ class Trainer:
                 signal.signal(signal.SIGTERM, previous)
         if (self.eval_dataset_fn or self.evaluate_fn) and not evaluation:
             evaluation = self.evaluate(step)
-        return {"step": step, "train": last, "eval": evaluation}
+        result = {"step": step, "train": last, "eval": evaluation}
+        if stopping is not None and stopping.stopped_at:
+            result["stopped_early_at"] = stopping.stopped_at
+        return result
 
     def evaluate(self, step: int | None = None) -> dict:
         """One pass over the evaluation set (at most `max_eval_steps` batches), or

@@ -101,6 +101,7 @@ def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) 
     """One fine-tuning run (one seed, into trainer_config.output_dir); what it did."""
     from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.runners.export_flags import export_trained_from_flags
+    from albert_tf.runners.lora_flags import exported_model, lora_task
     from albert_tf.runners.trainer_flags import setup_run_from_flags
     from albert_tf.training import ClassificationTask, Trainer
     from data_pipeline.classification.submission import write_submission
@@ -112,6 +113,7 @@ def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) 
         labels=labels, train_examples=train.count if train else 0,
     )  # fmt: skip
     task = ClassificationTask.for_task(albert_config, spec, labels, FLAGS.classifier_dropout)
+    task = lora_task(task, trainer_config.seed)  # --lora_rank: adapters, the encoder frozen
     # Without --do_train the trainer only builds its pipeline: any split will do.
     source = train or next(iter(dev.values()), None) or test
 
@@ -150,7 +152,8 @@ def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) 
             labels, source.text_pair, source.max_seq_length, FLAGS.do_lower_case, trainer.step
         )
         info = TaskInfo.build(**serving)
-        paths = export_trained_from_flags(trainer.model, export_dir, info, inputs.tokenizer_spec)
+        model = exported_model(task, trainer.model)  # LoRA: merged into the kernels
+        paths = export_trained_from_flags(model, export_dir, info, inputs.tokenizer_spec)
         result["export_dir"] = paths[0]
         result["exported"] = paths
     return result

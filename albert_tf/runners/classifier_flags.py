@@ -10,6 +10,7 @@ from absl import flags
 
 from albert_tf.runners.export_flags import define_export_format_flags
 from albert_tf.runners.finetuning_flags import check_finetuning_flags, define_finetuning_flags
+from albert_tf.runners.lora_flags import define_lora_flags, lora_settings_from_flags
 from data_pipeline.cli import config_from_flags, define_flags_from, setting
 
 FLAGS = flags.FLAGS
@@ -72,6 +73,7 @@ def define_classifier_flags() -> None:
     define_finetuning_flags(learning_rate=3e-5, max_seq_length=512, num_train_epochs=3.0)
     define_flags_from(ClassificationTaskSettings, FLAGS)
     define_flags_from(ClassifierSettings, FLAGS)
+    define_lora_flags()
     define_export_format_flags()
     flags.mark_flags_as_required(["task_name", "output_dir"])
 
@@ -92,5 +94,6 @@ def check_something_to_do() -> None:
 
 def check_classifier_flags() -> None:
     """run_classifier.py's up-front checks: the fine-tuning checks (every range, this
-    runner's too)."""
+    runner's too), the LoRA settings."""
     check_finetuning_flags(FLAGS.do_train)
+    lora_settings_from_flags()

@@ -26,6 +26,7 @@ import os
 from absl import flags
 
 from albert_tf.runners import classifier_flags as cf
+from albert_tf.runners import distill_flags as df
 from albert_tf.runners import finetuning_flags as ff
 from albert_tf.runners.classifier_flags import define_classifier_flags as define_flags
 from albert_tf.runners.predictions import classifier_logits
@@ -67,6 +68,7 @@ def _main() -> int:
         "run_classifier", spec.name, inputs, labels, spec.source("train"),
         max_seq_length=FLAGS.max_seq_length, max_train_examples=FLAGS.max_train_examples,
     )  # fmt: skip
+    teacher = df.load_teacher(labels, inputs.tokenizer_spec) if FLAGS.do_train else None
     cache = os.path.join(FLAGS.output_dir, "cache")
 
     def features(split, limit=0):
@@ -80,6 +82,9 @@ def _main() -> int:
     dev = {s: features(s) for s in evaluated}
     test = features("test") if FLAGS.do_predict else None
     steps, warmup = ff.finetuning_schedule(train.count if train else 0)
+    if teacher is not None:  # its logits once, by example_index; then the teacher goes
+        buckets = ff.length_buckets_from_flags()
+        teacher = df.teacher_table(teacher, train, FLAGS.eval_batch_size, buckets)
     runs = FLAGS.num_runs
     seeds = [FLAGS.seed + i for i in range(runs)]
     results = []
@@ -88,7 +93,9 @@ def _main() -> int:
         trainer_config = trainer_config_from_flags(
             output_dir=output_dir, num_train_steps=steps, num_warmup_steps=warmup, seed=seed
         )
-        results.append(_run_once(spec, inputs, trainer_config, identity, labels, train, dev, test))
+        results.append(
+            _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test, teacher)
+        )
     if runs > 1 and FLAGS.do_eval:
         report, line = metrics.seeds_report(spec.name, seeds, [r["eval"] for r in results])
         write_json(os.path.join(FLAGS.output_dir, "eval_results.json"), report)
@@ -97,13 +104,15 @@ def _main() -> int:
     return 0
 
 
-def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) -> dict:
-    """One fine-tuning run (one seed, into trainer_config.output_dir); what it did."""
+def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test, teacher) -> dict:
+    """One fine-tuning run (one seed, into trainer_config.output_dir); what it did.
+    `teacher`: the teacher's logits by example_index (--teacher_checkpoint), or None."""
     from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.runners.export_flags import export_trained_from_flags
     from albert_tf.runners.lora_flags import exported_model, lora_task
     from albert_tf.runners.trainer_flags import setup_run_from_flags
     from albert_tf.training import ClassificationTask, Trainer
+    from albert_tf.training.distillation import with_teacher_logits
     from data_pipeline.classification.submission import write_submission
     from data_pipeline.io.atomic import write_json
 
@@ -113,16 +122,19 @@ def _run_once(spec, inputs, trainer_config, identity, labels, train, dev, test) 
         labels=labels, train_examples=train.count if train else 0,
     )  # fmt: skip
     task = ClassificationTask.for_task(albert_config, spec, labels, FLAGS.classifier_dropout)
-    task = lora_task(task, trainer_config.seed)  # --lora_rank: adapters, the encoder frozen
+    task = lora_task(
+        df.distill_task(task), trainer_config.seed
+    )  # --teacher_checkpoint, --lora_rank
     # Without --do_train the trainer only builds its pipeline: any split will do.
     source = train or next(iter(dev.values()), None) or test
 
     def train_fn(ctx):
         batch = ctx.get_per_replica_batch_size(run.micro_batch)
-        return source.dataset(
+        ds = source.dataset(
             batch, is_training=True, seed=trainer_config.seed, input_context=ctx,
             length_buckets=buckets,
         )  # fmt: skip
+        return ds if teacher is None else with_teacher_logits(ds, teacher)
 
     def evaluate(model):
         return spec.evaluate({s: _predict(model, f, run.strategy) for s, f in dev.items()})

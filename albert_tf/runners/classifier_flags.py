@@ -8,6 +8,7 @@ import dataclasses
 
 from absl import flags
 
+from albert_tf.runners.distill_flags import define_distill_flags
 from albert_tf.runners.export_flags import define_export_format_flags
 from albert_tf.runners.finetuning_flags import check_finetuning_flags, define_finetuning_flags
 from albert_tf.runners.lora_flags import define_lora_flags, lora_settings_from_flags
@@ -74,6 +75,7 @@ def define_classifier_flags() -> None:
     define_flags_from(ClassificationTaskSettings, FLAGS)
     define_flags_from(ClassifierSettings, FLAGS)
     define_lora_flags()
+    define_distill_flags()
     define_export_format_flags()
     flags.mark_flags_as_required(["task_name", "output_dir"])
 

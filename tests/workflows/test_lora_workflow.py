@@ -1,7 +1,8 @@
-"""run_classifier.py --lora_rank end to end on SST-2 (tiny model from a saved encoder):
-the run's checkpoints hold adapters and head only, run_config.json records the LoRA
-flags, and the exported model (adapters merged, plain shapes) gives the runner's own
-test-set probabilities; bad LoRA flags are one line and write nothing."""
+"""run_classifier.py --lora_rank and --teacher_checkpoint end to end on SST-2 (tiny model
+from a saved encoder): the run's checkpoints hold adapters and head only, run_config.json
+records the LoRA flags, and the exported model (adapters merged, plain shapes) gives the
+runner's own test-set probabilities; distillation reports its loss as the mix of its parts;
+bad LoRA and teacher flags are one line and write nothing."""
 
 import json
 
@@ -72,3 +73,50 @@ def test_bad_lora_flags_are_one_line_and_write_nothing(tmp_path, shared_data, ex
     assert run.returncode == 1 and message in run.stderr, run.stderr[-2000:]
     assert len([line for line in run.stderr.splitlines() if "error" in line]) == 1
     assert not out.exists() or not any(out.iterdir())
+
+
+def _teacher(tmp_path, shared_data, labels):
+    """A fine-tuned classifier directory (a teacher) with SST-2's vocabulary, of a bigger
+    config than the student's TINY."""
+    import keras
+
+    from albert_tf import AlbertConfig
+    from albert_tf.checkpoints.finetuned import save_finetuned
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from data_pipeline.tokenization.spec import TokenizerSpec
+
+    keras.utils.set_random_seed(3)
+    info = TaskInfo.build(kind="classifier", labels=labels, regression=False, do_lower_case=True)
+    model = info.model(AlbertConfig.from_dict(dict(TINY, hidden_size=96, num_hidden_layers=3)))
+    model.build()
+    spm = TokenizerSpec.from_files(str(shared_data / "spm" / "de-30k-clean.model"))
+    directory = tmp_path / f"teacher-{len(labels)}"
+    return save_finetuned(model, str(directory), info, spm)
+
+
+@pytest.mark.slow
+def test_distillation_run_trains_on_the_teachers_soft_targets(tmp_path, shared_data):
+    out = tmp_path / "student"
+    teacher = _teacher(tmp_path, shared_data, ["0", "1"])
+    run = _run(
+        tmp_path, shared_data, "sst-2", "SST-2", out, "--do_train", "--train_step=10",
+        "--max_train_examples=256", f"--teacher_checkpoint={teacher}",
+        "--distill_temperature=3", "--distill_alpha=0.8",
+        f"--init_checkpoint={_encoder(tmp_path)}", "--lora_rank=2",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    train = [r for r in rows if r["split"] == "train"]
+    assert train and all(r["distill_kl"] >= 0 and r["label_ce"] > 0 for r in train)
+    last = train[-1]  # the reported loss is the mix of its parts
+    assert abs(last["task_loss"] - (0.8 * 9 * last["distill_kl"] + 0.2 * last["label_ce"])) < 1e-4
+    recorded = json.loads((out / "run_config.json").read_text())["flags"]
+    assert recorded["teacher_checkpoint"] == teacher and recorded["distill_alpha"] == 0.8
+    wrong = _teacher(tmp_path, shared_data, ["0", "1", "2"])
+    bad = _run(
+        tmp_path, shared_data, "sst-2", "SST-2", tmp_path / "bad", "--do_train",
+        f"--teacher_checkpoint={wrong}",
+    )  # fmt: skip
+    assert bad.returncode == 1, bad.stderr[-2000:]
+    assert "its labels ['0', '1', '2'] are not the task's ['0', '1']" in bad.stderr
+    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())

@@ -28,6 +28,7 @@ import os
 from absl import flags
 
 from albert_tf.runners import classifier_flags as cf
+from albert_tf.runners import distill_flags as df
 from albert_tf.runners import finetuning_flags as ff
 from albert_tf.runners import multi_label_flags as mlf
 from albert_tf.runners.classifier_flags import define_classifier_flags as define_flags
@@ -86,6 +87,7 @@ def _main() -> int:
         **(windows.fingerprint() if windows.enabled else {}),
         class_weights=FLAGS.class_weights,
     )  # fmt: skip
+    teacher = df.load_teacher(labels, inputs.tokenizer_spec) if FLAGS.do_train else None
     cache = os.path.join(FLAGS.output_dir, "cache")
 
     def features(split, limit=0, held_out=None):
@@ -105,6 +107,9 @@ def _main() -> int:
     dev = {s: features(s) for s in evaluated}
     test = features("test") if FLAGS.do_predict else None
     steps, warmup = ff.finetuning_schedule(train.count if train else 0)
+    if teacher is not None:  # its logits once, by example_index; then the teacher goes
+        buckets = ff.length_buckets_from_flags()
+        teacher = df.teacher_table(teacher, train, FLAGS.eval_batch_size, buckets)
     runs = FLAGS.num_runs
     seeds = [FLAGS.seed + i for i in range(runs)]
     results = []
@@ -115,8 +120,18 @@ def _main() -> int:
         )
         results.append(
             _run_once(
-                spec, inputs, trainer_config, identity, labels, train, dev, test, tune, weights
-            )
+                spec,
+                inputs,
+                trainer_config,
+                identity,
+                labels,
+                train,
+                dev,
+                test,
+                tune,
+                weights,
+                teacher,
+            )  # fmt: skip
         )
     if runs > 1 and FLAGS.do_eval:
         report, line = metrics.seeds_report(spec.name, seeds, [r["eval"] for r in results])
@@ -127,15 +142,18 @@ def _main() -> int:
 
 
 def _run_once(
-    spec, inputs, trainer_config, identity, labels, train, dev, test, tune, weights
+    spec, inputs, trainer_config, identity, labels, train, dev, test, tune, weights, teacher
 ) -> dict:
     """One fine-tuning run (one seed, into trainer_config.output_dir) with the class
     `weights` (None: unweighted); what it did. `tune`: multi-label, the held-out training
-    features the thresholds are tuned on."""
+    features the thresholds are tuned on. `teacher`: the teacher's logits by example_index
+    (--teacher_checkpoint), or None."""
     from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.runners.export_flags import export_trained_from_flags
+    from albert_tf.runners.lora_flags import exported_model, lora_task
     from albert_tf.runners.trainer_flags import setup_run_from_flags
     from albert_tf.training import ClassificationTask, Trainer
+    from albert_tf.training.distillation import with_teacher_logits
     from albert_tf.training.multi_label import MultiLabelClassificationTask
     from data_pipeline.classification.multi_label_predictions import (
         write_multi_label_predictions,
@@ -157,15 +175,19 @@ def _run_once(
         task = ClassificationTask.for_task(
             albert_config, spec, labels, FLAGS.classifier_dropout, class_weights=weights
         )
+    task = lora_task(
+        df.distill_task(task), trainer_config.seed
+    )  # --teacher_checkpoint, --lora_rank
     # Without --do_train the trainer only builds its pipeline: any split will do.
     source = train or next(iter(dev.values()), None) or test
 
     def train_fn(ctx):
         batch = ctx.get_per_replica_batch_size(run.micro_batch)
-        return source.dataset(
+        ds = source.dataset(
             batch, is_training=True, seed=trainer_config.seed, input_context=ctx,
             length_buckets=buckets,
         )  # fmt: skip
+        return ds if teacher is None else with_teacher_logits(ds, teacher)
 
     per_label = {}  # multi-label: the last evaluation's thresholds and F1 per label
 
@@ -219,7 +241,8 @@ def _run_once(
         if source.info.get("document_windows") is not None:
             serving.update(cf.document_windows_from_flags().task_fields())
         info = TaskInfo.build(**serving)
-        paths = export_trained_from_flags(trainer.model, export_dir, info, inputs.tokenizer_spec)
+        model = exported_model(task, trainer.model)  # LoRA: merged into the kernels
+        paths = export_trained_from_flags(model, export_dir, info, inputs.tokenizer_spec)
         result["export_dir"] = paths[0]
         result["exported"] = paths
     return result

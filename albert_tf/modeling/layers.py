@@ -90,8 +90,14 @@ def compute_weights(pairs, dtype: str) -> tuple:
 
 
 def variables_of(*layers) -> list:
-    """[(kernel, bias)] of Keras Dense layers."""
-    return [(layer.kernel, layer.bias) for layer in layers]
+    """[(kernel, bias)] of Keras Dense layers; a kernel with a LoRA update attached
+    (`lora_update`, albert_tf.modeling.lora) is W + update(), what the GEMM then reads."""
+    return [(_kernel(layer), layer.bias) for layer in layers]
+
+
+def _kernel(layer):
+    update = getattr(layer, "lora_update", None)
+    return layer.kernel if update is None else tf.convert_to_tensor(layer.kernel) + update()
 
 
 class _CastOnce:

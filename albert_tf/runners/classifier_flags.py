@@ -8,8 +8,10 @@ import dataclasses
 
 from absl import flags
 
+from albert_tf.runners.distill_flags import define_distill_flags
 from albert_tf.runners.export_flags import define_export_format_flags
 from albert_tf.runners.finetuning_flags import check_finetuning_flags, define_finetuning_flags
+from albert_tf.runners.lora_flags import define_lora_flags, lora_settings_from_flags
 from albert_tf.runners.multi_label_flags import check_multi_label_flags, define_multi_label_flags
 from data_pipeline.classification.long_documents import DocumentWindows
 from data_pipeline.cli import config_from_flags, define_flags_from, setting
@@ -90,6 +92,8 @@ def define_classifier_flags() -> None:
     define_flags_from(ClassifierSettings, FLAGS)
     define_multi_label_flags()
     define_flags_from(DocumentWindows, FLAGS)  # --doc_stride, --max_document_windows, --aggregate
+    define_lora_flags()
+    define_distill_flags()
     define_export_format_flags()
     flags.mark_flags_as_required(["task_name", "output_dir"])
 
@@ -115,6 +119,7 @@ def check_something_to_do() -> None:
 
 def check_classifier_flags() -> None:
     """run_classifier.py's up-front checks: the fine-tuning checks (every range, this
-    runner's too), the multi-label flags'."""
+    runner's too), the multi-label flags', the LoRA settings."""
     check_finetuning_flags(FLAGS.do_train)
     check_multi_label_flags()
+    lora_settings_from_flags()

@@ -48,6 +48,14 @@ class Task(abc.ABC):
     def call_model(self, model, batch, training: bool):
         return model(batch, training=training)
 
+    # What the run's checkpoints (and best/) hold of `model`: all of it, unless a task
+    # trains only part of it (LoRA: adapters and head); then `partial_checkpoints` and the
+    # trainer loads --init_checkpoint on resume too, before the run's own checkpoint.
+    partial_checkpoints: bool = False
+
+    def checkpointed(self, model):
+        return model
+
 
 def divisors(terms: dict, denominators: dict, offsets: dict) -> dict:
     """{term name: what it is divided by} for `terms` ({name: denominator key}): its

@@ -156,9 +156,14 @@ class Trainer:
         self.early_stopping = early_stopping_for(task, config, eval_dataset_fn or evaluate_fn)
         if self.early_stopping is not None:
             parts["early_stopping"] = self.early_stopping.state
-        self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, **parts)
+        saved = task.checkpointed(self.model)  # (LoRA: the adapters and the head only)
+        self.checkpoint = tf.train.Checkpoint(model=saved, optimizer=self.optimizer, **parts)
         # Parts of the model still at their random initialization (see `check_trained`).
         self.untrained: list[str] = []
+        # A partial checkpoint (LoRA) restores onto the frozen base, loaded first.
+        base_first = bool(init_checkpoint) and task.partial_checkpoints
+        if base_first:
+            self._load_init(init_checkpoint)
         # The newest checkpoint that reads completely (albert_tf.training.resume): a garbled
         # state file or a deleted latest checkpoint never restarts the run from step 0.
         own_dir = os.path.join(config.output_dir, "checkpoints")
@@ -166,6 +171,7 @@ class Trainer:
             self.checkpoint, restore_dir, log=self.log, repair=restore_dir == own_dir
         )
         self.restored_from = latest
+        self._saved = saved  # what best/ keeps
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, own_dir, max_to_keep=config.keep_checkpoint_max
         )
@@ -180,13 +186,8 @@ class Trainer:
                 self.train_dataset = strategy.distribute_datasets_from_function(resumed_fn)
                 self.train_iterator = iter(self.train_dataset)
         elif init_checkpoint:
-            from albert_tf.checkpoints import load_checkpoint
-
-            report = load_checkpoint(self.model, init_checkpoint)
-            self.log(f"init_checkpoint: {report}")
-            for line in report.warnings():
-                self.log(line)
-            self.untrained = list(report.missing)
+            if not base_first:
+                self._load_init(init_checkpoint)
         else:
             self.untrained = ["the whole model (no --init_checkpoint, no checkpoint of this run)"]
         self.train_step = TrainStep(
@@ -206,6 +207,15 @@ class Trainer:
         self._preempted = False
         self._preemption = None  # multi-worker and TPU: created when training starts
         self._preempted_at = 0
+
+    def _load_init(self, init_checkpoint: str) -> None:
+        from albert_tf.checkpoints import load_checkpoint
+
+        report = load_checkpoint(self.model, init_checkpoint)
+        self.log(f"init_checkpoint: {report}")
+        for line in report.warnings():
+            self.log(line)
+        self.untrained = list(report.missing)
 
     def check_trained(self, what: str) -> None:
         """Raises ValueError (one line) when the model has parts at their random
@@ -371,10 +381,10 @@ class Trainer:
         step = self.step if step is None else step
         if self.evaluate_fn is not None:
             result = dict(self.evaluate_fn(self.model))
-            self.files.record_eval(step, result, self.model, self.task.best_metric)
+            self.files.record_eval(step, result, self._saved, self.task.best_metric)
             return result
         result = self._eval_loop(self.eval_dataset_fn, self.config.max_eval_steps)
-        self.files.record_eval(step, result, self.model, self.task.best_metric)
+        self.files.record_eval(step, result, self._saved, self.task.best_metric)
         return result
 
     def best_record(self) -> dict | None:

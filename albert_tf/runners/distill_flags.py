@@ -1,0 +1,105 @@
+"""--teacher_checkpoint, --distill_temperature, --distill_alpha (run_classifier): the
+settings, the teacher's checks (a fine-tuned classifier of the same labels and the same
+vocabulary, as the student reads its ids), its logits over the training set (once) and the
+task they train (albert_tf.training.distillation)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from absl import flags
+
+from data_pipeline.cli import check_fields, config_from_flags, define_flags_from, setting
+
+FLAGS = flags.FLAGS
+
+
+@dataclasses.dataclass(frozen=True)
+class DistillationSettings:
+    """Distillation from a fine-tuned teacher (albert_tf.training.distillation)."""
+
+    teacher_checkpoint: str | None = setting(
+        None,
+        "Distil from this fine-tuned classifier (a fine-tuned model directory, e.g. "
+        "EXPORT_DIR/N/assets.extra/finetuned of a run_classifier --export_dir): the loss is "
+        "alpha·T²·KL(teacher/T ‖ student/T) + (1 - alpha)·CE. Same labels and vocabulary.",
+    )
+    distill_temperature: float = setting(2.0, "Distillation temperature T.", above=0)
+    distill_alpha: float = setting(
+        0.5, "Weight of the teacher's soft targets (1 - alpha: the labels).", minimum=0, maximum=1
+    )
+
+    def __post_init__(self):
+        check_fields(self)
+
+
+def define_distill_flags() -> None:
+    define_flags_from(DistillationSettings, FLAGS)
+
+
+def distill_settings_from_flags() -> DistillationSettings:
+    return config_from_flags(DistillationSettings, FLAGS)
+
+
+def _teacher_dir(path: str) -> str:
+    """The fine-tuned model directory of `path` (itself, or an export's
+    assets.extra/finetuned); a one-line ValueError otherwise."""
+    from albert_tf.checkpoints.task_info import is_finetuned_dir
+
+    for candidate in (path, os.path.join(path, "assets.extra", "finetuned")):
+        if is_finetuned_dir(candidate):
+            return candidate
+    raise ValueError(
+        f"--teacher_checkpoint={path}: not a fine-tuned model directory (no task.json; give "
+        f"a run's EXPORT_DIR/N or its assets.extra/finetuned)"
+    )
+
+
+def load_teacher(labels, tokenizer_spec):
+    """The teacher model of --teacher_checkpoint, checked against the student's `labels`
+    and vocabulary (`tokenizer_spec`); None without the flag. One-line ValueErrors."""
+    from albert_tf.checkpoints.finetuned import load_finetuned
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from albert_tf.checkpoints.tokenizer_record import file_sha256
+
+    settings = distill_settings_from_flags()
+    if not settings.teacher_checkpoint:
+        return None
+    flag = f"--teacher_checkpoint={settings.teacher_checkpoint}"
+    directory = _teacher_dir(settings.teacher_checkpoint)
+    info = TaskInfo.read(directory)
+    if info.kind != "classifier" or getattr(info.details, "regression", False):
+        raise ValueError(f"{flag}: a {info.kind} model; distillation needs a classifier")
+    if getattr(info.details, "multi_label", False) or FLAGS.multi_label:
+        raise ValueError(f"{flag}: distillation softens one softmax; not for --multi_label")
+    theirs = list(info.details.labels)
+    if labels is None or theirs != list(labels):
+        raise ValueError(f"{flag}: its labels {theirs} are not the task's {list(labels or [])}")
+    vocabulary = info.tokenizer()
+    if vocabulary is None or file_sha256(vocabulary.path) != file_sha256(tokenizer_spec.path):
+        raise ValueError(
+            f"{flag}: its vocabulary is not {tokenizer_spec.path} (the teacher reads the "
+            f"student's token ids)"
+        )
+    model, _ = load_finetuned(directory, info)
+    return model
+
+
+def teacher_table(teacher, train, batch_size: int, length_buckets):
+    """The teacher's logits of every training example (`train`: TaskFeatures), by
+    example_index (albert_tf.training.distillation.teacher_logits)."""
+    from albert_tf.training.distillation import teacher_logits
+
+    batches = train.dataset(batch_size, drop_remainder=False, length_buckets=length_buckets)
+    return teacher_logits(teacher, batches)
+
+
+def distill_task(task):
+    """`task` trained on the teacher's soft targets when --teacher_checkpoint is given."""
+    settings = distill_settings_from_flags()
+    if not settings.teacher_checkpoint:
+        return task
+    from albert_tf.training.distillation import DistillationTask
+
+    return DistillationTask(task, settings.distill_temperature, settings.distill_alpha)

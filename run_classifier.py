@@ -150,15 +150,11 @@ def _run_once(
     (--teacher_checkpoint), or None."""
     from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.runners.export_flags import export_trained_from_flags
+    from albert_tf.runners.label_modes import label_mode
     from albert_tf.runners.lora_flags import exported_model, lora_task
     from albert_tf.runners.trainer_flags import setup_run_from_flags
-    from albert_tf.training import ClassificationTask, Trainer
+    from albert_tf.training import Trainer
     from albert_tf.training.distillation import with_teacher_logits
-    from albert_tf.training.multi_label import MultiLabelClassificationTask
-    from data_pipeline.classification.multi_label_predictions import (
-        write_multi_label_predictions,
-    )
-    from data_pipeline.classification.submission import write_submission
     from data_pipeline.io.atomic import write_json
 
     albert_config, buckets = inputs.albert_config, ff.length_buckets_from_flags()
@@ -167,14 +163,8 @@ def _run_once(
         labels=labels, train_examples=train.count if train else 0,
         class_weights=list(weights) if weights else None,
     )  # fmt: skip
-    if spec.multi_label:
-        task = MultiLabelClassificationTask.for_task(
-            albert_config, spec, labels, FLAGS.classifier_dropout
-        )
-    else:
-        task = ClassificationTask.for_task(
-            albert_config, spec, labels, FLAGS.classifier_dropout, class_weights=weights
-        )
+    mode = label_mode(spec, labels)  # one label (softmax) or several (--multi_label)
+    task = mode.task(albert_config, FLAGS.classifier_dropout, weights)
     task = lora_task(
         df.distill_task(task), trainer_config.seed
     )  # --teacher_checkpoint, --lora_rank
@@ -189,22 +179,9 @@ def _run_once(
         )  # fmt: skip
         return ds if teacher is None else with_teacher_logits(ds, teacher)
 
-    per_label = {}  # multi-label: the last evaluation's thresholds and F1 per label
-
     def evaluate(model):
         outputs = {s: _predict(model, f, run.strategy) for s, f in dev.items()}
-        if spec.multi_label:
-            held = _predict(model, tune, run.strategy) if tune else None
-            found, details = mlf.multi_label_evaluation(outputs["dev"], held, labels)
-            per_label.update(details)
-            return found
-        return spec.evaluate(outputs)
-
-    def thresholds():
-        """Multi-label: each label's threshold, as the final model's last evaluation found
-        (tuned when asked: training evaluates at its end), else --threshold."""
-        found = per_label.get("thresholds") or {}
-        return tuple(found.get(name, FLAGS.threshold) for name in labels)
+        return mode.evaluate(outputs, lambda: _predict(model, tune, run.strategy) if tune else None)
 
     trainer = Trainer(
         task, trainer_config, run.strategy, train_fn, init_checkpoint=FLAGS.init_checkpoint,
@@ -217,26 +194,18 @@ def _run_once(
         result["eval"] = trainer.evaluate()
         report = {"task": spec.name, "seed": trainer_config.seed, "step": trainer.step}
         report.update(final=result["eval"], best=trainer.best_record())
-        report.update(per_label)  # multi-label: "thresholds" and "f1" of each label
+        report.update(mode.report())  # multi-label: "thresholds" and "f1" of each label
         write_json(os.path.join(run.output_dir, "eval_results.json"), report)
-    if FLAGS.do_predict and spec.multi_label:
+    if FLAGS.do_predict:
         logits = _predict(trainer.model, test, run.strategy)[0]
-        path = write_multi_label_predictions(
-            run.output_dir, spec.name, spec.read("test"), logits, labels, thresholds()
-        )
-        print(f"predictions: {path}", flush=True)
-    elif FLAGS.do_predict:
-        logits = _predict(trainer.model, test, run.strategy)[0]
-        names = spec.output_names(labels)
-        tsv, jsonl = write_submission(run.output_dir, spec.name, spec.read("test"), logits, names)
-        print(f"predictions: {tsv}, {jsonl}", flush=True)
+        print(f"predictions: {mode.write_predictions(run.output_dir, logits)}", flush=True)
     if FLAGS.export_dir:
         export_dir = FLAGS.export_dir  # with --num_runs: EXPORT_DIR/run_i/N
         if trainer_config.output_dir != FLAGS.output_dir:
             export_dir = os.path.join(export_dir, os.path.basename(run.output_dir))
         serving = spec.serving_task(
             labels, source.text_pair, source.max_seq_length, FLAGS.do_lower_case, trainer.step,
-            thresholds() if spec.multi_label else None,
+            mode.thresholds(),
         )  # fmt: skip
         if source.info.get("document_windows") is not None:
             serving.update(cf.document_windows_from_flags().task_fields())

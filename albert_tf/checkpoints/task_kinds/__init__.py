@@ -5,7 +5,13 @@ in `albert_tf.serving.tasks`."""
 
 from __future__ import annotations
 
-from albert_tf.checkpoints.task_kinds import classifier, encoder, multiple_choice, squad
+from albert_tf.checkpoints.task_kinds import (
+    classifier,
+    encoder,
+    multiple_choice,
+    squad,
+    token_classifier,
+)
 from albert_tf.checkpoints.task_kinds.kind import TaskKind
 
 KINDS: dict[str, TaskKind] = {
@@ -14,6 +20,7 @@ KINDS: dict[str, TaskKind] = {
         classifier.KIND,
         multiple_choice.KIND,
         squad.KIND,
+        token_classifier.KIND,
         encoder.KIND,
     )
 }

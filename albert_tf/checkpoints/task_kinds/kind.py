@@ -54,6 +54,8 @@ class TaskKind:
       vocabulary (SQuAD's runner windows text with the SentencePiece model the file
       carries, so SQuAD's may not).
     transformers_class: the Hugging Face head class of `convert --to transformers`.
+    transformers_pooler: whether that class has the pooler (AlbertForQuestionAnswering and
+      AlbertForTokenClassification do not: none is written, none is expected).
     """
 
     name: str
@@ -64,6 +66,7 @@ class TaskKind:
     finetuned: bool = True
     on_device_wordpiece: bool = True
     transformers_class: str | None = None
+    transformers_pooler: bool = True
 
     def fields_from_json(self, data: dict):
         """The kind's fields from task.json's keys (absent: the default); ValueError with a

@@ -133,26 +133,23 @@ def test_savedmodel_tags_conll_dev_as_the_python_path_in_a_fresh_process(conll, 
 
 
 def test_litert_runner_answers_the_savedmodel_tags(conll):
-    import tensorflow as tf
-
+    """The runner's tags are the Python path's, which the SavedModel's equal (above), and
+    its entities are the same reading of them at the same characters."""
     from albert_tf.serving.tflite_predict import LiteModel
 
     lite = LiteModel(conll["paths"][1])
     assert lite.task == "token_classifier" and lite.metadata["doc_stride"] == DOC_STRIDE
     got = lite.tag(conll["texts"], batch_size=5)
-    sm = tf.saved_model.load(conll["paths"][0]).signatures["serving_default"]
-    out = {k: v.numpy() for k, v in sm(text=tf.constant(conll["texts"])).items()}
-    for i, (text, row) in enumerate(zip(conll["texts"], got)):
-        words, tags, scores, entities = _rows(out, i)
-        assert row["words"] == words and row["tags"] == tags == conll["want"][i]
-        np.testing.assert_allclose(row["tag_scores"], scores, atol=1e-4)
-        assert [(e["type"], e["text"], e["start"], e["end"]) for e in row["entities"]] == [
-            e[:4] for e in entities
-        ]
-        _check_entities(text, row["words"], row["tags"], row["tag_scores"],
-                        [tuple(e.values()) for e in row["entities"]])  # fmt: skip
+    found = 0
+    for text, sentence, want, row in zip(conll["texts"], conll["sentences"], conll["want"], got):
+        assert row["words"] == list(sentence.tokens) and row["tags"] == want
+        entities = [tuple(e.values()) for e in row["entities"]]
+        _check_entities(text, row["words"], row["tags"], row["tag_scores"], entities)
+        found += len(entities)
+    assert found >= 20
 
 
+@pytest.mark.slow
 def test_savedmodel_tags_resume_zh_dev_character_by_character(tmp_path, wordpiece_vocab):
     import tensorflow as tf
 

@@ -8,7 +8,10 @@ neighbour in the row (the first word's left neighbour and the last word's right 
 
   default (lenient, scheme None): a chunk ends after word e when (e, e+1) is a chunk end
     of metrics._chunk_ends; it begins at the last word ≤ e where (w-1, w) is a chunk start
-    (metrics._chunk_starts), which is where the reference's running `begin` stands.
+    (metrics._chunk_starts), which is where the reference's running `begin` stands. (A tag
+    with no prefix letter the rules know and no type, such as "X", starts nothing; where
+    the reference's `begin` then still points into an earlier sentence, here it is the
+    row's first word: an entity never spans two texts.)
   strict (IOB2, IOE2, IOBES, BMES, BILOU): a chunk begins at each word where the scheme's
     start rule holds, runs while the next word continues it, and counts when the word
     after it closes it (metrics._strict_entities' scan: its starts and continuations never

@@ -135,7 +135,7 @@ def test_savedmodel_tags_conll_dev_as_the_python_path_in_a_fresh_process(conll, 
 def test_litert_runner_answers_the_savedmodel_tags(conll):
     """The runner's tags are the Python path's, which the SavedModel's equal (above), and
     its entities are the same reading of them at the same characters."""
-    from albert_tf.serving.tflite_predict import LiteModel
+    from albert_tf.serving.tflite_predict import LiteModel, answer_lines
 
     lite = LiteModel(conll["paths"][1])
     assert lite.task == "token_classifier" and lite.metadata["doc_stride"] == DOC_STRIDE
@@ -147,6 +147,11 @@ def test_litert_runner_answers_the_savedmodel_tags(conll):
         _check_entities(text, row["words"], row["tags"], row["tag_scores"], entities)
         found += len(entities)
     assert found >= 20
+    # the command line's path: one JSON answer per input line, blank lines kept
+    lines = [conll["texts"][0], "  ", conll["texts"][1]]
+    answers = list(answer_lines(lite, lines, 2, "stdin"))
+    assert [a["line"] for a in answers] == [1, 2, 3] and answers[1] == {"line": 2}
+    assert answers[0]["tags"] == conll["want"][0] and answers[2]["tags"] == conll["want"][1]
 
 
 @pytest.mark.slow

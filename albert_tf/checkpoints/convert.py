@@ -198,8 +198,10 @@ def _convert_task(input_path, output_dir, config, weights, unknown, task) -> dic
     model = info.model(config)
     model.build()
     result = assign_official(model, weights, source=input_path)
-    # AlbertForQuestionAnswering has no pooler (the span head never reads it).
-    result.raise_for_errors(allow_missing=("pooler",) if info.kind == "squad" else ())
+    # AlbertForQuestionAnswering and AlbertForTokenClassification have no pooler (their
+    # heads never read it).
+    no_pooler = not info.task_kind.transformers_pooler
+    result.raise_for_errors(allow_missing=("pooler",) if no_pooler else ())
     prefix = save_checkpoint(model, output_dir, config)
     spm = os.path.join(input_path, "spiece.model")
     spm = spm if os.path.isfile(spm) else None

@@ -75,6 +75,7 @@ def export_keras_hub(
         "pretraining": ["mlm_head", "sop_head"],
         "multiple_choice": ["choice_head"],
         "squad": ["squad_v2_head" if v2_head else "span_head"],
+        "token_classifier": ["classifier_head (token classification: no KerasHub task)"],
     }.get(kind, [])
     regression = kind == "classifier" and task.details.regression
     if regression:

@@ -15,7 +15,9 @@ BertTokenizer): `AutoTokenizer.from_pretrained(DIR)` loads it and gives our ids.
                                 the labels; regression: one output, problem_type regression;
                                 multi-label: problem_type multi_label_classification),
                                 multiple_choice → AlbertForMultipleChoice, squad →
-                                AlbertForQuestionAnswering (which has no pooler: not written)
+                                AlbertForQuestionAnswering, token_classifier →
+                                AlbertForTokenClassification (id2label from the tags;
+                                neither has a pooler: not written)
   a pretraining checkpoint      → AlbertForPreTraining (MLM decoder tied to the embeddings)
   an encoder checkpoint         → AlbertModel
 
@@ -81,8 +83,8 @@ def transformers_files(model, task) -> tuple[dict, dict]:
     encoder = model if isinstance(model, AlbertEncoder) else model.encoder
     official = {}
     for name, entry in official_name_map(model).items():
-        if task and task.kind == "squad" and entry.component == "pooler":
-            continue  # AlbertForQuestionAnswering has no pooler
+        if task and not task.task_kind.transformers_pooler and entry.component == "pooler":
+            continue  # AlbertForQuestionAnswering, AlbertForTokenClassification: no pooler
         value = entry.variable.numpy().astype(np.float32)
         official[name] = value.T if entry.transpose else value
     heads = not isinstance(model, AlbertEncoder)
@@ -91,6 +93,10 @@ def transformers_files(model, task) -> tuple[dict, dict]:
         config["architectures"] = ["AlbertForPreTraining" if heads else "AlbertModel"]
     else:
         config["architectures"] = [task.task_kind.transformers_class]
+        if task.kind == "token_classifier":
+            labels = list(task.details.labels)
+            config["id2label"] = {str(i): label for i, label in enumerate(labels)}
+            config["label2id"] = {label: i for i, label in enumerate(labels)}
         if task.kind == "classifier":
             regression = task.details.regression
             labels = ["score"] if regression else list(task.details.labels)

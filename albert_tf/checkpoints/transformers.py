@@ -67,9 +67,7 @@ _HF_RULES = [  # (pattern, official template, transpose?)
 # carry no task head.
 HEAD_ARCHITECTURES = {k.transformers_class: k.name for k in KINDS.values() if k.finetuned}
 # Head classes with no matching model here, and why.
-UNSUPPORTED_ARCHITECTURES = {
-    "AlbertForTokenClassification": "this project has no token-classification model",
-}
+UNSUPPORTED_ARCHITECTURES: dict[str, str] = {}
 # Config fields with the same name and meaning on both sides.
 SHARED_CONFIG_FIELDS = (
     "vocab_size",
@@ -155,7 +153,8 @@ def transformers_task(hf: dict, source: str = "config.json") -> dict | None:
     task.json fields: {"kind", "labels", "regression"} for a classifier (labels from
     `id2label` in id order; one output or problem_type "regression" is a regression;
     problem_type "multi_label_classification": "multi_label", thresholds 0.5),
-    {"kind": "multiple_choice"}, {"kind": "squad"}; None for a pretraining or bare model."""
+    {"kind": "token_classifier", "labels"} for AlbertForTokenClassification, {"kind":
+    "multiple_choice"}, {"kind": "squad"}; None for a pretraining or bare model."""
     architectures = hf.get("architectures") or []
     for name in architectures:
         if name in UNSUPPORTED_ARCHITECTURES:
@@ -166,10 +165,12 @@ def transformers_task(hf: dict, source: str = "config.json") -> dict | None:
     if not kinds:
         return None
     kind = kinds[0]
-    if kind != "classifier":
+    if kind not in ("classifier", "token_classifier"):
         return {"kind": kind}
     id2label = hf.get("id2label") or {str(i): f"LABEL_{i}" for i in range(hf.get("num_labels", 2))}
     labels = [id2label[k] for k in sorted(id2label, key=int)]
+    if kind == "token_classifier":  # (tags: never a regression)
+        return {"kind": kind, "labels": labels}
     multi_label = hf.get("problem_type") == "multi_label_classification"
     regression = not multi_label and (len(labels) == 1 or hf.get("problem_type") == "regression")
     task = {"kind": "classifier", "labels": [] if regression else labels, "regression": regression}
@@ -215,8 +216,8 @@ def transformers_finetuned_task(directory: str) -> dict | None:
         task,
         max_seq_length=min(512, hf.get("max_position_embeddings", 512)),
         do_lower_case=do_lower_case,
-        text_pair=True,
         source="transformers",
+        **({"text_pair": True} if task["kind"] == "classifier" else {}),
     )
 
 

@@ -1,7 +1,7 @@
-"""SavedModels that take raw text: classify, choose, answer questions, embed.
+"""SavedModels that take raw text: classify, choose, answer questions, tag words, embed.
 
-    python -m albert_tf.serving.export --task {classifier,multiple_choice,squad,encoder,
-        fill_mask} \\
+    python -m albert_tf.serving.export --task {classifier,multiple_choice,squad,
+        token_classifier,encoder,fill_mask} \\
         --init_checkpoint C [--albert_config_file F] [--spm_model_file M | --vocab_file V] \\
         --export_dir D \\
         [--export_format savedmodel --export_format tflite \\
@@ -51,7 +51,13 @@ Signatures (batch dimension first; strings are UTF-8, invalid bytes become U+FFF
   squad            serving_default(question [B], context [B]) → answer [B] string,
                    score [B], start/end [B] int32 (character offsets in the context;
                    -1 for no answer), and no_answer_probability, null_odds [B] for v2.0.
-  all but squad    tokenize(text_a [B], text_b [B]) → input_ids, input_mask, segment_ids
+  token_classifier serving_default(text [B]) → words, tags [B, W] string, tag_scores,
+                   word_start/word_end [B, W] (character offsets), num_words [B];
+                   entity_type, entity_text [B, E], entity_start/entity_end, entity_score,
+                   num_entities [B] (albert_tf.serving.tasks.token_classifier); windowed
+                   with the doc stride, every word tagged once.
+  classifier, multiple_choice, encoder:
+                   tokenize(text_a [B], text_b [B]) → input_ids, input_mask, segment_ids
                    [B, S]: the packed ids, to check a client's own tokenization.
 Empty strings give [CLS] [SEP] (a defined prediction); text longer than max_seq_length is
 truncated as in training; a SQuAD context longer than one window is windowed in the

@@ -3,16 +3,18 @@ file or stdin: what an app developer tries first.
 
     python -m albert_tf.serving.tflite_predict --model sst2.tflite < sentences.txt
     python -m albert_tf.serving.tflite_predict --model squad.tflite --input questions.jsonl
+    python -m albert_tf.serving.tflite_predict --model token_classifier.tflite < texts.txt
 
 Input, one example per line (UTF-8; invalid bytes become U+FFFD, as in the SavedModel):
   classifier       a sentence, or `text_a<TAB>text_b` for a pair task
   multiple_choice  {"passage": ..., "question": ..., "options": [...]}
   squad            {"question": ..., "context": ...}
   encoder          a sentence
+  token_classifier a text (words: albert_tf.serving.lite_tagging)
 Output: exactly one JSON object per input line, in order, each with its input line number
 `"line"` (label and probabilities; a multi-label classifier's: "labels", those at or over
 their thresholds; choice; answer with character offsets; the embedding chosen at export
-and the pooled output).
+and the pooled output; words, tags and entities with character offsets).
 Lines are split at "\n" only (a trailing "\r" is dropped): U+2028, form feeds and the other
 characters str.splitlines() would split at stay inside their line. An empty line (nothing
 but whitespace) is answered `{"line": N}`, never dropped, so answer i is input line i.
@@ -22,8 +24,9 @@ the file, as BERT's tokenizer deletes them (data_pipeline.tokenization.baked_wor
 
 Needs only the LiteRT interpreter (`pip install ai-edge-litert`) plus, for the text-in
 models, tensorflow-text's op registrar (`tensorflow_text.tflite_registrar`, which brings
-TensorFlow); squad files take ids and run on ai-edge-litert alone (the runner tokenizes and
-windows with this project's Python SQuAD code, sentencepiece and numpy). Neither Keras nor
+TensorFlow); squad and token_classifier files take ids and run on ai-edge-litert alone (the
+runner tokenizes and windows with this project's Python SQuAD or tagging code, sentencepiece
+and numpy). Neither Keras nor
 the model-building code is imported.
 """
 
@@ -84,7 +87,8 @@ class LiteModel:
         self.task = self.metadata["task"]
         self._drop_nul = self.metadata.get("tokenizer") == "wordpiece"
         options = dict(model_path=path, num_threads=num_threads or os.cpu_count() or 1)
-        if self.task == "squad" or self.metadata.get("doc_stride"):  # ids in: windows here
+        ids_in = self.task in ("squad", "token_classifier") or self.metadata.get("doc_stride")
+        if ids_in:  # (ids in, windows here: no custom op)
             from ai_edge_litert.interpreter import Interpreter
 
             self.interpreter = Interpreter(**options)
@@ -216,6 +220,26 @@ class LiteModel:
 
     def embed(self, texts) -> dict:
         return self.run("embed", text=self._text_in(texts))
+
+    def _sentencepiece(self):
+        """The Python tokenizer of the SentencePiece model the file carries."""
+        from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
+
+        m = self.metadata
+        with tempfile.NamedTemporaryFile(suffix=".model") as f:
+            f.write(self._spm_model)
+            f.flush()
+            return AlbertTokenizer(f.name, m["do_lower_case"], m.get("keep_accents", False))
+
+    def tag(self, texts, batch_size: int = 8) -> list[dict]:
+        """[{"words", "tags", "tag_scores", "entities"}] per text: albert_tf.serving.
+        lite_tagging around the file's per-token logits."""
+        from albert_tf.serving.lite_tagging import tag_texts
+
+        if not hasattr(self, "_tagger_tokenizer"):
+            self._tagger_tokenizer = self._sentencepiece()
+        texts = [_text(t) for t in texts]
+        return tag_texts(self.run, self.metadata, self._tagger_tokenizer, texts, batch_size)
 
     def answer(self, questions, contexts, batch_size: int = 8) -> list[dict]:
         """[{"answer", "start", "end", "score"(, "no_answer_probability")}] per question:
@@ -376,6 +400,8 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
                         "label": _text(out["label"][i]),
                         "probabilities": dict(zip(meta["labels"], map(float, probs))),
                     }
+        elif task == "token_classifier":
+            yield from model.tag(batch, batch_size)
         elif task == "encoder":
             out = model.embed(batch)
             for i in range(len(batch)):

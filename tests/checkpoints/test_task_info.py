@@ -118,7 +118,7 @@ def test_each_kind_builds_its_model_and_keeps_its_rules():
     config = tiny_config()
     outputs = {}
     for name in KINDS:
-        extra = {"labels": ["a", "b", "c"]} if name == "classifier" else {}
+        extra = {"labels": ["a", "b", "c"]} if name in ("classifier", "token_classifier") else {}
         model = TaskInfo.build(name, **extra).model(config)
         model.build()
         outputs[name] = type(model).__name__
@@ -126,14 +126,15 @@ def test_each_kind_builds_its_model_and_keeps_its_rules():
         "classifier": "AlbertClassifier",
         "multiple_choice": "AlbertMultipleChoice",
         "squad": "AlbertQuestionAnswering",
+        "token_classifier": "AlbertTokenClassifier",
         "encoder": "AlbertEncoder",
         "fill_mask": "AlbertPretrainer",
     }
     v2 = TaskInfo.build("squad", squad_head="albert").model(config)
     assert type(v2).__name__ == "AlbertQuestionAnsweringV2"
-    assert FINETUNED_KINDS == ("classifier", "multiple_choice", "squad")
+    assert FINETUNED_KINDS == ("classifier", "multiple_choice", "squad", "token_classifier")
     refused = {n for n, k in KINDS.items() if k.on_device_refusal(wordpiece=True)}
-    assert refused == {"squad", "fill_mask"}
+    assert refused == {"squad", "token_classifier", "fill_mask"}
     refused = {n for n, k in KINDS.items() if k.on_device_refusal(wordpiece=False)}
     assert refused == {"fill_mask"}
     assert "on-device SQuAD files of WordPiece models" in KINDS["squad"].on_device_refusal(True)
@@ -169,3 +170,18 @@ def test_a_new_task_family_is_one_registry_entry(tmp_path, monkeypatch):
     batch = random_batch()
     inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
     assert restored(inputs, training=False)["logits"].shape == (3, 3)
+
+
+def test_a_token_classifier_needs_tags_and_a_stride_and_a_known_scheme():
+    info = TaskInfo.build("token_classifier", labels=["O", "B-PER"], max_seq_length=16)
+    assert info.details.doc_stride == 128 and info.details.scheme is None
+    again = TaskInfo.from_json(info.to_json(), "task.json")
+    assert again == info and again.to_json()["labels"] == ["O", "B-PER"]
+    for bad, reason in (
+        ({}, "needs 'labels'"),
+        ({"labels": ["O", "O"]}, "repeated tag"),
+        ({"labels": ["O"], "doc_stride": 0}, "'doc_stride' must be ≥ 1"),
+        ({"labels": ["O"], "scheme": "IOB9"}, "'scheme' 'IOB9' is not one of IOB2"),
+    ):
+        with pytest.raises(ValueError, match=f"task.json: .*{reason}"):
+            TaskInfo.build("token_classifier", **bad)

@@ -11,6 +11,7 @@ from albert_tf.checkpoints.task_kinds import (
     fill_mask,
     multiple_choice,
     squad,
+    token_classifier,
 )
 from albert_tf.checkpoints.task_kinds.kind import TaskKind
 
@@ -20,6 +21,7 @@ KINDS: dict[str, TaskKind] = {
         classifier.KIND,
         multiple_choice.KIND,
         squad.KIND,
+        token_classifier.KIND,
         encoder.KIND,
         fill_mask.KIND,
     )

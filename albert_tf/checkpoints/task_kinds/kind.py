@@ -61,6 +61,8 @@ class TaskKind:
       carries, so SQuAD's may not).
     transformers_class: the Hugging Face head class of `convert --to transformers`.
     on_device: whether any on-device (LiteRT) file of it is written (fill_mask's is not yet).
+    transformers_pooler: whether that class has the pooler (AlbertForQuestionAnswering and
+      AlbertForTokenClassification do not: none is written, none is expected).
     """
 
     name: str
@@ -72,6 +74,7 @@ class TaskKind:
     on_device_wordpiece: bool = True
     transformers_class: str | None = None
     on_device: bool = True
+    transformers_pooler: bool = True
 
     def fields_from_json(self, data: dict):
         """The kind's fields from task.json's keys (absent: the default); ValueError with a

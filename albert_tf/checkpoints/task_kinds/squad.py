@@ -54,4 +54,5 @@ KIND = TaskKind(
     check=_check,
     on_device_wordpiece=False,
     transformers_class="AlbertForQuestionAnswering",
+    transformers_pooler=False,
 )

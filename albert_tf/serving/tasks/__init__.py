@@ -6,12 +6,20 @@ family adds its module and one line below."""
 from __future__ import annotations
 
 from albert_tf.serving.base import ServingTask
-from albert_tf.serving.tasks import classifier, encoder, fill_mask, multiple_choice, squad
+from albert_tf.serving.tasks import (
+    classifier,
+    encoder,
+    fill_mask,
+    multiple_choice,
+    squad,
+    token_classifier,
+)
 
 SERVING: dict[str, ServingTask] = {
     "classifier": classifier.TASK,
     "multiple_choice": multiple_choice.TASK,
     "squad": squad.TASK,
+    "token_classifier": token_classifier.TASK,
     "encoder": encoder.TASK,
     "fill_mask": fill_mask.TASK,
 }

@@ -1,0 +1,98 @@
+"""The on-device runner's token classification: raw texts → words, tags and entities around a
+LiteRT file that maps windows of ids to per-token logits (albert_tf.serving.tasks.
+token_classifier.LiteTagger). Every step but the model is data_pipeline.tagging's own
+Python code, as the runner's evaluation runs it: words (text_words.split_words: the
+SavedModel's rule), pieces and windows (features.convert_sentences), each word's
+max-context window (predictions.word_predictions), entities (metrics.entities with the
+task's scheme). So the file answers the SavedModel's tags on the same texts.
+
+Scores as the SavedModel's: a word's is the probability of its tag at its first piece, an
+entity's the mean of its words'."""
+
+from __future__ import annotations
+
+import numpy as np
+
+INPUTS = ("input_ids", "input_mask", "segment_ids")
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def word_logits(run, features: dict, sentence_lengths, max_seq_length, fixed_length, batch_size):
+    """float32 logits [words, labels] per sentence: `run(**inputs)` → {"logits": [b, L, labels]}
+    over the features' windows, `batch_size` windows at a time, each batch cut to its
+    longest window (all max_seq_length columns with `fixed_length`), read at each word's
+    first piece in its max-context window."""
+    from data_pipeline.tagging.predictions import word_predictions
+
+    count = len(features["input_ids"])
+    parts = []
+    for first in range(0, count, batch_size):
+        rows = slice(first, first + batch_size)
+        longest = max(int(features["input_mask"][rows].sum(1).max()), 1)
+        length = max_seq_length if fixed_length else longest
+        out = run(**{k: features[k][rows, :length].astype(np.int32) for k in INPUTS})["logits"]
+        padded = np.zeros(out.shape[:1] + (max_seq_length,) + out.shape[2:], np.float32)
+        padded[:, :length] = out
+        parts.append(padded)
+    logits = np.concatenate(parts) if parts else np.zeros([0, max_seq_length, 1], np.float32)
+    # Each word's flat position (window × max_seq_length + column), through the one rule
+    # that maps windows back to words.
+    positions = np.arange(count * max_seq_length).reshape(count, max_seq_length)
+    flat = word_predictions(
+        features["word_index"], features["sentence_index"], positions, sentence_lengths
+    )
+    table = logits.reshape(count * max_seq_length, -1)
+    return [table[np.asarray(p, np.int64)] for p in flat]
+
+
+def tag_texts(run, metadata: dict, tokenizer, texts, batch_size: int = 8) -> list[dict]:
+    """[{"words", "tags", "tag_scores", "entities": [{"type", "text", "start", "end",
+    "score"}]}] per text: start/end are character offsets (end exclusive) of the text.
+    `run`: the file's serving_default; `metadata`: its albert_metadata (labels,
+    doc_stride, scheme, max_seq_length, fixed_length); `tokenizer`: the Python tokenizer of
+    the SentencePiece model the file carries."""
+    from data_pipeline.tagging.data import TaggedSentence
+    from data_pipeline.tagging.features import convert_sentences
+    from data_pipeline.tagging.metrics import entities
+    from data_pipeline.tagging.text_words import split_words
+
+    labels, S = metadata["labels"], metadata["max_seq_length"]
+    words = [split_words(t) for t in texts]
+    sentences = [
+        TaggedSentence(tuple(w for w, _, _ in ws), ("O",) * len(ws), i)
+        for i, ws in enumerate(words)
+    ]
+    features = convert_sentences(sentences, tokenizer, S, metadata["doc_stride"], None)
+    logits = word_logits(
+        run, features, [len(ws) for ws in words], S, metadata["fixed_length"], batch_size
+    )
+    out = []
+    for text, ws, lg in zip(texts, words, logits):
+        ids = lg.argmax(-1) if len(ws) else np.zeros([0], np.int64)
+        scores = _softmax(lg).max(-1) if len(ws) else np.zeros([0], np.float32)
+        tags = [labels[i] for i in ids]
+        found = []
+        for kind, a, b in entities([tags], metadata.get("scheme")):
+            start, end = ws[a][1], ws[b - 1][2]
+            found.append(
+                {
+                    "type": kind,
+                    "text": text[start:end],
+                    "start": start,
+                    "end": end,
+                    "score": float(np.mean(scores[a:b])),
+                }
+            )
+        out.append(
+            {
+                "words": [w for w, _, _ in ws],
+                "tags": tags,
+                "tag_scores": [float(s) for s in scores],
+                "entities": found,
+            }
+        )
+    return out

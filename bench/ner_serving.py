@@ -1,0 +1,152 @@
+"""NER serving throughput, text → entities: our token-classification SavedModel against Hugging
+Face's `pipeline("token-classification", aggregation_strategy="simple")` on PyTorch CPU with
+the same weights, on CoNLL-2003 dev text.
+
+    python -m bench.ner_serving                          # ALBERT-base, batch 32 and 1
+    python -m bench.ner_serving --config tiny --limit 64 # a quick check
+
+Setting: a random-weight `AlbertTokenClassifier` (CoNLL-2003's 9 tags, from its train
+file; speed does not depend on the weights) of --config's sizes is written as a fine-tuned
+model directory (max_seq_length 128, doc_stride 64, lower-cased, the German SentencePiece
+model of the real data), exported with `albert_tf.serving.export` (SavedModel) and with
+`convert --to transformers` (AlbertForTokenClassification) under --output_dir (replaced on
+every run). The texts are the first --limit CoNLL-2003 dev sentences, words joined by
+spaces.
+  ours  a fresh process (tensorflow + tensorflow_text only) loads the SavedModel and calls
+        signatures["serving_default"](text=[batch]) (words, pieces, windows, model, tags
+        and entities in the graph);
+  hf    bench/peers/ner_hf.py: the pipeline with aggregation_strategy="simple" (its
+        tokenizer, dynamic padding, the model, entity grouping).
+Each system runs in its own process: a warm-up pass (untimed), then --reps timed passes
+over the texts; texts/s = texts / the median pass. The processes run interleaved, peer,
+ours, peer, so that load from other jobs falls on both; the table gives each run, and the
+ratio ours / the peers' median. Peak RSS (VmHWM) of each process is printed beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
+SPM = os.path.join(DATA, "spm", "de-30k-clean.model")
+CONLL = os.path.join(DATA, "ner", "conll2003")
+CONFIGS = {
+    "base": dict(embedding_size=128, hidden_size=768, num_hidden_layers=12,
+                 num_attention_heads=12, intermediate_size=3072),
+    "tiny": dict(embedding_size=128, hidden_size=312, num_hidden_layers=4,
+                 num_attention_heads=12, intermediate_size=1248),
+}  # fmt: skip
+
+# The fresh client process: tensorflow and tensorflow_text only (nothing of this project).
+OURS = """\
+import json, statistics, sys, time
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+path, texts_file, batch, reps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+texts = json.load(open(texts_file, encoding="utf-8"))
+fn = tf.saved_model.load(path).signatures["serving_default"]
+def one_pass():
+    found = 0
+    for i in range(0, len(texts), batch):
+        found += int(tf.reduce_sum(fn(text=tf.constant(texts[i : i + batch]))["num_entities"]))
+    return found
+one_pass()
+times = []
+for _ in range(reps):
+    t = time.perf_counter(); found = one_pass(); times.append(time.perf_counter() - t)
+print("RESULT " + json.dumps({"system": "ours", "texts": len(texts), "batch": batch,
+      "texts_per_s": len(texts) / statistics.median(times), "entities": found,
+      "peak_rss_mb": int([l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
+                         .split()[1]) / 1024}), flush=True)
+"""
+
+
+def build(args) -> tuple[str, str]:
+    """(SavedModel version directory, Hugging Face directory) of one random model."""
+    import keras
+
+    from albert_tf import AlbertConfig
+    from albert_tf.checkpoints.export_transformers import export_transformers
+    from albert_tf.checkpoints.finetuned import save_finetuned
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from albert_tf.serving.export import export
+    from data_pipeline.tagging.data import discover_labels, read_conll
+    from data_pipeline.tokenization.spec import TokenizerSpec
+
+    labels = discover_labels(read_conll(os.path.join(CONLL, "train.txt")))
+    shutil.rmtree(args.output_dir, ignore_errors=True)
+    os.makedirs(args.output_dir)
+    keras.utils.set_random_seed(0)
+    config = AlbertConfig(vocab_size=30000, **CONFIGS[args.config])
+    info = TaskInfo.build(
+        "token_classifier", labels=labels, max_seq_length=128, doc_stride=64, do_lower_case=True
+    )
+    model = info.model(config)
+    model.build()
+    finetuned = save_finetuned(
+        model, os.path.join(args.output_dir, "finetuned"), info, TokenizerSpec.from_files(SPM)
+    )
+    saved = export("token_classifier", finetuned, os.path.join(args.output_dir, "saved_model"))
+    hf = os.path.join(args.output_dir, "hf")
+    export_transformers(finetuned, hf)
+    return saved, hf
+
+
+def run(cmd: list[str]) -> dict:
+    out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=""))
+    for line in out.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT ") :])
+    raise RuntimeError(f"{cmd[1]} failed:\n{out.stderr[-2000:]}")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", choices=sorted(CONFIGS), default="base")
+    p.add_argument("--limit", type=int, default=256, help="CoNLL-2003 dev sentences")
+    p.add_argument("--batches", default="32,1")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--output_dir", default="/tmp/albert_tf_bench_ner")
+    args = p.parse_args(argv)
+
+    from data_pipeline.tagging.data import read_conll
+
+    sentences = read_conll(os.path.join(CONLL, "dev.txt"))[: args.limit]
+    texts_file = os.path.join(args.output_dir, "texts.json")
+    saved, hf = build(args)
+    with open(texts_file, "w", encoding="utf-8") as f:
+        json.dump([" ".join(s.tokens) for s in sentences], f)
+    client = os.path.join(args.output_dir, "ours_client.py")
+    with open(client, "w", encoding="utf-8") as f:
+        f.write(OURS)
+    peer = os.path.join(ROOT, "bench", "peers", "ner_hf.py")
+    print(f"{args.config}, {len(sentences)} CoNLL-2003 dev texts, --reps {args.reps}")
+    print(f"{'batch':>5}  {'run':<5} {'texts/s':>9} {'entities':>9} {'peak RSS MB':>12}")
+    ratios = {}
+    for batch in [int(b) for b in args.batches.split(",")]:
+        rows = []
+        for system in ("hf", "ours", "hf"):  # interleaved: peer, ours, peer
+            script = client if system == "ours" else peer
+            extra = [saved, texts_file, str(batch), str(args.reps)] if system == "ours" else [
+                "--model", hf, "--texts", texts_file, "--batch", str(batch),
+                "--reps", str(args.reps)]  # fmt: skip
+            r = run([sys.executable, script, *extra])
+            rows.append(r)
+            print(f"{batch:>5}  {system:<5} {r['texts_per_s']:>9.1f} {r['entities']:>9} "
+                  f"{r['peak_rss_mb']:>12.0f}")  # fmt: skip
+        ours = rows[1]["texts_per_s"]
+        peer_median = statistics.median([rows[0]["texts_per_s"], rows[2]["texts_per_s"]])
+        ratios[batch] = ours / peer_median
+        print(f"{batch:>5}  ours / hf = {ratios[batch]:.2f} (target ≥ 2)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Hugging Face transformers' `pipeline("token-classification", aggregation_strategy="simple")`
+on an `AlbertForTokenClassification` directory, timed on texts: one `RESULT {json}` line for
+bench/ner_serving.py.
+
+    .venv/bin/python bench/peers/ner_hf.py --model HF_DIR --texts texts.json --batch 32
+
+Standalone (torch + transformers; nothing of this project). The directory is ours converted
+with `convert --to transformers` (the same weights, spiece.model and tokenizer_config.json),
+loaded with `pipeline(..., model=HF_DIR)` (its AlbertTokenizer, the tokenizers-backed one),
+float32 on the CPU with `torch.set_num_threads(--threads)`. The pipeline pads each batch to
+its longest text (dynamic padding) and cuts texts longer than the model's positions into
+windows itself (`stride` is not set: the default truncation of the pipeline, as its users
+run it). One pass = every text, `--batch` texts per call; a warm-up pass first (untimed),
+then `--reps` timed passes; texts/s = texts / the median pass time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM: of its own image since exec, where
+    getrusage's ru_maxrss would keep the forking parent's peak)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", required=True)
+    p.add_argument("--texts", required=True, help="a JSON list of strings")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    args = p.parse_args()
+
+    import torch
+    from transformers import pipeline
+
+    torch.set_num_threads(args.threads)
+    with open(args.texts, encoding="utf-8") as f:
+        texts = json.load(f)
+    tagger = pipeline(
+        "token-classification", model=args.model, aggregation_strategy="simple", device="cpu"
+    )
+    tagger(texts, batch_size=args.batch)  # warm-up
+    times, entities = [], 0
+    for _ in range(args.reps):
+        start = time.perf_counter()
+        out = tagger(texts, batch_size=args.batch)
+        times.append(time.perf_counter() - start)
+        entities = sum(len(x) for x in out)
+    rss_mb = peak_rss_mb()
+    result = {
+        "system": "hf",
+        "texts": len(texts),
+        "batch": args.batch,
+        "texts_per_s": len(texts) / statistics.median(times),
+        "entities": entities,
+        "peak_rss_mb": rss_mb,
+    }
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -68,7 +68,10 @@ def trained(conll):
     """One training run (train, evaluate, predict) shared by the checks."""
     root, data, config = conll
     out = root / "out"
-    run = run_cli(*_conll_args(data, out, config, "--do_train", "--do_eval", "--do_predict"))
+    run = run_cli(
+        *_conll_args(data, out, config, "--do_train", "--do_eval", "--do_predict"),
+        f"--export_dir={root / 'export'}",
+    )
     assert run.returncode == 0, run.report()
     return run, out
 
@@ -111,6 +114,38 @@ def test_eval_results_are_the_metrics_of_the_written_predictions(trained, conll)
     assert results["per_type"]["PER"]["support"] == report.per_type["PER"].support > 0
     # Something was learned, so the round trip compares real numbers: entities found.
     assert report.micro.correct > 0 and 0 < final["f1"] < 1
+
+
+CHILD = """\
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+texts = json.load(open(sys.argv[2], encoding="utf-8"))
+out = serve(text=tf.constant(texts))
+rows = zip(out["tags"].numpy(), out["num_words"].numpy())
+tags = [[t.decode() for t in row[:n]] for row, n in rows]
+print(json.dumps(tags))
+"""
+
+
+@pytest.mark.slow
+def test_the_runners_savedmodel_tags_raw_text_as_its_predictions_file(trained, conll, tmp_path):
+    """run_ner.py --export_dir: the SavedModel, in a fresh process, given each dev
+    sentence as one raw string, returns per word the tag predictions.conll holds."""
+    run, out = trained
+    root, _, _ = conll
+    (version,) = sorted((root / "export").iterdir())
+    info = json.loads((version / "assets.extra" / "task.json").read_text())
+    assert info["kind"] == "token_classifier" and info["doc_stride"] == 32
+    written = _read_predictions(out / "predictions.conll")
+    (tmp_path / "texts.json").write_text(json.dumps([" ".join(t) for t, _, _ in written]))
+    (tmp_path / "child.py").write_text(CHILD)
+    served = run_cli(tmp_path / "child.py", version, tmp_path / "texts.json", cwd=tmp_path)
+    assert served.returncode == 0, served.report()
+    tags = json.loads(served.stdout.strip().splitlines()[-1])
+    assert tags == [p for _, _, p in written]
+    assert any(t != "O" for row in tags for t in row)  # entities, not only "O"
 
 
 @pytest.mark.slow

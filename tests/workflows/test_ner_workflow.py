@@ -136,7 +136,7 @@ def test_the_runners_savedmodel_tags_raw_text_as_its_predictions_file(trained, c
     run, out = trained
     root, _, _ = conll
     (version,) = sorted((root / "export").iterdir())
-    info = json.loads((version / "assets.extra" / "task.json").read_text())
+    info = json.loads((version / "assets.extra" / "finetuned" / "task.json").read_text())
     assert info["kind"] == "token_classifier" and info["doc_stride"] == 32
     written = _read_predictions(out / "predictions.conll")
     (tmp_path / "texts.json").write_text(json.dumps([" ".join(t) for t, _, _ in written]))

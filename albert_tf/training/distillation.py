@@ -50,6 +50,7 @@ class DistillationTask(Task):
                 f"distillation: temperature {temperature} > 0, alpha {alpha} in [0, 1]"
             )
         self.task, self.temperature, self.alpha = task, temperature, alpha
+        self.albert_config = getattr(task, "albert_config", None)  # (layer-wise decay's map)
         self.losses = {"task_loss": "examples"}
         self.metrics = {**task.metrics, "distill_kl": "examples", "label_ce": "examples"}
         self.denominator_offsets, self.best_metric = task.denominator_offsets, task.best_metric

@@ -23,6 +23,7 @@ class LoraTask(Task):
         if not settings.enabled:
             raise ValueError("LoraTask needs lora_rank > 0")
         self.task, self.settings, self.seed = task, settings, seed
+        self.albert_config = getattr(task, "albert_config", None)  # (layer-wise decay's map)
         self.losses, self.metrics = task.losses, task.metrics
         self.denominator_offsets, self.best_metric = task.denominator_offsets, task.best_metric
 

@@ -133,6 +133,10 @@ RUNNER_SETTINGS = {
         "finetuning_flags.FinetuningSettings",
         "classifier_flags.ClassificationTaskSettings",
         "classifier_flags.ClassifierSettings",
+        "multi_label_flags.MultiLabelSettings",
+        "distill_flags.DistillationSettings",
+        "albert_tf.modeling.lora.LoraSettings",
+        "data_pipeline.classification.long_documents.DocumentWindows",
     ),
     "run_squad": (
         "trainer_flags.ModelSettings",
@@ -154,8 +158,9 @@ def test_each_runner_flag_is_a_setting(runner):
 
     classes = [TrainerConfig, DistributionSettings, ResumeSettings]
     for name in RUNNER_SETTINGS[runner]:
-        module, cls = name.split(".")
-        classes.append(getattr(importlib.import_module(f"albert_tf.runners.{module}"), cls))
+        module, cls = name.rsplit(".", 1)
+        module = module if "." in module else f"albert_tf.runners.{module}"
+        classes.append(getattr(importlib.import_module(module), cls))
     fields = {f.name for cls in classes for f in dataclasses.fields(cls)}
     module = importlib.import_module(runner)
     before = set(flags.FLAGS)

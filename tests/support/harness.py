@@ -172,6 +172,21 @@ def tpu_driver(runner: str, record: str) -> str:
     )
 
 
+# The albert_config.json of the runner workflows (tests/workflows/): a tiny model over the
+# 30k SentencePiece vocabulary of ../shared/data/spm, without dropout.
+WORKFLOW_CONFIG = {
+    "vocab_size": 30000,
+    "embedding_size": 32,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 128,
+    "max_position_embeddings": 64,
+    "hidden_dropout_prob": 0.0,
+    "attention_probs_dropout_prob": 0.0,
+}
+
+
 def tiny_config(**overrides):
     from albert_tf import AlbertConfig
 

@@ -7,19 +7,9 @@ import json
 
 import pytest
 
-from tests.support.harness import SHARED_DATA, run_cli
+from tests.support.harness import SHARED_DATA, WORKFLOW_CONFIG, run_cli
 
-TINY = {
-    "vocab_size": 30000,
-    "embedding_size": 32,
-    "hidden_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 128,
-    "max_position_embeddings": 64,
-    "hidden_dropout_prob": 0.0,
-    "attention_probs_dropout_prob": 0.0,
-}
+TINY = WORKFLOW_CONFIG
 SPM = SHARED_DATA / "spm" / "de-30k-clean.model"
 
 

@@ -14,7 +14,7 @@ import signal
 
 import pytest
 
-from tests.support.harness import SHARED_DATA, Cli, run_cli
+from tests.support.harness import SHARED_DATA, WORKFLOW_CONFIG, Cli, run_cli
 from tests.workflows.test_run_pretraining import (
     checkpoint_steps,
     checkpoint_values,
@@ -22,17 +22,7 @@ from tests.workflows.test_run_pretraining import (
     wait_for,
 )
 
-TINY = {
-    "vocab_size": 30000,
-    "embedding_size": 32,
-    "hidden_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 128,
-    "max_position_embeddings": 64,
-    "hidden_dropout_prob": 0.0,
-    "attention_probs_dropout_prob": 0.0,
-}
+TINY = WORKFLOW_CONFIG
 
 
 def _args(root, shared_data, task, folder, out, *extra):

@@ -5,19 +5,9 @@ import json
 
 import pytest
 
-from tests.support.harness import run_cli, tpu_driver, two_cpu_driver
+from tests.support.harness import WORKFLOW_CONFIG, run_cli, tpu_driver, two_cpu_driver
 
-TINY = {
-    "vocab_size": 30000,
-    "embedding_size": 32,
-    "hidden_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 128,
-    "max_position_embeddings": 64,
-    "hidden_dropout_prob": 0.0,
-    "attention_probs_dropout_prob": 0.0,
-}
+TINY = WORKFLOW_CONFIG
 
 
 def _run(tmp_path, shared_data, task, folder, out, *extra, script="run_classifier.py"):

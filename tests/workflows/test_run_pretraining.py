@@ -24,7 +24,14 @@ import time
 import numpy as np
 import pytest
 
-from tests.support.harness import CLI_ENV, SHARED_DATA, Cli, tpu_driver, two_cpu_driver
+from tests.support.harness import (
+    CLI_ENV,
+    SHARED_DATA,
+    WORKFLOW_CONFIG,
+    Cli,
+    tpu_driver,
+    two_cpu_driver,
+)
 
 SEQ, PRED = 64, 10
 STEPS = 60  # reference run: optimizer steps
@@ -33,17 +40,7 @@ CKPT_EVERY = 10
 LOOP = 5
 TIMEOUT = 240  # seconds for one subprocess, whatever happens
 
-TINY = {
-    "vocab_size": 30000,
-    "embedding_size": 32,
-    "hidden_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 128,
-    "max_position_embeddings": 64,
-    "hidden_dropout_prob": 0.0,
-    "attention_probs_dropout_prob": 0.0,
-}
+TINY = WORKFLOW_CONFIG
 
 
 # --- helpers ----------------------------------------------------------------------------------

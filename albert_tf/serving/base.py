@@ -121,3 +121,25 @@ class LiteModule:
         return tf.function(
             self.tokenize, input_signature=[string_spec("text_a"), string_spec("text_b")]
         )
+
+
+class LiteWindows:
+    """An on-device file that scores windows its runner cut (SQuAD, NER, long documents):
+    ids in (int32 [batch, seq] input_ids, input_mask, segment_ids; seq fixed at
+    max_seq_length with `fixed_length`), the model's outputs out (floating ones as
+    float32). What LiteRT cannot express (tokenizers with offsets, ragged windows,
+    substrings) stays in the runner, albert_tf.serving.tflite_predict, with the Python code
+    of the task's runner; the SentencePiece model travels in the file's metadata, so the
+    file needs no custom op."""
+
+    def __init__(self, model, max_seq_length: int, fixed_length: bool = False):
+        self.model, self.max_seq_length, self.fixed_length = model, max_seq_length, fixed_length
+
+    def logits(self, input_ids, input_mask, segment_ids):
+        out = self.model(model_inputs(input_ids, input_mask, segment_ids), training=False)
+        return {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v for k, v in out.items()}
+
+    def functions(self):
+        length = self.max_seq_length if self.fixed_length else None
+        specs = [tf.TensorSpec([None, length], tf.int32, n) for n in INPUT_NAMES]
+        return {"serving_default": tf.function(self.logits, input_signature=specs)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from albert_tf.serving import classifier_windows as cw
-from albert_tf.serving.base import LiteModule, Serving, ServingTask, string_spec
+from albert_tf.serving.base import LiteModule, LiteWindows, Serving, ServingTask, string_spec
 from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
 from albert_tf.serving.text_ops import at_least_one_row, by_length, pack, same_rows
 
@@ -193,9 +193,8 @@ def _litert(resolved, fixed_length: bool):
 def _litert_windows(resolved, fixed_length: bool, fields):
     """A long-document classifier's file: logits of windows the on-device runner cut
     (albert_tf.serving.tflite_predict, with the Python windows of the runner), as SQuAD's
-    file (`LiteSquad`: ids in, model outputs out; the SentencePiece model in its
+    file (`base.LiteWindows`: ids in, model outputs out; the SentencePiece model in its
     metadata)."""
-    from albert_tf.serving.tasks.squad import LiteSquad
     from albert_tf.serving.tflite_predict import SPM_NAME
 
     if resolved.tokenizer.is_wordpiece:
@@ -213,7 +212,7 @@ def _litert_windows(resolved, fixed_length: bool, fields):
         "aggregate": fields.aggregate,
         "max_windows": fields.max_windows or DEFAULT_MAX_WINDOWS,
     }
-    module = LiteSquad(resolved.model, resolved.max_seq_length, fixed_length)
+    module = LiteWindows(resolved.model, resolved.max_seq_length, fixed_length)
     return module, meta, {SPM_NAME: resolved.python_tokenizer.model_proto}
 
 

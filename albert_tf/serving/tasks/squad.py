@@ -39,7 +39,7 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.serving.base import Serving, ServingTask
+from albert_tf.serving.base import LiteWindows, Serving, ServingTask
 from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
 from albert_tf.serving.squad_windows import (
     best_per_row,
@@ -321,30 +321,9 @@ class SquadServing(Serving):
         return {"serving_default": fn.get_concrete_function()}
 
 
-class LiteSquad:
-    """The on-device file: span logits of windows the caller built. Windowing, character
-    offsets and answer text are the runner's (albert_tf.serving.tflite_predict, the same
-    Python code as run_squad): tensorflow-text's LiteRT ops have no tokenizer with offsets,
-    and LiteRT has no substring op. The SentencePiece model travels in the file's metadata
-    (`SPM_NAME`), so a squad file needs no custom op at all."""
-
-    def __init__(self, model, max_seq_length: int, fixed_length: bool = False):
-        self.model, self.max_seq_length, self.fixed_length = model, max_seq_length, fixed_length
-
-    def logits(self, input_ids, input_mask, segment_ids):
-        out = self.model(
-            {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
-            training=False,
-        )
-        return {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v for k, v in out.items()}
-
-    def functions(self):
-        length = self.max_seq_length if self.fixed_length else None
-        specs = [
-            tf.TensorSpec([None, length], tf.int32, n)
-            for n in ("input_ids", "input_mask", "segment_ids")
-        ]
-        return {"serving_default": tf.function(self.logits, input_signature=specs)}
+# The on-device file: span logits of windows the caller built; windowing, character
+# offsets and answer text are the runner's (tflite_predict, run_squad's own Python code).
+LiteSquad = LiteWindows
 
 
 def _saved_model(resolved):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from albert_tf.serving.base import Serving, ServingTask
+from albert_tf.serving.base import LiteWindows, Serving, ServingTask
 from albert_tf.serving.entity_spans import entity_spans, label_codes
 from albert_tf.serving.squad_windows import forward_in_groups, window_rows
 from albert_tf.serving.text_ops import at_least_one_row, bucket_length, valid_utf8
@@ -175,30 +175,10 @@ class TaggerServing(Serving):
         return {"serving_default": fn.get_concrete_function()}
 
 
-class LiteTagger:
-    """The on-device file: per-token logits of windows the caller built (ids in, float32
-    [batch, seq, labels] out). Words, pieces, windows, the max-context choice and entities
-    are the runner's (albert_tf.serving.tflite_predict, with data_pipeline.tagging's own
-    code): LiteRT has no ragged or string ops for them. The SentencePiece model travels in
-    the file's metadata, so the file needs no custom op."""
-
-    def __init__(self, model, max_seq_length: int, fixed_length: bool = False):
-        self.model, self.max_seq_length, self.fixed_length = model, max_seq_length, fixed_length
-
-    def logits(self, input_ids, input_mask, segment_ids):
-        out = self.model(
-            {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
-            training=False,
-        )
-        return {"logits": tf.cast(out["logits"], tf.float32)}
-
-    def functions(self):
-        length = self.max_seq_length if self.fixed_length else None
-        specs = [
-            tf.TensorSpec([None, length], tf.int32, n)
-            for n in ("input_ids", "input_mask", "segment_ids")
-        ]
-        return {"serving_default": tf.function(self.logits, input_signature=specs)}
+# The on-device file: per-token logits [batch, seq, labels] of windows the caller built;
+# words, pieces, windows, the max-context choice and entities are the runner's
+# (tflite_predict with data_pipeline.tagging's own code).
+LiteTagger = LiteWindows
 
 
 def _saved_model(resolved):

@@ -30,3 +30,13 @@ def run_cases(module: str, cases: list[str], passthrough: list[str]) -> list[dic
             continue
         results.append(json.loads(lines[-1][len("RESULT ") :]))
     return results
+
+
+def run_child(command: list[str]) -> dict:
+    """The JSON object on the last stdout line of `command` (a child benchmark process, the
+    repository on its PYTHONPATH, TensorFlow quiet), or {"error": its last stderr line}."""
+    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode:
+        return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])

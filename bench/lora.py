@@ -27,11 +27,10 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench.cases import run_child
 
 
 def child(preset, method, mode, batch, seq, steps, rank, targets) -> dict:
@@ -103,11 +102,7 @@ def run_case(args, method, mode) -> dict:
         f"--cases={method}:{mode}", f"--batch={args.batch}", f"--seq={args.seq}",
         f"--steps={args.steps}", f"--rank={args.rank}", f"--targets={args.targets}",
     ]  # fmt: skip
-    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    if done.returncode:
-        return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child(command)
 
 
 def main() -> None:

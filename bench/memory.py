@@ -31,11 +31,11 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench.cases import run_child
+
 MASKED = 20
 
 
@@ -112,11 +112,7 @@ def run_case(preset, mode, batch, seq, steps, jit=False) -> dict:
         f"--steps={steps}",
         *(["--jit_compile"] if jit else []),
     ]
-    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    if done.returncode:
-        return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child(command)
 
 
 def main() -> None:

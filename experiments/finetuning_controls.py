@@ -1,10 +1,11 @@
-"""Early stopping and layer-wise learning-rate decay against plain fine-tuning, on a small
-SST-2 (or MRPC) slice from a tiny randomly initialized ALBERT, 3 seeds each.
+"""Early stopping, layer-wise learning-rate decay, LoRA and distillation against plain
+fine-tuning, on a small SST-2 (or MRPC) slice, 3 seeds each.
 
     python -m experiments.finetuning_controls [--task sst-2] [--output_dir out/controls] \\
-        [--seeds 3] [--steps 150] [--max_train_examples 2000]
+        [--seeds 3] [--steps 150] [--max_train_examples 2000] [--pretrained_dir DIR] \\
+        [--settings plain,early,decay,lora,distill]
 
-Three run_classifier.py invocations (the real runner), each `--num_runs` seeds:
+One run_classifier.py invocation (the real runner) a setting, each `--num_runs` seeds:
 
 - plain: `--eval_every E`, all `--steps` steps;
 - early: the same with `--early_stopping_patience 2 --early_stopping_min_delta 0.005`;
@@ -12,12 +13,15 @@ Three run_classifier.py invocations (the real runner), each `--num_runs` seeds:
   (best/) is compared with the plain run's (both are selected on dev: this measures what
   stopping gives up, not a held-out score);
 - decay: `--layer_lr_decay 0.8` (a shared-group model: embeddings lr·0.64, the group
-  lr·0.8, pooler and head lr), final dev metric against plain's.
+  lr·0.8, pooler and head lr), final dev metric against plain's;
+- lora: `--lora_rank 8` (query and value adapters, the head trainable, the same learning rate);
+- distill: a tiny student (`STUDENT`, from scratch) trained with plain run_0's export as
+  `--teacher_checkpoint` against the same student on the labels alone (`student`).
 
-Reported: per setting the median, min and max over seeds of the final and best dev metric
-and of the steps trained. No pretrained checkpoint is used: the figures say how the
-controls behave on a tiny model trained from scratch, not what they give a pretrained
-ALBERT.
+Model: with `--pretrained_dir` the project's CPU-pretrained model (experiments/pretrained.py),
+otherwise `TINY` from a random start (the figures then say how the controls behave on a tiny
+model trained from scratch, not what they give a pretrained ALBERT). Reported: per setting
+the median, min and max over seeds of the final and best dev metric and of the steps trained.
 """
 
 from __future__ import annotations
@@ -44,15 +48,17 @@ TINY = {
     "hidden_dropout_prob": 0.1,
     "attention_probs_dropout_prob": 0.1,
 }
+STUDENT = {**TINY, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 FOLDERS = {"sst-2": "SST-2", "mrpc": "MRPC"}
 SETTINGS = {
     "plain": [],
     "early": ["--early_stopping_patience=2", "--early_stopping_min_delta=0.005"],
     "decay": ["--layer_lr_decay=0.8"],
+    "lora": ["--lora_rank=8"],
 }
 
 
-def run_setting(name: str, extra: list[str], args, config_path: str) -> dict:
+def run_setting(name: str, extra: list[str], args, model: list[str]) -> dict:
     """One run_classifier.py invocation over `args.seeds` seeds → its per-seed figures."""
     out = os.path.join(args.output_dir, name)
     cmd = [
@@ -61,9 +67,8 @@ def run_setting(name: str, extra: list[str], args, config_path: str) -> dict:
         f"--task_name={args.task}",
         f"--data_dir={os.path.join(DATA, 'glue', FOLDERS[args.task])}",
         f"--output_dir={out}",
-        f"--spm_model_file={os.path.join(DATA, 'spm', 'de-30k-clean.model')}",
-        f"--albert_config_file={config_path}",
-        "--max_seq_length=64",
+        *model,
+        f"--max_seq_length={64 if args.task == 'sst-2' else 128}",
         "--train_batch_size=32",
         "--eval_batch_size=256",
         f"--train_step={args.steps}",
@@ -99,6 +104,18 @@ def run_setting(name: str, extra: list[str], args, config_path: str) -> dict:
     return {"runs": runs, "seconds": time.time() - start, "command": " ".join(cmd)}
 
 
+def _write(config: dict, args, name: str) -> str:
+    path = os.path.join(args.output_dir, f"{name}_config.json")
+    with open(path, "w") as f:
+        json.dump(config, f)
+    return path
+
+
+def _latest(export_root: str) -> str:
+    """The newest version directory (N) of a versioned export root."""
+    return max((d for d in os.listdir(export_root) if d.isdigit()), key=int)
+
+
 def _spread(values) -> str:
     return f"{statistics.median(values):.4f} [{min(values):.4f}, {max(values):.4f}]"
 
@@ -112,15 +129,44 @@ def main() -> int:
     p.add_argument("--eval_every", type=int, default=25)
     p.add_argument("--learning_rate", type=float, default=1e-3)
     p.add_argument("--max_train_examples", type=int, default=2000)
+    p.add_argument("--pretrained_dir", default=None, help="experiments/pretrained.py's model")
+    p.add_argument("--settings", default="plain,early,decay,lora,distill")
     args = p.parse_args()
     os.makedirs(args.output_dir, exist_ok=True)
-    config_path = os.path.join(args.output_dir, "albert_config.json")
-    with open(config_path, "w") as f:
-        json.dump(TINY, f)
-    results = {
-        name: run_setting(name, extra, args, config_path) for name, extra in SETTINGS.items()
-    }
-    lines = [f"{args.task}, {args.max_train_examples} training examples, {args.seeds} seeds:"]
+    names = args.settings.split(",")
+    unknown = set(names) - {*SETTINGS, "distill"}
+    if unknown or "plain" not in names:
+        raise SystemExit(f"--settings: {sorted(unknown)} unknown, or plain missing")
+    spm = os.path.join(DATA, "spm", "de-30k-clean.model")
+    student_config = dict(STUDENT)
+    if args.pretrained_dir:
+        from experiments.pretrained import pretrained_flags
+
+        model = pretrained_flags(args.pretrained_dir)
+        spm = model[1].split("=", 1)[1]
+        student_config["vocab_size"] = 8000
+    else:
+        model = [f"--spm_model_file={spm}", f"--albert_config_file={_write(TINY, args, 'tiny')}"]
+    export = os.path.join(args.output_dir, "plain_export")
+    results = {}
+    for name in names:
+        if name == "distill":
+            continue
+        extra = SETTINGS[name] + ([f"--export_dir={export}"] if name == "plain" else [])
+        results[name] = run_setting(name, extra, args, model)
+    if "distill" in names:
+        student = [f"--spm_model_file={spm}",
+                   f"--albert_config_file={_write(student_config, args, 'student')}"]  # fmt: skip
+        teacher = os.path.join(export, "run_0", _latest(os.path.join(export, "run_0")))
+        results["student"] = run_setting("student", [], args, student)
+        results["distill"] = run_setting(
+            "distill", [f"--teacher_checkpoint={teacher}"], args, student
+        )
+    start = f"from {args.pretrained_dir}" if args.pretrained_dir else "from scratch (TINY)"
+    lines = [
+        f"{args.task}, {args.max_train_examples} training examples, {args.seeds} seeds, "
+        f"{start}; student/distill: STUDENT from scratch:"
+    ]
     metric = results["plain"]["runs"][0]["metric"]
     for name, result in results.items():
         runs = result["runs"]
@@ -129,8 +175,9 @@ def main() -> int:
             f"{_spread([r['best'] for r in runs])}  steps "
             f"{[r['steps'] for r in runs]}  ({result['seconds']:.0f} s)"
         )
-    saved = [args.steps - r["steps"] for r in results["early"]["runs"]]
-    lines.append(f"  early stopping saved {saved} of {args.steps} steps")
+    if "early" in results:
+        saved = [args.steps - r["steps"] for r in results["early"]["runs"]]
+        lines.append(f"  early stopping saved {saved} of {args.steps} steps")
     with open(os.path.join(args.output_dir, "results.json"), "w") as f:
         json.dump({"args": vars(args), "results": results}, f, indent=1)
     print("\n".join(lines))

@@ -3,13 +3,15 @@ truncated to max_seq_length against the same reviews read as windows (run_classi
 --doc_stride), the windows' outputs combined by mean of logits and by max of probabilities.
 
     python -m experiments.long_documents_quality [--output_dir out/long_documents] \\
-        [--steps 300] [--seeds 1] [--init_checkpoint RUN]
+        [--steps 300] [--seeds 1] [--pretrained_dir DIR]
 
 Every setting is fine-tuned by the real runner for the same number of steps at the same
 batch size (an equal budget in examples; the windowed runs see more distinct text per
-document, truncation sees each review's beginning again), from `--init_checkpoint` or from
-a random start of one small model (`CONFIG`). The windowed model is trained once per seed
-and evaluated with each aggregation (aggregation changes nothing in training). Reported:
+document, truncation sees each review's beginning again), from the project's CPU-pretrained
+model (`--pretrained_dir`, experiments/pretrained.py) or from a random start of one small
+model (`CONFIG`, the shared German SentencePiece vocabulary). The windowed model is trained
+once per seed and evaluated with each aggregation (aggregation changes nothing in training).
+Reported:
 dev accuracy at the end of training (not the best step: that would tune on dev) and the
 tokens computed per dev document (windows × max_seq_length, padding included, as the
 records are laid out).
@@ -43,7 +45,6 @@ CONFIG = {
 
 
 def run_classifier(out: str, args, seed: int, *extra) -> dict:
-    config = os.path.join(args.output_dir, "albert_config.json")
     cmd = [
         sys.executable,
         os.path.join(ROOT, "run_classifier.py"),
@@ -51,8 +52,7 @@ def run_classifier(out: str, args, seed: int, *extra) -> dict:
         f"--data_dir={REVIEWS}",
         "--text_a_column=text",
         f"--output_dir={out}",
-        f"--spm_model_file={SPM}",
-        f"--albert_config_file={config}",
+        *args.model,
         f"--max_seq_length={args.max_seq_length}",
         "--train_batch_size=32",
         "--eval_batch_size=64",
@@ -65,8 +65,6 @@ def run_classifier(out: str, args, seed: int, *extra) -> dict:
         "--do_eval",
         *extra,
     ]
-    if args.init_checkpoint:
-        cmd.append(f"--init_checkpoint={args.init_checkpoint}")
     start = time.time()
     run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if run.returncode:
@@ -91,15 +89,22 @@ def main() -> int:
     p.add_argument("--max_seq_length", type=int, default=128)
     p.add_argument("--doc_stride", type=int, default=64)
     p.add_argument("--learning_rate", type=float, default=5e-4)
-    p.add_argument("--init_checkpoint", default=None)
+    p.add_argument("--pretrained_dir", default=None, help="experiments/pretrained.py's model")
     args = p.parse_args()
     from experiments.report import report_logger
 
     log = report_logger(args.output_dir)
-    with open(os.path.join(args.output_dir, "albert_config.json"), "w") as f:
-        json.dump(CONFIG, f)
+    if args.pretrained_dir:
+        from experiments.pretrained import pretrained_flags
+
+        args.model = pretrained_flags(args.pretrained_dir)
+    else:
+        config = os.path.join(args.output_dir, "albert_config.json")
+        with open(config, "w") as f:
+            json.dump(CONFIG, f)
+        args.model = [f"--spm_model_file={SPM}", f"--albert_config_file={config}"]
     log(f"movie_reviews, {args.steps} steps at batch 32, max_seq_length {args.max_seq_length}, "
-        f"doc_stride {args.doc_stride}, from {args.init_checkpoint or 'scratch'}")  # fmt: skip
+        f"doc_stride {args.doc_stride}, from {args.pretrained_dir or 'scratch'}")  # fmt: skip
     results = {"truncation": [], "windows, mean_logits": [], "windows, max_prob": []}
     for s in range(args.seeds):
         seed = 12345 + s

@@ -2,7 +2,7 @@
 0.5 threshold against thresholds tuned on a held-out part of train.
 
     python -m experiments.multilabel_quality [--output_dir out/multilabel_quality] \\
-        [--steps 600] [--max_train_examples 0] [--tune per_label,global]
+        [--steps 600] [--max_train_examples 0] [--tune per_label,global] [--pretrained_dir DIR]
 
 A small ALBERT (E=64, H=128, 4 layers sharing one block) fine-tuned from a random start by
 run_classifier.py --multi_label (the real runner) on GoEmotions' train file (28 labels,
@@ -10,9 +10,10 @@ run_classifier.py --multi_label (the real runner) on GoEmotions' train file (28 
 thresholds on, never trained on; the dev file is only evaluated. One run per `--tune`
 mode, same seed and schedule (so their 0.5 figures agree). Reported: dev micro/macro F1,
 subset accuracy and Hamming loss at the tuned thresholds, micro/macro F1 at 0.5, time.
-The tokenizer is the shared German SentencePiece model (no English ALBERT model can be had
-here), so the absolute figures are far below a pretrained model's; the comparison of
-thresholds is what this measures.
+The tokenizer is the shared German SentencePiece model, so the absolute figures are far
+below a pretrained model's; the comparison of thresholds is what this measures. With
+`--pretrained_dir` the run starts from the project's CPU-pretrained English model instead
+(experiments/pretrained.py: its config, vocabulary and weights).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ CONFIG = {
 }
 
 
-def finetune(mode: str, out: str, config: str, args) -> dict:
+def finetune(mode: str, out: str, model: list[str], args) -> dict:
     cmd = [
         sys.executable,
         os.path.join(ROOT, "run_classifier.py"),
@@ -52,8 +53,7 @@ def finetune(mode: str, out: str, config: str, args) -> dict:
         f"--tune_thresholds={mode}",
         "--held_out_fraction=0.1",
         f"--output_dir={out}",
-        f"--spm_model_file={os.path.join(DATA, 'spm', 'de-30k-clean.model')}",
-        f"--albert_config_file={config}",
+        *model,
         "--max_seq_length=64",
         "--train_batch_size=32",
         "--eval_batch_size=256",
@@ -83,16 +83,25 @@ def main() -> int:
     p.add_argument("--learning_rate", type=float, default=1e-3)
     p.add_argument("--max_train_examples", type=int, default=0, help="0: all of train")
     p.add_argument("--tune", default="per_label", help="modes, comma-separated")
+    p.add_argument("--pretrained_dir", default=None, help="experiments/pretrained.py's model")
     args = p.parse_args()
     from experiments.report import report_logger
 
     log = report_logger(args.output_dir)
-    config = os.path.join(args.output_dir, "albert_config.json")
-    with open(config, "w") as f:
-        json.dump(CONFIG, f)
-    log(f"GoEmotions, {args.steps} steps at batch 32 from a random start; dev = 5,426 examples")
+    if args.pretrained_dir:
+        from experiments.pretrained import pretrained_flags
+
+        model = pretrained_flags(args.pretrained_dir)
+    else:
+        config = os.path.join(args.output_dir, "albert_config.json")
+        with open(config, "w") as f:
+            json.dump(CONFIG, f)
+        spm = os.path.join(DATA, "spm", "de-30k-clean.model")
+        model = [f"--spm_model_file={spm}", f"--albert_config_file={config}"]
+    start = args.pretrained_dir or "a random start"
+    log(f"GoEmotions, {args.steps} steps at batch 32 from {start}; dev = 5,426 examples")
     for mode in args.tune.split(","):
-        r = finetune(mode, os.path.join(args.output_dir, mode), config, args)
+        r = finetune(mode, os.path.join(args.output_dir, mode), model, args)
         final = r["results"]["final"]
         thresholds = r["results"]["thresholds"].values()
         log(

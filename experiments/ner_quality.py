@@ -3,16 +3,20 @@ runner) on CoNLL-2003 (English, BIO) and resume_zh (Chinese resumes, BMES, one c
 line), scored on their dev sets.
 
     python -m experiments.ner_quality [--output_dir out/ner_quality] [--steps 600] \\
-        [--datasets conll2003,resume_zh]
+        [--datasets conll2003,resume_zh] [--pretrained_dir DIR]
 
-No pretrained English or Chinese ALBERT can be had here, so the figures are what the
-architecture learns from the training set alone in a few minutes of CPU: a floor, not the
-paper's setting. Tokenizers: for CoNLL-2003 the shared German SentencePiece model (ALBERT's
-recipe, 30k pieces) used cased (--nodo_lower_case: capitalization is NER's strongest cue
-and the model keeps it); for resume_zh a WordPiece vocabulary of the training file's
-characters in the official Chinese layout (one piece per character; a dev character unseen
-in training is [UNK]). Reported: the final step's dev entity precision / recall / F1
-(micro, the scheme detected from the labels) and token accuracy, with the time taken.
+With `--pretrained_dir` CoNLL-2003 is also fine-tuned from the project's CPU-pretrained
+English model (experiments/pretrained.py: its config, its uncased 8k vocabulary) and from a
+random start of that same model, so the two differ only in the starting weights. resume_zh
+has no pretrained start: that model's vocabulary holds no Chinese characters. The other
+figures are what a small architecture learns from the training set alone in a few minutes of
+CPU: a floor, not the paper's setting. Tokenizers (small): for CoNLL-2003 the shared German
+SentencePiece model (ALBERT's recipe, 30k pieces) used cased (--nodo_lower_case:
+capitalization is NER's strongest cue and the model keeps it); for resume_zh a WordPiece
+vocabulary of the training file's characters in the official Chinese layout (one piece per
+character; a dev character unseen in training is [UNK]). Reported: the final step's dev
+entity precision / recall / F1 (micro, the scheme detected from the labels) and token
+accuracy, with the time taken.
 """
 
 from __future__ import annotations
@@ -57,11 +61,18 @@ def char_vocab(train_file: str, path: str) -> int:
     return len(SPECIAL) + len(chars - set(SPECIAL))
 
 
-def run(name: str, out: str, args) -> dict:
-    """Fine-tunes on dataset `name` into `out`; the final dev figures and the time."""
+def run(name: str, out: str, args, start: str = "small") -> dict:
+    """Fine-tunes on dataset `name` into `out`; the final dev figures and the time. `start`:
+    "small" (small_config, random), "pretrained" or "pretrained-scratch" (the pretrained
+    model's config and vocabulary, from its weights or from a random start)."""
     data_dir = os.path.join(DATA, "ner", name)
     os.makedirs(out, exist_ok=True)
-    if name == "resume_zh":
+    if start != "small":
+        from experiments.pretrained import pretrained_flags
+
+        model = pretrained_flags(args.pretrained_dir)
+        tokenizer = model if start == "pretrained" else model[:2]
+    elif name == "resume_zh":
         vocab = os.path.join(out, "vocab.txt")
         size = char_vocab(os.path.join(data_dir, "train.txt"), vocab)
         tokenizer = [f"--vocab_file={vocab}"]
@@ -69,13 +80,15 @@ def run(name: str, out: str, args) -> dict:
         size = 30000
         spm = os.path.join(DATA, "spm", "de-30k-clean.model")
         tokenizer = [f"--spm_model_file={spm}", "--nodo_lower_case"]
-    config = os.path.join(out, "albert_config.json")
-    with open(config, "w") as f:
-        json.dump(small_config(size), f)
+    if start == "small":
+        config = os.path.join(out, "albert_config.json")
+        with open(config, "w") as f:
+            json.dump(small_config(size), f)
+        tokenizer.append(f"--albert_config_file={config}")
     cmd = [
         sys.executable, os.path.join(ROOT, "run_ner.py"), f"--data_dir={data_dir}",
-        f"--output_dir={os.path.join(out, 'run')}", f"--albert_config_file={config}",
-        *tokenizer, "--max_seq_length=128", "--doc_stride=64", "--train_batch_size=32",
+        f"--output_dir={os.path.join(out, 'run')}", *tokenizer,
+        "--max_seq_length=128", "--doc_stride=64", "--train_batch_size=32",
         f"--train_step={args.steps}", "--warmup_proportion=0.1",
         f"--learning_rate={args.learning_rate}", "--steps_per_loop=100",
         "--save_checkpoints_steps=100000", "--eval_batch_size=128", f"--seed={args.seed}",
@@ -101,21 +114,28 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=600, help="training steps at batch 32")
     p.add_argument("--learning_rate", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--pretrained_dir", default=None, help="experiments/pretrained.py's model")
     args = p.parse_args()
     from experiments.report import report_logger
 
     log = report_logger(args.output_dir)
     rows = {}
     for name in args.datasets.split(","):
-        rows[name] = run(name, os.path.join(args.output_dir, name), args)
+        starts = ["small"]
+        if args.pretrained_dir and name == "conll2003":
+            starts = ["pretrained", "pretrained-scratch"]
+        for start in starts:
+            key = name if start == "small" else f"{name} {start}"
+            rows[key] = run(name, os.path.join(args.output_dir, key.replace(" ", "-")), args, start)
     with open(os.path.join(args.output_dir, "results.json"), "w") as f:
         json.dump({"args": vars(args), "results": rows}, f, indent=1)
-    log(f"small ALBERT from scratch, {args.steps} steps at batch 32, dev set, final step")
-    log(f"{'dataset':<11}{'scheme':<7}{'P':>8}{'R':>8}{'F1':>8}{'tok acc':>9}{'time':>8}")
+    log(f"{args.steps} steps at batch 32, dev set, final step; small: small_config from scratch; "
+        "pretrained(-scratch): the CPU-pretrained model (from a random start)")  # fmt: skip
+    log(f"{'dataset':<30}{'scheme':<7}{'P':>8}{'R':>8}{'F1':>8}{'tok acc':>9}{'time':>8}")
     for name, r in rows.items():
         e = r["eval"]
         log(
-            f"{name:<11}{r['scheme'] or 'none':<7}{e['precision']:>8.4f}{e['recall']:>8.4f}"
+            f"{name:<30}{r['scheme'] or 'none':<7}{e['precision']:>8.4f}{e['recall']:>8.4f}"
             f"{e['f1']:>8.4f}{e['accuracy']:>9.4f}{r['seconds']:>7.0f}s"
         )
     return 0

@@ -217,3 +217,25 @@ def test_flag_checks_and_choices():
         flags.FLAGS.unparse_flags()
         for name in set(flags.FLAGS) - before:
             delattr(flags.FLAGS, name)
+
+
+@pytest.mark.slow
+def test_a_finished_run_resumes_to_zero_steps_and_keeps_its_figures(runs, data):
+    """The same command again: the trainer resumes at step 40 (no loop), the starting
+    figure is read back from metrics.jsonl, not re-measured on trained weights."""
+    from tests.support.harness import run_cli
+
+    out, config = data / "cosine", data / "albert_config.json"
+    before = json.loads((out / "eval_results.json").read_text())
+    again = run_cli(
+        *_args(out, config, "--do_train", f"--train_file={data / 'train.tsv'}",
+               f"--eval_file={data / 'dev.tsv'}", "--train_step=40", "--eval_every=20"),
+        timeout=600,
+    )  # fmt: skip
+    assert again.returncode == 0, again.report()
+    assert "resumed from" in again.stdout and "/40 |" not in again.stdout
+    after = json.loads((out / "eval_results.json").read_text())
+    assert after["unsupervised"] == before["unsupervised"]
+    assert after["final"]["spearman"] == pytest.approx(before["final"]["spearman"], abs=1e-6)
+    record = json.loads((out / "run_config.json").read_text())
+    assert [s["start_step"] for s in record["segments"]] == [0, 40]

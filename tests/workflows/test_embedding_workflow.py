@@ -54,7 +54,9 @@ def runs(data):
     )  # fmt: skip
     contrastive = Cli(
         *_args(data / "contrastive", config, "--do_train", "--objective=contrastive",
-               f"--train_file={data / 'mrpc.tsv'}", "--train_format=mrpc", "--train_step=40"),
+               f"--train_file={data / 'mrpc.tsv'}", "--train_format=mrpc", "--train_step=20",
+               "--steps_per_loop=10", "--save_checkpoints_steps=10", "--num_runs=2",
+               f"--eval_file={data / 'dev.tsv'}"),
         timeout=900,
     )  # fmt: skip
     for run in (cosine, contrastive):
@@ -69,9 +71,12 @@ def _metrics(out):
 
 @pytest.mark.slow
 def test_both_objectives_lower_the_loss_and_cosine_raises_spearman(runs, data):
-    for name in ("cosine", "contrastive"):
-        train = [r for r in _metrics(data / name) if r["split"] == "train"]
-        assert [r["step"] for r in train] == [20, 40]
+    for name, out, steps in [
+        ("cosine", data / "cosine", [20, 40]),
+        ("contrastive", data / "contrastive" / "run_0", [10, 20]),
+    ]:
+        train = [r for r in _metrics(out) if r["split"] == "train"]
+        assert [r["step"] for r in train] == steps
         first, last = train[0]["embedding_loss"], train[-1]["embedding_loss"]
         print(f"{name}: embedding_loss {first:.4f} → {last:.4f}")
         assert last < 0.8 * first, name
@@ -87,6 +92,22 @@ def test_both_objectives_lower_the_loss_and_cosine_raises_spearman(runs, data):
     assert report["best"]["step"] == best["step"] and report["best"]["value"] == best["spearman"]
     record = json.loads((data / "cosine" / "run_config.json").read_text())
     assert record["runner"] == "run_embedding" and record["pooling"] == "mean"
+
+
+@pytest.mark.slow
+def test_num_runs_reports_the_spread_over_seeds(runs, data):
+    """--num_runs 2 (contrastive): OUTPUT_DIR/run_i per seed, eval_results.json over them."""
+    out = data / "contrastive"
+    report = json.loads((out / "eval_results.json").read_text())
+    assert report["runs"] == 2 and report["seeds"] == [12345, 12346]
+    per_run = [json.loads((out / f"run_{i}" / "eval_results.json").read_text()) for i in (0, 1)]
+    assert [r["seed"] for r in per_run] == [12345, 12346]
+    assert report["per_run"] == [{"spearman": r["final"]["spearman"]} for r in per_run]
+    assert report["unsupervised"] == [r["unsupervised"] for r in per_run]
+    values = sorted(r["final"]["spearman"] for r in per_run)
+    assert report["summary"]["spearman"]["min"] == values[0]
+    assert report["summary"]["spearman"]["median"] == pytest.approx(sum(values) / 2)
+    assert "over 2 seeds: spearman median" in runs["contrastive"].stdout
 
 
 CHILD = """\

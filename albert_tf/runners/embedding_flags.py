@@ -98,7 +98,7 @@ def define_embedding_flags() -> None:
 
 def check_embedding_flags() -> None:
     """Up-front checks: something to do, the files it needs, what does not apply, the
-    ranges."""
+    ranges, the export directory."""
     if not (FLAGS.do_train or FLAGS.eval_file):
         raise ValueError("nothing to do: give --do_train with --train_file, and/or --eval_file")
     if FLAGS.do_train and not FLAGS.train_file:
@@ -119,6 +119,14 @@ def check_embedding_flags() -> None:
             "negatives are the batch's other pairs; give 2 or more"
         )
     check_finetuning_flags(FLAGS.do_train)
+    if FLAGS.export_dir:  # a file in the way is found now, not after training
+        from albert_tf.runners.finetuning_flags import tokenizer_spec_from_flags
+        from albert_tf.serving.export_dir import check_export_dir
+        from albert_tf.serving.resolve import on_device_refusal
+
+        check_export_dir(FLAGS.export_dir)
+        if "tflite" in FLAGS.export_format:
+            on_device_refusal("encoder", tokenizer_spec_from_flags(), "--export_format tflite")
 
 
 def training_pairs():

@@ -206,7 +206,7 @@ def test_bad_input_is_one_line_naming_flag_file_and_line(data, tmp_path):
     assert not any((tmp_path / f"o{i}").exists() for i in range(len(cases)))
 
 
-def test_flag_checks_and_choices():
+def test_flag_checks_and_choices(tmp_path):
     """The up-front checks (one line each, before any file is read), and the flag choices
     listed without TensorFlow equal the library's."""
     from absl import flags
@@ -228,11 +228,15 @@ def test_flag_checks_and_choices():
         (["--do_train", "--train_file=t", "--objective=contrastive", "--train_batch_size=1"],
          "^--train_batch_size=1: the contrastive objective's negatives are the batch's other"),
     ]  # fmt: skip
+    (tmp_path / "file").write_text("")
+    cases.append(
+        (["--eval_file=d.tsv", f"--export_dir={tmp_path / 'file' / 'x'}"], "^--export_dir ")
+    )
     try:
         for argv, message in cases:
             flags.FLAGS.unparse_flags()
             flags.FLAGS(["run_embedding.py", "--output_dir=o", "--preset=base", *argv])
-            with pytest.raises(ValueError, match=message):
+            with pytest.raises((ValueError, OSError), match=message):
                 ef.check_embedding_flags()
     finally:
         flags.FLAGS.unparse_flags()

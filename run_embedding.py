@@ -127,6 +127,8 @@ def _run_once(inputs, trainer_config, identity, pairs) -> dict:
     result = {}
     if "eval" in pairs:
         result["unsupervised"] = _starting_figure(trainer)
+        if not FLAGS.do_train and trainer.step == 0:
+            result["eval"] = result["unsupervised"]  # (the same weights: not measured twice)
     if FLAGS.do_train:
         result.update(trainer.train())
     if "eval" in pairs:

@@ -1,6 +1,6 @@
 """Sentence embeddings from the encoder: pooling over tokens, optional L2 normalization.
 
-Poolings (the names `AlbertEmbedder` and the future `--task embedding` take):
+Poolings (the names `AlbertEmbedder` and run_embedding.py's --pooling take):
   pooler  the encoder's `pooled_output`, tanh(dense(h_[CLS])) (the SOP head's input);
   cls     the last block's output at [CLS], h_[CLS], without the pooler's dense + tanh;
   mean    the mean of the last block's output over the real tokens ([CLS] and [SEP]

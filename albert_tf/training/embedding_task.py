@@ -59,7 +59,8 @@ class EmbeddingTask(Task):
     def denominators(self, batch):
         import tensorflow as tf
 
-        return {"pairs": tf.cast(tf.shape(batch["first_input_ids"])[0], tf.float32)}
+        pairs = tf.cast(tf.shape(batch["first_input_ids"])[0], tf.float32)
+        return {"pairs": pairs, "examples": pairs}  # (examples: the progress line's ex/s)
 
     def terms(self, batch, outputs):
         import tensorflow as tf

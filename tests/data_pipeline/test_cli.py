@@ -143,6 +143,11 @@ RUNNER_SETTINGS = {
         "finetuning_flags.FinetuningSettings",
         "squad_flags.SquadSettings",
     ),
+    "run_embedding": (
+        "trainer_flags.ModelSettings",
+        "finetuning_flags.FinetuningSettings",
+        "embedding_flags.EmbeddingSettings",
+    ),
 }
 
 

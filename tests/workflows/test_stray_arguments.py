@@ -1,5 +1,5 @@
 """Issue 32 item 7: an unquoted `--input_file data/*.tfrecord` reaches a command as one
-flag value and the other files as positional arguments. The three runners and the module
+flag value and the other files as positional arguments. The runners and the module
 tools refuse them, as users run them: one `error: ...` line naming the stray arguments with
 a hint about quoting, a nonzero exit code, and nothing written."""
 
@@ -40,6 +40,10 @@ def _commands(shards, out):
             "run_ner.py", f"--output_dir={out}", "--preset=base", "--do_train",
             "--train_file", *shards,
         ],
+        "run_embedding": [
+            "run_embedding.py", f"--output_dir={out}", "--preset=base", "--do_train",
+            "--train_file", *shards,
+        ],
         "train_tokenizer": [
             "-m", "data_pipeline.tokenization.train_tokenizer", *expanded,
             f"--model_prefix={out}/spm",
@@ -65,7 +69,8 @@ def test_stray_arguments_are_refused(shards, tmp_path):
         assert run.stderr.rstrip("\n").splitlines()[-1] == errors[0], run.report()
     assert runs["train_tokenizer"].returncode == 2  # the module tools' bad command line
     codes = {
-        runs[n].returncode for n in ("run_pretraining", "run_classifier", "run_squad", "run_ner")
+        runs[n].returncode
+        for n in ("run_pretraining", "run_classifier", "run_squad", "run_ner", "run_embedding")
     }
     assert codes == {1}
     assert not out.exists()  # nothing written

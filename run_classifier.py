@@ -31,6 +31,7 @@ from albert_tf.runners import classifier_flags as cf
 from albert_tf.runners import distill_flags as df
 from albert_tf.runners import finetuning_flags as ff
 from albert_tf.runners import multi_label_flags as mlf
+from albert_tf.runners import sweep_flags as sw
 from albert_tf.runners.classifier_flags import define_classifier_flags as define_flags
 from albert_tf.runners.predictions import classifier_logits
 from albert_tf.runners.recipe_flags import apply_recipe
@@ -104,40 +105,34 @@ def _main() -> int:
     weights = train and resolve_class_weights(
         weights_asked, labels, lambda: label_counts(train.path, len(labels))
     )
-    dev = {s: features(s) for s in evaluated}
+    dev = sw.held_out_first(tune, {s: features(s) for s in evaluated})  # --sweep: scored on
     test = features("test") if FLAGS.do_predict else None
-    steps, warmup = ff.finetuning_schedule(train.count if train else 0)
     if teacher is not None:  # its logits once, by example_index; then the teacher goes
         buckets = ff.length_buckets_from_flags()
         teacher = df.teacher_table(teacher, train, FLAGS.eval_batch_size, buckets)
-    runs = FLAGS.num_runs
-    seeds = [FLAGS.seed + i for i in range(runs)]
-    results = []
-    for i, seed in enumerate(seeds):  # one output directory per seed with --num_runs
-        output_dir = FLAGS.output_dir if runs == 1 else os.path.join(FLAGS.output_dir, f"run_{i}")
-        trainer_config = trainer_config_from_flags(
-            output_dir=output_dir, num_train_steps=steps, num_warmup_steps=warmup, seed=seed
-        )
-        results.append(
-            _run_once(
-                spec,
-                inputs,
-                trainer_config,
-                identity,
-                labels,
-                train,
-                dev,
-                test,
-                tune,
-                weights,
-                teacher,
-            )  # fmt: skip
-        )
-    if runs > 1 and FLAGS.do_eval:
-        report, line = metrics.seeds_report(spec.name, seeds, [r["eval"] for r in results])
-        write_json(os.path.join(FLAGS.output_dir, "eval_results.json"), report)
-        print(line, flush=True)
-    print(json.dumps(results[-1] if runs == 1 else results, default=str))
+    seeds = [FLAGS.seed + i for i in range(FLAGS.num_runs)]
+
+    def run_seeds(output_dir):  # one output directory per seed with --num_runs
+        steps, warmup = ff.finetuning_schedule(train.count if train else 0)
+        results = []
+        for i, seed in enumerate(seeds):
+            out = output_dir if len(seeds) == 1 else os.path.join(output_dir, f"run_{i}")
+            config = trainer_config_from_flags(
+                output_dir=out, num_train_steps=steps, num_warmup_steps=warmup, seed=seed
+            )
+            run = (spec, inputs, config, identity, labels, train, dev, test, tune, weights)
+            results.append(_run_once(*run, teacher))
+        if len(seeds) > 1 and FLAGS.do_eval:
+            report, line = metrics.seeds_report(spec.name, seeds, [r["eval"] for r in results])
+            write_json(os.path.join(output_dir, "eval_results.json"), report)
+            print(line, flush=True)
+        return results
+
+    if FLAGS.sweep:  # every point in OUTPUT_DIR/sweep/<point>, selected on held-out train
+        sw.run_sweep_from_flags(run_seeds, spec.best_metric, seeds)
+    else:
+        results = run_seeds(FLAGS.output_dir)
+        print(json.dumps(results[-1] if len(seeds) == 1 else results, default=str))
     return 0
 
 

@@ -18,6 +18,8 @@ hyper-parameters for the task (GLUE, RACE; albert_tf.training.recipes) on every 
 given, and prints each with its source. `--multi_label` (csv/tsv/jsonl): any number of
 labels an example, sigmoid outputs, thresholds `--threshold` or tuned on a held-out part of
 train (`--tune_thresholds`; albert_tf.runners.multi_label_flags), ranked by micro F1.
+`--sweep NAME=v1,v2,...` trains a grid of settings in OUTPUT_DIR/sweep and selects on a
+held-out part of train, never dev (albert_tf.runners.sweep_flags).
 """
 
 from __future__ import annotations
@@ -143,10 +145,9 @@ def _run_once(
     `weights` (None: unweighted); what it did. `tune`: multi-label, the held-out training
     features the thresholds are tuned on. `teacher`: the teacher's logits by example_index
     (--teacher_checkpoint), or None."""
-    from albert_tf.checkpoints.task_info import TaskInfo
-    from albert_tf.runners.export_flags import export_trained_from_flags
+    from albert_tf.runners.classifier_export import export_classifier
     from albert_tf.runners.label_modes import label_mode
-    from albert_tf.runners.lora_flags import exported_model, lora_task
+    from albert_tf.runners.lora_flags import lora_task
     from albert_tf.runners.trainer_flags import setup_run_from_flags
     from albert_tf.training import Trainer
     from albert_tf.training.distillation import with_teacher_logits
@@ -194,21 +195,13 @@ def _run_once(
     if FLAGS.do_predict:
         logits = _predict(trainer.model, test, run.strategy)[0]
         print(f"predictions: {mode.write_predictions(run.output_dir, logits)}", flush=True)
-    if FLAGS.export_dir:
-        export_dir = FLAGS.export_dir  # with --num_runs: EXPORT_DIR/run_i/N
-        if trainer_config.output_dir != FLAGS.output_dir:
-            export_dir = os.path.join(export_dir, os.path.basename(run.output_dir))
-        serving = spec.serving_task(
-            labels, source.text_pair, source.max_seq_length, FLAGS.do_lower_case, trainer.step,
-            mode.thresholds(),
+    if FLAGS.export_dir:  # with --num_runs: EXPORT_DIR/run_i/N
+        per_run = trainer_config.output_dir != FLAGS.output_dir
+        paths = export_classifier(
+            spec, labels, source, mode, task, trainer, run.output_dir, per_run,
+            inputs.tokenizer_spec,
         )  # fmt: skip
-        if source.info.get("document_windows") is not None:
-            serving.update(cf.document_windows_from_flags().task_fields())
-        info = TaskInfo.build(**serving)
-        model = exported_model(task, trainer.model)  # LoRA: merged into the kernels
-        paths = export_trained_from_flags(model, export_dir, info, inputs.tokenizer_spec)
-        result["export_dir"] = paths[0]
-        result["exported"] = paths
+        result.update(export_dir=paths[0], exported=paths)
     return result
 
 

@@ -127,4 +127,19 @@ def run_sweep_from_flags(run_seeds, metric: str, seeds: list[int]) -> dict:
         with point_flags(point):
             return [r["eval"] for r in run_seeds(point_dir)]
 
-    return directory.run(sweep_points_from_flags(), seeds, run_point, metric)
+    points = sweep_points_from_flags()
+    return directory.run(points, seeds, run_point, metric, settings=_run_settings(points))
+
+
+# Flags that change no figure of a finished point (what is swept, what is only read after).
+UNCOMPARED = ("sweep", "allow_changed", "do_predict", "eval_batch_size")
+
+
+def _run_settings(points) -> dict:
+    """The flags a finished point's figures depend on, other than its swept values, as
+    JSON: a resumed sweep reuses a point only under the same."""
+    import json
+
+    swept = {name for name, _ in points[0].settings}
+    values = {k: v for k, v in FLAGS.flag_values_dict().items() if k not in swept | set(UNCOMPARED)}
+    return json.loads(json.dumps(values, default=str, sort_keys=True))

@@ -120,24 +120,40 @@ class SweepDirectory:
     def point_dir(self, point: Point) -> str:
         return filesystem.join(self.root, point.name)
 
-    def finished(self, point: Point, seeds: Sequence[int]) -> dict | None:
+    def finished(self, point: Point, seeds: Sequence[int], settings: dict | None = None):
         """The record of `point` when it was finished with these `seeds`, else None (then
-        it runs: its seeds resume from their own checkpoints)."""
+        it runs: its seeds resume from their own checkpoints). ValueError (one line) when
+        it was finished with other `settings` (the run's other flags): its figures would
+        not be comparable with the new points'."""
         path = filesystem.join(self.point_dir(point), "point.json")
         if not filesystem.exists(path):
             return None
         record = json.loads(filesystem.read_text(path))
-        same = record.get("point") == point.name and record.get("seeds") == list(seeds)
-        return record if same else None
+        if record.get("point") != point.name or record.get("seeds") != list(seeds):
+            return None
+        before = record.get("run_settings") or {}
+        changed = sorted(
+            k for k in set(before) | set(settings or {}) if before.get(k) != (settings or {}).get(k)
+        )
+        if settings is not None and changed:
+            raise ValueError(
+                f"{path}: this point was trained with other settings ({', '.join(changed[:5])} "
+                "differ): give another --output_dir, or the same flags"
+            )
+        return record
 
-    def record(self, point: Point, seeds: Sequence[int], evaluations: list[dict]) -> dict:
+    def record(
+        self, point: Point, seeds: Sequence[int], evaluations: list[dict], settings=None
+    ) -> dict:
         """Writes (atomically) and returns the finished record of `point`: its settings,
-        seeds, and per seed the held-out and dev metrics of the final evaluation."""
+        seeds, the run's other `settings`, and per seed the held-out and dev metrics of the
+        final evaluation."""
         held, dev = zip(*(split_evaluation(e) for e in evaluations))
         record = {
             "point": point.name,
             "settings": point.as_dict(),
             "seeds": list(seeds),
+            "run_settings": settings,
             "held_out": list(held),
             "dev": list(dev),
         }
@@ -151,20 +167,22 @@ class SweepDirectory:
         run_point: Callable[[Point, str], list[dict]],
         metric: str,
         log: Callable[[str], None] = print,
+        settings: dict | None = None,
     ) -> dict:
         """Every point not finished before: `run_point(point, its directory)` → one final
         evaluation per seed (held-out split first, then dev), recorded; a finished point
-        (its point.json, same seeds) is read, not retrained. Then `conclude`; returns the
-        table."""
+        (its point.json, same seeds and `settings`: the JSON of the run's flags other than
+        the swept ones) is read, not retrained. Then `conclude`; returns the table."""
         records = []
         for i, point in enumerate(points):
-            record = self.finished(point, seeds)
+            record = self.finished(point, seeds, settings)
             where = f"sweep point {i + 1}/{len(points)} {point.name}"
             if record is not None:
                 log(f"{where}: finished before, not retrained")
             else:
                 log(where)
-                record = self.record(point, seeds, run_point(point, self.point_dir(point)))
+                evaluations = run_point(point, self.point_dir(point))
+                record = self.record(point, seeds, evaluations, settings)
             records.append(record)
         table, lines = self.conclude(records, metric)
         log("\n".join(lines))

@@ -161,3 +161,17 @@ def test_best_replaces_a_planted_link_and_never_writes_through_it(tmp_path):
     assert not os.path.islink(root / "best")
     assert (root / "best").read_text() == "learning_rate=0.001\n"
     assert target.read_text() == "untouched"
+
+
+def test_a_finished_point_is_reused_only_under_the_same_other_settings(tmp_path):
+    directory, points = SweepDirectory(str(tmp_path)), _points()[:1]
+    run = _runner(DEV, [])
+    directory.run(points, [1, 2], run, "accuracy", log=print, settings={"train_step": 10})
+    calls = []
+    directory.run(points, [1, 2], _runner(DEV, calls), "accuracy", print, {"train_step": 10})
+    assert calls == []
+    with pytest.raises(ValueError) as e:
+        directory.run(points, [1, 2], run, "accuracy", log=print, settings={"train_step": 20})
+    assert "point.json: this point was trained with other settings (train_step differ)" in str(
+        e.value
+    )

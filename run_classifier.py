@@ -18,6 +18,8 @@ hyper-parameters for the task (GLUE, RACE; albert_tf.training.recipes) on every 
 given, and prints each with its source. `--multi_label` (csv/tsv/jsonl): any number of
 labels an example, sigmoid outputs, thresholds `--threshold` or tuned on a held-out part of
 train (`--tune_thresholds`; albert_tf.runners.multi_label_flags), ranked by micro F1.
+`--sweep NAME=v1,v2,...` trains a grid of settings in OUTPUT_DIR/sweep and selects on a
+held-out part of train, never dev (albert_tf.runners.sweep_flags).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from albert_tf.runners import classifier_flags as cf
 from albert_tf.runners import distill_flags as df
 from albert_tf.runners import finetuning_flags as ff
 from albert_tf.runners import multi_label_flags as mlf
+from albert_tf.runners import sweep_flags as sw
 from albert_tf.runners.classifier_flags import define_classifier_flags as define_flags
 from albert_tf.runners.predictions import classifier_logits
 from albert_tf.runners.recipe_flags import apply_recipe
@@ -104,40 +107,34 @@ def _main() -> int:
     weights = train and resolve_class_weights(
         weights_asked, labels, lambda: label_counts(train.path, len(labels))
     )
-    dev = {s: features(s) for s in evaluated}
+    dev = sw.held_out_first(tune, {s: features(s) for s in evaluated})  # --sweep: scored on
     test = features("test") if FLAGS.do_predict else None
-    steps, warmup = ff.finetuning_schedule(train.count if train else 0)
     if teacher is not None:  # its logits once, by example_index; then the teacher goes
         buckets = ff.length_buckets_from_flags()
         teacher = df.teacher_table(teacher, train, FLAGS.eval_batch_size, buckets)
-    runs = FLAGS.num_runs
-    seeds = [FLAGS.seed + i for i in range(runs)]
-    results = []
-    for i, seed in enumerate(seeds):  # one output directory per seed with --num_runs
-        output_dir = FLAGS.output_dir if runs == 1 else os.path.join(FLAGS.output_dir, f"run_{i}")
-        trainer_config = trainer_config_from_flags(
-            output_dir=output_dir, num_train_steps=steps, num_warmup_steps=warmup, seed=seed
-        )
-        results.append(
-            _run_once(
-                spec,
-                inputs,
-                trainer_config,
-                identity,
-                labels,
-                train,
-                dev,
-                test,
-                tune,
-                weights,
-                teacher,
-            )  # fmt: skip
-        )
-    if runs > 1 and FLAGS.do_eval:
-        report, line = metrics.seeds_report(spec.name, seeds, [r["eval"] for r in results])
-        write_json(os.path.join(FLAGS.output_dir, "eval_results.json"), report)
-        print(line, flush=True)
-    print(json.dumps(results[-1] if runs == 1 else results, default=str))
+    seeds = [FLAGS.seed + i for i in range(FLAGS.num_runs)]
+
+    def run_seeds(output_dir):  # one output directory per seed with --num_runs
+        steps, warmup = ff.finetuning_schedule(train.count if train else 0)
+        results = []
+        for i, seed in enumerate(seeds):
+            out = output_dir if len(seeds) == 1 else os.path.join(output_dir, f"run_{i}")
+            config = trainer_config_from_flags(
+                output_dir=out, num_train_steps=steps, num_warmup_steps=warmup, seed=seed
+            )
+            run = (spec, inputs, config, identity, labels, train, dev, test, tune, weights)
+            results.append(_run_once(*run, teacher))
+        if len(seeds) > 1 and FLAGS.do_eval:
+            report, line = metrics.seeds_report(spec.name, seeds, [r["eval"] for r in results])
+            write_json(os.path.join(output_dir, "eval_results.json"), report)
+            print(line, flush=True)
+        return results
+
+    if FLAGS.sweep:  # every point in OUTPUT_DIR/sweep/<point>, selected on held-out train
+        sw.run_sweep_from_flags(run_seeds, spec.best_metric, seeds)
+    else:
+        results = run_seeds(FLAGS.output_dir)
+        print(json.dumps(results[-1] if len(seeds) == 1 else results, default=str))
     return 0
 
 
@@ -148,10 +145,9 @@ def _run_once(
     `weights` (None: unweighted); what it did. `tune`: multi-label, the held-out training
     features the thresholds are tuned on. `teacher`: the teacher's logits by example_index
     (--teacher_checkpoint), or None."""
-    from albert_tf.checkpoints.task_info import TaskInfo
-    from albert_tf.runners.export_flags import export_trained_from_flags
+    from albert_tf.runners.classifier_export import export_classifier
     from albert_tf.runners.label_modes import label_mode
-    from albert_tf.runners.lora_flags import exported_model, lora_task
+    from albert_tf.runners.lora_flags import lora_task
     from albert_tf.runners.trainer_flags import setup_run_from_flags
     from albert_tf.training import Trainer
     from albert_tf.training.distillation import with_teacher_logits
@@ -199,21 +195,13 @@ def _run_once(
     if FLAGS.do_predict:
         logits = _predict(trainer.model, test, run.strategy)[0]
         print(f"predictions: {mode.write_predictions(run.output_dir, logits)}", flush=True)
-    if FLAGS.export_dir:
-        export_dir = FLAGS.export_dir  # with --num_runs: EXPORT_DIR/run_i/N
-        if trainer_config.output_dir != FLAGS.output_dir:
-            export_dir = os.path.join(export_dir, os.path.basename(run.output_dir))
-        serving = spec.serving_task(
-            labels, source.text_pair, source.max_seq_length, FLAGS.do_lower_case, trainer.step,
-            mode.thresholds(),
+    if FLAGS.export_dir:  # with --num_runs: EXPORT_DIR/run_i/N
+        per_run = trainer_config.output_dir != FLAGS.output_dir
+        paths = export_classifier(
+            spec, labels, source, mode, task, trainer, run.output_dir, per_run,
+            inputs.tokenizer_spec,
         )  # fmt: skip
-        if source.info.get("document_windows") is not None:
-            serving.update(cf.document_windows_from_flags().task_fields())
-        info = TaskInfo.build(**serving)
-        model = exported_model(task, trainer.model)  # LoRA: merged into the kernels
-        paths = export_trained_from_flags(model, export_dir, info, inputs.tokenizer_spec)
-        result["export_dir"] = paths[0]
-        result["exported"] = paths
+        result.update(export_dir=paths[0], exported=paths)
     return result
 
 

@@ -32,6 +32,7 @@ MODULES = """
     albert_tf/modeling/config.py albert_tf/checkpoints/own.py albert_tf/checkpoints/finetuned.py
     albert_tf/checkpoints/export_encoder.py albert_tf/checkpoints/loading.py
     albert_tf/checkpoints/official.py albert_tf/training/trainer.py albert_tf/training/resume.py
+    albert_tf/training/sweep.py
     albert_tf/runners/run_setup.py albert_tf/runners/checks.py albert_tf/serving/export.py
     albert_tf/serving/litert.py albert_tf/serving/saved_model.py albert_tf/serving/resolve.py
     albert_tf/serving/export_dir.py albert_tf/checkpoints/task_info.py

@@ -13,6 +13,7 @@ from albert_tf.runners.export_flags import define_export_format_flags
 from albert_tf.runners.finetuning_flags import check_finetuning_flags, define_finetuning_flags
 from albert_tf.runners.lora_flags import define_lora_flags, lora_settings_from_flags
 from albert_tf.runners.multi_label_flags import check_multi_label_flags, define_multi_label_flags
+from albert_tf.runners.sweep_flags import check_sweep_flags, define_sweep_flags
 from data_pipeline.classification.long_documents import DocumentWindows
 from data_pipeline.cli import config_from_flags, define_flags_from, setting
 
@@ -94,6 +95,7 @@ def define_classifier_flags() -> None:
     define_flags_from(DocumentWindows, FLAGS)  # --doc_stride, --max_document_windows, --aggregate
     define_lora_flags()
     define_distill_flags()
+    define_sweep_flags()
     define_export_format_flags()
     flags.mark_flags_as_required(["task_name", "output_dir"])
 
@@ -119,7 +121,13 @@ def check_something_to_do() -> None:
 
 def check_classifier_flags() -> None:
     """run_classifier.py's up-front checks: the fine-tuning checks (every range, this
-    runner's too), the multi-label flags', the LoRA settings."""
-    check_finetuning_flags(FLAGS.do_train)
+    runner's too), the multi-label flags', the LoRA settings, and --sweep's (each point's
+    values through the same checks)."""
+    _check_settings()
     check_multi_label_flags()
+    check_sweep_flags(_check_settings)
+
+
+def _check_settings() -> None:
+    check_finetuning_flags(FLAGS.do_train)
     lora_settings_from_flags()

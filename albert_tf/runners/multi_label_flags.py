@@ -39,8 +39,8 @@ class MultiLabelSettings:
     )
     held_out_fraction: float = setting(
         0.1,
-        "--tune_thresholds: the fraction of the training examples held out of training "
-        "(drawn with --seed) to tune the thresholds on.",
+        "--tune_thresholds, --sweep: the fraction of the training examples held out of "
+        "training (drawn with --seed) to tune the thresholds on, or to select the point on.",
         above=0,
         below=1,
     )
@@ -55,7 +55,7 @@ def check_multi_label_flags() -> None:
     --tune_thresholds without --do_train (the held-out examples come from training)."""
     if not FLAGS.multi_label:
         for name in ("threshold", "tune_thresholds", "held_out_fraction"):
-            if FLAGS[name].present:
+            if FLAGS[name].present and not (name == "held_out_fraction" and FLAGS.sweep):
                 raise ValueError(f"--{name} is for multi-label tasks (--multi_label)")
     elif FLAGS.tune_thresholds != "none" and not FLAGS.do_train:
         raise ValueError(
@@ -65,11 +65,11 @@ def check_multi_label_flags() -> None:
 
 
 def held_out_from_flags(part: str):
-    """The `HeldOut` part ("fit": trained on, "tune": thresholds) of the training file
-    under --tune_thresholds, None without it."""
+    """The `HeldOut` part ("fit": trained on, "tune": thresholds, or --sweep's points
+    scored) of the training file under --tune_thresholds or --sweep, None without them."""
     from data_pipeline.classification.held_out import HeldOut
 
-    if not FLAGS.multi_label or FLAGS.tune_thresholds == "none":
+    if not FLAGS.sweep and (not FLAGS.multi_label or FLAGS.tune_thresholds == "none"):
         return None
     return HeldOut(FLAGS.held_out_fraction, FLAGS.seed, part)
 

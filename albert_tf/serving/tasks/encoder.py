@@ -57,8 +57,6 @@ class EncoderServing(Serving):
     texts' vectors; encode(input_ids, input_mask, segment_ids [B, S]) → pooled_output,
     sequence_output; tokenize."""
 
-    group, exact = 8, True  # (tuning, see vectors)
-
     def __init__(self, model, text, max_seq_length: int, fields: EncoderFields):
         super().__init__(model, text, max_seq_length)
         self.fields = fields
@@ -82,11 +80,13 @@ class EncoderServing(Serving):
         return l2_normalize(embeddings) if self.fields.normalize else embeddings
 
     def vectors(self, text):
+        """text [B] → embeddings [B, H]: groups of `text_ops.LENGTH_GROUP` rows, each cut to its
+        own longest row (`exact`: sentences are short, ~20 pieces, and a bucket's 16-token
+        steps would pad a group by a large fraction of its length); nothing of [B, S, H]
+        leaves the group."""
         batch = tf.shape(text)[0]
         ids = self._pack(at_least_one_row(text))
-        embeddings = by_length(
-            self._pooled, *ids, self.max_seq_length, group=self.group, exact=self.exact
-        )
+        embeddings = by_length(self._pooled, *ids, self.max_seq_length, exact=True)
         return {"embeddings": embeddings[:batch]}
 
     def embed(self, text):

@@ -1,10 +1,12 @@
-"""The encoder's serving modules: the SavedModel (`EncoderServing`: embed text, compare two
-texts, encode ids) and the LiteRT file (`LiteEncoder`), and their builders (`TASK`).
+"""The encoder's serving modules: the SavedModel (`EncoderServing`: embed text, vectors
+alone, compare two texts, encode ids) and the LiteRT file (`LiteEncoder`), and their
+builders (`TASK`).
 
 The sentence embedding is the one chosen at export (`EncoderFields`: pooling, normalize,
 encoder_outputs; recorded in the SavedModel's assets.extra/task.json and the LiteRT
 metadata), computed by `albert_tf.modeling.pooling` as `AlbertEmbedder` computes it, over
-the request's real tokens only (its padding, to the request's bucket, never counts)."""
+the request's real tokens only (its padding, to the request's bucket in `embed`, to each
+length-sorted group's longest row in `vectors` and `similarity`, never counts)."""
 
 from __future__ import annotations
 
@@ -80,10 +82,10 @@ class EncoderServing(Serving):
         return l2_normalize(embeddings) if self.fields.normalize else embeddings
 
     def vectors(self, text):
-        """text [B] → embeddings [B, H]: groups of `text_ops.LENGTH_GROUP` rows, each cut to its
-        own longest row (`exact`: sentences are short, ~20 pieces, and a bucket's 16-token
-        steps would pad a group by a large fraction of its length); nothing of [B, S, H]
-        leaves the group."""
+        """text [B] → embeddings [B, H]: groups of `text_ops.LENGTH_GROUP` rows, each
+        cut to its own longest row (`exact`: sentences are short, ~20 pieces, and a
+        bucket's 16-token steps would pad a group by a large fraction of its length);
+        nothing of [B, S, H] leaves the group."""
         batch = tf.shape(text)[0]
         ids = self._pack(at_least_one_row(text))
         embeddings = by_length(self._pooled, *ids, self.max_seq_length, exact=True)

@@ -43,6 +43,8 @@ Signatures (batch dimension first; strings are UTF-8, invalid bytes become U+FFF
   encoder          embed(text [B]) → embeddings [B, H] (--pooling, --normalize),
                    pooled_output [B, H], sequence_output [B, S, H], input_mask [B, S]
                    (--encoder_outputs: and encoder_outputs [B, N, S, H]);
+                   vectors(text [B]) → embeddings [B, H] alone (rows in length-sorted
+                   groups: the fast path for vectors);
                    similarity(text_a [B], text_b [B]) → similarity [B] (cosine);
                    encode(input_ids, input_mask, segment_ids [B, S]).
   fill_mask        serving_default(text [B], each with one or more "[MASK]") → token_ids,

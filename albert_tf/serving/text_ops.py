@@ -80,13 +80,17 @@ def bucket_length(longest, max_seq_length: int):
 LENGTH_GROUP = 8
 
 
-def by_length(forward, input_ids, input_mask, segment_ids, max_seq_length: int, group=LENGTH_GROUP):
+def by_length(
+    forward, input_ids, input_mask, segment_ids, max_seq_length: int, group=LENGTH_GROUP,
+    exact=False,
+):  # fmt: skip
     """`forward(input_ids, input_mask, segment_ids)` → float32 [rows, ...] computed on the
     request's rows sorted by length, `group` rows at a time, each group cut to its own
-    bucket (`bucket_length` of its longest row), and returned in the request's order.
-    Inputs int32 [B, L] or [B, C, L] (multiple choice: a row's length is its longest
-    choice). A batch of 32 mixed sentences then costs about what its tokens cost instead
-    of 32 times its longest; a batch of up to `group` rows is one group, as before."""
+    bucket (`bucket_length` of its longest row; with `exact`, to that longest row itself:
+    more distinct shapes, no padding beyond the group's longest), and returned in the
+    request's order. Inputs int32 [B, L] or [B, C, L] (multiple choice: a row's length is
+    its longest choice). A batch of 32 mixed sentences then costs about what its tokens
+    cost instead of 32 times its longest; a batch of up to `group` rows is one group."""
     lengths = tf.reduce_sum(input_mask, axis=-1)
     if input_mask.shape.rank == 3:
         lengths = tf.reduce_max(lengths, axis=1)
@@ -97,7 +101,8 @@ def by_length(forward, input_ids, input_mask, segment_ids, max_seq_length: int, 
 
     def body(i, parts):
         take = order[i * group : tf.minimum((i + 1) * group, rows)]
-        length = bucket_length(tf.reduce_max(tf.gather(lengths, take)), max_seq_length)
+        longest = tf.reduce_max(tf.gather(lengths, take))
+        length = longest if exact else bucket_length(longest, max_seq_length)
         cut = [tf.gather(x, take)[..., :length] for x in (input_ids, input_mask, segment_ids)]
         return i + 1, parts.write(i, forward(*cut))
 

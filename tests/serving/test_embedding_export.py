@@ -1,7 +1,7 @@
-"""The encoder export's sentence embedding (`embed`, `similarity`, `encoder_outputs`) with
-the pooling and normalization chosen at export: answered in a fresh process (SavedModel:
-tensorflow + tensorflow_text only; LiteRT: the runner) as the Python `AlbertEmbedder`
-answers, on real STS-B sentences, padding never counted."""
+"""The encoder export's sentence embedding (`embed`, `vectors`, `similarity`,
+`encoder_outputs`) with the pooling and normalization chosen at export: answered in a fresh
+process (SavedModel: tensorflow + tensorflow_text only; LiteRT: the runner) as the Python
+`AlbertEmbedder` answers, on real STS-B sentences, padding never counted."""
 
 import json
 import os
@@ -100,6 +100,24 @@ def test_savedmodel_in_a_fresh_process_equals_the_python_embedder(
     assert task["encoder_outputs"] is True and task["max_seq_length"] == LENGTH
 
 
+def test_vectors_equal_the_python_embedder(exported, encoder_checkpoint):
+    """The SavedModel's `vectors`: the embeddings alone, rows computed 8 at a time sorted
+    by length, each group padded to its own longest row, returned in the request's order.
+    49 rows of mixed lengths (one fills LENGTH): 7 groups of different lengths. (In this
+    process; `similarity`, which runs on `vectors`, is checked in a fresh one above.)"""
+    import tensorflow as tf
+
+    first, second = _sentences()
+    texts = first + [" ".join(second * 3)] + second
+    want, features = _python(encoder_checkpoint[0], texts, "mean", True)
+    lengths = features["input_mask"].sum(1)
+    assert lengths.max() == LENGTH and len(set(lengths)) > 10
+    vectors = tf.saved_model.load(exported[0]).signatures["vectors"]
+    got = {k: v.numpy() for k, v in vectors(text=tf.constant(texts)).items()}
+    assert set(got) == {"embeddings"}
+    np.testing.assert_allclose(got["embeddings"], want["embeddings"], atol=1e-5)
+
+
 def test_litert_runner_in_a_fresh_process_answers_as_the_savedmodel(
     tmp_path, exported, encoder_checkpoint
 ):
@@ -130,11 +148,12 @@ def test_each_pooling_ignores_padding(encoder_checkpoint, pooling):
         pooling=pooling,
     )
     want, _ = _python(encoder_checkpoint[0], texts, pooling, False)
-    alone = module.embed(tf.constant(texts[:1]))["embeddings"].numpy()
-    beside = module.embed(tf.constant(texts))["embeddings"].numpy()
-    np.testing.assert_allclose(alone[0], want["embeddings"][0], atol=1e-5)
-    np.testing.assert_allclose(beside, want["embeddings"], atol=1e-5)
-    assert not np.allclose(np.linalg.norm(beside, axis=-1), 1.0)  # not normalized
+    for signature in (module.embed, module.vectors):
+        alone = signature(tf.constant(texts[:1]))["embeddings"].numpy()
+        beside = signature(tf.constant(texts))["embeddings"].numpy()
+        np.testing.assert_allclose(alone[0], want["embeddings"][0], atol=1e-5)
+        np.testing.assert_allclose(beside, want["embeddings"], atol=1e-5)
+        assert not np.allclose(np.linalg.norm(beside, axis=-1), 1.0)  # not normalized
 
 
 def test_pooling_flag_and_task_fields_are_checked():

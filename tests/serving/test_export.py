@@ -361,6 +361,13 @@ def test_by_length_groups_sorted_rows_and_returns_them_in_order():
     sizes = bucket_sizes(128)
     groups = [sorted_lengths[i : i + 8].max() for i in (0, 8, 16)]
     assert [w for _, w in seen] == [min(b for b in sizes if b >= g) for g in groups]
+    # exact (the encoder's vectors): each group cut to its own longest row, same outputs.
+    seen.clear()
+    again = by_length(
+        forward, tf.constant(ids), tf.constant(mask), tf.zeros_like(mask), 128, exact=True
+    )
+    np.testing.assert_array_equal(again.numpy(), out.numpy())
+    assert seen == [(8, g) for g in groups[:2]] + [(5, groups[2])]
     # Multiple choice: [B, C, L], a row's length its longest choice.
     mc_mask = np.stack([mask[:6], mask[6:12]], axis=1)  # [6, 2, 128]
     mc_ids = np.stack([ids[:6], ids[6:12]], axis=1)

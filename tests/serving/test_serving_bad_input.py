@@ -200,6 +200,8 @@ def test_empty_batch_encoder(encoder):
         "input_mask": ((0, 48), tf.int32),
         "embeddings": ((0, 32), tf.float32),
     }
+    out = encoder["vectors"](text=tf.constant([], tf.string))
+    assert _shapes(out) == {"embeddings": ((0, 32), tf.float32)}
     out = encoder["similarity"](
         text_a=tf.constant([], tf.string), text_b=tf.constant([], tf.string)
     )

@@ -1,10 +1,12 @@
-"""The encoder's serving modules: the SavedModel (`EncoderServing`: embed text, compare two
-texts, encode ids) and the LiteRT file (`LiteEncoder`), and their builders (`TASK`).
+"""The encoder's serving modules: the SavedModel (`EncoderServing`: embed text, vectors
+alone, compare two texts, encode ids) and the LiteRT file (`LiteEncoder`), and their
+builders (`TASK`).
 
 The sentence embedding is the one chosen at export (`EncoderFields`: pooling, normalize,
 encoder_outputs; recorded in the SavedModel's assets.extra/task.json and the LiteRT
 metadata), computed by `albert_tf.modeling.pooling` as `AlbertEmbedder` computes it, over
-the request's real tokens only (its padding, to the request's bucket, never counts)."""
+the request's real tokens only (its padding, to the request's bucket in `embed`, to each
+length-sorted group's longest row in `vectors` and `similarity`, never counts)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import tensorflow as tf
 from albert_tf.checkpoints.task_kinds.encoder import EncoderFields
 from albert_tf.modeling.pooling import l2_normalize, pool
 from albert_tf.serving.base import LiteModule, Serving, ServingTask, model_inputs, string_spec
-from albert_tf.serving.text_ops import at_least_one_row, pack, same_rows
+from albert_tf.serving.text_ops import at_least_one_row, by_length, pack, same_rows
 
 
 def embedding_outputs(model, ids, fields: EncoderFields, max_seq_length: int) -> dict:
@@ -50,17 +52,20 @@ def cosine(a, b):
 
 
 class EncoderServing(Serving):
-    """embed(text [B]) → `embedding_outputs`; similarity(text_a [B], text_b [B]) →
-    similarity [B], the cosine of the two texts' embeddings; encode(input_ids, input_mask,
-    segment_ids [B, S]) → pooled_output, sequence_output; tokenize."""
+    """vectors(text [B]) → embeddings [B, H] only, the request's rows computed in
+    length-sorted groups (`text_ops.by_length`, as the classifier's); embed(text [B]) →
+    `embedding_outputs` (the sequence and pooled outputs too, the request padded to one
+    bucket); similarity(text_a [B], text_b [B]) → similarity [B], the cosine of the two
+    texts' vectors; encode(input_ids, input_mask, segment_ids [B, S]) → pooled_output,
+    sequence_output; tokenize."""
 
     def __init__(self, model, text, max_seq_length: int, fields: EncoderFields):
         super().__init__(model, text, max_seq_length)
         self.fields = fields
 
-    def _embed(self, text):
-        text = at_least_one_row(text)
-        ids = pack(
+    def _pack(self, text):
+        """text [B ≥ 1] → `[CLS] text [SEP]` ids int32 [B, L], L the request's bucket."""
+        return pack(
             self._ids(text),
             self._ids(tf.zeros_like(text)),
             self.max_seq_length,
@@ -68,16 +73,34 @@ class EncoderServing(Serving):
             self.sep_id,
             length_aware=True,
         )
-        return embedding_outputs(self.model, ids, self.fields, self.max_seq_length)
+
+    def _pooled(self, input_ids, input_mask, segment_ids):
+        """One group's ids [G, L] → its embeddings float32 [G, H] (`fields`' pooling and
+        normalization, over the real tokens)."""
+        out = self._forward(input_ids, input_mask, segment_ids)
+        embeddings = pool(out, input_mask, self.fields.pooling)
+        return l2_normalize(embeddings) if self.fields.normalize else embeddings
+
+    def vectors(self, text):
+        """text [B] → embeddings [B, H]: groups of `text_ops.LENGTH_GROUP` rows, each
+        cut to its own longest row (`exact`: sentences are short, ~20 pieces, and a
+        bucket's 16-token steps would pad a group by a large fraction of its length);
+        nothing of [B, S, H] leaves the group."""
+        batch = tf.shape(text)[0]
+        ids = self._pack(at_least_one_row(text))
+        embeddings = by_length(self._pooled, *ids, self.max_seq_length, exact=True)
+        return {"embeddings": embeddings[:batch]}
 
     def embed(self, text):
         batch = tf.shape(text)[0]
-        return {k: v[:batch] for k, v in self._embed(text).items()}
+        ids = self._pack(at_least_one_row(text))
+        outputs = embedding_outputs(self.model, ids, self.fields, self.max_seq_length)
+        return {k: v[:batch] for k, v in outputs.items()}
 
     def similarity(self, text_a, text_b):
         text_a, text_b = same_rows(text_a=text_a, text_b=text_b)
         batch = tf.shape(text_a)[0]
-        embeddings = self._embed(tf.concat([text_a, text_b], 0))["embeddings"]
+        embeddings = self.vectors(tf.concat([text_a, text_b], 0))["embeddings"]
         return {"similarity": cosine(embeddings[:batch], embeddings[batch : 2 * batch])}
 
     def encode(self, input_ids, input_mask, segment_ids):
@@ -92,6 +115,7 @@ class EncoderServing(Serving):
     def signatures(self):
         text = tf.TensorSpec([None], tf.string, "text")
         embed = tf.function(self.embed, input_signature=[text])
+        vectors = tf.function(self.vectors, input_signature=[text])
         pair = [tf.TensorSpec([None], tf.string, n) for n in ("text_a", "text_b")]
         similarity = tf.function(self.similarity, input_signature=pair)
         ids = [
@@ -103,6 +127,7 @@ class EncoderServing(Serving):
         return {
             "serving_default": embed_fn,
             "embed": embed_fn,
+            "vectors": vectors.get_concrete_function(),
             "similarity": similarity.get_concrete_function(),
             "encode": encode.get_concrete_function(),
             "tokenize": self._tokenize_signature(),

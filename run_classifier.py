@@ -85,7 +85,6 @@ def _main() -> int:
         "run_classifier", spec.name, inputs, labels, spec.source("train"),
         max_seq_length=FLAGS.max_seq_length, max_train_examples=FLAGS.max_train_examples,
         **(windows.fingerprint() if windows.enabled else {}),
-        class_weights=FLAGS.class_weights,
     )  # fmt: skip
     teacher = df.load_teacher(labels, inputs.tokenizer_spec) if FLAGS.do_train else None
     cache = os.path.join(FLAGS.output_dir, "cache")

@@ -2,9 +2,11 @@
 from a saved encoder): the run's checkpoints hold adapters and head only, run_config.json
 records the LoRA flags, and the exported model (adapters merged, plain shapes) gives the
 runner's own test-set probabilities; distillation reports its loss as the mix of its parts;
-bad LoRA and teacher flags are one line and write nothing."""
+bad LoRA and teacher flags are one line and write nothing; a resumed run with another LoRA
+rank or teacher is one line."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -112,6 +114,28 @@ def test_distillation_run_trains_on_the_teachers_soft_targets(tmp_path, shared_d
     assert abs(last["task_loss"] - (0.8 * 9 * last["distill_kl"] + 0.2 * last["label_ce"])) < 1e-4
     recorded = json.loads((out / "run_config.json").read_text())["flags"]
     assert recorded["teacher_checkpoint"] == teacher and recorded["distill_alpha"] == 0.8
+    segment = json.loads((out / "run_config.json").read_text())["segments"][-1]["settings"]
+    assert segment["teacher_checkpoint"] == teacher and segment["lora_rank"] == 2
+    # resumed with another rank (never allowed) or teacher (guarded): one line, no change
+    shutil.copytree(teacher, tmp_path / "teacher-copy")
+    student = [
+        "--do_train", "--train_step=10", "--max_train_examples=256", "--distill_temperature=3",
+        "--distill_alpha=0.8", f"--init_checkpoint={tmp_path / 'encoder'}",
+    ]  # fmt: skip
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*"))
+    for changed, message in (
+        (["--lora_rank=4", f"--teacher_checkpoint={teacher}"], "lora_rank: 2 → 4"),
+        (
+            ["--lora_rank=2", f"--teacher_checkpoint={tmp_path / 'teacher-copy'}"],
+            "teacher_checkpoint: ",
+        ),
+    ):
+        again = _run(tmp_path, shared_data, "sst-2", "SST-2", out, *student, *changed)
+        errors = [line for line in again.stderr.splitlines() if line.startswith("error:")]
+        assert again.returncode == 1 and len(errors) == 1, again.stderr[-2000:]
+        assert message in errors[0] and "Traceback" not in again.stderr
+    assert "--allow_changed=teacher_checkpoint" in errors[0]
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*")) == before
     wrong = _teacher(tmp_path, shared_data, ["0", "1", "2"])
     bad = _run(
         tmp_path, shared_data, "sst-2", "SST-2", tmp_path / "bad", "--do_train",

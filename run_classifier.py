@@ -59,6 +59,7 @@ def _main() -> int:
     from albert_tf.runners.trainer_flags import trainer_config_from_flags
     from albert_tf.training.class_weights import (
         label_counts,
+        multi_label_counts,
         parse_class_weights,
         resolve_class_weights,
     )
@@ -100,8 +101,9 @@ def _main() -> int:
     fit, tune = mlf.held_out_from_flags("fit"), mlf.held_out_from_flags("tune")
     train = features("train", FLAGS.max_train_examples, fit) if FLAGS.do_train else None
     tune = features("train", FLAGS.max_train_examples, tune) if tune else None  # thresholds
+    counts = multi_label_counts if spec.multi_label else label_counts  # (auto only)
     weights = train and resolve_class_weights(
-        weights_asked, labels, lambda: label_counts(train.path, len(labels))
+        weights_asked, labels, lambda: counts(train.path, len(labels)), spec.multi_label
     )
     dev = {s: features(s) for s in evaluated}
     test = features("test") if FLAGS.do_predict else None

@@ -105,12 +105,14 @@ def _main() -> int:
     weights = train and resolve_class_weights(
         weights_asked, labels, lambda: counts(train.path, len(labels)), spec.multi_label
     )
+    # --distill_unlabelled_file: appended to train (after the class weights' counts)
+    train, labelled = df.with_unlabelled(train, spec, inputs.tokenizer, cache, labels, windows)
     dev = {s: features(s) for s in evaluated}
     test = features("test") if FLAGS.do_predict else None
     steps, warmup = ff.finetuning_schedule(train.count if train else 0)
     if teacher is not None:  # its logits once, by example_index; then the teacher goes
         buckets = ff.length_buckets_from_flags()
-        teacher = df.teacher_table(teacher, train, FLAGS.eval_batch_size, buckets)
+        teacher = df.teacher_table(teacher, train, FLAGS.eval_batch_size, buckets), labelled
     runs = FLAGS.num_runs
     seeds = [FLAGS.seed + i for i in range(runs)]
     results = []
@@ -148,7 +150,7 @@ def _run_once(
     """One fine-tuning run (one seed, into trainer_config.output_dir) with the class
     `weights` (None: unweighted); what it did. `tune`: multi-label, the held-out training
     features the thresholds are tuned on. `teacher`: the teacher's logits by example_index
-    (--teacher_checkpoint), or None."""
+    (--teacher_checkpoint) and the count of labelled examples (None: all), or None."""
     from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.runners.export_flags import export_trained_from_flags
     from albert_tf.runners.label_modes import label_mode
@@ -178,7 +180,7 @@ def _run_once(
             batch, is_training=True, seed=trainer_config.seed, input_context=ctx,
             length_buckets=buckets,
         )  # fmt: skip
-        return ds if teacher is None else with_teacher_logits(ds, teacher)
+        return ds if teacher is None else with_teacher_logits(ds, *teacher)
 
     def evaluate(model):
         outputs = {s: _predict(model, f, run.strategy) for s, f in dev.items()}

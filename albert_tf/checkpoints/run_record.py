@@ -63,6 +63,7 @@ GUARDED_SETTINGS = (
     "teacher_checkpoint",
     "distill_temperature",
     "distill_alpha",
+    "distill_unlabelled_file",
     "class_weights",
 )
 

@@ -32,6 +32,7 @@ def recorded_controls() -> dict:
         out["teacher_checkpoint"] = teacher
         out["distill_temperature"] = FLAGS.distill_temperature if teacher else None
         out["distill_alpha"] = FLAGS.distill_alpha if teacher else None
+        out["distill_unlabelled_file"] = _flag("distill_unlabelled_file") if teacher else None
     if "class_weights" in FLAGS:
         out["class_weights"] = FLAGS.class_weights or None
     return out

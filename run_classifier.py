@@ -62,6 +62,7 @@ def _main() -> int:
     from albert_tf.runners.trainer_flags import trainer_config_from_flags
     from albert_tf.training.class_weights import (
         label_counts,
+        multi_label_counts,
         parse_class_weights,
         resolve_class_weights,
     )
@@ -88,7 +89,6 @@ def _main() -> int:
         "run_classifier", spec.name, inputs, labels, spec.source("train"),
         max_seq_length=FLAGS.max_seq_length, max_train_examples=FLAGS.max_train_examples,
         **(windows.fingerprint() if windows.enabled else {}),
-        class_weights=FLAGS.class_weights,
     )  # fmt: skip
     teacher = df.load_teacher(labels, inputs.tokenizer_spec) if FLAGS.do_train else None
     cache = os.path.join(FLAGS.output_dir, "cache")
@@ -104,14 +104,17 @@ def _main() -> int:
     fit, tune = mlf.held_out_from_flags("fit"), mlf.held_out_from_flags("tune")
     train = features("train", FLAGS.max_train_examples, fit) if FLAGS.do_train else None
     tune = features("train", FLAGS.max_train_examples, tune) if tune else None  # thresholds
+    counts = multi_label_counts if spec.multi_label else label_counts  # (auto only)
     weights = train and resolve_class_weights(
-        weights_asked, labels, lambda: label_counts(train.path, len(labels))
+        weights_asked, labels, lambda: counts(train.path, len(labels)), spec.multi_label
     )
+    # --distill_unlabelled_file: appended to train (after the class weights' counts)
+    train, labelled = df.with_unlabelled(train, spec, inputs.tokenizer, cache, labels, windows)
     dev = sw.held_out_first(tune, {s: features(s) for s in evaluated})  # --sweep: scored on
     test = features("test") if FLAGS.do_predict else None
     if teacher is not None:  # its logits once, by example_index; then the teacher goes
         buckets = ff.length_buckets_from_flags()
-        teacher = df.teacher_table(teacher, train, FLAGS.eval_batch_size, buckets)
+        teacher = df.teacher_table(teacher, train, FLAGS.eval_batch_size, buckets), labelled
     seeds = [FLAGS.seed + i for i in range(FLAGS.num_runs)]
 
     def run_seeds(output_dir):  # one output directory per seed with --num_runs
@@ -144,7 +147,7 @@ def _run_once(
     """One fine-tuning run (one seed, into trainer_config.output_dir) with the class
     `weights` (None: unweighted); what it did. `tune`: multi-label, the held-out training
     features the thresholds are tuned on. `teacher`: the teacher's logits by example_index
-    (--teacher_checkpoint), or None."""
+    (--teacher_checkpoint) and the count of labelled examples (None: all), or None."""
     from albert_tf.runners.classifier_export import export_classifier
     from albert_tf.runners.label_modes import label_mode
     from albert_tf.runners.lora_flags import lora_task
@@ -173,7 +176,7 @@ def _run_once(
             batch, is_training=True, seed=trainer_config.seed, input_context=ctx,
             length_buckets=buckets,
         )  # fmt: skip
-        return ds if teacher is None else with_teacher_logits(ds, teacher)
+        return ds if teacher is None else with_teacher_logits(ds, *teacher)
 
     def evaluate(model):
         outputs = {s: _predict(model, f, run.strategy) for s, f in dev.items()}

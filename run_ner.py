@@ -62,6 +62,7 @@ def _main() -> int:
         sentences[split] = read_tagged(files[split])
         check_labels(sentences[split], labels, files[split])
     scheme = nf.resolve_tag_scheme(FLAGS.tag_scheme, labels)
+    weights = nf.class_weights_from_flags(labels, sentences["train"])  # --class_weights
     identity = ff.checked_identity(
         "run_ner", "ner", inputs, labels, files["train"], max_seq_length=FLAGS.max_seq_length,
         doc_stride=FLAGS.doc_stride,
@@ -86,7 +87,9 @@ def _main() -> int:
             output_dir=output_dir, num_train_steps=steps, num_warmup_steps=warmup, seed=seed
         )
         results.append(
-            _run_once(inputs, trainer_config, identity, labels, scheme, sentences, features)
+            _run_once(
+                inputs, trainer_config, identity, labels, scheme, sentences, features, weights
+            )
         )
     if len(seeds) > 1 and FLAGS.do_eval:
         report, line = seeds_report("ner", seeds, [r["eval"] for r in results])
@@ -96,8 +99,12 @@ def _main() -> int:
     return 0
 
 
-def _run_once(inputs, trainer_config, identity, labels, scheme, sentences, features) -> dict:
-    """One fine-tuning run (one seed, into trainer_config.output_dir); what it did."""
+def _run_once(
+    inputs, trainer_config, identity, labels, scheme, sentences, features, weights
+) -> dict:
+    """One fine-tuning run (one seed, into trainer_config.output_dir) with the tag
+    `weights` (None: unweighted); what it did."""
+    from albert_tf.runners.lora_flags import exported_model, lora_task
     from albert_tf.runners.ner_predictions import ner_scores, predicted_tags
     from albert_tf.runners.trainer_flags import setup_run_from_flags
     from albert_tf.training import Trainer
@@ -110,8 +117,12 @@ def _run_once(inputs, trainer_config, identity, labels, scheme, sentences, featu
     run = setup_run_from_flags(
         "run_ner", trainer_config, albert_config, FLAGS.do_train, buckets, identity,
         labels=labels, tag_scheme=scheme, train_features=train.count if train else 0,
+        class_weights=list(weights) if weights else None,
     )  # fmt: skip
-    task = TokenClassificationTask(albert_config, len(labels), FLAGS.classifier_dropout)
+    task = TokenClassificationTask(
+        albert_config, len(labels), FLAGS.classifier_dropout, class_weights=weights
+    )
+    task = lora_task(task, trainer_config.seed)  # --lora_rank
     source = train or dev or test  # without --do_train the trainer only builds its pipeline
 
     def train_fn(ctx):
@@ -151,13 +162,16 @@ def _run_once(inputs, trainer_config, identity, labels, scheme, sentences, featu
         write_conll(path, sentences["test"], tags(trainer.model, "test"))
         print(f"predictions: {path}", flush=True)
     if FLAGS.export_dir:
-        result["exported"] = _export(trainer, inputs, labels, scheme, trainer_config.output_dir)
+        model = exported_model(task, trainer.model)  # LoRA: merged into the kernels
+        result["exported"] = _export(
+            model, trainer.step, inputs, labels, scheme, trainer_config.output_dir
+        )
     return result
 
 
-def _export(trainer, inputs, labels, scheme, output_dir) -> list[str]:
+def _export(model, step, inputs, labels, scheme, output_dir) -> list[str]:
     """--export_dir (with --num_runs: EXPORT_DIR/run_i/N): the SavedModel / LiteRT files of
-    the trained model with its task.json (kind token_classifier)."""
+    the trained `model` (at `step`) with its task.json (kind token_classifier)."""
     from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.runners.export_flags import export_trained_from_flags
 
@@ -167,9 +181,9 @@ def _export(trainer, inputs, labels, scheme, output_dir) -> list[str]:
     info = TaskInfo.build(
         kind=nf.KIND, task_name="ner", labels=list(labels), max_seq_length=FLAGS.max_seq_length,
         doc_stride=FLAGS.doc_stride, do_lower_case=FLAGS.do_lower_case, scheme=scheme,
-        step=trainer.step,
+        step=step,
     )  # fmt: skip
-    return export_trained_from_flags(trainer.model, export_dir, info, inputs.tokenizer_spec)
+    return export_trained_from_flags(model, export_dir, info, inputs.tokenizer_spec)
 
 
 def entry():

@@ -66,6 +66,7 @@ def _predict(model, features, threshold, strategy):
 
 def _main() -> int:
     from albert_tf.runners.export_flags import export_trained_from_flags
+    from albert_tf.runners.lora_flags import exported_model, lora_task
     from albert_tf.runners.squad_inputs import squad_sets_from_flags
     from albert_tf.runners.trainer_flags import setup_run_from_flags, trainer_config_from_flags
     from albert_tf.training import SquadTask, SquadV2Task, Trainer
@@ -111,6 +112,7 @@ def _main() -> int:
         task = SquadV2Task(albert_config, FLAGS.start_n_top, FLAGS.end_n_top)
     else:
         task = SquadTask(albert_config)
+    task = lora_task(task, trainer_config.seed)  # --lora_rank
     trainer = Trainer(
         task, trainer_config, run.strategy, train_fn, init_checkpoint=FLAGS.init_checkpoint,
         evaluate_fn=evaluate_fn if predict_set and FLAGS.do_eval else None,
@@ -152,7 +154,8 @@ def _main() -> int:
             n_best_size=FLAGS.n_best_size, null_score_diff_threshold=threshold, squad_head=head,
             start_n_top=FLAGS.start_n_top, end_n_top=FLAGS.end_n_top, step=trainer.step,
         )  # fmt: skip
-        export_trained_from_flags(trainer.model, FLAGS.export_dir, serving, inputs.tokenizer_spec)
+        model = exported_model(task, trainer.model)  # LoRA: merged into the kernels
+        export_trained_from_flags(model, FLAGS.export_dir, serving, inputs.tokenizer_spec)
     return 0
 
 

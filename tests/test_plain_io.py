@@ -27,6 +27,7 @@ MODULES = """
     data_pipeline/classification/features.py
     data_pipeline/classification/tasks.py data_pipeline/classification/submission.py
     data_pipeline/classification/multi_label_predictions.py
+    data_pipeline/classification/unlabelled.py
     data_pipeline/squad/examples.py data_pipeline/squad/feature_records.py
     data_pipeline/squad/evaluation.py data_pipeline/squad/scoring.py
     albert_tf/modeling/config.py albert_tf/checkpoints/own.py albert_tf/checkpoints/finetuned.py

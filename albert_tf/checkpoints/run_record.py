@@ -57,7 +57,20 @@ GUARDED_SETTINGS = (
     "early_stopping_patience",
     "early_stopping_min_delta",
     "layer_lr_decay",
+    # the task controls the fine-tuning runners record (albert_tf.runners.control_settings):
+    # they change the loss or the update, not the checkpoint's variables
+    "lora_alpha",
+    "teacher_checkpoint",
+    "distill_temperature",
+    "distill_alpha",
+    "distill_unlabelled_file",
+    "class_weights",
 )
+
+# Settings a resumed run may never change, not even with --allow_changed: they decide which
+# variables the checkpoints hold (a LoRA run's hold its adapters, of this rank, on these
+# kernels, and the head; a full run's the whole model), so another value would not restore.
+FIXED_SETTINGS = ("lora_rank", "lora_targets")
 
 
 def _short(value) -> str:
@@ -279,7 +292,8 @@ class RunRecord:
         """ValueError (one line) when a `GUARDED_SETTINGS` value of `settings` differs from
         the newest segment's and is not in `allowed` (--allow_changed); returns the
         changes allowed (`name: old → new`) for the log. ValueError too for a name in
-        `allowed` that is no guarded setting."""
+        `allowed` that is no guarded setting, and for a changed `FIXED_SETTINGS` value
+        (allowed or not)."""
         check_allowed(allowed)
         before = self.settings
         changed, refused = [], []
@@ -288,6 +302,17 @@ class RunRecord:
                 continue
             line = f"{name}: {_short(before[name])} → {_short(settings[name])}"
             (changed if name in allowed else refused).append((name, line))
+        fixed = [
+            f"{name}: {_short(before[name])} → {_short(settings[name])}"
+            for name in FIXED_SETTINGS
+            if name in before and name in settings and before[name] != settings[name]
+        ]
+        if fixed:
+            raise ValueError(
+                f"resuming the run of {self.describe()} with other LoRA adapters "
+                f"({'; '.join(fixed)}): its checkpoints hold the adapters it was started "
+                f"with, so these never change in a run; repeat them or use another --output_dir"
+            )
         patience = before.get("early_stopping_patience"), settings.get("early_stopping_patience")
         if None not in patience and bool(patience[0]) != bool(patience[1]):
             raise ValueError(

@@ -22,61 +22,12 @@ model of the same task: what is exported has the base model's shapes and speed.
 
 from __future__ import annotations
 
-import dataclasses
-
 import keras
 import tensorflow as tf
 
-from data_pipeline.cli import check_fields, setting
+from albert_tf.modeling.lora_settings import TARGETS, LoraSettings
 
-# target name → (sub-layer kind, attribute names of its Dense layers)
-TARGETS = {
-    "query": ("attention", ("query",)),
-    "key": ("attention", ("key",)),
-    "value": ("attention", ("value",)),
-    "attention_output": ("attention", ("output_dense",)),
-    "ffn": ("ffn", ("intermediate", "output_dense")),
-}
 ADAPTERS = "_lora_adapters"  # the task model's attribute holding them
-
-
-@dataclasses.dataclass(frozen=True)
-class LoraSettings:
-    """LoRA fine-tuning (rank 0: full fine-tuning)."""
-
-    lora_rank: int = setting(
-        0,
-        "LoRA: train rank-r updates of the encoder's projections (--lora_targets) and the "
-        "head, the encoder frozen; checkpoints hold the adapters and the head, the export "
-        "has them merged (0: full fine-tuning).",
-        minimum=0,
-    )
-    lora_alpha: float | None = setting(
-        None, "LoRA scale alpha/rank (default: alpha = rank, scale 1).", above=0
-    )
-    lora_targets: tuple[str, ...] = setting(
-        ("query", "value"),
-        f"LoRA: the projections adapted, of {', '.join(TARGETS)} (ffn: both FFN kernels).",
-    )
-
-    def __post_init__(self):
-        check_fields(self)
-        unknown = [t for t in self.lora_targets if t not in TARGETS]
-        if unknown or not self.lora_targets:
-            raise ValueError(
-                f"lora_targets={','.join(self.lora_targets)!s}: give one or more of "
-                f"{', '.join(TARGETS)}"
-            )
-
-    @property
-    def enabled(self) -> bool:
-        return self.lora_rank > 0
-
-    @property
-    def scale(self) -> float:
-        """alpha / r."""
-        alpha = self.lora_rank if self.lora_alpha is None else self.lora_alpha
-        return alpha / self.lora_rank
 
 
 class LoraAdapter(keras.layers.Layer):
@@ -106,7 +57,12 @@ class LoraAdapters(keras.layers.Layer):
 
     def __init__(self, adapters: dict, targets: tuple[str, ...], **kwargs):
         super().__init__(**kwargs)
-        self.adapters = adapters  # tracked (a dict of layers)
+        # Each adapter an attribute of its name: what tf.train.Checkpoint follows (a dict
+        # attribute is tracked by Keras but is no checkpoint dependency, so a checkpoint of
+        # the holder alone, best/ or an adapter-only read, would hold no adapter).
+        for name, adapter in adapters.items():
+            setattr(self, name, adapter)
+        object.__setattr__(self, "adapters", dict(adapters))  # (a plain index, untracked)
         self.targets = tuple(targets)
         self.built = True
 

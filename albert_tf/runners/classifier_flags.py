@@ -75,7 +75,8 @@ class ClassifierSettings:
         "Weigh the classification loss by class: auto (n / (classes · count), "
         "scikit-learn's balanced, from the training labels) or one weight per label in "
         "the task's label order, comma-separated; the loss is their weighted mean "
-        "(albert_tf.training.class_weights).",
+        "(albert_tf.training.class_weights). --multi_label: each label's positive weight "
+        "in its binary cross-entropy (auto: negatives/positives, clipped to [0.01, 100]).",
     )
     export_dir: str | None = setting(
         None,

@@ -29,6 +29,12 @@ class DistillationSettings:
     distill_alpha: float = setting(
         0.5, "Weight of the teacher's soft targets (1 - alpha: the labels).", minimum=0, maximum=1
     )
+    distill_unlabelled_file: str | None = setting(
+        None,
+        "With --teacher_checkpoint: a UTF-8 text file of unlabelled examples, one a line "
+        "(text_a<TAB>text_b for a sentence-pair task), added to the training set with the "
+        "teacher's soft targets only (loss T²·KL; data_pipeline.classification.unlabelled).",
+    )
 
     def __post_init__(self):
         check_fields(self)
@@ -65,6 +71,11 @@ def load_teacher(labels, tokenizer_spec):
 
     settings = distill_settings_from_flags()
     if not settings.teacher_checkpoint:
+        if settings.distill_unlabelled_file:
+            raise ValueError(
+                f"--distill_unlabelled_file={settings.distill_unlabelled_file} needs "
+                f"--teacher_checkpoint (its examples have no label but the teacher's)"
+            )
         return None
     flag = f"--teacher_checkpoint={settings.teacher_checkpoint}"
     directory = _teacher_dir(settings.teacher_checkpoint)
@@ -103,3 +114,25 @@ def distill_task(task):
     from albert_tf.training.distillation import DistillationTask
 
     return DistillationTask(task, settings.distill_temperature, settings.distill_alpha)
+
+
+def with_unlabelled(train, spec, tokenizer, cache_dir: str, labels, windows):
+    """(training features, labelled count): `train` with --distill_unlabelled_file's
+    examples appended (their count first: None without the flag). One-line ValueErrors
+    for a bad file, or a task whose features are not one record an example."""
+    from data_pipeline.classification.features import convert_examples
+    from data_pipeline.classification.unlabelled import FLAG, read_unlabelled
+    from data_pipeline.classification.unlabelled import with_unlabelled as append
+
+    path = FLAGS.distill_unlabelled_file
+    if not path or train is None:
+        return train, None
+    if spec.choices or windows.enabled:
+        raise ValueError(f"{FLAG}={path}: for one-record examples (not multiple choice or windows)")
+    examples = read_unlabelled(path, pairs=train.text_pair)
+    info = {"truncated": 0}
+    placeholder = [dataclasses.replace(e, label=labels[0]) for e in examples]
+    features = convert_examples(placeholder, tokenizer, train.max_seq_length, labels, info)
+    combined, labelled = append(train, features, cache_dir)
+    print(f"{FLAG}: {len(examples):,} unlabelled examples; {combined.describe()}", flush=True)
+    return combined, labelled

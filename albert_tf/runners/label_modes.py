@@ -60,7 +60,9 @@ class MultiLabel(SingleLabel):
     def task(self, albert_config, dropout: float, class_weights):
         from albert_tf.training.multi_label import MultiLabelClassificationTask
 
-        return MultiLabelClassificationTask.for_task(albert_config, self.spec, self.labels, dropout)
+        return MultiLabelClassificationTask.for_task(
+            albert_config, self.spec, self.labels, dropout, pos_weights=class_weights
+        )
 
     def evaluate(self, outputs: dict, predict_tune) -> dict:
         """Metrics of the dev predictions at the thresholds tuned on `predict_tune()` (the

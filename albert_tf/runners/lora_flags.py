@@ -1,12 +1,12 @@
 """--lora_rank, --lora_alpha, --lora_targets (generated from
-albert_tf.modeling.lora.LoraSettings): the settings, their checks, the task they wrap and
+albert_tf.modeling.lora_settings.LoraSettings): the settings, their checks, the task they wrap and
 the model a LoRA run exports (the adapters merged)."""
 
 from __future__ import annotations
 
 from absl import flags
 
-from albert_tf.modeling.lora import LoraSettings
+from albert_tf.modeling.lora_settings import LoraSettings
 from data_pipeline.cli import config_from_flags, define_flags_from
 
 FLAGS = flags.FLAGS

@@ -14,6 +14,7 @@ from albert_tf.runners.finetuning_flags import (
     define_finetuning_flags,
     tokenizer_spec_from_flags,
 )
+from albert_tf.runners.lora_flags import define_lora_flags, lora_settings_from_flags
 from data_pipeline.cli import define_flags_from, setting
 from data_pipeline.io import filesystem
 
@@ -55,6 +56,13 @@ class NerSettings:
         choices=TAG_SCHEMES,
     )
     eval_batch_size: int = setting(32, "Evaluation/prediction batch size.", minimum=1)
+    class_weights: str | None = setting(
+        None,
+        "Weigh the token loss by tag: auto (n / (tags · count), scikit-learn's balanced, "
+        "from the training words' tags) or one weight per tag of the label list (in "
+        "run_config.json's order), comma-separated; the loss is the weighted mean over the "
+        "words' first pieces (albert_tf.training.class_weights).",
+    )
     classifier_dropout: float = setting(
         0.1, "Dropout on the sequence output before the token head.", minimum=0, below=1
     )
@@ -78,6 +86,7 @@ def define_ner_flags() -> None:
     formats)."""
     define_finetuning_flags(learning_rate=5e-5, max_seq_length=128, num_train_epochs=3.0)
     define_flags_from(NerSettings, FLAGS)
+    define_lora_flags()
     define_export_format_flags()
     flags.mark_flags_as_required(["output_dir"])
 
@@ -114,6 +123,7 @@ def check_ner_flags() -> None:
             why = "the label list is discovered from it" if split == "train" else "its file"
             raise ValueError(f"give --{SPLIT_FLAGS[split]} or --data_dir ({split} split: {why})")
     check_finetuning_flags(FLAGS.do_train)
+    lora_settings_from_flags()  # (--lora_targets, --lora_rank without --init_checkpoint)
     if FLAGS.export_dir:
         from albert_tf.checkpoints.task_kinds import task_kind
 
@@ -141,3 +151,22 @@ def resolve_tag_scheme(choice: str, labels: list[str]) -> str | None:
     except ValueError as e:
         raise ValueError(f"--tag_scheme={choice}: the training labels: {e}") from None
     return choice
+
+
+def class_weights_from_flags(labels: list[str], train_sentences) -> tuple[float, ...] | None:
+    """--class_weights: one weight per tag of `labels`, `auto` balanced from the tags of
+    the training words (`train_sentences`, data_pipeline.tagging.data); None without the
+    flag. One-line ValueErrors (albert_tf.training.class_weights)."""
+    from albert_tf.training.class_weights import parse_class_weights, resolve_class_weights
+
+    asked = parse_class_weights(FLAGS.class_weights, labels, False, None)
+
+    def counts():
+        index = {tag: i for i, tag in enumerate(labels)}
+        found = [0] * len(labels)
+        for sentence in train_sentences:
+            for tag in sentence.tags:
+                found[index[tag]] += 1
+        return found
+
+    return resolve_class_weights(asked, labels, counts)

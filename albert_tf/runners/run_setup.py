@@ -80,6 +80,7 @@ def setup_run(
     run_config: dict,
     identity: RunIdentity | None = None,
     allow_changed: tuple[str, ...] | list[str] = (),
+    controls: dict | None = None,
 ) -> RunSetup:
     """Builds the strategy, checks the batch split (ValueError, one line, before anything is
     written), creates the worker's output directory, locks it for the rest of the process
@@ -92,7 +93,8 @@ def setup_run(
 
     The lock is re-entrant per process: several runs of one process (run_classifier
     --num_runs: OUTPUT_DIR/run_i) each lock their directory, and locking one directory
-    twice does not fail against itself."""
+    twice does not fail against itself. `controls`: the task's settings recorded (and
+    compared) with the trainer's (albert_tf.runners.control_settings)."""
     from albert_tf.checkpoints.run_record import (
         RunIdentity,
         RunRecord,
@@ -122,6 +124,7 @@ def setup_run(
     settings = dict(dataclasses.asdict(trainer_config), replicas=replicas)
     settings.pop("output_dir")
     settings["train_batch_size"] = train_batch_size
+    settings.update(controls or {})
     record, step = check_resume(
         output_dir, identity, training, settings if training else None, allow_changed
     )

@@ -13,6 +13,7 @@ from albert_tf.runners.finetuning_flags import (
     define_finetuning_flags,
     tokenizer_spec_from_flags,
 )
+from albert_tf.runners.lora_flags import define_lora_flags, lora_settings_from_flags
 from data_pipeline.cli import define_flags_from, setting
 
 FLAGS = flags.FLAGS
@@ -76,6 +77,7 @@ def define_squad_flags() -> None:
     export formats)."""
     define_finetuning_flags(learning_rate=5e-5, max_seq_length=384, num_train_epochs=2.0)
     define_flags_from(SquadSettings, FLAGS)
+    define_lora_flags()
     define_export_format_flags()
     flags.mark_flags_as_required(["output_dir"])
 
@@ -104,6 +106,7 @@ def check_squad_flags() -> None:
     if FLAGS.tune_threshold_on and not FLAGS.version_2_with_negative:
         raise ValueError("--tune_threshold_on is for SQuAD v2.0 (--version_2_with_negative)")
     check_finetuning_flags(FLAGS.do_train)
+    lora_settings_from_flags()  # (--lora_targets, --lora_rank without --init_checkpoint)
     if FLAGS.max_seq_length < FLAGS.max_query_length + 4:
         raise ValueError(
             f"--max_seq_length={FLAGS.max_seq_length} leaves no room for context after "

@@ -12,6 +12,7 @@ import dataclasses
 
 from absl import flags
 
+from albert_tf.runners.control_settings import recorded_controls
 from albert_tf.runners.run_setup import setup_run
 from albert_tf.training.config import TrainerConfig
 from data_pipeline.cli import Bounds, config_from_flags, define_flags_from, setting
@@ -137,6 +138,7 @@ def setup_run_from_flags(
         training=training,
         identity=identity,
         allow_changed=tuple(FLAGS.allow_changed or ()),
+        controls=recorded_controls(),
         run_config={
             "flags": FLAGS.flag_values_dict(),
             "albert_config": albert_config.to_dict(),

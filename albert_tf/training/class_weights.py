@@ -9,23 +9,31 @@ so the trainer gets it as the numerator Σ w[y]·nll over the denominator Σ w[y
 dividing (albert_tf.training.tasks): accumulation and replicas give the weighted mean of
 the whole batch, as for the unweighted loss. `auto` is scikit-learn's "balanced" weights,
 n_samples / (n_classes · count_c), from the label counts of the training features (after
---max_train_examples). The sums take any logits [..., C] with labels [...], so a token or
-multi-class head can call them with its own mask folded into the weights; this project's
-token classifier has no training task yet, so only run_classifier.py uses them.
+--max_train_examples).
+
+Token classification (run_ner.py) weighs each counted token (a word's first piece) the
+same way, Σ_tokens w[y]·nll / Σ_tokens w[y] (`weighted_token_cross_entropy_sums`; `auto`:
+balanced from the training words' tags). Multi-label classification has no single class
+to weigh: there a weight is the positive weight p_l of each label's binary cross-entropy,
+PyTorch's `BCEWithLogitsLoss(pos_weight=p)`, −[p_l·y·log σ(x) + (1 − y)·log(1 − σ(x))],
+still averaged over examples and labels (albert_tf.training.multi_label); `auto` is
+negatives/positives of each label in the training features, clipped to
+[1/POS_WEIGHT_CLIP, POS_WEIGHT_CLIP] (a label no training example has gets the cap).
 """
 
 from __future__ import annotations
 
 FLAG = "--class_weights"
+POS_WEIGHT_CLIP = 100.0
 
 
 def parse_class_weights(
     text: str | None, labels, regression: bool, choices: int | None, multi_label: bool = False
 ):
     """What `--class_weights` asks for: None (not given), "auto", or a tuple of one weight
-    per label in `labels`' order. ValueError (one line) for a regression, multi-label or
-    multiple-choice task, a count other than the labels', a weight that is no positive
-    finite number."""
+    per label in `labels`' order (`multi_label`: each label's positive weight). ValueError
+    (one line) for a regression or multiple-choice task, a count other than the labels', a
+    weight that is no positive finite number."""
     import math
 
     if not text:
@@ -34,11 +42,6 @@ def parse_class_weights(
         raise ValueError(f"{FLAG}={text}: a regression task has no classes to weigh")
     if choices:
         raise ValueError(f"{FLAG}={text}: a multiple-choice task has no fixed classes to weigh")
-    if multi_label:
-        raise ValueError(
-            f"{FLAG}={text}: weighs each example's one class; --multi_label examples have "
-            "several (not supported)"
-        )
     if text.strip() == "auto":
         return "auto"
     parts = [p.strip() for p in text.split(",")]
@@ -87,11 +90,39 @@ def label_counts(record_path: str, num_labels: int) -> list[int]:
     return counts.tolist()
 
 
-def resolve_class_weights(asked, labels, counts_fn) -> tuple[float, ...] | None:
+def positive_weights(positives, total: int) -> tuple[float, ...]:
+    """Multi-label `auto`: (total − positives_l) / positives_l for each label, clipped to
+    [1/POS_WEIGHT_CLIP, POS_WEIGHT_CLIP] (POS_WEIGHT_CLIP when a label has no positive)."""
+    out = []
+    for p in (int(p) for p in positives):
+        ratio = (total - p) / p if p > 0 else POS_WEIGHT_CLIP
+        out.append(float(min(max(ratio, 1.0 / POS_WEIGHT_CLIP), POS_WEIGHT_CLIP)))
+    return tuple(out)
+
+
+def multi_label_counts(record_path: str, num_labels: int) -> tuple[list[int], int]:
+    """(positives of each label, records) of a multi-label TFRecord file (label_ids float
+    multi-hot [num_labels], data_pipeline.classification.features)."""
+    import numpy as np
+    import tensorflow as tf
+
+    spec = {"label_ids": tf.io.FixedLenFeature([num_labels], tf.float32)}
+    positives, total = np.zeros(num_labels, np.int64), 0
+    dataset = tf.data.TFRecordDataset(record_path).batch(4096)
+    for hot in dataset.map(lambda r: tf.io.parse_example(r, spec)["label_ids"]):
+        positives += (hot.numpy() > 0.5).sum(0).astype(np.int64)
+        total += int(hot.shape[0])
+    return positives.tolist(), total
+
+
+def resolve_class_weights(asked, labels, counts_fn, multi_label: bool = False):
     """The weights of `asked` (`parse_class_weights`): "auto" → balanced from
-    `counts_fn()` (label counts, read only then)."""
+    `counts_fn()` (label counts, read only then); `multi_label`: positive weights from
+    `counts_fn()` = (positives of each label, examples)."""
     if asked == "auto":
-        return balanced_class_weights(counts_fn())
+        return (
+            positive_weights(*counts_fn()) if multi_label else balanced_class_weights(counts_fn())
+        )
     return asked
 
 
@@ -105,3 +136,29 @@ def weighted_cross_entropy_sums(labels, logits, weights):
     nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
     per_example = tf.gather(tf.constant(weights, tf.float32), labels)
     return tf.reduce_sum(per_example * nll), tf.reduce_sum(per_example)
+
+
+def token_weights(label_ids, weights):
+    """float32 [batch, seq]: w[label] at the counted tokens (label_ids != -1), 0 elsewhere.
+    label_ids int [batch, seq]; weights: one float per label."""
+    import tensorflow as tf
+
+    labels = tf.cast(label_ids, tf.int32)
+    counted = labels >= 0
+    safe = tf.where(counted, labels, tf.zeros_like(labels))
+    return tf.gather(tf.constant(weights, tf.float32), safe) * tf.cast(counted, tf.float32)
+
+
+def weighted_token_cross_entropy_sums(logits, label_ids, weights):
+    """(Σ w[y]·nll, Σ w[y]) over the counted tokens (label_ids != -1) as float32 scalars:
+    the weighted token loss's numerator and denominator. logits [batch, seq, C];
+    label_ids int [batch, seq]; weights: C floats."""
+    import tensorflow as tf
+
+    labels = tf.cast(label_ids, tf.int32)
+    safe = tf.where(labels >= 0, labels, tf.zeros_like(labels))  # (weight 0 there)
+    nll = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=safe, logits=tf.cast(logits, tf.float32)
+    )
+    w = token_weights(labels, weights)
+    return tf.reduce_sum(w * nll), tf.reduce_sum(w)

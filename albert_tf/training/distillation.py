@@ -12,6 +12,12 @@ one pass over the training features (`teacher_logits`), and each batch looks up 
 by `example_index` (`with_teacher_logits`). The same values as a teacher forward pass in
 every step, at one teacher pass instead of one per epoch, and the teacher (say an
 xxlarge) is not in memory while the student trains.
+
+Unlabelled examples (`--distill_unlabelled_file`, data_pipeline.classification.unlabelled)
+are training examples without a label: a batch's `labelled` [batch] is 0 for them, and
+their loss is the soft term alone at full weight, T²·KL (there is no hard term to share
+it with); `accuracy` and `label_ce` count the labelled examples only (denominator
+"labelled"), `distill_kl` every example.
 """
 
 from __future__ import annotations
@@ -19,10 +25,15 @@ from __future__ import annotations
 from albert_tf.training.tasks import Task
 
 TEACHER_LOGITS = "teacher_logits"
+LABELLED = "labelled"
 
 
-def distillation_loss(student_logits, teacher_logits, labels, temperature: float, alpha: float):
-    """(loss, kl, ce), each float32 [batch]: the formula of the module docstring.
+def distillation_loss(
+    student_logits, teacher_logits, labels, temperature: float, alpha: float, labelled=None
+):
+    """(loss, kl, ce), each float32 [batch]: the formula of the module docstring; where
+    `labelled` (float [batch], None: all 1) is 0, loss = T²·KL (ce is still computed on the
+    placeholder label: mask it).
 
     student_logits, teacher_logits: float [batch, labels]; labels: int [batch]."""
     import tensorflow as tf
@@ -34,7 +45,11 @@ def distillation_loss(student_logits, teacher_logits, labels, temperature: float
     # p·(log p - log q), 0 where p = 0 (a padding choice's -1e9 logit)
     kl = tf.reduce_sum(tf.math.multiply_no_nan(log_pt - log_ps, tf.exp(log_pt)), axis=-1)
     ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(labels, tf.int32), logits=s)
-    return alpha * temperature**2 * kl + (1.0 - alpha) * ce, kl, ce
+    loss = alpha * temperature**2 * kl + (1.0 - alpha) * ce
+    if labelled is not None:
+        m = tf.cast(labelled, tf.float32)
+        loss = m * loss + (1.0 - m) * temperature**2 * kl
+    return loss, kl, ce
 
 
 class DistillationTask(Task):
@@ -52,14 +67,19 @@ class DistillationTask(Task):
         self.task, self.temperature, self.alpha = task, temperature, alpha
         self.albert_config = getattr(task, "albert_config", None)  # (layer-wise decay's map)
         self.losses = {"task_loss": "examples"}
-        self.metrics = {**task.metrics, "distill_kl": "examples", "label_ce": "examples"}
+        self.metrics = {name: LABELLED for name in task.metrics}
+        self.metrics.update(distill_kl="examples", label_ce=LABELLED)
         self.denominator_offsets, self.best_metric = task.denominator_offsets, task.best_metric
 
     def build_model(self):
         return self.task.build_model()
 
     def denominators(self, batch):
-        return self.task.denominators(batch)
+        import tensorflow as tf
+
+        out = dict(self.task.denominators(batch))
+        out[LABELLED] = tf.reduce_sum(_labelled(batch))
+        return out
 
     def call_model(self, model, batch, training):
         return self.task.call_model(model, batch, training)
@@ -67,15 +87,36 @@ class DistillationTask(Task):
     def terms(self, batch, outputs):
         import tensorflow as tf
 
-        out = self.task.terms(batch, outputs)  # accuracy (and the plain CE, replaced)
+        m = _labelled(batch)
         loss, kl, ce = distillation_loss(
             outputs["logits"], batch[TEACHER_LOGITS], batch["label_ids"], self.temperature,
-            self.alpha,
+            self.alpha, m,
         )  # fmt: skip
+        logits = tf.cast(outputs["logits"], tf.float32)
+        right = tf.equal(
+            tf.argmax(logits, -1, output_type=tf.int32), tf.cast(batch["label_ids"], tf.int32)
+        )
+        out = (
+            {"accuracy": tf.reduce_sum(m * tf.cast(right, tf.float32))}
+            if "accuracy" in self.metrics
+            else {}
+        )
         out.update(
-            task_loss=tf.reduce_sum(loss), distill_kl=tf.reduce_sum(kl), label_ce=tf.reduce_sum(ce)
+            task_loss=tf.reduce_sum(loss),
+            distill_kl=tf.reduce_sum(kl),
+            label_ce=tf.reduce_sum(m * ce),
         )
         return out
+
+
+def _labelled(batch):
+    """float32 [batch]: 1 for a labelled example, 0 for an unlabelled one (all 1 when the
+    batch says nothing)."""
+    import tensorflow as tf
+
+    if LABELLED in batch:
+        return tf.cast(batch[LABELLED], tf.float32)
+    return tf.ones(tf.shape(batch["label_ids"])[:1], tf.float32)
 
 
 def teacher_logits(model, dataset):
@@ -95,13 +136,18 @@ def teacher_logits(model, dataset):
     return table
 
 
-def with_teacher_logits(dataset, table):
-    """`dataset`'s batches with `teacher_logits` = table[example_index] added."""
+def with_teacher_logits(dataset, table, labelled: int | None = None):
+    """`dataset`'s batches with `teacher_logits` = table[example_index] added, and with
+    `labelled` (example_index < `labelled`: the unlabelled examples come after the
+    labelled ones) when `labelled` is given."""
     import tensorflow as tf
 
     table = tf.constant(table)
 
     def add(batch):
-        return {**batch, TEACHER_LOGITS: tf.gather(table, batch["example_index"])}
+        out = {**batch, TEACHER_LOGITS: tf.gather(table, batch["example_index"])}
+        if labelled is not None:
+            out[LABELLED] = tf.cast(batch["example_index"] < labelled, tf.float32)
+        return out
 
     return dataset.map(add, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

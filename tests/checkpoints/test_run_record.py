@@ -11,6 +11,7 @@ import json
 import pytest
 
 from albert_tf.checkpoints.run_record import (
+    FIXED_SETTINGS,
     GUARDED_SETTINGS,
     RUN_RECORD_FILE,
     RunIdentity,
@@ -244,3 +245,34 @@ def test_convert_records_the_vocabulary_its_source_ships(tmp_path, spm_files):
     assert recorded["sha256"] == _sha(spm) and recorded["file"] == "spiece.model"
     with pytest.raises(ValueError, match=r"has sha256 " + _sha(other)[:16]):
         check_tokenizer(str(tmp_path / "out"), _spm_record(other), f"--spm_model_file={other}")
+
+
+def test_lora_rank_and_targets_never_change_the_other_controls_when_allowed():
+    lora = dict(SETTINGS, lora_rank=4, lora_alpha=8.0, lora_targets=["query", "value"])
+    lora.update(teacher_checkpoint="T1", distill_temperature=2.0, distill_alpha=0.5)
+    lora.update(class_weights="auto")
+    record = RunRecord(_identity(), (Segment(0, None, lora),), {}, "R/run_config.json")
+    assert record.check_settings(dict(lora), ()) == []
+    for change in ({"lora_rank": 8}, {"lora_targets": ["query", "value", "ffn"]}):
+        with pytest.raises(ValueError) as e:  # (allowed or not: the checkpoints hold them)
+            record.check_settings(dict(lora, **change), ())
+        (name,) = change
+        line = str(e.value)
+        assert "\n" not in line and "with other LoRA adapters" in line and name in line
+        assert "R/run_config.json" in line
+    assert "lora_rank" in FIXED_SETTINGS and "lora_rank" not in GUARDED_SETTINGS
+    with pytest.raises(ValueError, match=r"^--allow_changed=lora_rank: lora_rank is not"):
+        check_allowed(("lora_rank",))
+    # the loss's settings are guarded: refused, named, and allowed explicitly
+    changed = dict(lora, teacher_checkpoint="T2", distill_alpha=0.8, class_weights="1,2")
+    changed.update(lora_alpha=16.0)
+    with pytest.raises(ValueError) as e:
+        record.check_settings(changed, ())
+    line = str(e.value)
+    assert 'teacher_checkpoint: "T1" → "T2"' in line and "distill_alpha: 0.5 → 0.8" in line
+    assert 'class_weights: "auto" → "1,2"' in line and "lora_alpha: 8.0 → 16.0" in line
+    names = ("lora_alpha", "teacher_checkpoint", "distill_alpha", "class_weights")
+    assert "--allow_changed=" + ",".join(names) in line
+    assert len(record.check_settings(changed, names)) == 4
+    # a setting recorded by older runs only (or by no runner) is not compared
+    assert RunRecord(_identity(), (Segment(0, None, SETTINGS),)).check_settings(changed, ()) == []

@@ -135,13 +135,14 @@ RUNNER_SETTINGS = {
         "classifier_flags.ClassifierSettings",
         "multi_label_flags.MultiLabelSettings",
         "distill_flags.DistillationSettings",
-        "albert_tf.modeling.lora.LoraSettings",
+        "albert_tf.modeling.lora_settings.LoraSettings",
         "data_pipeline.classification.long_documents.DocumentWindows",
     ),
     "run_squad": (
         "trainer_flags.ModelSettings",
         "finetuning_flags.FinetuningSettings",
         "squad_flags.SquadSettings",
+        "albert_tf.modeling.lora_settings.LoraSettings",
     ),
     "run_embedding": (
         "trainer_flags.ModelSettings",

@@ -2,9 +2,11 @@
 from a saved encoder): the run's checkpoints hold adapters and head only, run_config.json
 records the LoRA flags, and the exported model (adapters merged, plain shapes) gives the
 runner's own test-set probabilities; distillation reports its loss as the mix of its parts;
-bad LoRA and teacher flags are one line and write nothing."""
+bad LoRA and teacher flags are one line and write nothing; a resumed run with another LoRA
+rank or teacher is one line."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -65,6 +67,10 @@ def test_lora_run_exports_the_merged_model_of_its_predictions(tmp_path, shared_d
             ["--lora_rank=4", "--lora_targets=query,vaule"],
             "error: lora_targets=query,vaule: give one or more of query, key, value",
         ),
+        (
+            ["--distill_unlabelled_file=x.txt"],
+            "error: --distill_unlabelled_file=x.txt needs --teacher_checkpoint",
+        ),
     ],
 )
 def test_bad_lora_flags_are_one_line_and_write_nothing(tmp_path, shared_data, extra, message):
@@ -98,20 +104,53 @@ def _teacher(tmp_path, shared_data, labels):
 def test_distillation_run_trains_on_the_teachers_soft_targets(tmp_path, shared_data):
     out = tmp_path / "student"
     teacher = _teacher(tmp_path, shared_data, ["0", "1"])
+    # --distill_unlabelled_file: 40 dev sentences without their labels
+    rows = (shared_data / "glue" / "SST-2" / "dev.tsv").read_text(encoding="utf-8")
+    text = tmp_path / "unlabelled.txt"
+    text.write_text("".join(r.split("\t")[0] + "\n" for r in rows.splitlines()[1:41]))
     run = _run(
         tmp_path, shared_data, "sst-2", "SST-2", out, "--do_train", "--train_step=10",
         "--max_train_examples=256", f"--teacher_checkpoint={teacher}",
         "--distill_temperature=3", "--distill_alpha=0.8",
         f"--init_checkpoint={_encoder(tmp_path)}", "--lora_rank=2",
+        f"--distill_unlabelled_file={text}",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
+    assert "--distill_unlabelled_file: 40 unlabelled examples" in run.stdout
+    assert "sst-2 train+unlabelled: 296 examples" in run.stdout  # 256 labelled + 40
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in rows if r["split"] == "train"]
     assert train and all(r["distill_kl"] >= 0 and r["label_ce"] > 0 for r in train)
-    last = train[-1]  # the reported loss is the mix of its parts
-    assert abs(last["task_loss"] - (0.8 * 9 * last["distill_kl"] + 0.2 * last["label_ce"])) < 1e-4
+    last = train[-1]  # the reported loss: labelled α·T²·KL + (1−α)·CE, unlabelled T²·KL
+    # (exact per example in tests/training/test_distill_unlabelled.py); over the batch it
+    # lies between α·T²·mean KL and T²·mean KL + (1−α)·mean CE of the labelled
+    assert 0.8 * 9 * last["distill_kl"] - 1e-6 <= last["task_loss"]
+    assert last["task_loss"] <= 9 * last["distill_kl"] + 0.2 * last["label_ce"] + 1e-6
     recorded = json.loads((out / "run_config.json").read_text())["flags"]
     assert recorded["teacher_checkpoint"] == teacher and recorded["distill_alpha"] == 0.8
+    segment = json.loads((out / "run_config.json").read_text())["segments"][-1]["settings"]
+    assert segment["teacher_checkpoint"] == teacher and segment["lora_rank"] == 2
+    # resumed with another rank (never allowed) or teacher (guarded): one line, no change
+    shutil.copytree(teacher, tmp_path / "teacher-copy")
+    student = [
+        "--do_train", "--train_step=10", "--max_train_examples=256", "--distill_temperature=3",
+        "--distill_alpha=0.8", f"--init_checkpoint={tmp_path / 'encoder'}",
+        f"--distill_unlabelled_file={text}",
+    ]  # fmt: skip
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*"))
+    for changed, message in (
+        (["--lora_rank=4", f"--teacher_checkpoint={teacher}"], "lora_rank: 2 → 4"),
+        (
+            ["--lora_rank=2", f"--teacher_checkpoint={tmp_path / 'teacher-copy'}"],
+            "teacher_checkpoint: ",
+        ),
+    ):
+        again = _run(tmp_path, shared_data, "sst-2", "SST-2", out, *student, *changed)
+        errors = [line for line in again.stderr.splitlines() if line.startswith("error:")]
+        assert again.returncode == 1 and len(errors) == 1, again.stderr[-2000:]
+        assert message in errors[0] and "Traceback" not in again.stderr
+    assert "--allow_changed=teacher_checkpoint" in errors[0]
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*")) == before
     wrong = _teacher(tmp_path, shared_data, ["0", "1", "2"])
     bad = _run(
         tmp_path, shared_data, "sst-2", "SST-2", tmp_path / "bad", "--do_train",

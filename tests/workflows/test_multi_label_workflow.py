@@ -1,7 +1,8 @@
 """run_classifier.py --multi_label end to end on a slice of GoEmotions (tiny model, one run
 shared by the tests): per-label thresholds tuned on a held-out part of train, recorded in
 eval_results.json and task.json; test predictions; the SavedModel and the LiteRT file,
-each run in a fresh process, return the runner's probabilities and labels."""
+each run in a fresh process, return the runner's probabilities and labels; --class_weights
+auto records each label's negatives/positives over the training records, clipped."""
 
 import json
 
@@ -58,6 +59,7 @@ def run(tmp_path_factory):
         "--multi_label",
         "--tune_thresholds=per_label",
         "--held_out_fraction=0.2",
+        "--class_weights=auto",
         "--do_train",
         "--do_eval",
         "--do_predict",
@@ -174,3 +176,22 @@ def test_multi_label_flags_bad_input_is_one_line(tmp_path):
         done = run_cli(*_base(tmp_path, data, tmp_path / "out", *extra))
         assert done.returncode == 1 and message in done.stderr, done.report()
         assert not (tmp_path / "out" / "eval_results.json").exists()
+
+
+def test_auto_class_weights_are_negatives_over_positives_of_the_training_records(run):
+    import tensorflow as tf
+
+    out, _, _, _ = run
+    record = json.loads((out / "run_config.json").read_text())
+    labels = record["labels"]
+    (path,) = (out / "cache").glob("*train-fit*.tfrecord")
+    spec = {"label_ids": tf.io.FixedLenFeature([len(labels)], tf.float32)}
+    hot = np.stack([
+        tf.io.parse_single_example(r, spec)["label_ids"].numpy()
+        for r in tf.data.TFRecordDataset(str(path))
+    ])  # fmt: skip
+    assert hot.shape == (320, len(labels))
+    positives = hot.sum(0).astype(np.float64)
+    expected = np.where(positives > 0, (320 - positives) / np.maximum(positives, 1), 100.0)
+    np.testing.assert_allclose(record["class_weights"], np.clip(expected, 0.01, 100.0), rtol=1e-12)
+    assert record["segments"][-1]["settings"]["class_weights"] == "auto"

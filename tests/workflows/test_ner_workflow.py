@@ -165,13 +165,17 @@ def test_bad_inputs_are_one_line_and_write_nothing(conll, tmp_path):
          f"error: {bad / 'dev.txt'}:7: tag 'B-FOOD' is not one of the 9 labels"),
         (_conll_args(data, tmp_path / "o2", config, "--do_train", "stray"),
          "error: unexpected arguments ['stray']"),
+        (_conll_args(data, tmp_path / "o3", config, "--do_train", "--class_weights=1,2"),
+         "error: --class_weights=1,2: 2 weight(s) for 9 labels (O, B-LOC,"),
+        (_conll_args(data, tmp_path / "o4", config, "--do_train", "--lora_rank=2"),
+         "error: --lora_rank=2 needs --init_checkpoint"),
     ]  # fmt: skip
     for args, message in cases:
         run = run_cli(*args)
         assert run.returncode == 1, run.report()
         assert run.stderr.strip().startswith(message), run.report()
         assert len(run.stderr.strip().splitlines()) == 1, run.report()
-    assert not any((tmp_path / f"o{i}" / "cache").exists() for i in (1, 2))
+    assert not any((tmp_path / f"o{i}" / "cache").exists() for i in (1, 2, 3, 4))
 
 
 def test_tag_scheme_and_recipe_choices():

@@ -26,10 +26,9 @@ the file, as BERT's tokenizer deletes them (data_pipeline.tokenization.baked_wor
 
 Needs only the LiteRT interpreter (`pip install ai-edge-litert`) plus, for the text-in
 models, tensorflow-text's op registrar (`tensorflow_text.tflite_registrar`, which brings
-TensorFlow); squad and token_classifier files take ids and run on ai-edge-litert alone (the
-runner tokenizes and windows with this project's Python SQuAD or tagging code, sentencepiece
-and numpy). Neither Keras nor
-the model-building code is imported.
+TensorFlow); squad, token_classifier and fill_mask files take ids and run on ai-edge-litert
+alone (the runner tokenizes with this project's Python code, sentencepiece or tokenizers,
+and numpy). Neither Keras nor the model-building code is imported.
 """
 
 from __future__ import annotations

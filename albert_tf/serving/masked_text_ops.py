@@ -148,8 +148,8 @@ class WordPieceGlued(tf.Module):
         starts, continuations, start_ids, continuation_ids = [], [], [], []
         for i, token in enumerate(python.vocab):
             body = token[len(CONTINUATION) :]
-            if not token.startswith(CONTINUATION) or not body or body.startswith(CONTINUATION):
-                continue  # (a body starting "##" holds punctuation: never inside a word)
+            if not token.startswith(CONTINUATION) or not body or body[0] in "#[":
+                continue  # (bodies starting "#" or "[" hold punctuation: never inside a word)
             starts.append(body)
             start_ids.append(i)
             continuations.append(token)

@@ -1,5 +1,5 @@
-"""Fill-mask latency at batch 1: albert_tf's `MaskFiller` and its `export --task fill_mask`
-SavedModel vs Hugging Face's fill-mask pipeline on the same weights.
+"""Fill-mask latency at batch 1: albert_tf's `MaskFiller`, its `export --task fill_mask`
+SavedModel and float32 LiteRT file vs Hugging Face's fill-mask pipeline on the same weights.
 
     python -m bench.fill_mask [--config base] [--calls 30] [--top_k 5] [--threads 1]
 
@@ -7,12 +7,14 @@ One model with random weights (latency does not depend on them) in both framewor
 Hugging Face AlbertForMaskedLM of the config (ALBERT-base by default; vocabulary of the
 German ALBERT-recipe SentencePiece model of $ALBERT_TF_DATA/spm) saved with save_pretrained,
 and our AlbertPretrainer loaded from it (read_transformers + assign_official), also exported
-as the fill_mask SavedModel (loaded in this process; text in, candidates out). The inputs
+as the fill_mask SavedModel (loaded in this process; text in, candidates out) and LiteRT
+file (tflite_predict's LiteModel.fill: the Python [MASK] rule, the file). The inputs
 are real sentences (the 2021 inaugural address) with one word masked, one text per call;
 each call goes from text to the top-k candidates (tokenization included). Median and 90th
 percentile over the calls after a warm-up; both sides check that they agree on the
 candidates first. CPU threads: each framework's default, or `--threads` for both
-(TensorFlow's intra- and inter-op pools, torch's): on a machine shared with other jobs,
+(TensorFlow's intra- and inter-op pools, torch's, the LiteRT interpreter's): on a machine
+shared with other jobs,
 torch's default OpenMP pool can spend most of its time waiting for descheduled threads.
 """
 
@@ -77,7 +79,8 @@ def main() -> int:
     from albert_tf.checkpoints.transformers import config_to_transformers
     from albert_tf.modeling.config import AlbertConfig
     from albert_tf.modeling.models import AlbertPretrainer
-    from albert_tf.serving.export import export
+    from albert_tf.serving.export import export_formats
+    from albert_tf.serving.tflite_predict import LiteModel
     from albert_tf.training.fill_mask import MaskFiller
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
     from data_pipeline.tokenization.spec import TokenizerSpec
@@ -100,11 +103,13 @@ def main() -> int:
         model.build()
         assign_official(model, weights, directory)
         save_checkpoint(model, os.path.join(directory, "pretrainer"))
-        version = export(
+        version, lite_file = export_formats(
             "fill_mask", os.path.join(directory, "pretrainer"), os.path.join(directory, "sm"),
-            tokenizer=TokenizerSpec.from_files(spm), max_seq_length=128, top_k=args.top_k,
+            ("savedmodel", "tflite"), tokenizer=TokenizerSpec.from_files(spm),
+            max_seq_length=128, top_k=args.top_k,
         )  # fmt: skip
         saved = tf.saved_model.load(version).signatures["fill_mask"]
+        lite = LiteModel(lite_file, args.threads or None)
 
     texts = sentences(max(args.calls, 3))
     filler = MaskFiller(model, tokenizer)
@@ -114,13 +119,18 @@ def main() -> int:
     ours_best = [f.token_id for f in filler(texts[:1], args.top_k)[0][0]]
     theirs_best = [c["token"] for c in pipe(texts[0])]
     saved_best = saved(text=tf.constant(texts[:1]))["token_ids"][0, 0].numpy().tolist()
-    if not ours_best == theirs_best == saved_best:
-        print(f"candidates differ: ours {ours_best} (SavedModel {saved_best}), HF {theirs_best}")
+    lite_best = [c["token_id"] for c in lite.fill(texts[:1])[0][0]]
+    if not ours_best == theirs_best == saved_best == lite_best:
+        print(
+            f"candidates differ: ours {ours_best} (SavedModel {saved_best}, LiteRT "
+            f"{lite_best}), HF {theirs_best}"
+        )
         return 1
 
     rows = [
         ("albert_tf MaskFiller", timed(lambda t: filler([t], args.top_k), texts, args.calls)),
         ("albert_tf SavedModel", timed(lambda t: saved(text=tf.constant([t])), texts, args.calls)),
+        ("albert_tf LiteRT", timed(lambda t: lite.fill([t]), texts, args.calls)),
         ("transformers pipeline", timed(pipe, texts, args.calls)),
     ]
     tokens = np.mean([len(hf_tokenizer(t)["input_ids"]) for t in texts])

@@ -1,7 +1,7 @@
 """On-device models: LiteRT (TFLite) files that take raw text, float32 / float16 / int8.
 
     python -m albert_tf.serving.export --export_format tflite --task {classifier,
-        multiple_choice,squad,encoder} --init_checkpoint FINETUNED_DIR --export_dir D
+        multiple_choice,squad,encoder,fill_mask} --init_checkpoint FINETUNED_DIR --export_dir D
         [--export_quantize float32,float16,int8] [--fixed_length]
 
 writes `D/litert/<task>-<quantize>.tflite` and the same metadata beside it as `.json`
@@ -26,6 +26,10 @@ LiteRT cannot express a step):
                    code as run_squad): tensorflow-text's LiteRT ops have no tokenizer with
                    offsets, and LiteRT has no substring op. The SentencePiece model is in
                    the file's metadata, so a squad file needs no custom op at all.
+  fill_mask        serving_default(input_ids, input_mask [B, S], masked_lm_positions
+                   [B, M]) → scores, token_ids [B, M, k]: ids in, top-k out; the "[MASK]"
+                   rule and filled texts are the runner's (lite_fill_mask), with the
+                   SentencePiece model or WordPiece vocab.txt the file carries.
   all text models  tokenize(text_a [B], text_b [B]) → input_ids, input_mask, segment_ids.
 
 This module is the conversion route, the op check, the metadata and the writing; each

@@ -1,23 +1,33 @@
 """Fill-mask's text side in the graph: `data_pipeline.tokenization.masked_text`'s rule as
-TensorFlow ops (SentencePiece), and the filled-in texts.
+TensorFlow ops (SentencePiece and WordPiece), and the filled-in texts.
 
 The text is cut at each literal "[MASK]" (`tf.strings.split`, as Python's str.split); each
 fragment is tokenized and the mask id goes between them. A fragment glued to the mask
-before it (no whitespace first) continues the masked piece's word: its normalized first
-word is encoded by the SentencePiece model with `add_dummy_prefix` off (no "▁"), the rest
-as usual. (The "<digit>," split of such a glued first word re-encodes with the same
-prefix-less model; the Python rule uses the tokenizer's table: they can differ only for a
-piece ending in "<digit>," glued to a mask.) WordPiece has no graph form of a word's
-inside here: its fill-mask export is refused (the Python fill_mask handles it).
+before it (no whitespace first) continues the masked piece's word; what that means is the
+tokenizer's (`SentencePieceGlued`, `WordPieceGlued`):
+  SentencePiece: the normalized first word is encoded by the SentencePiece model with
+    `add_dummy_prefix` off (no "▁"), the rest as usual. (The "<digit>," split of such a
+    glued first word re-encodes with the same prefix-less model; the Python rule uses the
+    tokenizer's table: they can differ only for a piece ending in "<digit>," glued to a
+    mask.)
+  WordPiece: the normalized first word (up to a space or punctuation) is split greedily
+    over the "##" continuation pieces only ("[UNK]" when none fits), by a second
+    FastWordpiece model whose word-start pieces are the continuations without "##"; a
+    fragment starting with punctuation or a CJK character (spaced by normalization) is
+    encoded as usual. "[MASK]" is a real WordPiece token, but BERT's tokenizer splits the
+    text "[MASK]" into "[", "mask", "]", so the cut comes first here too.
 """
 
 from __future__ import annotations
 
+import functools
+
 import tensorflow as tf
 
 from data_pipeline.tokenization.masked_text import MASK_TOKEN
+from data_pipeline.tokenization.sentencepiece_tokenizer import SPIECE_UNDERLINE, _char_class
+from data_pipeline.tokenization.wordpiece import CONTINUATION, MAX_WORD_CHARS, character_classes
 
-SPIECE_UNDERLINE = "\u2581"
 # What Python's str.isspace() calls whitespace (the rule's "glued" test), for RE2.
 _SPACE = r"[\t-\r\x1c-\x20\x{85}\p{Z}]"
 
@@ -25,12 +35,14 @@ _SPACE = r"[\t-\r\x1c-\x20\x{85}\p{Z}]"
 class GraphMaskedText:
     """text [B] (valid UTF-8) with "[MASK]"s → model inputs and the mask positions.
 
-    tokenizer: the model's `GraphTokenizer`; inside: the same with the prefix-less model
-    (`masked_text.no_prefix_model_proto`); ids: cls_id, sep_id, mask_id.
+    tokenizer: the model's graph tokenizer (`GraphTokenizer` or `GraphWordPieceTokenizer`);
+    glued: string [N] → int32 RaggedTensor [N, (.)], the ids of fragments that continue the
+    masked piece's word (`SentencePieceGlued`, `WordPieceGlued`); ids: cls_id, sep_id,
+    mask_id.
     """
 
-    def __init__(self, tokenizer, inside, cls_id, sep_id, mask_id, max_seq_length):
-        self.tokenizer, self.inside = tokenizer, inside
+    def __init__(self, tokenizer, glued, cls_id, sep_id, mask_id, max_seq_length):
+        self.tokenizer, self.glued = tokenizer, glued
         self.cls_id, self.sep_id, self.mask_id = cls_id, sep_id, mask_id
         self.max_seq_length = max_seq_length
 
@@ -56,10 +68,7 @@ class GraphMaskedText:
         last = tf.equal(index, tf.gather(fragments.row_lengths() - 1, fragments.value_rowids()))
         glued = (index > 0) & (flat != "") & ~tf.strings.regex_full_match(flat, f"(?s){_SPACE}.*")
         normal = self.tokenizer(flat)  # [N, (.)]
-        normalized = self.tokenizer.normalize(flat)
-        head = tf.strings.regex_replace(normalized, "(?s) .*", "")
-        rest = tf.strings.regex_replace(normalized, "^[^ ]* ?", "", replace_global=False)
-        inside = tf.concat([self.inside(head), self.tokenizer(rest)], axis=1)
+        inside = self.glued(flat)
         n = tf.shape(flat)[0]
         chosen = tf.gather(
             tf.concat([normal, inside], axis=0), tf.where(glued, tf.range(n) + n, tf.range(n))
@@ -101,6 +110,86 @@ class GraphMaskedText:
         return input_ids, input_mask, positions.to_tensor(0), mask_count
 
 
+class SentencePieceGlued(tf.Module):
+    """Glued fragments, SentencePiece: string [N] → int32 RaggedTensor [N, (.)], the
+    normalized first word (up to the first space) by `inside` (the model's GraphTokenizer
+    with `add_dummy_prefix` off: `masked_text.no_prefix_model_proto`), the rest by
+    `tokenizer`."""
+
+    def __init__(self, tokenizer, inside):
+        super().__init__()
+        self.tokenizer, self.inside = tokenizer, inside
+        self.inside_model = inside.sp  # tracked: its model buffer is saved
+
+    def __call__(self, flat):
+        normalized = self.tokenizer.normalize(flat)
+        head = tf.strings.regex_replace(normalized, "(?s) .*", "")
+        rest = tf.strings.regex_replace(normalized, "^[^ ]* ?", "", replace_global=False)
+        return tf.concat([self.inside(head), self.tokenizer(rest)], axis=1)
+
+
+class WordPieceGlued(tf.Module):
+    """Glued fragments, WordPiece: string [N] → int32 RaggedTensor [N, (.)], as
+    `masked_text._glued_fragment`: the normalized text's first word (before the first
+    space or punctuation) split greedily over the "##" pieces only, then the rest as
+    usual; a fragment whose normalized text starts with a space (a CJK character) or
+    punctuation, or is empty, as usual.
+
+    tokenizer: the model's `GraphWordPieceTokenizer`; python: its `WordPieceTokenizer`
+    (the vocabulary). The inside model: every continuation "##x" both as a word start "x"
+    and as itself, each mapped back to the id of "##x" (`inside_ids`), so FastWordpiece's
+    greedy longest match over it is the match over continuations alone."""
+
+    def __init__(self, tokenizer, python):
+        import tensorflow_text as tf_text
+
+        super().__init__()
+        self.tokenizer = tokenizer
+        starts, continuations, start_ids, continuation_ids = [], [], [], []
+        for i, token in enumerate(python.vocab):
+            body = token[len(CONTINUATION) :]
+            if not token.startswith(CONTINUATION) or not body or body[0] in "#[":
+                continue  # (bodies starting "#" or "[" hold punctuation: never inside a word)
+            starts.append(body)
+            start_ids.append(i)
+            continuations.append(token)
+            continuation_ids.append(i)
+        vocab = ["[UNK]"] + starts + continuations
+        self.inside_ids = tf.constant([python.unk_id] + start_ids + continuation_ids, tf.int32)
+        self.inside = tf_text.FastWordpieceTokenizer(
+            vocab=vocab,
+            suffix_indicator=CONTINUATION,
+            max_bytes_per_word=4 * MAX_WORD_CHARS,
+            token_out_type=tf.int64,
+            unknown_token="[UNK]",
+            no_pretokenization=True,
+        )
+        punctuation = character_classes()["punctuation"][1:-1]
+        self.word_end = f"(?s)[ {punctuation}].*"
+
+    def __call__(self, flat):
+        normalized = self.tokenizer.normalize(flat)
+        head = tf.strings.regex_replace(normalized, self.word_end, "", replace_global=False)
+        head_bytes = tf.strings.length(head)
+        rest = tf.strings.substr(normalized, head_bytes, tf.strings.length(normalized) - head_bytes)
+        too_long = tf.strings.length(head, unit="UTF8_CHAR") > MAX_WORD_CHARS
+        pieces = self.inside.tokenize(tf.where(too_long, "[UNK]", head))  # [N, (K)]
+        inside = tf.concat(
+            [pieces.with_flat_values(tf.gather(self.inside_ids, pieces.flat_values)),
+             self.tokenizer(rest)],
+            axis=1,
+        )  # fmt: skip
+        n = tf.shape(flat)[0]
+        chosen = tf.where(head != "", tf.range(n) + n, tf.range(n))
+        return tf.gather(tf.concat([self.tokenizer(flat), inside], axis=0), chosen)
+
+
+@functools.cache
+def _alnum_class() -> str:
+    """What Python's str.isalnum() accepts, for RE2 (the filled text's spacing rule)."""
+    return _char_class(str.isalnum)
+
+
 def mask_offsets(text, fragments):
     """Byte offset of each "[MASK]" in its text: int32 RaggedTensor [B, (M)]."""
     sizes = tf.strings.length(fragments.flat_values)  # bytes
@@ -115,13 +204,15 @@ def mask_offsets(text, fragments):
     )
 
 
-def filled_texts(text, offsets, tokens):
+def filled_texts(text, offsets, tokens, wordpiece: bool = False):
     """Each candidate piece written into its text at its mask, the other masks kept.
 
     text [B]; offsets int32 RaggedTensor [B, (M)] (`mask_offsets`); tokens string [B, M, k]
-    (the pieces). → string [B, M, k] ("" beyond a row's masks). A "▁" is a space, none at
-    a word start (the text before the mask empty or ending in whitespace), as
-    `albert_tf.training.fill_mask.MaskFiller` writes it."""
+    (the pieces). → string [B, M, k] ("" beyond a row's masks), as
+    `albert_tf.training.fill_mask.MaskFiller` writes it: SentencePiece, a "▁" is a space,
+    none at a word start (the text before the mask empty or ending in whitespace);
+    `wordpiece`, a "##" is dropped, and a word-start piece beginning with a letter or digit
+    after a letter or digit gets a space before it."""
     k = tf.shape(tokens)[2]
     starts = offsets.flat_values  # [K]
     row = offsets.value_rowids()
@@ -132,10 +223,20 @@ def filled_texts(text, offsets, tokens):
     after_start = starts + len(MASK_TOKEN)
     after = tf.strings.substr(source, after_start, tf.strings.length(source) - after_start)
     pieces = tf.gather_nd(tokens, tf.stack([tf.cast(row, tf.int32), slot], 1))  # [K, k]
-    surface = tf.strings.regex_replace(pieces, SPIECE_UNDERLINE, " ")  # [K, k]
-    word_start = (before == "") | tf.strings.regex_full_match(before, f"(?s).*{_SPACE}")
-    stripped = tf.strings.regex_replace(surface, "^ +", "")
-    surface = tf.where(word_start[:, None], stripped, surface)
+    if wordpiece:
+        alnum = _alnum_class()
+        continuation = tf.strings.regex_full_match(pieces, f"(?s){CONTINUATION}.*")
+        glued = tf.strings.regex_full_match(before, f"(?s).*{alnum}")[:, None] & (
+            tf.strings.regex_full_match(pieces, f"(?s){alnum}.*")
+        )
+        spaced = tf.where(glued, " " + pieces, pieces)
+        body = tf.strings.regex_replace(pieces, f"^{CONTINUATION}", "", replace_global=False)
+        surface = tf.where(continuation, body, spaced)
+    else:
+        surface = tf.strings.regex_replace(pieces, SPIECE_UNDERLINE, " ")  # [K, k]
+        word_start = (before == "") | tf.strings.regex_full_match(before, f"(?s).*{_SPACE}")
+        stripped = tf.strings.regex_replace(surface, "^ +", "")
+        surface = tf.where(word_start[:, None], stripped, surface)
     filled = before[:, None] + surface + after[:, None]  # [K, k]
     ragged = tf.RaggedTensor.from_value_rowids(filled, row, nrows=tf.shape(text, tf.int64)[0])
     return ragged.to_tensor("", shape=tf.stack([tf.shape(text)[0], width, k]))

@@ -11,10 +11,12 @@ Input, one example per line (UTF-8; invalid bytes become U+FFFD, as in the Saved
   squad            {"question": ..., "context": ...}
   encoder          a sentence
   token_classifier a text (words: albert_tf.serving.lite_tagging)
+  fill_mask        a text with one or more "[MASK]" (albert_tf.serving.lite_fill_mask)
 Output: exactly one JSON object per input line, in order, each with its input line number
 `"line"` (label and probabilities; a multi-label classifier's: "labels", those at or over
 their thresholds; choice; answer with character offsets; the embedding chosen at export
-and the pooled output; words, tags and entities with character offsets).
+and the pooled output; words, tags and entities with character offsets; "masks": per
+mask the top-k token_id, token, score and filled-in sequence).
 Lines are split at "\n" only (a trailing "\r" is dropped): U+2028, form feeds and the other
 characters str.splitlines() would split at stay inside their line. An empty line (nothing
 but whitespace) is answered `{"line": N}`, never dropped, so answer i is input line i.
@@ -24,10 +26,9 @@ the file, as BERT's tokenizer deletes them (data_pipeline.tokenization.baked_wor
 
 Needs only the LiteRT interpreter (`pip install ai-edge-litert`) plus, for the text-in
 models, tensorflow-text's op registrar (`tensorflow_text.tflite_registrar`, which brings
-TensorFlow); squad and token_classifier files take ids and run on ai-edge-litert alone (the
-runner tokenizes and windows with this project's Python SQuAD or tagging code, sentencepiece
-and numpy). Neither Keras nor
-the model-building code is imported.
+TensorFlow); squad, token_classifier and fill_mask files take ids and run on ai-edge-litert
+alone (the runner tokenizes with this project's Python code, sentencepiece or tokenizers,
+and numpy). Neither Keras nor the model-building code is imported.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import numpy as np
 
 METADATA_NAME = "albert_metadata"  # (albert_tf.serving.litert writes these)
 SPM_NAME = "albert_spm_model"
+VOCAB_NAME = "albert_wordpiece_vocab"  # (fill-mask files of WordPiece models)
 FORMAT = "albert-litert/1"
 _INPUTS = ("input_ids", "input_mask", "segment_ids")
 
@@ -87,12 +89,14 @@ class LiteModel:
         self.task = self.metadata["task"]
         self._drop_nul = self.metadata.get("tokenizer") == "wordpiece"
         options = dict(model_path=path, num_threads=num_threads or os.cpu_count() or 1)
-        ids_in = self.task in ("squad", "token_classifier") or self.metadata.get("doc_stride")
+        ids_in = self.task in ("squad", "token_classifier", "fill_mask")
+        ids_in = ids_in or self.metadata.get("doc_stride")
         if ids_in:  # (ids in, windows here: no custom op)
             from ai_edge_litert.interpreter import Interpreter
 
             self.interpreter = Interpreter(**options)
-            self._spm_model = entries[SPM_NAME]
+            self._spm_model = entries.get(SPM_NAME)
+            self._vocab = entries.get(VOCAB_NAME)
         else:
             import tensorflow_text  # the TFText custom ops' registrar
             from ai_edge_litert.interpreter import InterpreterWithCustomOps
@@ -240,6 +244,15 @@ class LiteModel:
             self._tagger_tokenizer = self._sentencepiece()
         texts = [_text(t) for t in texts]
         return tag_texts(self.run, self.metadata, self._tagger_tokenizer, texts, batch_size)
+
+    def fill(self, texts, batch_size: int = 8, names=None) -> list[list[list[dict]]]:
+        """Per text, per "[MASK]": the top-k candidates (albert_tf.serving.lite_fill_mask)."""
+        from albert_tf.serving.lite_fill_mask import file_tokenizer, fill_texts
+
+        if not hasattr(self, "_fill_tokenizer"):
+            self._fill_tokenizer = file_tokenizer(self.metadata, self._spm_model, self._vocab)
+        texts = [_text(t) for t in texts]
+        return fill_texts(self.run, self.metadata, self._fill_tokenizer, texts, batch_size, names)
 
     def answer(self, questions, contexts, batch_size: int = 8) -> list[dict]:
         """[{"answer", "start", "end", "score"(, "no_answer_probability")}] per question:
@@ -402,6 +415,9 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
                     }
         elif task == "token_classifier":
             yield from model.tag(batch, batch_size)
+        elif task == "fill_mask":
+            names = [f"{source}:{n}" for n, _ in numbered[first : first + batch_size]]
+            yield from ({"masks": m} for m in model.fill(batch, batch_size, names))
         elif task == "encoder":
             out = model.embed(batch)
             for i in range(len(batch)):

@@ -20,10 +20,8 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from data_pipeline.tokenization.masked_text import MaskedText, encode_masked
-from data_pipeline.tokenization.wordpiece import CONTINUATION, WordPieceTokenizer
-
-SPIECE_UNDERLINE = "\u2581"
+from data_pipeline.tokenization.masked_text import MaskedText, encode_masked, filled_text
+from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,19 +122,8 @@ class MaskFiller:
 
     def _fill(self, text: str, span: tuple[int, int], token_id: int, score: float) -> Fill:
         token = self.tokenizer.id_to_piece(token_id)
-        before = text[: span[0]]
-        word_start = not before or before[-1].isspace()
-        if isinstance(self.tokenizer, WordPieceTokenizer):
-            if token.startswith(CONTINUATION):
-                surface = token[len(CONTINUATION) :]
-            else:
-                glued = before[-1:].isalnum() and token[:1].isalnum()
-                surface = " " + token if glued else token
-        else:
-            surface = token.replace(SPIECE_UNDERLINE, " ")
-            if word_start:
-                surface = surface.lstrip(" ")
-        return Fill(token_id, token, score, before + surface + text[span[1] :])
+        wordpiece = isinstance(self.tokenizer, WordPieceTokenizer)
+        return Fill(token_id, token, score, filled_text(text, span, token, wordpiece))
 
 
 def fill_mask(model, tokenizer, texts: list[str], top_k: int = 5) -> list[list[list[Fill]]]:

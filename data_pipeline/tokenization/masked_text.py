@@ -24,7 +24,7 @@ import dataclasses
 import functools
 import re
 
-from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
+from data_pipeline.tokenization.sentencepiece_tokenizer import SPIECE_UNDERLINE, AlbertTokenizer
 from data_pipeline.tokenization.wordpiece import (
     CONTINUATION,
     MAX_WORD_CHARS,
@@ -81,6 +81,27 @@ def encode_masked(tokenizer, text: str, max_seq_length: int | None = None) -> Ma
             f"max_seq_length={max_seq_length}: {text[:40]!r}..."
         )
     return MaskedText(text, ids, positions, spans)
+
+
+def filled_text(text: str, span: tuple[int, int], token: str, wordpiece: bool) -> str:
+    """`text` with the "[MASK]" at `span` replaced by the piece `token`'s text (other masks
+    kept): a SentencePiece "▁" is a space (none at a word start: the text before the mask
+    empty or ending in whitespace); a WordPiece "##" is dropped, and a word-start piece
+    beginning with a letter or digit right after a letter or digit gets a space. (One
+    rule for the Python fill_mask and the on-device runner; the SavedModel's is
+    albert_tf.serving.masked_text_ops.filled_texts.)"""
+    before = text[: span[0]]
+    if wordpiece:
+        if token.startswith(CONTINUATION):
+            surface = token[len(CONTINUATION) :]
+        else:
+            glued = before[-1:].isalnum() and token[:1].isalnum()
+            surface = " " + token if glued else token
+    else:
+        surface = token.replace(SPIECE_UNDERLINE, " ")
+        if not before or before[-1].isspace():
+            surface = surface.lstrip(" ")
+    return before + surface + text[span[1] :]
 
 
 def _glued_fragment(tokenizer, fragment: str) -> list[int]:

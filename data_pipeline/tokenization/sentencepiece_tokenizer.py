@@ -291,6 +291,10 @@ class GraphTokenizer:
 
     Call: string tensor [batch] → int32 RaggedTensor [batch, (pieces)], equal to
     `AlbertTokenizer.encode` on each string (tested on real corpora).
+
+    `name`: the model resource's name. Two SentencePiece models in one SavedModel need
+    distinct names: tensorflow-text's resources of the same name are one model once the
+    SavedModel is loaded (the first), whatever each held when saved.
     """
 
     def __init__(
@@ -299,13 +303,14 @@ class GraphTokenizer:
         do_lower_case: bool = True,
         keep_accents: bool = False,
         split_words: bool = True,
+        name: str | None = None,
     ):
         import tensorflow_text as tf_text
 
         self.split_words = split_words
         self.do_lower_case = do_lower_case
         self.keep_accents = keep_accents
-        self.sp = tf_text.SentencepieceTokenizer(model=model_proto, out_type="string")
+        self.sp = tf_text.SentencepieceTokenizer(model=model_proto, out_type="string", name=name)
         self.whitespace = _whitespace_class() + "+"
         self.combining = _combining_class()
 

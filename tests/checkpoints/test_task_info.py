@@ -134,9 +134,9 @@ def test_each_kind_builds_its_model_and_keeps_its_rules():
     assert type(v2).__name__ == "AlbertQuestionAnsweringV2"
     assert FINETUNED_KINDS == ("classifier", "multiple_choice", "squad", "token_classifier")
     refused = {n for n, k in KINDS.items() if k.on_device_refusal(wordpiece=True)}
-    assert refused == {"squad", "token_classifier", "fill_mask"}
+    assert refused == {"squad", "token_classifier"}
     refused = {n for n, k in KINDS.items() if k.on_device_refusal(wordpiece=False)}
-    assert refused == {"fill_mask"}
+    assert refused == set()
     assert "on-device SQuAD files of WordPiece models" in KINDS["squad"].on_device_refusal(True)
 
 

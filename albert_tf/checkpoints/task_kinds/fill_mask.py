@@ -35,6 +35,5 @@ KIND = TaskKind(
     build_model=_model,
     check=_check,
     finetuned=False,
-    on_device=False,  # (the SavedModel only, so far)
     transformers_class="AlbertForMaskedLM",
 )

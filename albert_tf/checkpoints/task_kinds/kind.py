@@ -60,7 +60,7 @@ class TaskKind:
       vocabulary (SQuAD's runner windows text with the SentencePiece model the file
       carries, so SQuAD's may not).
     transformers_class: the Hugging Face head class of `convert --to transformers`.
-    on_device: whether any on-device (LiteRT) file of it is written (fill_mask's is not yet).
+    on_device: whether any on-device (LiteRT) file of it is written.
     transformers_pooler: whether that class has the pooler (AlbertForQuestionAnswering and
       AlbertForTokenClassification do not: none is written, none is expected).
     """

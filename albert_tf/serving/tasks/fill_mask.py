@@ -2,15 +2,22 @@
 top-k pieces at each mask, their ids, probabilities and the filled-in texts, as
 `albert_tf.training.fill_mask.MaskFiller` answers (the text side in the graph:
 `albert_tf.serving.masked_text_ops`). Each mask is predicted alone, the other masks kept;
-a mask is one piece (whole words that take several pieces are out of scope). No LiteRT
-file yet (`TaskKind.on_device`)."""
+a mask is one piece (whole words that take several pieces are out of scope). Its LiteRT
+file (`LiteFillMask`) takes ids and mask positions; the on-device runner does the text side
+with the Python rule (albert_tf.serving.lite_fill_mask)."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from albert_tf.serving.base import Serving, ServingTask
-from albert_tf.serving.masked_text_ops import GraphMaskedText, filled_texts, mask_offsets
+from albert_tf.serving.base import Serving, ServingTask, model_inputs
+from albert_tf.serving.masked_text_ops import (
+    GraphMaskedText,
+    SentencePieceGlued,
+    WordPieceGlued,
+    filled_texts,
+    mask_offsets,
+)
 from albert_tf.serving.text_ops import valid_utf8
 
 
@@ -25,19 +32,24 @@ class FillMaskServing(Serving):
 
     def __init__(self, model, text, max_seq_length: int, top_k: int):
         super().__init__(model, text, max_seq_length)
-        from data_pipeline.tokenization.masked_text import no_prefix_model_proto
-        from data_pipeline.tokenization.sentencepiece_tokenizer import GraphTokenizer
-
         python = text.python_tokenizer
-        self.inside = GraphTokenizer(
-            no_prefix_model_proto(python.model_proto),
-            python.do_lower_case,
-            python.keep_accents,
-            python.split_words,
-        )
-        self.inside_model = self.inside.sp  # tracked: its model buffer is saved
+        self.wordpiece = text.spec.is_wordpiece
+        if self.wordpiece:
+            self.glued = WordPieceGlued(self.tokenizer, python)
+        else:
+            from data_pipeline.tokenization.masked_text import no_prefix_model_proto
+            from data_pipeline.tokenization.sentencepiece_tokenizer import GraphTokenizer
+
+            inside = GraphTokenizer(
+                no_prefix_model_proto(python.model_proto),
+                python.do_lower_case,
+                python.keep_accents,
+                python.split_words,
+                name="inside_sentencepiece",  # (not the model's: see GraphTokenizer)
+            )
+            self.glued = SentencePieceGlued(self.tokenizer, inside)
         self.masked = GraphMaskedText(
-            self.tokenizer, self.inside, self.cls_id, self.sep_id, python.mask_id, max_seq_length
+            self.tokenizer, self.glued, self.cls_id, self.sep_id, python.mask_id, max_seq_length
         )
         self.top_k = min(top_k, python.vocab_size)
         self.pieces = tf.Variable(
@@ -77,7 +89,7 @@ class FillMaskServing(Serving):
             "token_ids": tf.where(real[:, :, None], ids, -1),
             "tokens": tokens,
             "scores": tf.where(real[:, :, None], scores, 0.0),
-            "sequences": filled_texts(text, mask_offsets(text, fragments), tokens),
+            "sequences": filled_texts(text, mask_offsets(text, fragments), tokens, self.wordpiece),
             "mask_count": count,
         }
 
@@ -93,11 +105,6 @@ class FillMaskServing(Serving):
 
 
 def _saved_model(resolved):
-    if resolved.tokenizer.is_wordpiece:
-        raise ValueError(
-            "--task fill_mask: the SavedModel needs a SentencePiece model (a WordPiece word's "
-            "inside has no graph form here); use albert_tf.training.fill_mask in Python"
-        )
     return FillMaskServing(
         resolved.model,
         resolved.text_tokenizer(),
@@ -106,10 +113,53 @@ def _saved_model(resolved):
     )
 
 
+class LiteFillMask:
+    """The on-device file: ids and mask positions in, the top-k out (softmax and top-k in
+    the file, as the SavedModel's); "[MASK]" finding and filled texts are the runner's.
+
+    serving_default(input_ids, input_mask int32 [B, S] (S = max_seq_length with
+    `fixed_length`), masked_lm_positions int32 [B, M]) → scores float32 [B, M, k],
+    token_ids int32 [B, M, k]."""
+
+    def __init__(self, model, max_seq_length: int, top_k: int, fixed_length: bool = False):
+        self.model, self.max_seq_length, self.top_k = model, max_seq_length, top_k
+        self.fixed_length = fixed_length
+
+    def scores(self, input_ids, input_mask, masked_lm_positions):
+        inputs = model_inputs(input_ids, input_mask, tf.zeros_like(input_ids))
+        outputs = self.model(
+            dict(inputs, masked_lm_positions=masked_lm_positions),
+            training=False,
+            last_block_at_masked_only=True,
+        )
+        probabilities = tf.nn.softmax(tf.cast(outputs["mlm_logits"], tf.float32), axis=-1)
+        scores, ids = tf.math.top_k(probabilities, k=self.top_k)
+        return {"scores": scores, "token_ids": ids}
+
+    def functions(self):
+        length = self.max_seq_length if self.fixed_length else None
+        specs = [
+            tf.TensorSpec([None, length], tf.int32, "input_ids"),
+            tf.TensorSpec([None, length], tf.int32, "input_mask"),
+            tf.TensorSpec([None, None], tf.int32, "masked_lm_positions"),
+        ]
+        return {"serving_default": tf.function(self.scores, input_signature=specs)}
+
+
 def _litert(resolved, fixed_length: bool):
-    raise ValueError(
-        "--task fill_mask: no on-device file yet (TaskKind.on_device refuses it first)"
-    )
+    """The file, its metadata (top_k, the mask id) and its tokenizer (the SentencePiece
+    model, or the WordPiece vocab.txt) as metadata entries for the runner."""
+    from albert_tf.serving.tflite_predict import SPM_NAME, VOCAB_NAME
+    from data_pipeline.io import filesystem
+
+    python = resolved.python_tokenizer
+    top_k = min(resolved.task.details.top_k, python.vocab_size)
+    module = LiteFillMask(resolved.model, resolved.max_seq_length, top_k, fixed_length)
+    if resolved.tokenizer.is_wordpiece:
+        entries = {VOCAB_NAME: filesystem.read_bytes(python.vocab_file)}
+    else:
+        entries = {SPM_NAME: python.model_proto}
+    return module, {"top_k": top_k, "mask_id": python.mask_id}, entries
 
 
 TASK = ServingTask(saved_model=_saved_model, litert=_litert)

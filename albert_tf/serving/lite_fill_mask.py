@@ -1,0 +1,89 @@
+"""The on-device runner's fill-mask: texts with one or more "[MASK]" → for each mask the
+top-k pieces, their ids, probabilities and the filled-in texts, around a LiteRT file that
+maps ids and mask positions to the top-k (albert_tf.serving.tasks.fill_mask.LiteFillMask).
+
+The text side is the Python rule itself (data_pipeline.tokenization.masked_text:
+`encode_masked`, `filled_text`) with the tokenizer the file carries (its SentencePiece
+model, or its WordPiece vocab.txt), so the file answers as the Python `MaskFiller` and the
+SavedModel, whose in-graph rule gives the same ids. Each mask is predicted alone, the
+other masks kept; a mask is one piece (whole words of several pieces are out of scope).
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+import numpy as np
+
+
+def file_tokenizer(metadata: dict, spm_model: bytes | None, vocab: bytes | None):
+    """The Python tokenizer of the vocabulary a file carries: an AlbertTokenizer of its
+    SentencePiece model, or a WordPieceTokenizer of its vocab.txt (metadata "tokenizer")."""
+    wordpiece = metadata.get("tokenizer") == "wordpiece"
+    data = vocab if wordpiece else spm_model
+    if data is None:
+        raise ValueError("the file carries no vocabulary (exported before fill-mask files had one)")
+    with tempfile.NamedTemporaryFile(suffix=".txt" if wordpiece else ".model") as f:
+        f.write(data)
+        f.flush()
+        if wordpiece:
+            from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
+
+            return WordPieceTokenizer(f.name, metadata["do_lower_case"])
+        from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
+
+        return AlbertTokenizer(
+            f.name, metadata["do_lower_case"], metadata.get("keep_accents", False)
+        )
+
+
+def fill_texts(run, metadata: dict, tokenizer, texts, batch_size: int = 8, names=None):
+    """For each text, for each of its masks (text order), the file's top-k candidates, most
+    probable first: [{"token_id", "token", "score", "sequence"}] (`albert_tf.training.
+    fill_mask.Fill`'s fields).
+
+    run: the file's serving_default; metadata: its albert_metadata (max_seq_length,
+    fixed_length, tokenizer); tokenizer: `file_tokenizer`'s; names: how errors name each
+    text (default "text i"). Every text is encoded before the model runs: a text without
+    "[MASK]" or too long for max_seq_length is a one-line ValueError naming it."""
+    from data_pipeline.tokenization.masked_text import encode_masked, filled_text
+
+    S = metadata["max_seq_length"]
+    names = names or [f"text {i}" for i in range(len(texts))]
+    encoded = []
+    for name, text in zip(names, texts):
+        try:
+            encoded.append(encode_masked(tokenizer, text, S))
+        except ValueError as e:
+            raise ValueError(f"{name}: {e}") from None
+    wordpiece = metadata.get("tokenizer") == "wordpiece"
+    out = []
+    for first in range(0, len(encoded), batch_size):
+        batch = encoded[first : first + batch_size]
+        length = S if metadata["fixed_length"] else max(len(e.input_ids) for e in batch)
+        masks = max(len(e.mask_positions) for e in batch)
+        ids = np.zeros((len(batch), length), np.int32)
+        input_mask = np.zeros_like(ids)
+        positions = np.zeros((len(batch), masks), np.int32)  # extra slots read [CLS]
+        for row, e in enumerate(batch):
+            ids[row, : len(e.input_ids)] = e.input_ids
+            input_mask[row, : len(e.input_ids)] = 1
+            positions[row, : len(e.mask_positions)] = e.mask_positions
+        got = run(input_ids=ids, input_mask=input_mask, masked_lm_positions=positions)
+        for row, e in enumerate(batch):
+            per_mask = []
+            for m, span in enumerate(e.mask_spans):
+                candidates = []
+                for t, s in zip(got["token_ids"][row, m], got["scores"][row, m]):
+                    token = tokenizer.id_to_piece(int(t))
+                    candidates.append(
+                        {
+                            "token_id": int(t),
+                            "token": token,
+                            "score": float(s),
+                            "sequence": filled_text(e.text, span, token, wordpiece),
+                        }
+                    )
+                per_mask.append(candidates)
+            out.append(per_mask)
+    return out

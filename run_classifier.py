@@ -35,7 +35,7 @@ from albert_tf.runners import finetuning_flags as ff
 from albert_tf.runners import multi_label_flags as mlf
 from albert_tf.runners import sweep_flags as sw
 from albert_tf.runners.classifier_flags import define_classifier_flags as define_flags
-from albert_tf.runners.predictions import classifier_logits
+from albert_tf.runners.classifier_run import run_once
 from albert_tf.runners.recipe_flags import apply_recipe
 from albert_tf.runners.run_setup import run_entry, run_main
 
@@ -44,16 +44,6 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     return run_main(_main, argv)
-
-
-def _predict(model, features, strategy):
-    """(logits, label_ids) of `features` with the flags' batch size and buckets; per
-    document when they are windows (--doc_stride)."""
-    from data_pipeline.classification.long_documents import document_outputs
-
-    buckets = ff.length_buckets_from_flags()
-    out = classifier_logits(model, features, FLAGS.eval_batch_size, buckets, strategy)
-    return document_outputs(*out, features.info, FLAGS.aggregate)
 
 
 def _main() -> int:
@@ -126,7 +116,7 @@ def _main() -> int:
                 output_dir=out, num_train_steps=steps, num_warmup_steps=warmup, seed=seed
             )
             run = (spec, inputs, config, identity, labels, train, dev, test, tune, weights)
-            results.append(_run_once(*run, teacher))
+            results.append(run_once(*run, teacher))
         if len(seeds) > 1 and FLAGS.do_eval:
             report, line = metrics.seeds_report(spec.name, seeds, [r["eval"] for r in results])
             write_json(os.path.join(output_dir, "eval_results.json"), report)
@@ -139,73 +129,6 @@ def _main() -> int:
         results = run_seeds(FLAGS.output_dir)
         print(json.dumps(results[-1] if len(seeds) == 1 else results, default=str))
     return 0
-
-
-def _run_once(
-    spec, inputs, trainer_config, identity, labels, train, dev, test, tune, weights, teacher
-) -> dict:
-    """One fine-tuning run (one seed, into trainer_config.output_dir) with the class
-    `weights` (None: unweighted); what it did. `tune`: multi-label, the held-out training
-    features the thresholds are tuned on. `teacher`: the teacher's logits by example_index
-    (--teacher_checkpoint) and the count of labelled examples (None: all), or None."""
-    from albert_tf.runners.classifier_export import export_classifier
-    from albert_tf.runners.label_modes import label_mode
-    from albert_tf.runners.lora_flags import lora_task
-    from albert_tf.runners.trainer_flags import setup_run_from_flags
-    from albert_tf.training import Trainer
-    from albert_tf.training.distillation import with_teacher_logits
-    from data_pipeline.io.atomic import write_json
-
-    albert_config, buckets = inputs.albert_config, ff.length_buckets_from_flags()
-    run = setup_run_from_flags(
-        "run_classifier", trainer_config, albert_config, FLAGS.do_train, buckets, identity,
-        labels=labels, train_examples=train.count if train else 0,
-        class_weights=list(weights) if weights else None,
-    )  # fmt: skip
-    mode = label_mode(spec, labels)  # one label (softmax) or several (--multi_label)
-    task = mode.task(albert_config, FLAGS.classifier_dropout, weights)
-    task = lora_task(
-        df.distill_task(task), trainer_config.seed
-    )  # --teacher_checkpoint, --lora_rank
-    # Without --do_train the trainer only builds its pipeline: any split will do.
-    source = train or next(iter(dev.values()), None) or test
-
-    def train_fn(ctx):
-        batch = ctx.get_per_replica_batch_size(run.micro_batch)
-        ds = source.dataset(
-            batch, is_training=True, seed=trainer_config.seed, input_context=ctx,
-            length_buckets=buckets,
-        )  # fmt: skip
-        return ds if teacher is None else with_teacher_logits(ds, *teacher)
-
-    def evaluate(model):
-        outputs = {s: _predict(model, f, run.strategy) for s, f in dev.items()}
-        return mode.evaluate(outputs, lambda: _predict(model, tune, run.strategy) if tune else None)
-
-    trainer = Trainer(
-        task, trainer_config, run.strategy, train_fn, init_checkpoint=FLAGS.init_checkpoint,
-        evaluate_fn=evaluate if dev else None,
-    )  # fmt: skip
-    if not FLAGS.do_train:
-        trainer.check_trained("--do_eval/--do_predict without --do_train")
-    result = trainer.train() if FLAGS.do_train else {}
-    if FLAGS.do_eval:
-        result["eval"] = trainer.evaluate()
-        report = {"task": spec.name, "seed": trainer_config.seed, "step": trainer.step}
-        report.update(final=result["eval"], best=trainer.best_record())
-        report.update(mode.report())  # multi-label: "thresholds" and "f1" of each label
-        write_json(os.path.join(run.output_dir, "eval_results.json"), report)
-    if FLAGS.do_predict:
-        logits = _predict(trainer.model, test, run.strategy)[0]
-        print(f"predictions: {mode.write_predictions(run.output_dir, logits)}", flush=True)
-    if FLAGS.export_dir:  # with --num_runs: EXPORT_DIR/run_i/N
-        per_run = trainer_config.output_dir != FLAGS.output_dir
-        paths = export_classifier(
-            spec, labels, source, mode, task, trainer, run.output_dir, per_run,
-            inputs.tokenizer_spec,
-        )  # fmt: skip
-        result.update(export_dir=paths[0], exported=paths)
-    return result
 
 
 def entry():

@@ -78,13 +78,17 @@ def setting(
     maximum=None,
     below=None,
     choices: tuple[str, ...] | None = None,
+    repeatable: bool = False,
 ):
     """A dataclass field that is also a flag: its default, its help text, its range (see
-    `Bounds`) and, for a string, the values it may take (an enum flag)."""
+    `Bounds`) and, for a string, the values it may take (an enum flag). `repeatable`: a
+    `tuple[str, ...]` field whose flag is given once per value (`--x a=1,2 --x b=3`), for
+    values that hold commas themselves."""
     metadata = {
         "help": help,
         "bounds": Bounds(minimum, above, maximum, below),
         "choices": tuple(choices) if choices else None,
+        "repeatable": repeatable,
     }
     return dataclasses.field(default=default, metadata=metadata)
 
@@ -139,6 +143,8 @@ def define_flags_from(
             flags.DEFINE_integer(name, default, help_text, flag_values=fv)
         elif kind is float:
             flags.DEFINE_float(name, default, help_text, flag_values=fv)
+        elif kind is tuple and field.metadata.get("repeatable"):
+            flags.DEFINE_multi_string(name, list(default or ()) or None, help_text, flag_values=fv)
         elif kind is tuple:
             flags.DEFINE_list(name, list(default or ()), help_text, flag_values=fv)
         else:

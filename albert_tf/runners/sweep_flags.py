@@ -12,8 +12,11 @@ too); the dev splits are evaluated for the table only.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 from absl import flags
+
+from data_pipeline.cli import define_flags_from, setting
 
 FLAGS = flags.FLAGS
 
@@ -32,16 +35,23 @@ SWEPT = (
 )
 
 
-def define_sweep_flags() -> None:
-    flags.DEFINE_multi_string(
-        "sweep",
-        None,
-        "NAME=v1,v2,... (repeatable): train every combination of the values (× the seeds "
+@dataclasses.dataclass(frozen=True)
+class SweepSettings:
+    """The grid of a sweep (albert_tf.training.sweep)."""
+
+    sweep: tuple[str, ...] = setting(
+        (),
+        "NAME=v1,v2,...: train every combination of the values (× the seeds "
         f"of --num_runs) in OUTPUT_DIR/sweep/<point>, NAME one of {', '.join(SWEPT)}; the "
         "winner is the best median metric on --held_out_fraction of the training examples "
         "(held out of training), never the dev set (reported beside it): "
         "sweep/sweep_results.json, sweep/best (albert_tf.training.sweep).",
+        repeatable=True,
     )
+
+
+def define_sweep_flags() -> None:
+    define_flags_from(SweepSettings, FLAGS)
 
 
 def sweep_points_from_flags() -> list:

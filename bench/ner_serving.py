@@ -16,7 +16,10 @@ spaces.
         signatures["serving_default"](text=[batch]) (words, pieces, windows, model, tags
         and entities in the graph);
   hf    bench/peers/ner_hf.py: the pipeline with aggregation_strategy="simple" (its
-        tokenizer, dynamic padding, the model, entity grouping).
+        tokenizer, dynamic padding, the model, entity grouping);
+  lite  (with --lite) the same model as a float32 LiteRT file through `LiteModel.tag`
+        (albert_tf.serving.tflite_predict: the runner's Python words, pieces, windows and
+        entities around the file's logits; XNNPack, every core), `--batch` texts a call.
 Each system runs in its own process: a warm-up pass (untimed), then --reps timed passes
 over the texts; texts/s = texts / the median pass. The processes run interleaved, peer,
 ours, peer, so that load from other jobs falls on both; the table gives each run, and the
@@ -67,6 +70,26 @@ print("RESULT " + json.dumps({"system": "ours", "texts": len(texts), "batch": ba
                          .split()[1]) / 1024}), flush=True)
 """
 
+# The on-device runner's client: this project's LiteModel (its Python runner) and LiteRT.
+LITE = """\
+import json, statistics, sys, time
+from albert_tf.serving.tflite_predict import LiteModel
+path, texts_file, batch, reps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+texts = json.load(open(texts_file, encoding="utf-8"))
+lite = LiteModel(path)
+def one_pass():
+    return sum(len(r["entities"]) for i in range(0, len(texts), batch)
+               for r in lite.tag(texts[i : i + batch], batch_size=batch))
+one_pass()
+times = []
+for _ in range(reps):
+    t = time.perf_counter(); found = one_pass(); times.append(time.perf_counter() - t)
+print("RESULT " + json.dumps({"system": "lite", "texts": len(texts), "batch": batch,
+      "texts_per_s": len(texts) / statistics.median(times), "entities": found,
+      "peak_rss_mb": int([l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
+                         .split()[1]) / 1024}), flush=True)
+"""
+
 
 def build(args) -> tuple[str, str]:
     """(SavedModel version directory, Hugging Face directory) of one random model."""
@@ -94,13 +117,19 @@ def build(args) -> tuple[str, str]:
         model, os.path.join(args.output_dir, "finetuned"), info, TokenizerSpec.from_files(SPM)
     )
     saved = export("token_classifier", finetuned, os.path.join(args.output_dir, "saved_model"))
+    if args.lite:
+        from albert_tf.serving.export import export_tflite
+
+        lite_dir = os.path.join(args.output_dir, "lite")
+        args.lite_file = export_tflite("token_classifier", finetuned, lite_dir, ("float32",))[0]
     hf = os.path.join(args.output_dir, "hf")
     export_transformers(finetuned, hf)
     return saved, hf
 
 
-def run(cmd: list[str]) -> dict:
-    out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=""))
+def run(cmd: list[str], pythonpath: str = "") -> dict:
+    env = dict(os.environ, PYTHONPATH=pythonpath)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     for line in out.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])
@@ -114,6 +143,7 @@ def main(argv=None) -> int:
     p.add_argument("--batches", default="32,1")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--output_dir", default="/tmp/albert_tf_bench_ner")
+    p.add_argument("--lite", action="store_true", help="also the float32 LiteRT file's runner")
     args = p.parse_args(argv)
 
     from data_pipeline.tagging.data import read_conll
@@ -126,25 +156,33 @@ def main(argv=None) -> int:
     client = os.path.join(args.output_dir, "ours_client.py")
     with open(client, "w", encoding="utf-8") as f:
         f.write(OURS)
+    lite_client = os.path.join(args.output_dir, "lite_client.py")
+    with open(lite_client, "w", encoding="utf-8") as f:
+        f.write(LITE)
     peer = os.path.join(ROOT, "bench", "peers", "ner_hf.py")
     print(f"{args.config}, {len(sentences)} CoNLL-2003 dev texts, --reps {args.reps}")
     print(f"{'batch':>5}  {'run':<5} {'texts/s':>9} {'entities':>9} {'peak RSS MB':>12}")
-    ratios = {}
     for batch in [int(b) for b in args.batches.split(",")]:
-        rows = []
-        for system in ("hf", "ours", "hf"):  # interleaved: peer, ours, peer
-            script = client if system == "ours" else peer
-            extra = [saved, texts_file, str(batch), str(args.reps)] if system == "ours" else [
-                "--model", hf, "--texts", texts_file, "--batch", str(batch),
-                "--reps", str(args.reps)]  # fmt: skip
-            r = run([sys.executable, script, *extra])
-            rows.append(r)
+        rows = {"hf": [], "ours": [], "lite": []}
+        systems = ("hf", "ours", "lite", "hf") if args.lite else ("hf", "ours", "hf")
+        for system in systems:  # interleaved: peer, ours, peer
+            mine = {"ours": (client, saved), "lite": (lite_client, getattr(args, "lite_file", ""))}
+            if system in mine:
+                script, model = mine[system]
+                cmd = [sys.executable, script, model, texts_file, str(batch), str(args.reps)]
+            else:
+                cmd = [sys.executable, peer, "--model", hf, "--texts", texts_file,
+                       "--batch", str(batch), "--reps", str(args.reps)]  # fmt: skip
+            r = run(cmd, ROOT if system == "lite" else "")
+            rows[system].append(r)
             print(f"{batch:>5}  {system:<5} {r['texts_per_s']:>9.1f} {r['entities']:>9} "
-                  f"{r['peak_rss_mb']:>12.0f}")  # fmt: skip
-        ours = rows[1]["texts_per_s"]
-        peer_median = statistics.median([rows[0]["texts_per_s"], rows[2]["texts_per_s"]])
-        ratios[batch] = ours / peer_median
-        print(f"{batch:>5}  ours / hf = {ratios[batch]:.2f} (target ≥ 2)")
+                  f"{r['peak_rss_mb']:>12.0f}", flush=True)  # fmt: skip
+        peer_median = statistics.median([r["texts_per_s"] for r in rows["hf"]])
+        for system in ("ours", "lite"):
+            for r in rows[system]:
+                ratio = r["texts_per_s"] / peer_median
+                print(f"{batch:>5}  {system} / hf = {ratio:.2f} (target ≥ 2)")
+        print(f"{batch:>5}  load average {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 
 

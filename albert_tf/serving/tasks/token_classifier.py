@@ -13,7 +13,9 @@ batch of texts:
      (alignment.word_pieces).
   3. Windows: a row's pieces cut into windows of max_seq_length - 2 pieces starting every
      doc_stride pieces (alignment.windows), `[CLS] window [SEP]`, the request's windows in
-     one flat list, run WINDOW_GROUP at a time at the request's length bucket.
+     one flat list, computed sorted by length LENGTH_GROUP at a time, each group at its own
+     length bucket (text_ops.by_length, as the classifier's rows): a request of mixed
+     sentences costs about its pieces, not windows × its longest.
   4. Each word's tag is the argmax of the logits at its first piece in the window giving
      that piece the most context (alignment.best_window: min(left, right) + 0.01 × length,
      the earliest on ties, in float64 as Python computes it).
@@ -32,8 +34,8 @@ import tensorflow as tf
 
 from albert_tf.serving.base import LiteWindows, Serving, ServingTask
 from albert_tf.serving.entity_spans import entity_spans, label_codes
-from albert_tf.serving.squad_windows import forward_in_groups, window_rows
-from albert_tf.serving.text_ops import at_least_one_row, bucket_length, valid_utf8
+from albert_tf.serving.squad_windows import window_rows
+from albert_tf.serving.text_ops import at_least_one_row, bucket_length, by_length, valid_utf8
 from albert_tf.serving.word_split import split_words
 from data_pipeline.squad.graph_words import word_substrings
 
@@ -80,6 +82,12 @@ class TaggerServing(Serving):
         )
         return tf.concat([ids, unk], axis=1)
 
+    def _logits_to(self, length, input_ids, input_mask, segment_ids):
+        """float32 logits [g, length, labels] of a group of windows cut to its own bucket
+        (≤ length): padded back to the request's length so that groups stack."""
+        logits = self._logits(input_ids, input_mask, segment_ids)
+        return tf.pad(logits, [[0, 0], [0, length - tf.shape(logits)[1]], [0, 0]])
+
     def tag(self, text):
         rows = tf.shape(text)[0]
         text = valid_utf8(at_least_one_row(text))
@@ -109,7 +117,7 @@ class TaggerServing(Serving):
         input_mask = tf.cast(p < total[:, None], tf.int32)
         L = bucket_length(tf.reduce_max(total), S)
         cut = [x[:, :L] for x in (input_ids, input_mask, tf.zeros_like(input_ids))]
-        logits = forward_in_groups(self._forward, cut)["logits"]  # [W, L, labels]
+        logits = by_length(lambda *x: self._logits_to(L, *x), *cut, S)  # [W, L, labels]
         # Each word's max-context window among the few that can hold its first piece.
         f = first[:, None]
         kk = first[:, None] // step - (self.candidates - 1) + tf.range(self.candidates)
@@ -126,7 +134,7 @@ class TaggerServing(Serving):
         chosen = tf.gather(kk, earliest, batch_dims=1)  # [N] window index within the row
         window = tf.gather(tf.cumsum(windows, exclusive=True), word_row) + chosen
         where = tf.stack([window, first - chosen * step + 1], axis=1)
-        word_logits = tf.cast(tf.gather_nd(logits, where), tf.float32)  # [N, labels]
+        word_logits = tf.gather_nd(logits, where)  # [N, labels]
         label_ids = tf.argmax(word_logits, axis=-1, output_type=tf.int32)
         probs = tf.reduce_max(tf.nn.softmax(word_logits), axis=-1)  # [N]
         out = self._words_out(words, label_ids, probs)

@@ -1,8 +1,16 @@
 """Shared fixtures (the helpers themselves live in tests/support/harness.py)."""
 
 import os
+import signal
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+# A suite started in the background (`nohup make test &`, a job without a terminal) inherits
+# SIGINT ignored, and an exec'd child keeps an ignored signal: the Ctrl-C tests' runners
+# would then never see their SIGINT. A handled signal is reset to its default at exec, so
+# the runners start as a terminal's foreground job does, wherever the suite runs.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 import pytest
 

@@ -44,7 +44,7 @@ TINY = {
     "num_hidden_layers": 2,
     "num_attention_heads": 2,
     "intermediate_size": 128,
-    "max_position_embeddings": 64,
+    "max_position_embeddings": 128,
     "hidden_dropout_prob": 0.1,
     "attention_probs_dropout_prob": 0.1,
 }
@@ -137,6 +137,8 @@ def main() -> int:
     unknown = set(names) - {*SETTINGS, "distill"}
     if unknown or "plain" not in names:
         raise SystemExit(f"--settings: {sorted(unknown)} unknown, or plain missing")
+    if "lora" in names and not args.pretrained_dir:
+        raise SystemExit("--settings lora: LoRA adapts a pretrained model; give --pretrained_dir")
     spm = os.path.join(DATA, "spm", "de-30k-clean.model")
     student_config = dict(STUDENT)
     if args.pretrained_dir:

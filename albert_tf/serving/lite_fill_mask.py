@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import tempfile
 
-import numpy as np
-
 
 def file_tokenizer(metadata: dict, spm_model: bytes | None, vocab: bytes | None):
     """The Python tokenizer of the vocabulary a file carries: an AlbertTokenizer of its
@@ -46,7 +44,7 @@ def fill_texts(run, metadata: dict, tokenizer, texts, batch_size: int = 8, names
     fixed_length, tokenizer); tokenizer: `file_tokenizer`'s; names: how errors name each
     text (default "text i"). Every text is encoded before the model runs: a text without
     "[MASK]" or too long for max_seq_length is a one-line ValueError naming it."""
-    from data_pipeline.tokenization.masked_text import encode_masked, filled_text
+    from data_pipeline.tokenization.masked_text import encode_masked, filled_text, padded_batch
 
     S = metadata["max_seq_length"]
     names = names or [f"text {i}" for i in range(len(texts))]
@@ -60,15 +58,7 @@ def fill_texts(run, metadata: dict, tokenizer, texts, batch_size: int = 8, names
     out = []
     for first in range(0, len(encoded), batch_size):
         batch = encoded[first : first + batch_size]
-        length = S if metadata["fixed_length"] else max(len(e.input_ids) for e in batch)
-        masks = max(len(e.mask_positions) for e in batch)
-        ids = np.zeros((len(batch), length), np.int32)
-        input_mask = np.zeros_like(ids)
-        positions = np.zeros((len(batch), masks), np.int32)  # extra slots read [CLS]
-        for row, e in enumerate(batch):
-            ids[row, : len(e.input_ids)] = e.input_ids
-            input_mask[row, : len(e.input_ids)] = 1
-            positions[row, : len(e.mask_positions)] = e.mask_positions
+        ids, input_mask, positions = padded_batch(batch, S if metadata["fixed_length"] else None)
         got = run(input_ids=ids, input_mask=input_mask, masked_lm_positions=positions)
         for row, e in enumerate(batch):
             per_mask = []

@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import tensorflow as tf
 
-from data_pipeline.tokenization.masked_text import MaskedText, encode_masked, filled_text
+from data_pipeline.tokenization.masked_text import (
+    MaskedText,
+    encode_masked,
+    filled_text,
+    padded_batch,
+)
 from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
 
 
@@ -97,15 +101,7 @@ class MaskFiller:
         return results
 
     def _batch(self, encoded: list[MaskedText], top_k: int) -> list[list[list[Fill]]]:
-        length = max(len(e.input_ids) for e in encoded)
-        masks = max(len(e.mask_positions) for e in encoded)
-        ids = np.zeros((len(encoded), length), np.int32)
-        input_mask = np.zeros_like(ids)
-        positions = np.zeros((len(encoded), masks), np.int32)  # extra slots read [CLS]
-        for row, e in enumerate(encoded):
-            ids[row, : len(e.input_ids)] = e.input_ids
-            input_mask[row, : len(e.input_ids)] = 1
-            positions[row, : len(e.mask_positions)] = e.mask_positions
+        ids, input_mask, positions = padded_batch(encoded)
         scores, token_ids = (t.numpy() for t in self._top_k(ids, input_mask, positions, top_k))
         out = []
         for row, e in enumerate(encoded):

@@ -24,6 +24,8 @@ import dataclasses
 import functools
 import re
 
+import numpy as np
+
 from data_pipeline.tokenization.sentencepiece_tokenizer import SPIECE_UNDERLINE, AlbertTokenizer
 from data_pipeline.tokenization.wordpiece import (
     CONTINUATION,
@@ -81,6 +83,23 @@ def encode_masked(tokenizer, text: str, max_seq_length: int | None = None) -> Ma
             f"max_seq_length={max_seq_length}: {text[:40]!r}..."
         )
     return MaskedText(text, ids, positions, spans)
+
+
+def padded_batch(batch: list[MaskedText], length: int | None = None):
+    """The model inputs of encoded texts: (input_ids [B, S], input_mask [B, S],
+    masked_lm_positions [B, M]) as int32 arrays, S = `length` or the batch's longest, M the
+    most masks of a text (a text's extra slots read position 0, [CLS]: their outputs are
+    not read)."""
+    length = length or max(len(e.input_ids) for e in batch)
+    masks = max(len(e.mask_positions) for e in batch)
+    ids = np.zeros((len(batch), length), np.int32)
+    input_mask = np.zeros_like(ids)
+    positions = np.zeros((len(batch), masks), np.int32)
+    for row, e in enumerate(batch):
+        ids[row, : len(e.input_ids)] = e.input_ids
+        input_mask[row, : len(e.input_ids)] = 1
+        positions[row, : len(e.mask_positions)] = e.mask_positions
+    return ids, input_mask, positions
 
 
 def filled_text(text: str, span: tuple[int, int], token: str, wordpiece: bool) -> str:

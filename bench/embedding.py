@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import sys
 import tempfile
 import time
+
+from bench.peers.process_memory import peak_rss_mb
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
@@ -46,10 +47,6 @@ def sts_sentences() -> list[str]:
     with open(path, encoding="utf-8") as f:
         rows = [line.rstrip("\n").split("\t") for line in f][1:]
     return [s for r in rows for s in (r[7], r[8])]
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def main() -> int:

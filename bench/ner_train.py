@@ -40,16 +40,9 @@ import tempfile
 import time
 
 from bench.ner_serving import CONFIGS, CONLL, ROOT, SPM
+from bench.peers.process_memory import peak_rss_mb
 
 LEARNING_RATE = 5e-5  # run_ner's default
-
-
-def peak_rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def subset(count: int, limit: int) -> list[int]:

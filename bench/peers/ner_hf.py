@@ -22,15 +22,7 @@ import os
 import statistics
 import time
 
-
-def peak_rss_mb() -> float:
-    """This process's peak resident set (VmHWM: of its own image since exec, where
-    getrusage's ru_maxrss would keep the forking parent's peak)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+from process_memory import peak_rss_mb
 
 
 def main():

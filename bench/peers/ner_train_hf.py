@@ -29,6 +29,8 @@ import statistics
 import tempfile
 import time
 
+from process_memory import peak_rss_mb
+
 SIZES = {  # bench/ner_serving.py's CONFIGS
     "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                  intermediate_size=3072),
@@ -53,14 +55,6 @@ def read_conll(path: str) -> list[tuple[list[str], list[str]]]:
                 sentences.append((tokens, tags))
                 tokens, tags = [], []
     return sentences
-
-
-def peak_rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main():

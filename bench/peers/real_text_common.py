@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 
 import numpy as np
+from process_memory import peak_rss_mb
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
@@ -107,6 +107,6 @@ def finish(result: dict, args, n: int, passes, latencies, computed: int, present
 
 
 def emit(result: dict) -> None:
-    result["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    result["peak_rss_mib"] = round(peak_rss_mb(), 1)
     result["loadavg_at_end"] = loadavg()
     print("RESULT " + json.dumps(result), flush=True)

@@ -25,6 +25,13 @@ request so that load from other jobs falls on all alike.
 Throughput = sentences / total time of a side; the median request latency is printed
 beside it. Peak RSS: the process' maximum resident size after loading and warming each
 side (the second figure includes both frameworks).
+
+Compute: each side's token positions (ours: each length-sorted group of 8 at its longest
+row; theirs: each request at its longest) and the encoder's floating-point operations on
+them (`encoder_flops`: the matmuls and attention of every layer, 2 per multiply-add), divided
+by the side's time, against the rate this process reaches on one large float32 matmul
+(`matmul_rate`): how close each side already runs to the machine, so what a faster
+`vectors` could still gain other than by computing fewer positions.
 """
 
 from __future__ import annotations
@@ -47,6 +54,28 @@ def sts_sentences() -> list[str]:
     with open(path, encoding="utf-8") as f:
         rows = [line.rstrip("\n").split("\t") for line in f][1:]
     return [s for r in rows for s in (r[7], r[8])]
+
+
+def encoder_flops(config, length: int, rows: int) -> float:
+    """Floating-point operations of the encoder on `rows` sequences of `length` positions:
+    the embedding projection E→H, then per layer Q, K, V and output projections (4·H²),
+    the FFN (2·H·F), scores and weighted values (2·length·H), 2 per multiply-add."""
+    H, F = config.hidden_size, config.intermediate_size
+    per_layer = 4 * H * H + 2 * H * F + 2 * length * H
+    return 2.0 * rows * length * (config.embedding_size * H + config.num_hidden_layers * per_layer)
+
+
+def matmul_rate(tf, n: int = 2048, reps: int = 10) -> float:
+    """GFLOP/s of a float32 [n, n] × [n, n] matmul in this process (the best of `reps`)."""
+    a = tf.random.normal([n, n])
+    mm = tf.function(lambda x: tf.matmul(x, x))
+    mm(a).numpy()
+    best = float("inf")
+    for _ in range(reps):
+        start = time.perf_counter()
+        mm(a).numpy()
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * n**3 / best / 1e9
 
 
 def main() -> int:
@@ -139,6 +168,22 @@ def main() -> int:
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
     # The two signatures of one export answer alike (the length-aware path is exact).
     assert np.abs(got - ours_embed(batches[0])).max() < 1e-5
+    # Token positions each side computes, request by request (the same tokenizer).
+    from albert_tf.serving.text_ops import LENGTH_GROUP
+
+    python_tokenizer = AlbertTokenizer(spm)
+    flops = {"albert_tf vectors": 0.0, "transformers + mean": 0.0}
+    positions = {"albert_tf vectors": 0, "transformers + mean": 0, "real tokens": 0}
+    for batch in batches[2:]:
+        lengths = sorted(min(len(python_tokenizer.encode(t)) + 2, 128) for t in batch)
+        positions["real tokens"] += sum(lengths)
+        flops["transformers + mean"] += encoder_flops(config, lengths[-1], len(lengths))
+        positions["transformers + mean"] += lengths[-1] * len(lengths)
+        for g in range(0, len(lengths), LENGTH_GROUP):
+            group = lengths[g : g + LENGTH_GROUP]
+            flops["albert_tf vectors"] += encoder_flops(config, group[-1], len(group))
+            positions["albert_tf vectors"] += group[-1] * len(group)
+    peak = matmul_rate(tf)
     load_start = os.getloadavg()
 
     times = {"albert_tf vectors": [], "transformers + mean": [], "albert_tf embed": []}
@@ -162,6 +207,14 @@ def main() -> int:
     for name in ("albert_tf vectors", "albert_tf embed"):
         ratio = rates[name] / rates["transformers + mean"]
         print(f"ratio {name} / transformers: {ratio:.2f}x (target >= 2x)")
+    print(
+        f"token positions: ours {positions['albert_tf vectors']:,}, theirs "
+        f"{positions['transformers + mean']:,}, real tokens {positions['real tokens']:,}"
+    )
+    for name, total in flops.items():
+        rate = total / sum(times[name]) / 1e9
+        print(f"{name}: {rate:.0f} GFLOP/s in the encoder, {rate / peak:.0%} of one large matmul's")
+    print(f"one 2048² float32 matmul: {peak:.0f} GFLOP/s")
     print(f"peak RSS: {rss_ours:.0f} MB after albert_tf, {rss_both:.0f} MB with both loaded")
     load_end = os.getloadavg()[0]
     print(f"load average (1 min): {load_start[0]:.1f} at the start, {load_end:.1f} at the end")

@@ -74,7 +74,8 @@ def run_once(
         trainer.check_trained("--do_eval/--do_predict without --do_train")
     result = trainer.train() if FLAGS.do_train else {}
     if FLAGS.do_eval:
-        result["eval"] = trainer.evaluate()
+        if not result.get("eval"):  # (train() has evaluated its last step: not twice)
+            result["eval"] = trainer.evaluate()
         report = {"task": spec.name, "seed": trainer_config.seed, "step": trainer.step}
         report.update(final=result["eval"], best=trainer.best_record())
         report.update(mode.report())  # multi-label: "thresholds" and "f1" of each label

@@ -7,7 +7,8 @@ of its rows' windows, not rows × the longest's), scored in length-sorted groups
 (text_ops.by_length); every tensor is linear in the request's windows. The request may
 need at most `max_windows` windows and `max_request_bytes` bytes of text
 (classifier_limits): beyond either, an InvalidArgumentError naming the limit and the
-request's size, the bytes checked before any tokenization.
+request's size, the bytes checked before any tokenization. The token classifier's
+SavedModel (tasks.token_classifier) is bounded by the same two checks.
 """
 
 from __future__ import annotations
@@ -19,21 +20,22 @@ from albert_tf.serving.squad_limits import max_request_bytes
 from albert_tf.serving.squad_windows import window_rows
 
 
-def check_text_bytes(text, max_windows: int, max_seq_length: int):
-    """`text` (string [B]) after an InvalidArgumentError unless its bytes fit."""
+def check_text_bytes(text, max_windows: int, max_seq_length: int, noun: str = "classifier"):
+    """`text` (string [B]) after an InvalidArgumentError unless its bytes fit (the
+    message names the model by `noun`, classifier_limits)."""
     size = tf.reduce_sum(tf.cast(tf.strings.length(text), tf.int64))
-    message = tf.strings.format(bytes_message("{}", max_windows, max_seq_length), [size])
+    message = tf.strings.format(bytes_message("{}", max_windows, max_seq_length, noun), [size])
     check = tf.debugging.Assert(size <= max_request_bytes(max_windows, max_seq_length), [message])
     with tf.control_dependencies([check]):
         return tf.identity(text)
 
 
-def check_windows(counts, max_windows: int, max_seq_length: int):
+def check_windows(counts, max_windows: int, max_seq_length: int, noun: str = "classifier"):
     """`counts` (int32 [B], each text's windows) after an InvalidArgumentError unless their
     sum is at most `max_windows`."""
     total = tf.reduce_sum(counts)
     message = tf.strings.format(
-        windows_message("{}", "{}", max_windows, max_seq_length), [total, tf.size(counts)]
+        windows_message("{}", "{}", max_windows, max_seq_length, noun), [total, tf.size(counts)]
     )
     with tf.control_dependencies([tf.debugging.Assert(total <= max_windows, [message])]):
         return tf.identity(counts)

@@ -57,7 +57,8 @@ Signatures (batch dimension first; strings are UTF-8, invalid bytes become U+FFF
                    word_start/word_end [B, W] (character offsets), num_words [B];
                    entity_type, entity_text [B, E], entity_start/entity_end, entity_score,
                    num_entities [B] (albert_tf.serving.tasks.token_classifier); windowed
-                   with the doc stride, every word tagged once.
+                   with the doc stride, every word tagged once; at most --max_windows
+                   windows and its bytes a request, else InvalidArgumentError.
   classifier, multiple_choice, encoder:
                    tokenize(text_a [B], text_b [B]) → input_ids, input_mask, segment_ids
                    [B, S]: the packed ids, to check a client's own tokenization.
@@ -103,6 +104,9 @@ SQUAD_OPTIONS = (
 POOLING_CHOICES = ("pooler", "cls", "mean", "max")
 EMBEDDING_OPTIONS = ("pooling", "normalize", "encoder_outputs")
 FILL_MASK_OPTIONS = ("top_k",)
+# The classifier's (long documents) and the token classifier's: windowed texts, bounded per
+# request as SQuAD's (albert_tf.serving.classifier_limits).
+WINDOWS_OPTIONS = ("max_windows",)
 
 
 def build_module(task: str, init_checkpoint: str, **options):
@@ -302,8 +306,10 @@ def _define_flags(fv) -> None:
     flags.DEFINE_integer(
         "max_windows",
         None,
-        "squad: the most windows one request may need (default the model's, else "
-        "albert_tf.serving.squad_windows.DEFAULT_MAX_WINDOWS); beyond, an error.",
+        "squad, token_classifier, classifier (with a doc_stride): the most windows one "
+        "request may need (default the model's, else "
+        "albert_tf.serving.squad_limits.DEFAULT_MAX_WINDOWS); beyond, an error.",
+        lower_bound=1,
         flag_values=fv,
     )
 
@@ -322,6 +328,7 @@ def main(argv=None) -> int:
     from data_pipeline.tokenization.spec import TokenizerSpec
 
     own = {"squad": SQUAD_OPTIONS, "encoder": EMBEDDING_OPTIONS, "fill_mask": FILL_MASK_OPTIONS}
+    own.update(classifier=WINDOWS_OPTIONS, token_classifier=WINDOWS_OPTIONS)
     own = own.get(fv.task, ())
     details = {k: fv[k].value for k in own}  # the kind's own fields
     try:

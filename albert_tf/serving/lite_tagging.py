@@ -7,13 +7,19 @@ max-context window (predictions.word_predictions), entities (metrics.entities wi
 task's scheme). So the file answers the SavedModel's tags on the same texts.
 
 Scores as the SavedModel's: a word's is the probability of its tag at its first piece, an
-entity's the mean of its words'."""
+entity's the mean of its words'.
+
+Limits as the SavedModel's (classifier_limits, the file's metadata `max_windows`): the
+request's bytes are checked before its words are split, its windows (counted from its
+pieces, linear in the text) before any feature is built or the model runs; beyond
+either, one ValueError naming the limit and the request's size."""
 
 from __future__ import annotations
 
 import numpy as np
 
 INPUTS = ("input_ids", "input_mask", "segment_ids")
+NOUN = "token classifier"  # how the limits' errors name the model (classifier_limits)
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
@@ -49,23 +55,45 @@ def word_logits(run, features: dict, sentence_lengths, max_seq_length, fixed_len
     return [table[np.asarray(p, np.int64)] for p in flat]
 
 
-def tag_texts(run, metadata: dict, tokenizer, texts, batch_size: int = 8) -> list[dict]:
+def window_counts(sentences, tokenizer, max_seq_length: int, doc_stride: int) -> list[int]:
+    """Each sentence's windows as features.convert_sentences lays them out (alignment's
+    pieces and windows), counted without building them."""
+    from data_pipeline.tagging.alignment import windows, word_pieces
+
+    pieces = word_pieces(tokenizer, sentences)
+    return [len(windows(sum(map(len, p)), max_seq_length - 2, doc_stride)) for p in pieces]
+
+
+def tag_texts(
+    run, metadata: dict, tokenizer, texts, batch_size: int = 8, where: str = ""
+) -> list[dict]:
     """[{"words", "tags", "tag_scores", "entities": [{"type", "text", "start", "end",
     "score"}]}] per text: start/end are character offsets (end exclusive) of the text.
     `run`: the file's serving_default; `metadata`: its albert_metadata (labels,
-    doc_stride, scheme, max_seq_length, fixed_length); `tokenizer`: the Python tokenizer of
-    the SentencePiece model the file carries."""
+    doc_stride, scheme, max_seq_length, fixed_length, max_windows: files written before
+    it have squad_limits.DEFAULT_MAX_WINDOWS); `tokenizer`: the Python tokenizer of the
+    SentencePiece model the file carries. A request beyond the limits: ValueError
+    ("`where`: ..." when given, e.g. the input lines)."""
+    from albert_tf.serving.classifier_limits import check_python_request, check_python_windows
+    from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
     from data_pipeline.tagging.data import TaggedSentence
     from data_pipeline.tagging.features import convert_sentences
     from data_pipeline.tagging.metrics import entities
     from data_pipeline.tagging.text_words import split_words
 
     labels, S = metadata["labels"], metadata["max_seq_length"]
-    words = [split_words(t) for t in texts]
-    sentences = [
-        TaggedSentence(tuple(w for w, _, _ in ws), ("O",) * len(ws), i)
-        for i, ws in enumerate(words)
-    ]
+    limit = int(metadata.get("max_windows", DEFAULT_MAX_WINDOWS))
+    try:  # the bytes before the words are split, the windows before they are built
+        check_python_request(texts, limit, S, NOUN)
+        words = [split_words(t) for t in texts]
+        sentences = [
+            TaggedSentence(tuple(w for w, _, _ in ws), ("O",) * len(ws), i)
+            for i, ws in enumerate(words)
+        ]
+        counts = window_counts(sentences, tokenizer, S, metadata["doc_stride"])
+        check_python_windows(counts, limit, S, NOUN)
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}" if where else str(e)) from None
     features = convert_sentences(sentences, tokenizer, S, metadata["doc_stride"], None)
     logits = word_logits(
         run, features, [len(ws) for ws in words], S, metadata["fixed_length"], batch_size

@@ -71,8 +71,9 @@ def resolve(
     casing is `do_lower_case`, else the directory's, else the pretraining run's, else
     True. `on_device`: LiteRT files will be written, so the kind's tokenizer rule is
     checked before anything is restored. `details` are the kind's own fields: they
-    override the directory's SQuAD settings (doc_stride, max_query_length, ...), or set
-    the encoder's embedding (pooling, normalize, encoder_outputs); None: kept/default."""
+    override the directory's settings (SQuAD's doc_stride, max_query_length, ...; the
+    max_windows of SQuAD, the classifier and the token classifier), or set the encoder's
+    embedding (pooling, normalize, encoder_outputs); None: kept/default."""
     from albert_tf.checkpoints import finetuned
 
     info = TaskInfo.read(init_checkpoint) if is_finetuned_dir(init_checkpoint) else None
@@ -103,7 +104,7 @@ def resolve(
             kind, max_seq_length=max_seq_length, do_lower_case=spec.do_lower_case, **details
         )
     else:
-        task = info.with_details(**details) if kind == "squad" else info
+        task = info.with_details(**details)  # (None, or none given: the directory's own)
     python_tokenizer = spec.build()
     if run:
         check_run_tokenizer(run, spec, python_tokenizer)

@@ -27,8 +27,10 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None,
     """Saves `module` with its signatures as a new version of `export_dir`; returns it.
     `finetuned_dir` (the model's fine-tuned model directory) is kept beside the graph in
     `VERSION/assets.extra/finetuned/` (TF Serving ignores assets.extra): each version
-    carries the checkpoint it was made from. Without one, `task` (a TaskInfo: the
-    encoder's, with its embedding settings) is written as `VERSION/assets.extra/task.json`.
+    carries the checkpoint it was made from, its task.json replaced by `task` of the same
+    kind (a TaskInfo: with the settings the export applied, e.g. --max_windows). Without
+    one, `task` (the encoder's, with its embedding settings) is written as
+    `VERSION/assets.extra/task.json`.
 
     The graph is traced with `kernels.portable_kernels()`: plain TensorFlow ops instead of
     the XLA-compiled elementwise kernels used in training, so that runtimes built without
@@ -59,6 +61,8 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None,
             if finetuned_dir:
                 kept = os.path.join(tmp, "assets.extra", "finetuned")
                 filesystem.copy_tree(finetuned_dir, kept)
+                if task is not None and task.task_kind.finetuned:  # (not an encoder's)
+                    task.write(kept)  # with the export's own settings (--max_windows, ...)
             elif task is not None:
                 filesystem.makedirs(os.path.join(tmp, "assets.extra"))
                 task.write(os.path.join(tmp, "assets.extra"))

@@ -235,15 +235,15 @@ class LiteModel:
             f.flush()
             return AlbertTokenizer(f.name, m["do_lower_case"], m.get("keep_accents", False))
 
-    def tag(self, texts, batch_size: int = 8) -> list[dict]:
+    def tag(self, texts, batch_size: int = 8, where: str = "") -> list[dict]:
         """[{"words", "tags", "tag_scores", "entities"}] per text: albert_tf.serving.
-        lite_tagging around the file's per-token logits."""
+        lite_tagging around the file's per-token logits (its limits' errors: "`where`: ")."""
         from albert_tf.serving.lite_tagging import tag_texts
 
         if not hasattr(self, "_tagger_tokenizer"):
             self._tagger_tokenizer = self._sentencepiece()
         texts = [_text(t) for t in texts]
-        return tag_texts(self.run, self.metadata, self._tagger_tokenizer, texts, batch_size)
+        return tag_texts(self.run, self.metadata, self._tagger_tokenizer, texts, batch_size, where)
 
     def fill(self, texts, batch_size: int = 8, names=None) -> list[list[list[dict]]]:
         """Per text, per "[MASK]": the top-k candidates (albert_tf.serving.lite_fill_mask)."""
@@ -388,6 +388,8 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
     lines = [line for _, line in numbered]
     for first in range(0, len(lines), batch_size):
         batch = lines[first : first + batch_size]
+        numbers = [n for n, _ in numbered[first : first + batch_size]]  # (its errors: which)
+        where = f"{source}:{numbers[0]}" + (f"-{numbers[-1]}" if len(numbers) > 1 else "")
         if task == "classifier":
             parts = [line.split("\t", 1) if meta.get("text_pair") else [line] for line in batch]
             a = [p[0] for p in parts]
@@ -395,9 +397,7 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
             try:
                 out = model.classify(a, b)
             except ValueError as e:  # (a long-document file's limits): which lines
-                lines_of = f"{numbered[first][0]}-{numbered[first + len(batch) - 1][0]}"
-                where = str(numbered[first][0]) if len(batch) == 1 else lines_of
-                raise ValueError(f"{source}:{where}: {e}") from None
+                raise ValueError(f"{where}: {e}") from None
             for i in range(len(batch)):
                 if meta.get("regression"):
                     yield {"score": float(out["score"][i])}
@@ -414,9 +414,9 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
                         "probabilities": dict(zip(meta["labels"], map(float, probs))),
                     }
         elif task == "token_classifier":
-            yield from model.tag(batch, batch_size)
+            yield from model.tag(batch, batch_size, where)
         elif task == "fill_mask":
-            names = [f"{source}:{n}" for n, _ in numbered[first : first + batch_size]]
+            names = [f"{source}:{n}" for n in numbers]
             yield from ({"masks": m} for m in model.fill(batch, batch_size, names))
         elif task == "encoder":
             out = model.embed(batch)

@@ -54,13 +54,28 @@ def windows(num_pieces: int, max_pieces: int, doc_stride: int) -> list[tuple[int
 
 def best_window(spans: list[tuple[int, int]], position: int) -> int:
     """Index of the window giving piece `position` the most context (module docstring)."""
-    best, best_index = None, None
-    for index, (start, length) in enumerate(spans):
-        end = start + length - 1
-        if start <= position <= end:
-            score = min(position - start, end - position) + 0.01 * length
-            if best is None or score > best:
-                best, best_index = score, index
-    if best_index is None:
-        raise ValueError(f"piece {position} is in none of the windows {spans}")
-    return best_index
+    return best_windows(spans, [position])[0]
+
+
+def best_windows(spans: list[tuple[int, int]], positions) -> list[int]:
+    """`best_window` of each of `positions` (ascending), over `spans` with ascending
+    starts (as `windows` makes them). The windows ending before a position are passed
+    once for all, so a sentence costs its windows plus, per position, the few windows
+    that can hold it (about max_pieces / doc_stride), not positions × windows."""
+    out, first = [], 0
+    for position in positions:
+        while first < len(spans) and spans[first][0] + spans[first][1] <= position:
+            first += 1  # (ends before `position`, so before every later one)
+        best, best_index, index = None, None, first
+        while index < len(spans) and spans[index][0] <= position:
+            start, length = spans[index]
+            end = start + length - 1
+            if position <= end:
+                score = min(position - start, end - position) + 0.01 * length
+                if best is None or score > best:
+                    best, best_index = score, index
+            index += 1
+        if best_index is None:
+            raise ValueError(f"piece {position} is in none of the windows {spans}")
+        out.append(best_index)
+    return out

@@ -32,7 +32,7 @@ import numpy as np
 
 from data_pipeline.io import filesystem
 from data_pipeline.records import cached_features, fingerprint, record_dataset
-from data_pipeline.tagging.alignment import best_window, windows, word_pieces
+from data_pipeline.tagging.alignment import best_windows, windows, word_pieces
 from data_pipeline.tagging.data import check_labels, read_tagged
 
 IGNORED = -1
@@ -69,7 +69,7 @@ def convert_sentences(
         word_at = dict(zip(first_of, range(len(pieces))))  # first-piece position → word
         spans = windows(len(ids), max_pieces, doc_stride)
         windowed += len(spans) > 1
-        owner = {p: best_window(spans, p) for p in first_of}
+        owner = dict(zip(first_of, best_windows(spans, first_of)))  # (first_of ascends)
         for w_index, (start, length) in enumerate(spans):
             label_ids = [IGNORED] * max_seq_length
             word_index = [IGNORED] * max_seq_length

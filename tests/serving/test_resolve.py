@@ -82,3 +82,21 @@ def test_an_export_dir_that_cannot_be_one_is_one_line_and_nothing_is_written(
         assert err.startswith(f"error: --export_dir {target}: {expected}")
     assert sorted(os.listdir(tmp_path)) == before
     assert not os.path.exists(tmp_path / "gone")
+
+
+def test_export_max_windows_reaches_the_classifier_and_is_checked(classifier, capsys):
+    """`--max_windows` is the classifier's own field too (a long-document classifier's
+    per-request limit, classifier_limits): given, it replaces the directory's; below 1,
+    refused naming the flag (the command line) or the field (the library)."""
+    from albert_tf.serving.export import main
+    from albert_tf.serving.resolve import resolve
+
+    assert resolve("classifier", classifier).task.details.max_windows is None
+    assert resolve("classifier", classifier, max_windows=7).task.details.max_windows == 7
+    with pytest.raises(ValueError, match="'max_windows' must be ≥ 1, not 0"):
+        resolve("classifier", classifier, max_windows=0)
+    argv = ["export", "--task=classifier", f"--init_checkpoint={classifier}", "--max_windows=0"]
+    assert main([*argv, "--export_dir=/nonexistent/never"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: flag --max_windows=0: 0 is not a positive integer\n"), err
+    assert not os.path.exists("/nonexistent/never")

@@ -139,6 +139,7 @@ def test_litert_runner_answers_the_savedmodel_tags(conll):
 
     lite = LiteModel(conll["paths"][1])
     assert lite.task == "token_classifier" and lite.metadata["doc_stride"] == DOC_STRIDE
+    assert lite.metadata["max_windows"] == 4096  # (squad_limits.DEFAULT_MAX_WINDOWS)
     got = lite.tag(conll["texts"], batch_size=5)
     found = 0
     for text, sentence, want, row in zip(conll["texts"], conll["sentences"], conll["want"], got):
@@ -152,6 +153,126 @@ def test_litert_runner_answers_the_savedmodel_tags(conll):
     answers = list(answer_lines(lite, lines, 2, "stdin"))
     assert [a["line"] for a in answers] == [1, 2, 3] and answers[1] == {"line": 2}
     assert answers[0]["tags"] == conll["want"][0] and answers[2]["tags"] == conll["want"][1]
+
+
+LIMIT = 2  # windows: conll texts 1 and 15 need one each, text 0 needs three
+
+
+@pytest.fixture(scope="module")
+def limited(conll, tmp_path_factory):
+    """The conll model exported by the command line with --max_windows 2: the SavedModel
+    (loaded) and the LiteRT runner, and the limits' errors (classifier_limits)."""
+    import tensorflow as tf
+
+    from albert_tf.serving.export import main
+    from albert_tf.serving.tflite_predict import LiteModel
+
+    root = tmp_path_factory.mktemp("ner-limited")
+    argv = [
+        "export", "--task=token_classifier", f"--init_checkpoint={conll['root'] / 'finetuned'}",
+        f"--export_dir={root}", f"--max_windows={LIMIT}", "--export_format=savedmodel",
+        "--export_format=tflite", "--export_quantize=float32",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    noun, S = "this token classifier reads at most", MAX_SEQ_LENGTH
+    return dict(
+        root=root,
+        serve=tf.saved_model.load(str(root / "1")).signatures["serving_default"],
+        lite=LiteModel(str(root / "litert" / "token_classifier-float32.tflite")),
+        windows=lambda n, rows: (
+            f"the request needs {n} windows of {S} tokens for its {rows} texts; {noun} "
+            f"max_windows={LIMIT} windows per request; send fewer or shorter texts"
+        ),
+        bytes=lambda n: (
+            f"the request holds {n} bytes of text; {noun} {LIMIT * S * 8:,} per request (8 per "
+            f"position of its max_windows={LIMIT} windows of {S} tokens); send fewer or "
+            "shorter texts"
+        ),
+    )
+
+
+def test_export_max_windows_bounds_the_savedmodel_request(conll, limited):
+    """Within --max_windows and the bytes it allows: the tags of the Python path; beyond
+    either: one error naming the limit and the request's size, windows summed over rows;
+    the limit is recorded in the export's task.json."""
+    import json
+
+    import tensorflow as tf
+
+    texts, want, serve = conll["texts"], conll["want"], limited["serve"]
+    out = {k: v.numpy() for k, v in serve(text=tf.constant([texts[1], texts[15]])).items()}
+    for i, n in enumerate((1, 15)):
+        words, tags, scores, entities = _rows(out, i)
+        assert tags == want[n]
+        _check_entities(texts[n], words, tags, scores, entities)
+    at_limit = "a" + " " * (LIMIT * MAX_SEQ_LENGTH * 8 - 2) + "b"  # 2 words, 1 window
+    assert list(serve(text=tf.constant([at_limit]))["num_words"].numpy()) == [2]
+    refused = [
+        ([texts[0]], limited["windows"](3, 1)),
+        ([texts[1], texts[15], texts[1]], limited["windows"](3, 3)),
+        ([at_limit + " "], limited["bytes"](LIMIT * MAX_SEQ_LENGTH * 8 + 1)),
+        (texts[2:4], limited["bytes"](sum(len(t.encode()) for t in texts[2:4]))),  # (21 windows)
+    ]
+    for request, message in refused:
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            serve(text=tf.constant(request))
+        assert message in e.value.message, e.value.message
+        assert sum("max_windows" in line for line in e.value.message.splitlines()) == 1
+    kept = limited["root"] / "1" / "assets.extra" / "finetuned" / "task.json"
+    assert json.loads(kept.read_text())["max_windows"] == LIMIT
+
+
+def test_export_max_windows_bounds_the_litert_runner(conll, limited, monkeypatch):
+    """The runner refuses what the SavedModel refuses, with its messages, before any
+    feature is built (the command line's: naming the input lines); within the limit it
+    answers the Python path's tags; a file of before the limit reads 4096."""
+    import data_pipeline.tagging.features as features
+    from albert_tf.serving.lite_tagging import tag_texts
+    from albert_tf.serving.tflite_predict import answer_lines
+
+    texts, want, lite = conll["texts"], conll["want"], limited["lite"]
+    assert lite.metadata["max_windows"] == LIMIT
+    assert [r["tags"] for r in lite.tag([texts[1], texts[15]])] == [want[1], want[15]]
+    old = {k: v for k, v in lite.metadata.items() if k != "max_windows"}
+    (row,) = tag_texts(lite.run, old, lite._tagger_tokenizer, [texts[0]])
+    assert row["tags"] == want[0]
+    build = features.convert_sentences
+    monkeypatch.setattr(features, "convert_sentences", lambda *a, **k: pytest.fail("built"))
+    at_limit = "a" + " " * (LIMIT * MAX_SEQ_LENGTH * 8 - 2) + "b"
+    for request, message in (
+        ([texts[0]], limited["windows"](3, 1)),
+        ([texts[1], texts[15], texts[1]], limited["windows"](3, 3)),
+        ([at_limit + " "], limited["bytes"](f"{LIMIT * MAX_SEQ_LENGTH * 8 + 1:,}")),
+        (texts[2:4], limited["bytes"](sum(len(t.encode()) for t in texts[2:4]))),
+    ):
+        with pytest.raises(ValueError) as e:
+            lite.tag(request)
+        assert str(e.value) == message
+    with pytest.raises(ValueError) as e:
+        list(answer_lines(lite, [texts[1], "", texts[0]], 4, "in.txt"))
+    assert str(e.value) == f"in.txt:1-3: {limited['windows'](4, 2)}"
+    monkeypatch.setattr(features, "convert_sentences", build)
+    assert lite.tag([at_limit])[0]["words"] == ["a", "b"]
+
+
+def test_a_task_json_of_before_max_windows_still_loads_and_exports(conll, tmp_path):
+    import json
+    import shutil
+
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from albert_tf.serving.export import build_module
+
+    directory = tmp_path / "old"
+    shutil.copytree(conll["root"] / "finetuned", directory)
+    task = json.loads((directory / "task.json").read_text())
+    assert task.pop("max_windows") is None
+    (directory / "task.json").write_text(json.dumps(task))
+    assert TaskInfo.read(str(directory)).details.max_windows is None
+    assert build_module("token_classifier", str(directory)).max_windows == 4096
+    limited = build_module("token_classifier", str(directory), max_windows=3)
+    assert limited.max_windows == 3
+    with pytest.raises(ValueError, match="task.json: 'max_windows' must be ≥ 1, not 0"):
+        TaskInfo.build("token_classifier", labels=["O"], max_windows=0)
 
 
 @pytest.mark.slow

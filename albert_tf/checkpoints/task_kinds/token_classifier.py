@@ -16,12 +16,15 @@ class TokenClassifierFields:
     starts of a long sentence's windows (≥ 1; a stride longer than a window's
     max_seq_length - 2 pieces steps one window, as data_pipeline.tagging.alignment.windows
     does). scheme: the strict tag scheme entities are read with
-    (data_pipeline.tagging.metrics.SCHEMES), None for seqeval's default lenient reading."""
+    (data_pipeline.tagging.metrics.SCHEMES), None for seqeval's default lenient reading.
+    max_windows: the most windows one serving request may need (None:
+    albert_tf.serving.squad_limits.DEFAULT_MAX_WINDOWS); `export --max_windows` sets it."""
 
     task_name: str = "ner"
     labels: tuple[str, ...] = ()
     doc_stride: int = 128
     scheme: str | None = None
+    max_windows: int | None = None
 
 
 def _model(config, fields: TokenClassifierFields):
@@ -41,6 +44,8 @@ def _check(fields: TokenClassifierFields) -> None:
         raise ValueError(f"'doc_stride' must be ≥ 1, not {fields.doc_stride}")
     if fields.scheme is not None and fields.scheme not in SCHEMES:
         raise ValueError(f"'scheme' {fields.scheme!r} is not one of {', '.join(SCHEMES)} or null")
+    if fields.max_windows is not None and fields.max_windows < 1:
+        raise ValueError(f"'max_windows' must be ≥ 1, not {fields.max_windows}")
 
 
 KIND = TaskKind(

@@ -22,6 +22,12 @@ batch of texts:
   5. Entities: data_pipeline.tagging.metrics' reading of the tags (the task's `scheme`;
      None: seqeval's default) in the graph (albert_tf.serving.entity_spans).
 
+Limits: a request may hold at most `max_request_bytes` bytes of text, checked before its
+words are split, and need at most `max_windows` windows (the export's setting,
+squad_limits.DEFAULT_MAX_WINDOWS unless given), checked before the model runs; beyond
+either, an InvalidArgumentError naming the limit and the request's size
+(classifier_limits' messages). The LiteRT runner (lite_tagging) refuses the same requests.
+
 Scores: a word's score is the softmax probability of its tag at its first piece; an
 entity's score is the mean of its words' scores, as Hugging Face's
 `aggregation_strategy="simple"` averages its tokens' scores, so the two are comparable
@@ -32,12 +38,16 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from albert_tf.serving import classifier_windows as cw
 from albert_tf.serving.base import LiteWindows, Serving, ServingTask
 from albert_tf.serving.entity_spans import entity_spans, label_codes
+from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
 from albert_tf.serving.squad_windows import window_rows
 from albert_tf.serving.text_ops import at_least_one_row, bucket_length, by_length, valid_utf8
 from albert_tf.serving.word_split import split_words
 from data_pipeline.squad.graph_words import word_substrings
+
+NOUN = "token classifier"  # how the limits' errors name the model (classifier_limits)
 
 
 def window_plan(max_seq_length: int, doc_stride: int) -> tuple[int, int, int]:
@@ -61,7 +71,8 @@ class TaggerServing(Serving):
       float32 (0), num_entities [B] int32.
 
     W and E are the request's most words and entities in a row (0 for an empty request);
-    row i's real entries are its first num_words[i] / num_entities[i]."""
+    row i's real entries are its first num_words[i] / num_entities[i]. A request beyond
+    its bytes or `max_windows` windows: InvalidArgumentError (module docstring)."""
 
     def __init__(self, model, text, max_seq_length, fields):
         super().__init__(model, text, max_seq_length)
@@ -71,6 +82,7 @@ class TaggerServing(Serving):
         self.scheme = fields.scheme
         self.room, self.step, self.candidates = window_plan(max_seq_length, fields.doc_stride)
         self.unk_id = text.python_tokenizer.unk_id
+        self.max_windows = fields.max_windows or DEFAULT_MAX_WINDOWS
 
     def _pieces(self, words):
         """ids [N, (P)] of each word (string [N]), at least one: an empty word's is unk."""
@@ -89,7 +101,8 @@ class TaggerServing(Serving):
         return tf.pad(logits, [[0, 0], [0, length - tf.shape(logits)[1]], [0, 0]])
 
     def tag(self, text):
-        rows = tf.shape(text)[0]
+        rows, S = tf.shape(text)[0], self.max_seq_length
+        text = cw.check_text_bytes(text, self.max_windows, S, NOUN)
         text = valid_utf8(at_least_one_row(text))
         words = split_words(text)  # [B, (W)]
         word_row = tf.cast(words.text.value_rowids(), tf.int32)  # [N]
@@ -101,8 +114,9 @@ class TaggerServing(Serving):
         row_first = tf.cumsum(n, exclusive=True)  # [B] a row's first piece in flat_ids
         first = tf.cumsum(count, exclusive=True) - tf.gather(row_first, word_row)  # [N]
         # Windows, flat [W]: row by row (alignment.windows).
-        room, step, S = self.room, self.step, self.max_seq_length
+        room, step = self.room, self.step
         windows = tf.where(n > room, (n - room + step - 1) // step + 1, 1)  # [B]
+        windows = cw.check_windows(windows, self.max_windows, S, NOUN)
         row, k = window_rows(windows)
         w_start = k * step
         w_len = tf.clip_by_value(tf.gather(n, row) - w_start, 0, room)
@@ -205,6 +219,7 @@ def _litert(resolved, fixed_length: bool):
         "doc_stride": fields.doc_stride,
         "scheme": fields.scheme,
         "unk_id": resolved.python_tokenizer.unk_id,
+        "max_windows": fields.max_windows or DEFAULT_MAX_WINDOWS,
     }
     module = LiteTagger(resolved.model, resolved.max_seq_length, fixed_length)
     return module, meta, {SPM_NAME: resolved.python_tokenizer.model_proto}

@@ -142,13 +142,12 @@ def test_windows_and_max_context_by_hand():
         windows(5, 0, 1)
 
 
-def test_best_windows_of_a_sentence_are_the_max_context_rule_in_linear_time():
+def test_best_windows_of_a_sentence_are_the_max_context_rule():
     """best_windows (one pass, what convert_sentences uses) equals the rule applied to
-    every window for each position; a sentence of 5,000 pieces in 10-piece windows every
-    piece (5,000 windows) is computed without visiting positions × windows (2.5e7
-    steps, seconds; one pass: about 0.03 s)."""
+    every window for each position, on random layouts and on a sentence of 5,000 pieces
+    in 10-piece windows every piece (5,000 windows; its cost is measured in
+    docs/performance.md, not timed here)."""
     import random
-    import time
 
     from data_pipeline.tagging.alignment import best_windows
 
@@ -167,9 +166,7 @@ def test_best_windows_of_a_sentence_are_the_max_context_rule_in_linear_time():
         positions = sorted(rng.sample(range(n), rng.randint(0, n)))
         assert best_windows(spans, positions) == [brute(spans, p) for p in positions]
     spans = windows(5000, 10, 1)
-    started = time.process_time()
     owners = best_windows(spans, range(5000))
-    assert time.process_time() - started < 1.0
     for p in [0, 4, 5, 6, 4999, *rng.sample(range(5000), 30)]:
         assert owners[p] == brute(spans, p), p
 

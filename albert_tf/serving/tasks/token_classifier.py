@@ -13,9 +13,10 @@ batch of texts:
      (alignment.word_pieces).
   3. Windows: a row's pieces cut into windows of max_seq_length - 2 pieces starting every
      doc_stride pieces (alignment.windows), `[CLS] window [SEP]`, the request's windows in
-     one flat list, computed sorted by length LENGTH_GROUP at a time, each group at its own
-     length bucket (text_ops.by_length, as the classifier's rows): a request of mixed
-     sentences costs about its pieces, not windows × its longest.
+     one flat list, computed sorted by length LENGTH_GROUP at a time, each group cut to its
+     own longest window (text_ops.by_length with exact=True, as the encoder's `vectors`): a
+     request of mixed sentences costs about its pieces, not windows × its longest, and a
+     single sentence its own length, not its bucket's.
   4. Each word's tag is the argmax of the logits at its first piece in the window giving
      that piece the most context (alignment.best_window: min(left, right) + 0.01 × length,
      the earliest on ties, in float64 as Python computes it).
@@ -95,8 +96,8 @@ class TaggerServing(Serving):
         return tf.concat([ids, unk], axis=1)
 
     def _logits_to(self, length, input_ids, input_mask, segment_ids):
-        """float32 logits [g, length, labels] of a group of windows cut to its own bucket
-        (≤ length): padded back to the request's length so that groups stack."""
+        """float32 logits [g, length, labels] of a group of windows cut to its own longest
+        window (≤ length): padded back to the request's length so that groups stack."""
         logits = self._logits(input_ids, input_mask, segment_ids)
         return tf.pad(logits, [[0, 0], [0, length - tf.shape(logits)[1]], [0, 0]])
 
@@ -131,7 +132,7 @@ class TaggerServing(Serving):
         input_mask = tf.cast(p < total[:, None], tf.int32)
         L = bucket_length(tf.reduce_max(total), S)
         cut = [x[:, :L] for x in (input_ids, input_mask, tf.zeros_like(input_ids))]
-        logits = by_length(lambda *x: self._logits_to(L, *x), *cut, S)  # [W, L, labels]
+        logits = by_length(lambda *x: self._logits_to(L, *x), *cut, S, exact=True)  # [W, L, ·]
         # Each word's max-context window among the few that can hold its first piece.
         f = first[:, None]
         kk = first[:, None] // step - (self.candidates - 1) + tf.range(self.candidates)

@@ -3,12 +3,14 @@ runner) on CoNLL-2003 (English, BIO) and resume_zh (Chinese resumes, BMES, one c
 line), scored on their dev sets.
 
     python -m experiments.ner_quality [--output_dir out/ner_quality] [--steps 600] \\
-        [--datasets conll2003,resume_zh] [--pretrained_dir DIR]
+        [--datasets conll2003,resume_zh] [--pretrained_dir DIR] [--pretrained_zh_dir DIR]
 
 With `--pretrained_dir` CoNLL-2003 is also fine-tuned from the project's CPU-pretrained
 English model (experiments/pretrained.py: its config, its uncased 8k vocabulary) and from a
-random start of that same model, so the two differ only in the starting weights. resume_zh
-has no pretrained start: that model's vocabulary holds no Chinese characters. The other
+random start of that same model, so the two differ only in the starting weights. That
+model's vocabulary holds no Chinese characters: with `--pretrained_zh_dir` resume_zh is
+fine-tuned in the same two ways from the Chinese CPU-pretrained model
+(experiments/pretrained_zh.py: the same architecture, its WordPiece vocab.txt). The other
 figures are what a small architecture learns from the training set alone in a few minutes of
 CPU: a floor, not the paper's setting. Tokenizers (small): for CoNLL-2003 the shared German
 SentencePiece model (ALBERT's recipe, 30k pieces) used cased (--nodo_lower_case:
@@ -70,7 +72,8 @@ def run(name: str, out: str, args, start: str = "small") -> dict:
     if start != "small":
         from experiments.pretrained import pretrained_flags
 
-        model = pretrained_flags(args.pretrained_dir)
+        zh = name == "resume_zh"
+        model = pretrained_flags(args.pretrained_zh_dir if zh else args.pretrained_dir)
         tokenizer = model if start == "pretrained" else model[:2]
     elif name == "resume_zh":
         vocab = os.path.join(out, "vocab.txt")
@@ -115,6 +118,7 @@ def main() -> int:
     p.add_argument("--learning_rate", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--pretrained_dir", default=None, help="experiments/pretrained.py's model")
+    p.add_argument("--pretrained_zh_dir", default=None, help="experiments/pretrained_zh.py's")
     args = p.parse_args()
     from experiments.report import report_logger
 
@@ -122,7 +126,9 @@ def main() -> int:
     rows = {}
     for name in args.datasets.split(","):
         starts = ["small"]
-        if args.pretrained_dir and name == "conll2003":
+        if (args.pretrained_dir and name == "conll2003") or (
+            args.pretrained_zh_dir and name == "resume_zh"
+        ):
             starts = ["pretrained", "pretrained-scratch"]
         for start in starts:
             key = name if start == "small" else f"{name} {start}"

@@ -5,6 +5,10 @@ H=256, E=64, max_position_embeddings 128, an 8k uncased SentencePiece vocabulary
 the shared English corpus, pretrained with SOP and n-gram MLM. Every experiment that takes
 `--pretrained_dir` fine-tunes from it with these runner flags, so "from the CPU-pretrained
 model" means the same weights, vocabulary and config in each of them.
+
+experiments/pretrained_zh.py writes the Chinese model in the same layout with a WordPiece
+vocab.txt in place of spm8k.model; `pretrained_flags` gives the vocabulary flag of whichever
+file the directory holds.
 """
 
 from __future__ import annotations
@@ -20,11 +24,16 @@ def pretrained_flags(pretrained_dir: str) -> list[str]:
     if not os.path.exists(os.path.join(init, "checkpoint")):
         raise SystemExit(
             f"--pretrained_dir {pretrained_dir}: no run_sop/checkpoints; run "
-            f"`python -m experiments.sop_vs_nsp --only sop --output_dir {pretrained_dir}` first"
+            f"`python -m experiments.sop_vs_nsp --only sop --output_dir {pretrained_dir}` "
+            f"(Chinese: `python -m experiments.pretrained_zh --output_dir {pretrained_dir}`) first"
         )
+    vocab = os.path.join(pretrained_dir, "vocab.txt")
+    spm = os.path.join(pretrained_dir, "spm8k.model")
+    if os.path.exists(vocab) and os.path.exists(spm):
+        raise SystemExit(f"--pretrained_dir {pretrained_dir}: both vocab.txt and spm8k.model")
     return [
         f"--albert_config_file={os.path.join(pretrained_dir, 'albert_config.json')}",
-        f"--spm_model_file={os.path.join(pretrained_dir, 'spm8k.model')}",
+        f"--vocab_file={vocab}" if os.path.exists(vocab) else f"--spm_model_file={spm}",
         f"--init_checkpoint={init}",
     ]
 

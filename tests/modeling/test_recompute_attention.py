@@ -59,6 +59,14 @@ def test_gradients_equal_the_plain_pass_without_dropout():
     assert_close(gradients(model, batch, "none"), gradients(model, batch, "attention"), "float32")
 
 
+def test_gradients_equal_the_plain_pass_bfloat16():
+    """Mixed bfloat16: q, k, v and the logits in bfloat16, the softmax's fused kernel."""
+    from tests.modeling.test_recompute import _model as mixed_model
+
+    model, batch = mixed_model("bfloat16"), random_batch()
+    assert_close(gradients(model, batch, "none"), gradients(model, batch, "attention"), "bfloat16")
+
+
 def test_active_dropout_outside_a_seed_scope_is_an_error(dropout_model):
     import tensorflow as tf
 

@@ -4,6 +4,10 @@ with and without activation recomputation.
     python -m bench.lora [--preset xxlarge] [--batch 1] [--seq 512] [--steps 1]
         [--rank 8] [--targets query,value] [--cases full:none,lora:none,full:layer,lora:layer]
 
+`--cases` lists method:recompute pairs; the recompute modes are `recompute.MODES`, e.g.
+`--cases lora:attention,full:attention` for selective recomputation of the attention
+core (q, k, v kept, the [batch, heads, seq, seq] logits and probabilities recomputed).
+
 Setting: `AlbertConfig.preset` shapes (v2: dropout 0), random weights and token ids, a
 2-class head, float32. One step is the trainer's: forward pass inside the `recomputation`
 scope, the cross-entropy, gradients of the trainable variables, global-norm clipping and

@@ -92,7 +92,8 @@ class AlbertEncoder(keras.Model):
 
     Inside a `recompute.recomputation("layer" | "group")` scope the blocks run as
     segments whose activations are recomputed in the backward pass (same values and
-    gradients; see `albert_tf.modeling.recompute`).
+    gradients; see `albert_tf.modeling.recompute`); under "attention" only each
+    attention sub-layer's core is (`AttentionSublayer`).
       output_positions: optional int [batch, P]: only these positions of the last
         block's output are needed (pretraining: the masked positions). The last block
         is then computed only there and at [CLS] (for the pooler): the same values,
@@ -273,7 +274,7 @@ class _BlockRunner:
             return x
 
         weights = tuple(self.weights[s] for s in sublayers)
-        if self.recompute == "none" or indices[-1] == len(self.blocks) - 1:
+        if self.recompute not in recompute.BLOCK_MODES or indices[-1] == len(self.blocks) - 1:
             return run(x, weights)
         c = self.config
         dropout = c.hidden_dropout_prob > 0 or c.attention_probs_dropout_prob > 0

@@ -18,6 +18,8 @@ import math
 import keras
 import tensorflow as tf
 
+from albert_tf.modeling import recompute
+from albert_tf.modeling.cast_once import CastOnce
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.dropout import Dropout
 from albert_tf.modeling.kernels import attention_softmax, gelu_tanh, layer_norm_residual
@@ -84,7 +86,7 @@ def compute_weights(pairs, dtype: str) -> tuple:
     for kernel, bias in pairs:
         kernel, bias = tf.convert_to_tensor(kernel), tf.convert_to_tensor(bias)
         if dtype != "float32":
-            kernel, bias = _CastOnce(kernel, dtype), _CastOnce(bias, dtype)
+            kernel, bias = CastOnce(kernel, dtype), CastOnce(bias, dtype)
         out.append((kernel, bias))
     return tuple(out)
 
@@ -100,24 +102,10 @@ def _kernel(layer):
     return layer.kernel if update is None else tf.convert_to_tensor(layer.kernel) + update()
 
 
-class _CastOnce:
-    """A float32 tensor (`source`) and its one low-precision copy (`value`)."""
-
-    def __init__(self, source, dtype):
-        self.source, self.value = source, tf.cast(source, dtype)
-
-    @classmethod
-    def of(cls, source, value):
-        """The pair from an existing `value` (activation recomputation passes both)."""
-        out = cls.__new__(cls)
-        out.source, out.value = source, value
-        return out
-
-
 def _tensor(w):
-    """The tensor to compute with; for a `_CastOnce`, an identity of its low-precision
+    """The tensor to compute with; for a `CastOnce`, an identity of its low-precision
     value whose gradient is cast to float32 and sent straight to the float32 source."""
-    if not isinstance(w, _CastOnce):
+    if not isinstance(w, CastOnce):
         return w
     value = w.value
 
@@ -208,6 +196,10 @@ class AttentionSublayer(keras.layers.Layer):
         (pretraining: [CLS] and the masked positions).
     Returns:
       float32 [batch*seq, H] (or [batch*Q, H]) = LayerNorm(x + dropout(dense(attention(x)))).
+
+    Inside `recompute.recomputation("attention")` the core (q·kᵀ, softmax, dropout, ·v)
+    keeps only q, k, v for the backward pass and is recomputed there (same values and
+    gradients; see `albert_tf.modeling.recompute`).
     """
 
     def __init__(self, config: AlbertConfig, **kwargs):
@@ -288,15 +280,38 @@ class AttentionSublayer(keras.layers.Layer):
                 kv, [batch_size, seq_length, 2, c.num_attention_heads, c.attention_head_size]
             )
             k, v = tf.unstack(tf.transpose(kv, [2, 0, 3, 1, 4]))
-        logits = tf.matmul(q, k, transpose_b=True)  # [B, N, Q, S]
-        probs = attention_softmax(logits, attention_bias)  # float32 math, logits' dtype
-        context = tf.matmul(self.probs_dropout(probs, training=training), v)
+        if recompute.current_mode() == "attention" and not return_probs:
+            context = self._recomputed_core(q, k, v, attention_bias, training)
+        else:
+            logits = tf.matmul(q, k, transpose_b=True)  # [B, N, Q, S]
+            probs = attention_softmax(logits, attention_bias)  # float32 math, logits' dtype
+            context = tf.matmul(self.probs_dropout(probs, training=training), v)
         context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])
         out = self.output_dropout(apply_dense(context, w_out), training=training)
         out = self.layer_norm(out, residual=queries)
         if return_probs:  # the float32 probabilities (probs may be stored in bf16)
             return out, tf.nn.softmax(tf.cast(logits, tf.float32) + attention_bias, axis=-1)
         return out
+
+    def _recomputed_core(self, q, k, v, attention_bias, training):
+        """dropout(softmax(q·kᵀ + bias))·v [B, N, Q, D] from q [B, N, Q, D] and k, v
+        [B, N, S, D], keeping only q, k and v for the backward pass: the [B, N, Q, S]
+        logits and probabilities are recomputed there (`recompute.recomputed`, which
+        replays the dropout masks). Under `recomputation("attention")`; with
+        `return_probs` the probabilities are returned, hence kept, and the plain path
+        runs instead."""
+
+        def core(q, kv):
+            logits = tf.matmul(q, kv[0], transpose_b=True)
+            probs = attention_softmax(logits, attention_bias)
+            return tf.matmul(self.probs_dropout(probs, training=training), kv[1])
+
+        # A symbolic `training` may be true: dropout counts as active then (as the encoder).
+        active = (training if isinstance(training, bool) else True) and (
+            self.config.attention_probs_dropout_prob > 0
+        )
+        context, _ = recompute.recomputed(core, q, (k, v), dropout_active=active)
+        return context
 
 
 class FeedForwardSublayer(keras.layers.Layer):

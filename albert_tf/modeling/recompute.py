@@ -25,7 +25,7 @@ How it stays exact:
   them as explicit inputs of its `tf.custom_gradient`, so the gradient it returns for
   them flows back through the fusing and casting ops to the shared variables and is
   summed there over the L uses, as without recomputation. A low-precision copy
-  (`layers._CastOnce`) is passed as its float32 source and its low-precision value: the
+  (`cast_once.CastOnce`) is passed as its float32 source and its low-precision value: the
   value is computed with, the gradient goes to the source in float32 per use (as
   `layers._tensor` does), so sums over layers stay float32. Variables read inside a
   segment (LayerNorm gamma and beta) get their gradients through `variables`.
@@ -48,6 +48,21 @@ How it stays exact:
   is not NaN): a data dependency, which XLA respects where it drops control
   dependencies. `tf.recompute_grad` uses the same device.
 
+Mode "attention" (selective recomputation, Korthikanti et al. 2022, "Reducing Activation
+Recomputation in Large Transformer Models"): no block is recomputed (the blocks run as
+with "none"); inside every attention sub-layer only the core is. The forward keeps q
+[B, N, Q, D], k and v [B, N, S, D] (N heads of width D) and drops what the core makes
+from them: the logits q·kᵀ and the probabilities softmax(logits + bias) [B, N, Q, S]
+each, and the dropout output on them; the backward recomputes them from q, k, v (same
+dropout masks, replayed as above) and back-propagates through the copy at once
+(`AttentionSublayer.call` runs the core through `recomputed`). At sequence 512 with 64
+heads (xxlarge) those [B, N, S, S] tensors are most of a layer's activations, while the
+core's two matmuls (2·B·S²·H FLOPs each) are S/(6H) of the layer's GEMMs (about
+24·B·S·H² with I = 4H): 2% at S = 512, H = 4096. The recomputation adds that once more
+per step, where "layer" adds a whole forward. The projections, the FFN and the
+LayerNorms keep their activations; the mode needs a `dropout_seed` scope when attention
+dropout is active, as the others.
+
 Memory is saved where TensorFlow frees tensors with no remaining consumer: inside a
 `tf.function` (the trainer's step always is one) and in an XLA computation. Run eagerly,
 the outer tape records the forward's intermediates and holds them anyway.
@@ -65,8 +80,12 @@ import threading
 import tensorflow as tf
 
 from albert_tf.modeling import dropout
+from albert_tf.modeling.cast_once import CastOnce
 
-MODES = ("none", "layer", "group")
+MODES = ("none", "layer", "group", "attention")
+# The modes that recompute whole blocks (the encoder's segments); "attention" recomputes
+# only the attention core inside each block.
+BLOCK_MODES = ("layer", "group")
 
 _local = threading.local()
 
@@ -74,7 +93,7 @@ _local = threading.local()
 @contextlib.contextmanager
 def recomputation(mode: str):
     """Within the block, encoders recompute activations per `mode` ("none", "layer",
-    "group") when gradients are taken. Thread-local, like `dropout_seed`: under
+    "group", "attention") when gradients are taken. Thread-local, like `dropout_seed`: under
     `MirroredStrategy` open it inside the replica function."""
     if mode not in MODES:
         raise ValueError(f"recompute={mode!r} is not one of {MODES}")
@@ -94,9 +113,10 @@ def current_mode() -> str:
 def segments(config, mode: str) -> list[range]:
     """The encoder's L × inner_group_num blocks (in `sharing_plan` order) cut into the
     segments recomputed as one: each block alone ("none"), each layer's blocks ("layer"),
-    each hidden group's consecutive layers ("group")."""
+    each hidden group's consecutive layers ("group"); "attention" recomputes no whole
+    block, so each block alone as with "none"."""
     k = config.inner_group_num
-    if mode == "none":
+    if mode in ("none", "attention"):
         return [range(i, i + 1) for i in range(config.num_blocks)]
     if mode == "layer":
         return [range(i * k, (i + 1) * k) for i in range(config.num_hidden_layers)]
@@ -123,18 +143,16 @@ def recomputed(fn, x, weights, dropout_active: bool):
     the L uses' gradients separately keeps L of them until the final sum (TensorFlow's
     aggregation; for xxlarge 12 × 0.75 GB).
 
-    `fn` must be a function of `x`, `weights` (a nest of tensors and `layers._CastOnce`
+    `fn` must be a function of `x`, `weights` (a nest of tensors and `cast_once.CastOnce`
     copies: the segment's sub-layer weights), of variables it reads itself, and of
     tensors that need no gradient (the attention bias, query rows). The gradient it
     gets for `x`, `weights` and those variables is the gradient of `fn` itself.
     """
-    from albert_tf.modeling.layers import _CastOnce
-
     leaves = tf.nest.flatten(weights)
-    # Each leaf as flat inputs: a tensor → itself; a _CastOnce → (source, value).
+    # Each leaf as flat inputs: a tensor → itself; a CastOnce → (source, value).
     flat, kinds = [], []
     for leaf in leaves:
-        if isinstance(leaf, _CastOnce):
+        if isinstance(leaf, CastOnce):
             flat += [leaf.source, leaf.value]
             kinds.append(2)
         else:
@@ -144,7 +162,7 @@ def recomputed(fn, x, weights, dropout_active: bool):
     def rebuild(inputs):
         out, i = [], 0
         for kind in kinds:
-            out.append(_CastOnce.of(inputs[i], inputs[i + 1]) if kind == 2 else inputs[i])
+            out.append(CastOnce.of(inputs[i], inputs[i + 1]) if kind == 2 else inputs[i])
             i += kind
         return tf.nest.pack_sequence_as(weights, out)
 

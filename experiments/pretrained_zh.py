@@ -42,7 +42,7 @@ import json
 import os
 import sys
 
-from experiments.sop_vs_nsp import DATA, ROOT, TINY, evaluate, pretrain
+from experiments.sop_vs_nsp import DATA, ROOT, TINY, evaluate, pretrain, write_instances
 
 ZH = os.path.join(DATA, "zh_news")
 
@@ -84,8 +84,6 @@ def write_corpus(
 def prepare(out: str, args, log) -> dict:
     """vocab.txt and the pretraining data (train_sop, eval_sop) under `out`; kept when
     already there (a rerun resumes)."""
-    from data_pipeline.pretraining.data_config import DataConfig
-    from data_pipeline.pretraining.local_writer import create_pretraining_data
     from data_pipeline.tokenization.wordpiece_trainer import train_wordpiece
 
     train_files, heldout_files = write_corpus(out, args.heldout_articles, args.max_articles)
@@ -98,26 +96,10 @@ def prepare(out: str, args, log) -> dict:
         ("train_sop", train_files, args.dupe_factor),
         ("eval_sop", heldout_files, 1),
     ):
-        d = os.path.join(out, name)
-        if not os.path.exists(os.path.join(d, "meta_data.json")):
-            create_pretraining_data(
-                DataConfig.from_flags(
-                    input_file=",".join(files),
-                    output_dir=d,
-                    vocab_file=vocab,
-                    max_seq_length=128,
-                    max_predictions_per_seq=20,
-                    dupe_factor=dupe,
-                    sentence_order="sop",
-                    zh_whole_word_mask=args.zh_whole_word_mask,
-                    num_output_shards=4,
-                ),
-                num_workers=2,
-                progress_every=1e9,
-            )
-        paths[name] = d
-        with open(os.path.join(d, "meta_data.json")) as f:
-            log(f"{name}: {json.load(f)['instances']:,} instances")
+        paths[name] = write_instances(
+            os.path.join(out, name), files, dupe, log, vocab_file=vocab,
+            sentence_order="sop", zh_whole_word_mask=args.zh_whole_word_mask,
+        )  # fmt: skip
     return paths
 
 

@@ -64,8 +64,6 @@ def heldout_files():
 
 
 def prepare(out: str, log) -> dict:
-    from data_pipeline.pretraining.data_config import DataConfig
-    from data_pipeline.pretraining.local_writer import create_pretraining_data
     from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     spm_prefix = os.path.join(out, "spm8k")
@@ -78,27 +76,37 @@ def prepare(out: str, log) -> dict:
         ("eval_sop", heldout_files(), "sop", 1),
         ("eval_nsp", heldout_files(), "nsp", 1),
     ):
-        d = os.path.join(out, name)
-        if not os.path.exists(os.path.join(d, "meta_data.json")):
-            create_pretraining_data(
-                DataConfig.from_flags(
-                    input_file=",".join(files),
-                    output_dir=d,
-                    spm_model_file=paths["spm"],
-                    max_seq_length=128,
-                    max_predictions_per_seq=20,
-                    dupe_factor=dupe,
-                    sentence_order=order,
-                    split_sentences=True,
-                    num_output_shards=4,
-                ),
-                num_workers=2,
-                progress_every=1e9,
-            )
-        paths[name] = d
-        with open(os.path.join(d, "meta_data.json")) as f:
-            log(f"{name}: {json.load(f)['instances']:,} instances")
+        paths[name] = write_instances(
+            os.path.join(out, name), files, dupe, log,
+            spm_model_file=paths["spm"], sentence_order=order, split_sentences=True,
+        )  # fmt: skip
     return paths
+
+
+def write_instances(out_dir: str, files, dupe: int, log, **tokenizer) -> str:
+    """`out_dir`: the pretraining instances of `files` (max_seq_length 128, 20 predictions,
+    `dupe` duplications, 4 shards), written once (kept when its meta_data.json exists);
+    `tokenizer`: the DataConfig fields of the vocabulary, sentence order and masking."""
+    from data_pipeline.pretraining.data_config import DataConfig
+    from data_pipeline.pretraining.local_writer import create_pretraining_data
+
+    if not os.path.exists(os.path.join(out_dir, "meta_data.json")):
+        create_pretraining_data(
+            DataConfig.from_flags(
+                input_file=",".join(files),
+                output_dir=out_dir,
+                max_seq_length=128,
+                max_predictions_per_seq=20,
+                dupe_factor=dupe,
+                num_output_shards=4,
+                **tokenizer,
+            ),
+            num_workers=2,
+            progress_every=1e9,
+        )
+    with open(os.path.join(out_dir, "meta_data.json")) as f:
+        log(f"{os.path.basename(out_dir)}: {json.load(f)['instances']:,} instances")
+    return out_dir
 
 
 def pretrain(name: str, data_dir: str, out: str, config_file: str, args, log) -> str:

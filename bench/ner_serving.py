@@ -17,9 +17,12 @@ spaces.
         and entities in the graph);
   hf    bench/peers/ner_hf.py: the pipeline with aggregation_strategy="simple" (its
         tokenizer, dynamic padding, the model, entity grouping);
-  lite  (with --lite) the same model as a float32 LiteRT file through `LiteModel.tag`
+  hf-int8 (with --lite ...int8) the same pipeline with PyTorch's dynamic int8 Linear layers;
+  lite  (with --lite float32[,int8]) the same model as LiteRT files through `LiteModel.tag`
         (albert_tf.serving.tflite_predict: the runner's Python words, pieces, windows and
-        entities around the file's logits; XNNPack, every core), `--batch` texts a call.
+        entities around the file's logits; XNNPack, every core), `--batch` texts a call;
+        int8 is dynamic-range quantization (int8 weights, float activations): a different
+        precision, so its entity F1 is measured apart (experiments/ner_litert_quality.py).
 Each system runs in its own process: a warm-up pass (untimed), then --reps timed passes
 over the texts; texts/s = texts / the median pass. The processes run interleaved, peer,
 ours, peer, so that load from other jobs falls on both; the table gives each run, and the
@@ -117,11 +120,13 @@ def build(args) -> tuple[str, str]:
         model, os.path.join(args.output_dir, "finetuned"), info, TokenizerSpec.from_files(SPM)
     )
     saved = export("token_classifier", finetuned, os.path.join(args.output_dir, "saved_model"))
+    args.lite_files = {}
     if args.lite:
         from albert_tf.serving.export import export_tflite
 
         lite_dir = os.path.join(args.output_dir, "lite")
-        args.lite_file = export_tflite("token_classifier", finetuned, lite_dir, ("float32",))[0]
+        files = export_tflite("token_classifier", finetuned, lite_dir, tuple(args.lite))
+        args.lite_files = dict(zip(args.lite, files))
     hf = os.path.join(args.output_dir, "hf")
     export_transformers(finetuned, hf)
     return saved, hf
@@ -143,8 +148,11 @@ def main(argv=None) -> int:
     p.add_argument("--batches", default="32,1")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--output_dir", default="/tmp/albert_tf_bench_ner")
-    p.add_argument("--lite", action="store_true", help="also the float32 LiteRT file's runner")
+    p.add_argument("--lite", nargs="?", const="float32", default="",
+                   help="also these LiteRT files' runner: float32 (the default), int8, or both "
+                        "comma-separated")  # fmt: skip
     args = p.parse_args(argv)
+    args.lite = [q for q in args.lite.split(",") if q]
 
     from data_pipeline.tagging.data import read_conll
 
@@ -161,27 +169,34 @@ def main(argv=None) -> int:
         f.write(LITE)
     peer = os.path.join(ROOT, "bench", "peers", "ner_hf.py")
     print(f"{args.config}, {len(sentences)} CoNLL-2003 dev texts, --reps {args.reps}")
-    print(f"{'batch':>5}  {'run':<5} {'texts/s':>9} {'entities':>9} {'peak RSS MB':>12}")
+    print(f"{'batch':>5}  {'run':<11} {'texts/s':>9} {'entities':>9} {'peak RSS MB':>12}")
     for batch in [int(b) for b in args.batches.split(",")]:
-        rows = {"hf": [], "ours": [], "lite": []}
-        systems = ("hf", "ours", "lite", "hf") if args.lite else ("hf", "ours", "hf")
-        for system in systems:  # interleaved: peer, ours, peer
-            mine = {"ours": (client, saved), "lite": (lite_client, getattr(args, "lite_file", ""))}
+        lites = [f"lite-{q}" for q in args.lite]
+        hf_int8 = ["hf-int8"] if "int8" in args.lite else []  # the like-for-like int8 peer
+        systems = ("hf", "ours", *lites, *hf_int8, "hf")  # interleaved: peer, ours, peer
+        rows = {system: [] for system in systems}
+        for system in systems:
+            mine = {"ours": (client, saved)}
+            mine.update({f"lite-{q}": (lite_client, f) for q, f in args.lite_files.items()})
             if system in mine:
                 script, model = mine[system]
                 cmd = [sys.executable, script, model, texts_file, str(batch), str(args.reps)]
             else:
                 cmd = [sys.executable, peer, "--model", hf, "--texts", texts_file,
-                       "--batch", str(batch), "--reps", str(args.reps)]  # fmt: skip
-            r = run(cmd, ROOT if system == "lite" else "")
+                       "--batch", str(batch), "--reps", str(args.reps),
+                       "--quantize", "int8" if system == "hf-int8" else "float32"]  # fmt: skip
+            r = run(cmd, ROOT if system.startswith("lite") else "")
             rows[system].append(r)
-            print(f"{batch:>5}  {system:<5} {r['texts_per_s']:>9.1f} {r['entities']:>9} "
+            print(f"{batch:>5}  {system:<11} {r['texts_per_s']:>9.1f} {r['entities']:>9} "
                   f"{r['peak_rss_mb']:>12.0f}", flush=True)  # fmt: skip
         peer_median = statistics.median([r["texts_per_s"] for r in rows["hf"]])
-        for system in ("ours", "lite"):
+        for system in ("ours", *lites):
             for r in rows[system]:
                 ratio = r["texts_per_s"] / peer_median
                 print(f"{batch:>5}  {system} / hf = {ratio:.2f} (target ≥ 2)")
+        for r in rows["lite-int8"] if hf_int8 else []:
+            ratio = r["texts_per_s"] / rows["hf-int8"][0]["texts_per_s"]
+            print(f"{batch:>5}  lite-int8 / hf-int8 = {ratio:.2f}")
         print(f"{batch:>5}  load average {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 

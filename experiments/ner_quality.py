@@ -63,10 +63,11 @@ def char_vocab(train_file: str, path: str) -> int:
     return len(SPECIAL) + len(chars - set(SPECIAL))
 
 
-def run(name: str, out: str, args, start: str = "small") -> dict:
+def run(name: str, out: str, args, start: str = "small", extra=()) -> dict:
     """Fine-tunes on dataset `name` into `out`; the final dev figures and the time. `start`:
     "small" (small_config, random), "pretrained" or "pretrained-scratch" (the pretrained
-    model's config and vocabulary, from its weights or from a random start)."""
+    model's config and vocabulary, from its weights or from a random start); `extra`: more
+    run_ner.py flags (an export, say)."""
     data_dir = os.path.join(DATA, "ner", name)
     os.makedirs(out, exist_ok=True)
     if start != "small":
@@ -95,7 +96,7 @@ def run(name: str, out: str, args, start: str = "small") -> dict:
         f"--train_step={args.steps}", "--warmup_proportion=0.1",
         f"--learning_rate={args.learning_rate}", "--steps_per_loop=100",
         "--save_checkpoints_steps=100000", "--eval_batch_size=128", f"--seed={args.seed}",
-        "--do_train", "--do_eval",
+        "--do_train", "--do_eval", *extra,
     ]  # fmt: skip
     start = time.time()
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)

@@ -11,7 +11,10 @@ float32 on the CPU with `torch.set_num_threads(--threads)`. The pipeline pads ea
 its longest text (dynamic padding) and cuts texts longer than the model's positions into
 windows itself (`stride` is not set: the default truncation of the pipeline, as its users
 run it). One pass = every text, `--batch` texts per call; a warm-up pass first (untimed),
-then `--reps` timed passes; texts/s = texts / the median pass time.
+then `--reps` timed passes; texts/s = texts / the median pass time. `--quantize int8`: the
+model's Linear layers dynamically quantized first (`torch.ao.quantization.quantize_dynamic`,
+int8 weights, activations quantized per call: PyTorch's counterpart of a dynamic-range int8
+LiteRT file).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def main():
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--quantize", choices=("float32", "int8"), default="float32")
     args = p.parse_args()
 
     import torch
@@ -43,6 +47,10 @@ def main():
     tagger = pipeline(
         "token-classification", model=args.model, aggregation_strategy="simple", device="cpu"
     )
+    if args.quantize == "int8":
+        tagger.model = torch.ao.quantization.quantize_dynamic(
+            tagger.model, {torch.nn.Linear}, dtype=torch.qint8
+        )
     tagger(texts, batch_size=args.batch)  # warm-up
     times, entities = [], 0
     for _ in range(args.reps):
@@ -52,7 +60,7 @@ def main():
         entities = sum(len(x) for x in out)
     rss_mb = peak_rss_mb()
     result = {
-        "system": "hf",
+        "system": "hf" if args.quantize == "float32" else f"hf-{args.quantize}",
         "texts": len(texts),
         "batch": args.batch,
         "texts_per_s": len(texts) / statistics.median(times),

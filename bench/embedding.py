@@ -3,7 +3,7 @@ SavedModel's `vectors` (mean pooling, normalized; tokenization in the graph) aga
 sentence-transformers-style mean pooling on Hugging Face `AlbertModel` (PyTorch CPU).
 
     python -m bench.embedding [--config base] [--batches 20] [--batch_size 32] [--threads 0]
-                              [--hf_attention sdpa]
+                              [--hf_attention sdpa] [--lite float32,int8]
 
 Both sides have the same shape (an AlbertConfig preset, the vocabulary of the German
 ALBERT-recipe SentencePiece model of $ALBERT_TF_DATA/spm) and random weights (speed does
@@ -20,6 +20,12 @@ second of each pair, in order, `--batch_size` per request.
                loads)(...).last_hidden_state → the masked mean over real tokens →
                F.normalize, under torch.inference_mode (what sentence-transformers'
                Pooling(mean) + Normalize compute).
+With --lite: the same export's LiteRT files (`export_tflite`, each --lite precision) through
+`LiteModel.embed` (text in, the request padded to its longest row, XNNPack, every core);
+int8 is dynamic-range quantization (int8 weights, float activations), a different precision
+(its STS-B cost is measured apart, docs/design/embeddings.md), so "transformers int8" (the
+same AlbertModel with torch's dynamic int8 Linear layers) is timed beside it as its
+like-for-like peer.
 Two warm-up requests each, then the timed requests rotate the sides' order from request to
 request so that load from other jobs falls on all alike.
 Throughput = sentences / total time of a side; the median request latency is printed
@@ -85,7 +91,9 @@ def main() -> int:
     p.add_argument("--batch_size", type=int, default=32)
     p.add_argument("--threads", type=int, default=0, help="CPU threads each (0: defaults)")
     p.add_argument("--hf_attention", default="sdpa", choices=("sdpa", "eager"))
+    p.add_argument("--lite", default="", help="LiteRT precisions to time too: float32,int8")
     args = p.parse_args()
+    args.lite = [q for q in args.lite.split(",") if q]
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
     import numpy as np
@@ -119,6 +127,17 @@ def main() -> int:
             tokenizer=TokenizerSpec.from_files(spm), max_seq_length=128,
             pooling="mean", normalize=True,
         )  # fmt: skip
+        lite = {}
+        if args.lite:
+            from albert_tf.serving.export import export_tflite
+            from albert_tf.serving.tflite_predict import LiteModel
+
+            files = export_tflite(
+                "encoder", os.path.join(tmp, "enc"), os.path.join(tmp, "lite"), tuple(args.lite),
+                tokenizer=TokenizerSpec.from_files(spm), max_seq_length=128,
+                pooling="mean", normalize=True,
+            )  # fmt: skip
+            lite = {q: LiteModel(f) for q, f in zip(args.lite, files)}
         del encoder
         signatures = tf.saved_model.load(version).signatures
         vectors, embed = signatures["vectors"], signatures["embed"]
@@ -151,23 +170,40 @@ def main() -> int:
             dst.write(src.read())
         hf_tokenizer = transformers.AlbertTokenizer.from_pretrained(tmp)
 
-    def theirs(batch):
+    hf_int8 = None
+    if "int8" in args.lite:
+        hf_int8 = torch.ao.quantization.quantize_dynamic(hf, {torch.nn.Linear}, dtype=torch.qint8)
+
+    def theirs(batch, model=hf):
         with torch.inference_mode():
             enc = hf_tokenizer(
                 batch, padding=True, truncation=True, max_length=128, return_tensors="pt"
             )
-            hidden = hf(**enc).last_hidden_state
+            hidden = model(**enc).last_hidden_state
             mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return F.normalize(pooled, p=2, dim=1).numpy()
 
+    def lite_side(model):
+        return lambda batch: model.embed(batch)["embeddings"]
+
+    def hf_int8_side(batch):
+        return theirs(batch, hf_int8)
+
+    extra = {f"albert_tf lite {q}": lite_side(m) for q, m in lite.items()}
+    if hf_int8 is not None:
+        extra["transformers int8"] = hf_int8_side
     for b in batches[:2]:
         theirs(b)
+        for fn in extra.values():
+            fn(b)
     rss_both = peak_rss_mb()
     got = ours(batches[0])
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
     # The two signatures of one export answer alike (the length-aware path is exact).
     assert np.abs(got - ours_embed(batches[0])).max() < 1e-5
+    if "albert_tf lite float32" in extra:  # the float32 file answers as the SavedModel
+        assert np.abs(got - extra["albert_tf lite float32"](batches[0])).max() < 1e-4
     # Token positions each side computes, request by request (the same tokenizer).
     from albert_tf.serving.text_ops import LENGTH_GROUP
 
@@ -186,10 +222,13 @@ def main() -> int:
     peak = matmul_rate(tf)
     load_start = os.getloadavg()
 
-    times = {"albert_tf vectors": [], "transformers + mean": [], "albert_tf embed": []}
-    sides = list(zip(times, (ours, theirs, ours_embed)))
+    functions = {"albert_tf vectors": ours, "transformers + mean": theirs}
+    functions.update({"albert_tf embed": ours_embed, **extra})
+    times = {name: [] for name in functions}
+    sides = list(functions.items())
     for i, batch in enumerate(batches[2:]):
-        for name, fn in sides[i % 3 :] + sides[: i % 3]:
+        k = i % len(sides)
+        for name, fn in sides[k:] + sides[:k]:
             start = time.perf_counter()
             fn(batch)
             times[name].append(time.perf_counter() - start)
@@ -204,9 +243,12 @@ def main() -> int:
     for name, t in times.items():
         rates[name] = n * len(t) / sum(t)
         print(f"{name:22s} {rates[name]:12.1f} {1000 * statistics.median(t):10.1f}")
-    for name in ("albert_tf vectors", "albert_tf embed"):
+    for name in ("albert_tf vectors", "albert_tf embed", *(n for n in extra if "lite" in n)):
         ratio = rates[name] / rates["transformers + mean"]
         print(f"ratio {name} / transformers: {ratio:.2f}x (target >= 2x)")
+    if "transformers int8" in rates and "albert_tf lite int8" in rates:
+        ratio = rates["albert_tf lite int8"] / rates["transformers int8"]
+        print(f"ratio albert_tf lite int8 / transformers int8: {ratio:.2f}x")
     print(
         f"token positions: ours {positions['albert_tf vectors']:,}, theirs "
         f"{positions['transformers + mean']:,}, real tokens {positions['real tokens']:,}"

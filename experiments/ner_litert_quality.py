@@ -7,8 +7,8 @@ its int8 (dynamic-range: int8 weights, float activations) LiteRT files through t
         [--output_dir out/ner_litert] [--steps 400] [--limit 0]
 
 run_ner.py fine-tunes (the same command as experiments/ner_quality.py's "pretrained" row)
-and exports the SavedModel and both LiteRT files (--export_format tflite --export_quantize
-float32 --export_quantize int8). Each file then tags the dev sentences, their words joined
+and exports the SavedModel and both LiteRT files (--export_format tflite
+--export_quantize float32,int8). Each file then tags the dev sentences, their words joined
 by spaces (the runner splits on whitespace, so the words are the file's tokens). Reported:
 entity precision / recall / F1 (micro, the scheme detected from the labels, as run_ner
 scores) and token accuracy of each file against the gold tags, the share of words whose
@@ -32,7 +32,7 @@ def main() -> int:
     p.add_argument("--output_dir", default=os.path.join(ROOT, "out", "ner_litert"))
     p.add_argument("--pretrained_dir", required=True, help="experiments/pretrained.py's model")
     p.add_argument("--steps", type=int, default=400, help="training steps at batch 32")
-    p.add_argument("--learning_rate", type=float, default=1e-3)
+    p.add_argument("--learning_rate", type=float, default=3e-4)
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--limit", type=int, default=0, help="dev sentences (0: all)")
     args = p.parse_args()
@@ -42,7 +42,7 @@ def main() -> int:
     log = report_logger(args.output_dir)
     export = os.path.join(args.output_dir, "export")
     formats = ("--export_format=savedmodel", "--export_format=tflite")
-    quantize = ("--export_quantize=float32", "--export_quantize=int8")
+    quantize = ("--export_quantize=float32,int8",)
     trained = run(
         "conll2003",
         args.output_dir,

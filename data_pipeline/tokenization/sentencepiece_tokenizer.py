@@ -155,7 +155,10 @@ class AlbertTokenizer:
         """Normalized text → pieces, with the official "<digit>," split."""
         text = self.normalize(text)
         if self.split_words:
-            raw = [p for word in self.sp.encode_as_pieces(text.split(" ")) for p in word]
+            # One call per word: a list argument costs SentencePiece a thread pool per call
+            # (~1.5 ms a sentence against ~0.1 ms), for the same per-word lattices.
+            encode = self.sp.encode_as_pieces
+            raw = [p for word in text.split(" ") for p in encode(word)]
         else:
             raw = self.sp.encode_as_pieces(text)
         pieces = []

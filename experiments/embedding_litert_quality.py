@@ -39,7 +39,7 @@ def main() -> int:
     from albert_tf.modeling.config import AlbertConfig
     from albert_tf.serving.export import export_tflite
     from albert_tf.serving.tflite_predict import LiteModel
-    from albert_tf.training.sentence_similarity import spearman
+    from data_pipeline.classification.metrics import spearman
     from data_pipeline.tokenization.spec import TokenizerSpec
     from experiments.report import report_logger
 

@@ -17,6 +17,7 @@ import numpy as np
 from data_pipeline.classification.benchmark_files import read_task
 from data_pipeline.classification.examples import Example
 from data_pipeline.classification.features import convert_examples
+from data_pipeline.classification.metrics import spearman  # the one Spearman (GLUE's STS-B too)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,28 +77,6 @@ def embed(embedder, features: dict, batch_size: int = 64) -> np.ndarray:
         for i in range(0, n, batch_size)
     ]
     return np.concatenate(out).astype(np.float32)
-
-
-def rankdata(x) -> np.ndarray:
-    """Ranks 1..N of a 1-D array, ties given the mean of the ranks they span (float64)."""
-    x = np.asarray(x, np.float64)
-    order = np.argsort(x, kind="mergesort")
-    ranks = np.empty(len(x), np.float64)
-    ranks[order] = np.arange(1, len(x) + 1)
-    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
-    sums = np.bincount(inverse, weights=ranks)
-    return sums[inverse] / counts[inverse]
-
-
-def spearman(x, y) -> float:
-    """Spearman's rank correlation: Pearson's correlation of the (tie-averaged) ranks.
-    NaN when either side is constant (no ranking to correlate)."""
-    x, y = np.asarray(x).ravel(), np.asarray(y).ravel()
-    if len(x) != len(y) or len(x) < 2:
-        raise ValueError(f"spearman needs equally long series of ≥ 2 values: {len(x)} vs {len(y)}")
-    rx, ry = rankdata(x) - (len(x) + 1) / 2, rankdata(y) - (len(y) + 1) / 2
-    denominator = np.sqrt(np.sum(rx * rx) * np.sum(ry * ry))
-    return float(np.sum(rx * ry) / denominator) if denominator > 0 else float("nan")
 
 
 def cosine_scores(u: np.ndarray, v: np.ndarray) -> np.ndarray:

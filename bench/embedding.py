@@ -21,7 +21,8 @@ second of each pair, in order, `--batch_size` per request.
                F.normalize, under torch.inference_mode (what sentence-transformers'
                Pooling(mean) + Normalize compute).
 With --lite: the same export's LiteRT files (`export_tflite`, each --lite precision) through
-`LiteModel.embed` (text in, the request padded to its longest row, XNNPack, every core);
+`LiteModel.vectors` (text in; the rows in length-sorted groups of 8, each call padded to its
+group's longest row, as `vectors` computes them; XNNPack, every core);
 int8 is dynamic-range quantization (int8 weights, float activations), a different precision
 (its STS-B cost is measured apart, docs/design/embeddings.md), so "transformers int8" (the
 same AlbertModel with torch's dynamic int8 Linear layers) is timed beside it as its
@@ -185,7 +186,7 @@ def main() -> int:
             return F.normalize(pooled, p=2, dim=1).numpy()
 
     def lite_side(model):
-        return lambda batch: model.embed(batch)["embeddings"]
+        return model.vectors
 
     def hf_int8_side(batch):
         return theirs(batch, hf_int8)

@@ -225,6 +225,12 @@ class LiteModel:
     def embed(self, texts) -> dict:
         return self.run("embed", text=self._text_in(texts))
 
+    def vectors(self, texts) -> np.ndarray:
+        """embeddings [B, H] as `embed`'s, computed in length-sorted groups (lite_vectors)."""
+        from albert_tf.serving.lite_vectors import grouped_vectors
+
+        return grouped_vectors(self.run, self._text_in(texts))
+
     def _sentencepiece(self):
         """The Python tokenizer of the SentencePiece model the file carries."""
         from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
@@ -401,18 +407,13 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
             for i in range(len(batch)):
                 if meta.get("regression"):
                     yield {"score": float(out["score"][i])}
-                elif meta.get("multi_label"):
-                    probs = out["probabilities"][i]
-                    yield {
-                        "labels": [_text(x) for x in out["label"][i] if _text(x)],
-                        "probabilities": dict(zip(meta["labels"], map(float, probs))),
-                    }
+                    continue
+                probs = dict(zip(meta["labels"], map(float, out["probabilities"][i])))
+                if meta.get("multi_label"):
+                    labels = [_text(x) for x in out["label"][i] if _text(x)]
+                    yield {"labels": labels, "probabilities": probs}
                 else:
-                    probs = out["probabilities"][i]
-                    yield {
-                        "label": _text(out["label"][i]),
-                        "probabilities": dict(zip(meta["labels"], map(float, probs))),
-                    }
+                    yield {"label": _text(out["label"][i]), "probabilities": probs}
         elif task == "token_classifier":
             yield from model.tag(batch, batch_size, where)
         elif task == "fill_mask":

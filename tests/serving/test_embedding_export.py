@@ -129,6 +129,41 @@ def test_litert_runner_in_a_fresh_process_answers_as_the_savedmodel(
     assert (meta["pooling"], meta["normalize"], meta["encoder_outputs"]) == ("mean", True, True)
 
 
+def test_litert_vectors_compute_length_sorted_groups_and_equal_the_python_embedder(
+    exported, encoder_checkpoint
+):
+    """`LiteModel.vectors` (albert_tf.serving.lite_vectors): the same 49 mixed-length rows as
+    the SavedModel's `vectors` above give the Python embeddings in the request's order, the
+    file called on groups of 8 sorted by token count (so each group is padded to its own
+    longest row); a request of 8 rows or fewer is one call, and 0 rows give [0, H]."""
+    from albert_tf.serving.tflite_predict import LiteModel
+
+    first, second = _sentences()
+    texts = first + [" ".join(second * 3)] + second
+    want, features = _python(encoder_checkpoint[0], texts, "mean", True)
+    lite = LiteModel(exported[1])
+    calls, run = [], lite.run
+
+    def recording(signature="serving_default", **inputs):
+        out = run(signature, **inputs)
+        calls.append((signature, out["input_mask"].sum(-1) if signature == "embed" else None))
+        return out
+
+    lite.run = recording
+    got = lite.vectors(texts)
+    np.testing.assert_allclose(got, want["embeddings"], atol=1e-5)
+    assert [c[0] for c in calls] == ["tokenize"] + ["embed"] * 7
+    groups = [c[1] for c in calls[1:]]
+    assert [len(g) for g in groups] == [8] * 6 + [1]
+    flat = np.concatenate(groups)
+    assert (np.diff(flat) >= 0).all()  # ascending token counts, group after group
+    np.testing.assert_array_equal(np.sort(flat), np.sort(features["input_mask"].sum(1)))
+    calls.clear()
+    np.testing.assert_allclose(lite.vectors(texts[:5]), want["embeddings"][:5], atol=1e-5)
+    assert [c[0] for c in calls] == ["embed"]
+    assert lite.vectors([]).shape == (0, want["embeddings"].shape[-1])
+
+
 @pytest.mark.parametrize("pooling", ["pooler", "cls", "max"])
 def test_each_pooling_ignores_padding(encoder_checkpoint, pooling):
     """Each pooling, unnormalized: a sentence alone (bucket length) and beside a long one

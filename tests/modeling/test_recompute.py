@@ -108,18 +108,23 @@ def test_gradients_equal_under_xla():
     )
 
 
-def test_recomputation_replays_the_dropout_masks(plain32, monkeypatch):
-    """The check above has teeth: recomputing with the next masks instead of the
-    forward's gives other gradients."""
+def assert_shifted_masks_change_the_gradients(model, batch, plain, mode, monkeypatch):
+    """Recomputing (`mode`) with the next dropout masks instead of the forward's gives
+    other gradients than `plain` (model, batch, plain: a dropout fixture's triple)."""
     from albert_tf.modeling import dropout
 
-    model, batch, plain = plain32
     state = dropout.current_state
     monkeypatch.setattr(
         dropout, "current_state", lambda: (lambda s: s and (s[0], s[1] + 1))(state())
     )
-    _, shifted = gradients(model, batch, "layer")
+    _, shifted = gradients(model, batch, mode)
     assert max(np.abs(a - b).max() for a, b in zip(plain[1], shifted)) > 1e-3
+
+
+def test_recomputation_replays_the_dropout_masks(plain32, monkeypatch):
+    """The check above has teeth: recomputing with the next masks instead of the
+    forward's gives other gradients."""
+    assert_shifted_masks_change_the_gradients(*plain32, "layer", monkeypatch)
 
 
 def test_recomputation_with_dropout_needs_a_seed_scope():

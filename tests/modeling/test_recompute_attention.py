@@ -7,7 +7,12 @@ backward op), and the blocks themselves are not recomputed."""
 import numpy as np
 import pytest
 
-from tests.modeling.test_recompute import CONFIG, assert_close, gradients
+from tests.modeling.test_recompute import (
+    CONFIG,
+    assert_close,
+    assert_shifted_masks_change_the_gradients,
+    gradients,
+)
 from tests.support.harness import random_batch, tiny_config
 
 
@@ -42,15 +47,7 @@ def test_gradients_equal_the_plain_pass_with_dropout(dropout_model):
 def test_the_masks_are_replayed(dropout_model, monkeypatch):
     """The check above has teeth: a recomputation drawing the next masks instead of the
     forward's gives other gradients."""
-    from albert_tf.modeling import dropout
-
-    model, batch, plain = dropout_model
-    state = dropout.current_state
-    monkeypatch.setattr(
-        dropout, "current_state", lambda: (lambda s: s and (s[0], s[1] + 1))(state())
-    )
-    _, shifted = gradients(model, batch, "attention")
-    assert max(np.abs(a - b).max() for a, b in zip(plain[1], shifted)) > 1e-3
+    assert_shifted_masks_change_the_gradients(*dropout_model, "attention", monkeypatch)
 
 
 def test_gradients_equal_the_plain_pass_without_dropout():

@@ -35,8 +35,6 @@ def main(argv):
 
 
 def _main() -> int:
-    import tensorflow as tf
-
     from albert_tf.runners.export_flags import export_formats_from_flags, print_exports
     from albert_tf.runners.pretraining_flags import length_buckets_from_flags
     from albert_tf.runners.pretraining_inputs import (
@@ -44,11 +42,11 @@ def _main() -> int:
         pretraining_inputs_from_flags,
     )
     from albert_tf.runners.trainer_flags import setup_run_from_flags, trainer_config_from_flags
-    from albert_tf.training import PretrainingTask, Trainer
     from data_pipeline.io.atomic import write_json
     from data_pipeline.pretraining.meta_data import find_corrupt
 
-    # Everything is checked before the first write (setup_run creates the output directory).
+    # Everything is checked before the first write (setup_run creates the output directory),
+    # the flags' own values before TensorFlow is imported (their errors come at once).
     inputs = pretraining_inputs_from_flags()
     albert_config, data = inputs.albert_config, inputs.data
     trainer_config = trainer_config_from_flags()
@@ -71,6 +69,10 @@ def _main() -> int:
         data=dataclasses.asdict(data),
         sop_weight=data.sop_weight,
     )
+    import tensorflow as tf
+
+    from albert_tf.training import PretrainingTask, Trainer
+
     task = PretrainingTask(
         albert_config, data.max_seq_length, data.max_predictions_per_seq, data.sop_weight
     )

@@ -1,41 +1,44 @@
 """Checkpoints: this project's own format, the official TF1 / TF-Hub names, Hugging Face
-weights, and the two command-line tools over them (`convert`, `export_encoder`)."""
+weights, and the two command-line tools over them (`convert`, `export_encoder`).
 
-from albert_tf.checkpoints.loading import LoadReport, load_checkpoint
-from albert_tf.checkpoints.official import (
-    HEADS,
-    AssignResult,
-    OfficialVariable,
-    assign_official,
-    official_name_map,
-    read_tf1_checkpoint,
-)
-from albert_tf.checkpoints.own import (
-    CONFIG_NAME,
-    CheckpointError,
-    resolve_checkpoint,
-    save_checkpoint,
-)
-from albert_tf.checkpoints.transformers import (
-    config_from_transformers,
-    read_transformers,
-    transformers_to_official,
-)
+The names below are imported on first use (PEP 562), not with the package: a runner that
+only reads a run record (`albert_tf.checkpoints.run_record`) to check its flags does not
+import TensorFlow for it, so a bad flag is reported at once.
+"""
 
-__all__ = [
-    "CONFIG_NAME",
-    "CheckpointError",
-    "resolve_checkpoint",
-    "save_checkpoint",
-    "HEADS",
-    "AssignResult",
-    "OfficialVariable",
-    "assign_official",
-    "official_name_map",
-    "read_tf1_checkpoint",
-    "LoadReport",
-    "load_checkpoint",
-    "config_from_transformers",
-    "read_transformers",
-    "transformers_to_official",
-]
+from __future__ import annotations
+
+import importlib
+
+_HOMES = {
+    "LoadReport": "loading",
+    "load_checkpoint": "loading",
+    "HEADS": "official",
+    "AssignResult": "official",
+    "OfficialVariable": "official",
+    "assign_official": "official",
+    "official_name_map": "official",
+    "read_tf1_checkpoint": "official",
+    "CONFIG_NAME": "own",
+    "CheckpointError": "own",
+    "resolve_checkpoint": "own",
+    "save_checkpoint": "own",
+    "config_from_transformers": "transformers",
+    "read_transformers": "transformers",
+    "transformers_to_official": "transformers",
+}
+
+__all__ = list(_HOMES)
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

@@ -44,6 +44,7 @@ by the side's time, against the rate this process reaches on one large float32 m
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -185,15 +186,9 @@ def main() -> int:
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return F.normalize(pooled, p=2, dim=1).numpy()
 
-    def lite_side(model):
-        return model.vectors
-
-    def hf_int8_side(batch):
-        return theirs(batch, hf_int8)
-
-    extra = {f"albert_tf lite {q}": lite_side(m) for q, m in lite.items()}
+    extra = {f"albert_tf lite {q}": m.vectors for q, m in lite.items()}
     if hf_int8 is not None:
-        extra["transformers int8"] = hf_int8_side
+        extra["transformers int8"] = functools.partial(theirs, model=hf_int8)
     for b in batches[:2]:
         theirs(b)
         for fn in extra.values():

@@ -11,9 +11,11 @@ not depend on them). Texts: STS-B dev sentences ($ALBERT_TF_DATA/glue/STS-B), fi
 second of each pair, in order, `--batch_size` per request.
   albert_tf    `export --task encoder --pooling mean --normalize` of a random AlbertEncoder,
                tf.saved_model.load in this process, signatures["vectors"](text) →
-               embeddings (rows sorted by length, 8 at a time, each group padded to its
-               longest row); also signatures["embed"], which pads the request to one
-               bucket and returns the [B, S, H] sequence too;
+               embeddings (rows sorted by length, `text_ops.LENGTH_GROUP` at a time; the
+               projections and FFN on the real tokens only, each attention core on its
+               group's grid, `albert_tf.modeling.packing`); also signatures["embed"],
+               which pads the request to one bucket and returns the [B, S, H] sequence
+               too;
   transformers AlbertTokenizer (the Rust "fast" one of transformers 5)(batch,
                padding=True: dynamic padding to the batch's longest, truncation at 128) →
                AlbertModel (`--hf_attention`, default sdpa: what sentence-transformers
@@ -33,9 +35,10 @@ Throughput = sentences / total time of a side; the median request latency is pri
 beside it. Peak RSS: the process' maximum resident size after loading and warming each
 side (the second figure includes both frameworks).
 
-Compute: each side's token positions (ours: each length-sorted group of 8 at its longest
-row; theirs: each request at its longest) and the encoder's floating-point operations on
-them (`encoder_flops`: the matmuls and attention of every layer, 2 per multiply-add), divided
+Compute: the positions each side puts through its projections and FFN (ours: the real
+tokens, the packed encoder of `albert_tf.modeling.packing`, attention on each length-sorted
+group's grid; theirs: each request padded to its longest) and the encoder's floating-point
+operations (`encoder_flops`: the matmuls and attention of every layer, 2 per multiply-add), divided
 by the side's time, against the rate this process reaches on one large float32 matmul
 (`matmul_rate`): how close each side already runs to the machine, so what a faster
 `vectors` could still gain other than by computing fewer positions.
@@ -64,13 +67,18 @@ def sts_sentences() -> list[str]:
     return [s for r in rows for s in (r[7], r[8])]
 
 
-def encoder_flops(config, length: int, rows: int) -> float:
-    """Floating-point operations of the encoder on `rows` sequences of `length` positions:
-    the embedding projection E→H, then per layer Q, K, V and output projections (4·H²),
-    the FFN (2·H·F), scores and weighted values (2·length·H), 2 per multiply-add."""
+def encoder_flops(config, length: int, rows: int, tokens: int | None = None) -> float:
+    """Floating-point operations of the encoder on `rows` sequences padded to `length`
+    positions, `tokens` of them computed by the position-wise layers (all rows × length
+    unless given: the packed encoder computes only the real tokens there): the embedding
+    projection E→H, then per layer Q, K, V and output projections (4·H²) and the FFN
+    (2·H·F) per computed position, and scores and weighted values (2·length·H) per grid
+    position; 2 per multiply-add."""
     H, F = config.hidden_size, config.intermediate_size
-    per_layer = 4 * H * H + 2 * H * F + 2 * length * H
-    return 2.0 * rows * length * (config.embedding_size * H + config.num_hidden_layers * per_layer)
+    tokens = rows * length if tokens is None else tokens
+    per_token = config.embedding_size * H + config.num_hidden_layers * (4 * H * H + 2 * H * F)
+    attention = config.num_hidden_layers * 2 * length * H
+    return 2.0 * (tokens * per_token + rows * length * attention)
 
 
 def matmul_rate(tf, n: int = 2048, reps: int = 10) -> float:
@@ -211,10 +219,10 @@ def main() -> int:
         positions["real tokens"] += sum(lengths)
         flops["transformers + mean"] += encoder_flops(config, lengths[-1], len(lengths))
         positions["transformers + mean"] += lengths[-1] * len(lengths)
-        for g in range(0, len(lengths), LENGTH_GROUP):
+        for g in range(0, len(lengths), LENGTH_GROUP):  # packed: real tokens only
             group = lengths[g : g + LENGTH_GROUP]
-            flops["albert_tf vectors"] += encoder_flops(config, group[-1], len(group))
-            positions["albert_tf vectors"] += group[-1] * len(group)
+            flops["albert_tf vectors"] += encoder_flops(config, group[-1], len(group), sum(group))
+            positions["albert_tf vectors"] += sum(group)
     peak = matmul_rate(tf)
     load_start = os.getloadavg()
 
@@ -246,7 +254,7 @@ def main() -> int:
         ratio = rates["albert_tf lite int8"] / rates["transformers int8"]
         print(f"ratio albert_tf lite int8 / transformers int8: {ratio:.2f}x")
     print(
-        f"token positions: ours {positions['albert_tf vectors']:,}, theirs "
+        f"positions through the FFN: ours {positions['albert_tf vectors']:,}, theirs "
         f"{positions['transformers + mean']:,}, real tokens {positions['real tokens']:,}"
     )
     for name, total in flops.items():

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
-from albert_tf.modeling import recompute
+from albert_tf.modeling import packing, recompute
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.layers import (
     AlbertEmbeddings,
@@ -106,6 +106,15 @@ class AlbertEncoder(keras.Model):
       and `encoder_outputs`, a list of L × inner_group_num tensors [batch, seq, H].
       with output_positions: `positions_output` [batch, P, H] (= sequence_output at those
       positions) and `pooled_output`, no `sequence_output`.
+      packed: compute only the real tokens: the embedding projection, every projection,
+        FFN and LayerNorm run on the [T, H] matrix of the T real tokens (T = the mask's
+        sum) instead of [batch*seq, H]; only each attention core sees the [batch, seq]
+        grid (`AttentionSublayer`'s `token_rows`). The same values at real positions
+        (equal within float32 rounding); `sequence_output` and `encoder_outputs` are 0 at
+        padding. What a batch of mixed lengths saves is its padding: the serving
+        signatures compute a request this way (`albert_tf.modeling.packing`; None: as
+        the enclosing `packing.packed_tokens` scope says, off outside one and with
+        `output_positions`).
     """
 
     def __init__(self, config: AlbertConfig, **kwargs):
@@ -155,12 +164,23 @@ class AlbertEncoder(keras.Model):
                 block.build((None, c.hidden_size))
         self.pooler.build((None, c.hidden_size))
 
-    def call(self, inputs, training=False, output_hidden_states=False, output_positions=None):
+    def call(
+        self,
+        inputs,
+        training=False,
+        output_hidden_states=False,
+        output_positions=None,
+        packed=None,
+    ):
         input_ids, input_mask, segment_ids = unpack_inputs(inputs)
+        if packed is None:
+            packed = packing.active() and output_positions is None
         x = self.embeddings(input_ids, segment_ids, training=training)  # [B, S, E], normalized
-        x = self._project_to_hidden(x)  # [B*S, H]
-        run = _BlockRunner(self, input_ids, input_mask, training)  # shared weights once
+        run = _BlockRunner(self, input_ids, input_mask, training, packed)  # shared weights once
+        x = self._project_to_hidden(run.pack(x))  # [B*S, H], or [T, H] packed
         if output_positions is not None:  # pretraining: the losses read only a few positions
+            if packed:
+                raise ValueError("output_positions and packed exclude each other")
             return self._last_block_at_positions(
                 run, x, input_ids, output_positions, output_hidden_states
             )
@@ -182,8 +202,8 @@ class AlbertEncoder(keras.Model):
         return outputs
 
     def _project_to_hidden(self, embeddings):
-        """[batch, seq, E] embeddings → the [batch*seq, H] matrix the blocks work on (the
-        official code projects only when E != H)."""
+        """[rows, E] embeddings → the [rows, H] matrix the blocks work on (the official
+        code projects only when E != H)."""
         x = tf.reshape(embeddings, [-1, self.config.embedding_size])
         if self.embedding_hidden_mapping_in is not None:
             x = self.embedding_hidden_mapping_in(x)
@@ -235,8 +255,13 @@ class _BlockRunner:
     backward pass from the segment's input and these prepared weights.
     """
 
-    def __init__(self, encoder: AlbertEncoder, input_ids, input_mask, training):
+    def __init__(self, encoder: AlbertEncoder, input_ids, input_mask, training, packed=False):
         self.batch_size, self.seq_length = tf.shape(input_ids)[0], tf.shape(input_ids)[1]
+        self.token_rows = (
+            packing.TokenRows.of_mask(input_mask, encoder.config.num_attention_heads)
+            if packed
+            else None
+        )
         self.config = encoder.config
         self.hidden_size = encoder.config.hidden_size
         self.training = training
@@ -293,13 +318,23 @@ class _BlockRunner:
             self.seq_length,
             training=self.training,
             query_rows=query_rows,
+            token_rows=self.token_rows,
             weights=weights,
         )
 
+    def pack(self, embeddings):
+        """[batch, seq, E] → [batch*seq, E], or packed the [T, E] rows of real tokens."""
+        x = tf.reshape(embeddings, [-1, embeddings.shape[-1]])
+        return x if self.token_rows is None else self.token_rows.pack(x)
+
     def unflatten(self, t, length=None):
-        """[batch*length, H] (length: seq unless given) → float32 [batch, length, H]."""
+        """[batch*length, H] (length: seq unless given; packed: [T, H], 0 at padding) →
+        float32 [batch, length, H]."""
         length = self.seq_length if length is None else length
-        return tf.reshape(tf.cast(t, tf.float32), [self.batch_size, length, self.hidden_size])
+        t = tf.cast(t, tf.float32)
+        if self.token_rows is not None:
+            t = self.token_rows.unpack(t, self.batch_size * length)
+        return tf.reshape(t, [self.batch_size, length, self.hidden_size])
 
 
 def count_parameters(config: AlbertConfig, heads: bool = False) -> int:

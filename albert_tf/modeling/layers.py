@@ -194,8 +194,13 @@ class AttentionSublayer(keras.layers.Layer):
         first): the output is computed only there, attending to every row of x as keys
         and values. The encoder's last block uses it when only some positions are needed
         (pretraining: [CLS] and the masked positions).
+      token_rows: optional `packing.TokenRows`: x holds only the batch's real tokens, [T, H] (the
+        encoder's `packed` mode). The projections and LayerNorm then run on the T rows;
+        only q, k and v are gathered onto the [batch, heads, seq, D] grid of the
+        attention core, and its output back to the T rows.
     Returns:
-      float32 [batch*seq, H] (or [batch*Q, H]) = LayerNorm(x + dropout(dense(attention(x)))).
+      float32 [batch*seq, H] (or [batch*Q, H], [T, H]) = LayerNorm(x + dropout(dense(
+      attention(x)))).
 
     Inside `recompute.recomputation("attention")` the core (q·kᵀ, softmax, dropout, ·v)
     keeps only q, k, v for the backward pass and is recomputed there (same values and
@@ -257,6 +262,7 @@ class AttentionSublayer(keras.layers.Layer):
         training=False,
         return_probs=False,
         query_rows=None,
+        token_rows=None,
     ):
         c = self.config
         h = c.hidden_size
@@ -264,11 +270,14 @@ class AttentionSublayer(keras.layers.Layer):
         kernel, bias = _tensor(w_qkv[0]), _tensor(w_qkv[1])
         if query_rows is None:
             queries, query_length = x, seq_length
-            qkv = _dense(x, kernel, bias)  # [B*S, 3H]
-            qkv = tf.reshape(
-                qkv, [batch_size, seq_length, 3, c.num_attention_heads, c.attention_head_size]
-            )
-            q, k, v = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # [B, N, S, D] each
+            qkv = _dense(x, kernel, bias)  # [B*S, 3H] ([T, 3H] packed)
+            if token_rows is not None:  # onto the grid (padding: any row, masked)
+                q, k, v = token_rows.attention_inputs(qkv, c.attention_head_size)
+            else:
+                qkv = tf.reshape(
+                    qkv, [batch_size, seq_length, 3, c.num_attention_heads, c.attention_head_size]
+                )
+                q, k, v = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # [B, N, S, D] each
         else:
             queries = tf.gather(x, query_rows)  # [B*Q, H]
             query_length = tf.shape(query_rows)[0] // batch_size
@@ -286,7 +295,10 @@ class AttentionSublayer(keras.layers.Layer):
             logits = tf.matmul(q, k, transpose_b=True)  # [B, N, Q, S]
             probs = attention_softmax(logits, attention_bias)  # float32 math, logits' dtype
             context = tf.matmul(self.probs_dropout(probs, training=training), v)
-        context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])
+        if token_rows is not None:
+            context = token_rows.context(context)  # [T, H]
+        else:
+            context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])
         out = self.output_dropout(apply_dense(context, w_out), training=training)
         out = self.layer_norm(out, residual=queries)
         if return_probs:  # the float32 probabilities (probs may be stored in bf16)
@@ -380,10 +392,12 @@ class TransformerBlock(keras.layers.Layer):
         weights=None,
         training=False,
         query_rows=None,
+        token_rows=None,
     ):
         """`weights`: optional (attention weights, ffn weights) from the sub-layers'
         `compute_weights`, prepared once per forward pass by the encoder. `query_rows`:
-        compute the block's output only at these rows of x (see `AttentionSublayer`)."""
+        compute the block's output only at these rows of x; `token_rows`: x is the real
+        tokens only (see `AttentionSublayer`)."""
         attention_weights, ffn_weights = weights or (None, None)
         x = self.attention(
             x,
@@ -393,5 +407,6 @@ class TransformerBlock(keras.layers.Layer):
             weights=attention_weights,
             training=training,
             query_rows=query_rows,
+            token_rows=token_rows,
         )
         return self.ffn(x, weights=ffn_weights, training=training)

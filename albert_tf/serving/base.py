@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from albert_tf.modeling.packing import packed_tokens
 from albert_tf.serving.litert_text import lite_tokenizer
 from albert_tf.serving.litert_text import pack as lite_pack
 from albert_tf.serving.text_ops import pack, same_rows, valid_utf8
@@ -76,7 +77,10 @@ class Serving(tf.Module):
         ).get_concrete_function()
 
     def _forward(self, input_ids, input_mask, segment_ids):
-        return self.model(model_inputs(input_ids, input_mask, segment_ids), training=False)
+        """The model on real tokens only (`packing`: a request's padding costs only its
+        attention cores)."""
+        with packed_tokens():
+            return self.model(model_inputs(input_ids, input_mask, segment_ids), training=False)
 
     def _logits(self, input_ids, input_mask, segment_ids):
         return tf.cast(self._forward(input_ids, input_mask, segment_ids)["logits"], tf.float32)

@@ -1,22 +1,27 @@
-"""The encoder LiteRT file's sentence vectors in length-sorted groups: what the SavedModel's
-`vectors` signature computes (`text_ops.by_length(exact=True)`), done by the runner because
-the file takes one request at one padded length.
+"""The encoder LiteRT file's sentence vectors in length-sorted groups, as the SavedModel's
+`vectors` signature groups a request (`text_ops.by_length(exact=True)`), done by the runner
+because the file takes one request at one padded length.
 
 The file pads a call to its longest row, so one call of B texts computes B × (the longest)
 positions; sorting the request by token count and calling the file on `group` texts at a
 time computes each group at its own longest row (on STS-B dev sentences, batch 32: 6,048
 positions instead of 8,768). Each row's vector does not depend on the padding around it
 (every pooling is masked), so the vectors equal one call's to float rounding.
+
+The groups are smaller than the SavedModel's (`text_ops.LENGTH_GROUP`): the file computes
+every position of its call, padding included (the SavedModel's packed encoder computes
+only the real tokens outside attention), so here each group's padding is what it costs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from albert_tf.serving.text_ops import LENGTH_GROUP
+# Rows of a request per call of the file.
+LITE_GROUP = 8
 
 
-def grouped_vectors(run, texts: np.ndarray, group: int = LENGTH_GROUP) -> np.ndarray:
+def grouped_vectors(run, texts: np.ndarray, group: int = LITE_GROUP) -> np.ndarray:
     """`run(signature, **inputs)` of an encoder file, `texts` object [B] of UTF-8 bytes →
     the export's embeddings float32 [B, H] in the request's order: token counts from the
     file's own `tokenize`, then `embed` on each length-sorted group of `group` rows."""

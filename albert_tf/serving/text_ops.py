@@ -71,42 +71,68 @@ def bucket_length(longest, max_seq_length: int):
     training and evaluation batches, data_pipeline.length_buckets) ≥ `longest`. Serving
     pads a request to it: a short sentence costs what its length costs, and the model's
     kernels see a handful of shapes rather than one per length."""
+    return bucket_lengths(tf.reshape(longest, [1]), max_seq_length)[0]
+
+
+def bucket_lengths(longest, max_seq_length: int):
+    """`bucket_length` of each of int [n] lengths → int32 [n]."""
     sizes = tf.constant(bucket_sizes(max_seq_length), tf.int32)
-    index = tf.searchsorted(sizes, tf.reshape(tf.cast(longest, tf.int32), [1]))[0]
-    return sizes[tf.minimum(index, tf.size(sizes) - 1)]
+    index = tf.searchsorted(sizes, tf.cast(longest, tf.int32))
+    return tf.gather(sizes, tf.minimum(index, tf.size(sizes) - 1))
 
 
-# A request's rows are computed in groups of this many, sorted by length (`by_length`).
-LENGTH_GROUP = 8
+# A request's rows are computed in length-sorted groups (`by_length`) of at most this many
+# rows, and at most GROUP_POSITIONS grid positions (rows × the group's longest): the
+# serving modules' packed encoder (albert_tf.modeling.packing) puts only real tokens
+# through its projections and FFN, so a larger group costs only attention padding and
+# gives the matmuls more rows; the position cap keeps the attention grid of long rows
+# (probabilities [rows, heads, L, L]) at 8 rows of 512.
+LENGTH_GROUP = 32
+GROUP_POSITIONS = 4096
 
 
 def by_length(
     forward, input_ids, input_mask, segment_ids, max_seq_length: int, group=LENGTH_GROUP,
-    exact=False,
+    exact=False, positions=GROUP_POSITIONS,
 ):  # fmt: skip
     """`forward(input_ids, input_mask, segment_ids)` → float32 [rows, ...] computed on the
-    request's rows sorted by length, `group` rows at a time, each group cut to its own
+    request's rows sorted by length, in groups of consecutive rows, each cut to its own
     bucket (`bucket_length` of its longest row; with `exact`, to that longest row itself:
     more distinct shapes, no padding beyond the group's longest), and returned in the
-    request's order. Inputs int32 [B, L] or [B, C, L] (multiple choice: a row's length is
-    its longest choice). A batch of 32 mixed sentences then costs about what its tokens
-    cost instead of 32 times its longest; a batch of up to `group` rows is one group."""
+    request's order. A group is as many rows as fit both `group` and `positions` (rows ×
+    its cut length ≤ positions; one row at least). Inputs int32 [B, L] or [B, C, L]
+    (multiple choice: a row's length is its longest choice, and it counts C × that). A
+    batch of 32 mixed sentences then costs about what its tokens cost instead of 32 times
+    its longest."""
     lengths = tf.reduce_sum(input_mask, axis=-1)
+    per_row = 1
     if input_mask.shape.rank == 3:
         lengths = tf.reduce_max(lengths, axis=1)
+        per_row = tf.shape(input_mask)[1]
     order = tf.argsort(lengths, stable=True)  # [B]
     rows = tf.shape(order)[0]
-    groups = (rows + group - 1) // group
-    parts = tf.TensorArray(tf.float32, size=groups, infer_shape=False)
+    sorted_lengths = tf.gather(lengths, order)
+    parts = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False)
 
-    def body(i, parts):
-        take = order[i * group : tf.minimum((i + 1) * group, rows)]
-        longest = tf.reduce_max(tf.gather(lengths, take))
-        length = longest if exact else bucket_length(longest, max_seq_length)
+    def cut_length(longest):  # int32 [n] → [n]
+        return longest if exact else bucket_lengths(longest, max_seq_length)
+
+    def body(i, start, parts):
+        # The longest run of rows from `start` within both limits: sorted, so a run's
+        # longest row is its last, and the cost grows with the run.
+        ends = start + tf.range(1, group + 1)  # candidate exclusive ends
+        last = tf.gather(sorted_lengths, tf.minimum(ends, rows) - 1)
+        cost = (ends - start) * per_row * cut_length(last)
+        fits = (ends <= rows) & (cost <= positions)
+        end = start + tf.maximum(tf.reduce_sum(tf.cast(fits, tf.int32)), 1)
+        take = order[start:end]
+        length = cut_length(sorted_lengths[end - 1 : end])[0]
         cut = [tf.gather(x, take)[..., :length] for x in (input_ids, input_mask, segment_ids)]
-        return i + 1, parts.write(i, forward(*cut))
+        return i + 1, end, parts.write(i, forward(*cut))
 
-    _, parts = tf.while_loop(lambda i, _: i < groups, body, (tf.constant(0), parts))
+    _, _, parts = tf.while_loop(
+        lambda i, start, _: start < rows, body, (tf.constant(0), tf.constant(0), parts)
+    )
     ordered = parts.concat()  # rows in `order`
     return tf.scatter_nd(order[:, None], ordered, tf.shape(ordered))
 

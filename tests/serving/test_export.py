@@ -329,9 +329,10 @@ def test_pack_pads_a_request_to_its_bucket_not_to_max_seq_length():
 
 
 def test_by_length_groups_sorted_rows_and_returns_them_in_order():
-    """A request's rows are computed 8 at a time sorted by length, each group cut to its
-    bucket, and the results come back in the request's order; for multiple choice a row's
-    length is its longest choice."""
+    """A request's rows are computed in length-sorted groups (at most `group` rows and
+    `positions` grid positions each, one row at least), each cut to its bucket, and the
+    results come back in the request's order; for multiple choice a row's length is its
+    longest choice and it counts C times."""
     import tensorflow as tf
 
     from albert_tf.serving.text_ops import by_length
@@ -350,30 +351,53 @@ def test_by_length_groups_sorted_rows_and_returns_them_in_order():
             tf.concat([per_row, tf.reduce_sum(input_mask, -1, keepdims=True)], 1), tf.float32
         )
 
-    out = by_length(forward, tf.constant(ids), tf.constant(mask), tf.zeros_like(mask), 128)
-    np.testing.assert_array_equal(out.numpy()[:, 0], (ids * mask).sum(-1))
-    np.testing.assert_array_equal(out.numpy()[:, 1], lengths)
-    assert [s[0] for s in seen] == [8, 8, 5]
-    sorted_lengths = np.sort(lengths)
-    for (rows, width), first in zip(seen, (0, 8, 16)):
-        longest = sorted_lengths[first : first + rows].max()
-        assert width >= longest and (width - longest < 16 or width == 128), (width, longest)
+    def run(**kw):
+        seen.clear()
+        out = by_length(
+            forward, tf.constant(ids), tf.constant(mask), tf.zeros_like(mask), 128, **kw
+        )
+        np.testing.assert_array_equal(out.numpy()[:, 0], (ids * mask).sum(-1))
+        np.testing.assert_array_equal(out.numpy()[:, 1], lengths)
+        return list(seen)
+
     sizes = bucket_sizes(128)
-    groups = [sorted_lengths[i : i + 8].max() for i in (0, 8, 16)]
-    assert [w for _, w in seen] == [min(b for b in sizes if b >= g) for g in groups]
+    sorted_lengths = np.sort(lengths)
+
+    def expected(group, positions, exact=False):
+        """The greedy groups written out: (rows, cut length) of each."""
+        cut = (lambda n: n) if exact else (lambda n: min(b for b in sizes if b >= n))
+        out, start = [], 0
+        while start < len(sorted_lengths):
+            end = start + 1
+            while (
+                end < len(sorted_lengths)
+                and end - start < group
+                and (end + 1 - start) * cut(sorted_lengths[end]) <= positions
+            ):
+                end += 1
+            out.append((end - start, cut(sorted_lengths[end - 1])))
+            start = end
+        return out
+
+    got = run(group=8, positions=10**6)
+    assert got == expected(8, 10**6) and [r for r, _ in got] == [8, 8, 5]
     # exact (the encoder's vectors): each group cut to its own longest row, same outputs.
-    seen.clear()
-    again = by_length(
-        forward, tf.constant(ids), tf.constant(mask), tf.zeros_like(mask), 128, exact=True
-    )
-    np.testing.assert_array_equal(again.numpy(), out.numpy())
-    assert seen == [(8, g) for g in groups[:2]] + [(5, groups[2])]
+    groups = [sorted_lengths[i : i + 8].max() for i in (0, 8, 16)]
+    assert run(group=8, positions=10**6, exact=True) == [(8, g) for g in groups[:2]] + [
+        (5, groups[2])
+    ]
+    # The defaults: up to 32 rows and 4,096 positions; a row longer than the budget alone.
+    assert run() == expected(32, 4096)
+    assert all(rows * width <= 4096 for rows, width in seen)
+    got = run(positions=100)
+    assert got == expected(32, 100) and all(r == 1 for r, w in got if w > 50)
     # Multiple choice: [B, C, L], a row's length its longest choice.
     mc_mask = np.stack([mask[:6], mask[6:12]], axis=1)  # [6, 2, 128]
     mc_ids = np.stack([ids[:6], ids[6:12]], axis=1)
     seen.clear()
     out = by_length(
-        lambda i, m, s: tf.cast(tf.reduce_sum(i * m, axis=-1), tf.float32),
-        tf.constant(mc_ids), tf.constant(mc_mask), tf.zeros_like(mc_mask), 128,
+        lambda i, m, s: (seen.append(tuple(i.shape)), tf.cast(tf.reduce_sum(i * m, -1), tf.float32))[1],
+        tf.constant(mc_ids), tf.constant(mc_mask), tf.zeros_like(mc_mask), 128, positions=512,
     )  # fmt: skip
     np.testing.assert_array_equal(out.numpy(), (mc_ids * mc_mask).sum(-1))
+    assert sum(r for r, _, _ in seen) == 6 and all(r * 2 * w <= 512 or r == 1 for r, _, w in seen)

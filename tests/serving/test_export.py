@@ -395,9 +395,14 @@ def test_by_length_groups_sorted_rows_and_returns_them_in_order():
     mc_mask = np.stack([mask[:6], mask[6:12]], axis=1)  # [6, 2, 128]
     mc_ids = np.stack([ids[:6], ids[6:12]], axis=1)
     seen.clear()
+
+    def choices(i, m, s):
+        seen.append(tuple(i.shape))
+        return tf.cast(tf.reduce_sum(i * m, -1), tf.float32)
+
     out = by_length(
-        lambda i, m, s: (seen.append(tuple(i.shape)), tf.cast(tf.reduce_sum(i * m, -1), tf.float32))[1],
-        tf.constant(mc_ids), tf.constant(mc_mask), tf.zeros_like(mc_mask), 128, positions=512,
+        choices, tf.constant(mc_ids), tf.constant(mc_mask), tf.zeros_like(mc_mask), 128,
+        positions=512,
     )  # fmt: skip
     np.testing.assert_array_equal(out.numpy(), (mc_ids * mc_mask).sum(-1))
     assert sum(r for r, _, _ in seen) == 6 and all(r * 2 * w <= 512 or r == 1 for r, _, w in seen)

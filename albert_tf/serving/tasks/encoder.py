@@ -13,6 +13,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from albert_tf.checkpoints.task_kinds.encoder import EncoderFields
+from albert_tf.modeling.packing import packed_tokens
 from albert_tf.modeling.pooling import l2_normalize, pool
 from albert_tf.serving.base import LiteModule, Serving, ServingTask, model_inputs, string_spec
 from albert_tf.serving.text_ops import at_least_one_row, by_length, pack, same_rows
@@ -94,7 +95,8 @@ class EncoderServing(Serving):
     def embed(self, text):
         batch = tf.shape(text)[0]
         ids = self._pack(at_least_one_row(text))
-        outputs = embedding_outputs(self.model, ids, self.fields, self.max_seq_length)
+        with packed_tokens():  # (as `_forward`: the request's padding only in attention)
+            outputs = embedding_outputs(self.model, ids, self.fields, self.max_seq_length)
         return {k: v[:batch] for k, v in outputs.items()}
 
     def similarity(self, text_a, text_b):

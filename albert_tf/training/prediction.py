@@ -4,7 +4,9 @@ The fine-tuning runners predict several times with one model (an evaluation ever
 `eval_every` steps, then the dev, test and tuning sets); each call would trace a new
 `tf.function`, and the last, shorter batch another. So the traced forward pass is kept per
 model (a weak reference: it goes with the model) and traced once with every dimension left
-open (any batch size and length), and every later call reuses it.
+open (any batch size and length), and every later call reuses it. On the host it computes
+packed (only the real tokens through the projections and FFN: a length-grouped batch's
+padding then costs only attention; values equal within float rounding).
 
 Batches grouped by length (data_pipeline.length_buckets) come in several lengths: their
 per-token arrays (SQuAD's start/end logits and the features carried with them) are padded
@@ -28,15 +30,25 @@ MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 _FORWARD = weakref.WeakKeyDictionary()
 
 
-def _forward(model):
-    """The model's traced inference pass (training=False), one per model."""
-    forward = _FORWARD.get(model)
+def _forward(model, packed: bool = False):
+    """The model's traced inference pass (training=False), one per model and `packed`
+    (its encoder computing only the real tokens outside attention, `albert_tf.modeling.
+    packing`: the host's path, where shapes may vary; the replicas' keep static ones)."""
+    forwards = _FORWARD.setdefault(model, {})
+    forward = forwards.get(packed)
     if forward is None:
         import tensorflow as tf
 
+        from albert_tf.modeling.packing import packed_tokens
+
         ref = weakref.ref(model)  # the function must not keep its model alive
-        forward = tf.function(lambda batch: ref()(batch, training=False), reduce_retracing=True)
-        _FORWARD[model] = forward
+
+        def run(batch):
+            with packed_tokens(packed):
+                return ref()(batch, training=False)
+
+        forward = tf.function(run, reduce_retracing=True)
+        forwards[packed] = forward
     return forward
 
 
@@ -69,7 +81,7 @@ def _results(model, dataset, strategy, batch_size):
     import tensorflow as tf
 
     if strategy is None or strategy is tf.distribute.get_strategy():
-        forward = _forward(model)
+        forward = _forward(model, packed=True)
         for batch in dataset:
             inputs = {k: batch[k] for k in MODEL_INPUTS}
             # Trace once for every batch size and length first (one graph however many

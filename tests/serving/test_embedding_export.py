@@ -101,9 +101,9 @@ def test_savedmodel_in_a_fresh_process_equals_the_python_embedder(
 
 
 def test_vectors_equal_the_python_embedder(exported, encoder_checkpoint):
-    """The SavedModel's `vectors`: the embeddings alone, rows computed 8 at a time sorted
-    by length, each group padded to its own longest row, returned in the request's order.
-    49 rows of mixed lengths (one fills LENGTH): 7 groups of different lengths. (In this
+    """The SavedModel's `vectors`: the embeddings alone, rows computed in length-sorted
+    groups (`text_ops.by_length`), each padded to its own longest row and packed, returned
+    in the request's order. 49 rows of mixed lengths (one fills LENGTH): 2 groups. (In this
     process; `similarity`, which runs on `vectors`, is checked in a fresh one above.)"""
     import tensorflow as tf
 

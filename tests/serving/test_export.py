@@ -335,7 +335,7 @@ def test_by_length_groups_sorted_rows_and_returns_them_in_order():
     longest choice and it counts C times."""
     import tensorflow as tf
 
-    from albert_tf.serving.text_ops import by_length
+    from albert_tf.serving.text_ops import GROUP_POSITIONS, LENGTH_GROUP, by_length
     from data_pipeline.length_buckets import bucket_sizes
 
     rng = np.random.default_rng(0)
@@ -386,9 +386,9 @@ def test_by_length_groups_sorted_rows_and_returns_them_in_order():
     assert run(group=8, positions=10**6, exact=True) == [(8, g) for g in groups[:2]] + [
         (5, groups[2])
     ]
-    # The defaults: up to 32 rows and 4,096 positions; a row longer than the budget alone.
-    assert run() == expected(32, 4096)
-    assert all(rows * width <= 4096 for rows, width in seen)
+    # The defaults: up to LENGTH_GROUP rows and GROUP_POSITIONS positions.
+    assert run() == expected(LENGTH_GROUP, GROUP_POSITIONS)
+    assert all(rows * width <= GROUP_POSITIONS for rows, width in seen)
     got = run(positions=100)
     assert got == expected(32, 100) and all(r == 1 for r, w in got if w > 50)
     # Multiple choice: [B, C, L], a row's length its longest choice.

@@ -11,7 +11,7 @@ not depend on them). Texts: STS-B dev sentences ($ALBERT_TF_DATA/glue/STS-B), fi
 second of each pair, in order, `--batch_size` per request.
   albert_tf    `export --task encoder --pooling mean --normalize` of a random AlbertEncoder,
                tf.saved_model.load in this process, signatures["vectors"](text) →
-               embeddings (rows sorted by length, `text_ops.LENGTH_GROUP` at a time; the
+               embeddings (rows sorted by length, in `text_ops.by_length`'s groups; the
                projections and FFN on the real tokens only, each attention core on its
                group's grid, `albert_tf.modeling.packing`); also signatures["embed"],
                which pads the request to one bucket and returns the [B, S, H] sequence
@@ -209,7 +209,7 @@ def main() -> int:
     if "albert_tf lite float32" in extra:  # the float32 file answers as the SavedModel
         assert np.abs(got - extra["albert_tf lite float32"](batches[0])).max() < 1e-4
     # Token positions each side computes, request by request (the same tokenizer).
-    from albert_tf.serving.text_ops import LENGTH_GROUP
+    from albert_tf.serving.text_ops import GROUP_POSITIONS, LENGTH_GROUP
 
     python_tokenizer = AlbertTokenizer(spm)
     flops = {"albert_tf vectors": 0.0, "transformers + mean": 0.0}
@@ -219,8 +219,16 @@ def main() -> int:
         positions["real tokens"] += sum(lengths)
         flops["transformers + mean"] += encoder_flops(config, lengths[-1], len(lengths))
         positions["transformers + mean"] += lengths[-1] * len(lengths)
-        for g in range(0, len(lengths), LENGTH_GROUP):  # packed: real tokens only
-            group = lengths[g : g + LENGTH_GROUP]
+        start = 0  # by_length's groups (exact lengths); packed: real tokens only
+        while start < len(lengths):
+            end = start + 1
+            while (
+                end < len(lengths)
+                and end - start < LENGTH_GROUP
+                and (end + 1 - start) * lengths[end] <= GROUP_POSITIONS
+            ):
+                end += 1
+            group, start = lengths[start:end], end
             flops["albert_tf vectors"] += encoder_flops(config, group[-1], len(group), sum(group))
             positions["albert_tf vectors"] += sum(group)
     peak = matmul_rate(tf)

@@ -335,7 +335,8 @@ def test_length_aware_prediction_gives_the_padded_logits_and_answers(tok, shared
     lengths = mask.sum(axis=1)
     own = sum(min(b for b in bucket_sizes(384) if b >= n) for n in lengths)
     assert sum(s[0] * s[1] for s in shapes) == own < 0.85 * features.count * 384
-    assert _forward(model).experimental_get_tracing_count() == 1  # every bucket, one trace
+    # every bucket, one trace (the host's packed forward)
+    assert _forward(model, packed=True).experimental_get_tracing_count() == 1
     first = next(iter(bucketed_ds))["feature_index"].numpy()
     assert not np.array_equal(first, np.arange(len(first)))  # the reordering matters
     train = squad_features(source, tok, str(tmp_path), 384, 128, 64, True, examples)

@@ -209,28 +209,32 @@ def main() -> int:
     if "albert_tf lite float32" in extra:  # the float32 file answers as the SavedModel
         assert np.abs(got - extra["albert_tf lite float32"](batches[0])).max() < 1e-4
     # Token positions each side computes, request by request (the same tokenizer).
-    from albert_tf.serving.text_ops import GROUP_POSITIONS, LENGTH_GROUP
+    from albert_tf.serving.text_ops import by_length
+
+    def our_groups(lengths):
+        """(rows, length, tokens) of each group `vectors` computes: by_length itself, run
+        eagerly on the lengths with a forward that only records its groups."""
+        seen = []
+
+        def record(ids, mask, segments):
+            seen.append((int(mask.shape[0]), int(mask.shape[1]), int(tf.reduce_sum(mask))))
+            return tf.zeros([tf.shape(ids)[0], 1])
+
+        mask = tf.constant((np.arange(128)[None, :] < np.array(lengths)[:, None]).astype("int32"))
+        by_length(record, mask, mask, tf.zeros_like(mask), 128, exact=True)
+        return seen
 
     python_tokenizer = AlbertTokenizer(spm)
     flops = {"albert_tf vectors": 0.0, "transformers + mean": 0.0}
     positions = {"albert_tf vectors": 0, "transformers + mean": 0, "real tokens": 0}
     for batch in batches[2:]:
-        lengths = sorted(min(len(python_tokenizer.encode(t)) + 2, 128) for t in batch)
+        lengths = [min(len(python_tokenizer.encode(t)) + 2, 128) for t in batch]
         positions["real tokens"] += sum(lengths)
-        flops["transformers + mean"] += encoder_flops(config, lengths[-1], len(lengths))
-        positions["transformers + mean"] += lengths[-1] * len(lengths)
-        start = 0  # by_length's groups (exact lengths); packed: real tokens only
-        while start < len(lengths):
-            end = start + 1
-            while (
-                end < len(lengths)
-                and end - start < LENGTH_GROUP
-                and (end + 1 - start) * lengths[end] <= GROUP_POSITIONS
-            ):
-                end += 1
-            group, start = lengths[start:end], end
-            flops["albert_tf vectors"] += encoder_flops(config, group[-1], len(group), sum(group))
-            positions["albert_tf vectors"] += sum(group)
+        flops["transformers + mean"] += encoder_flops(config, max(lengths), len(lengths))
+        positions["transformers + mean"] += max(lengths) * len(lengths)
+        for rows, length, tokens in our_groups(lengths):  # packed: real tokens only
+            flops["albert_tf vectors"] += encoder_flops(config, length, rows, tokens)
+            positions["albert_tf vectors"] += tokens
     peak = matmul_rate(tf)
     load_start = os.getloadavg()
 

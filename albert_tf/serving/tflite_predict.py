@@ -94,7 +94,12 @@ class LiteModel:
         if ids_in:  # (ids in, windows here: no custom op)
             from ai_edge_litert.interpreter import Interpreter
 
-            self.interpreter = Interpreter(**options)
+            from albert_tf.serving.lite_runtime import COMPILED_TASKS, CompiledRunner
+
+            if self.task in COMPILED_TASKS:  # (weights packed once: lite_runtime)
+                self.interpreter = CompiledRunner(path, options["num_threads"])
+            else:
+                self.interpreter = Interpreter(**options)
             self._spm_model = entries.get(SPM_NAME)
             self._vocab = entries.get(VOCAB_NAME)
         else:

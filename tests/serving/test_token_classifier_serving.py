@@ -155,6 +155,29 @@ def test_litert_runner_answers_the_savedmodel_tags(conll):
     assert answers[0]["tags"] == conll["want"][0] and answers[2]["tags"] == conll["want"][1]
 
 
+def test_compiled_runner_answers_as_the_interpreter_at_every_shape(conll):
+    """lite_runtime.CompiledRunner (weights packed once) gives the interpreter's logits bit
+    for bit at each batch and length, resizing both ways and back; outputs take the
+    computed shape; a wrong input set is one error naming the signature."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from albert_tf.serving.lite_runtime import CompiledRunner, output_signatures
+
+    path = conll["paths"][1]
+    assert output_signatures(path) == {"serving_default": {"logits": ([-1, -1, 9], np.float32)}}
+    compiled = CompiledRunner(path, 1).get_signature_runner("serving_default")
+    reference = Interpreter(model_path=path, num_threads=1).get_signature_runner("serving_default")
+    rng = np.random.default_rng(3)
+    for rows, length in [(1, 5), (3, 17), (3, 17), (1, 2), (4, MAX_SEQ_LENGTH), (2, 9)]:
+        ids = rng.integers(5, 30000, [rows, length]).astype(np.int32)
+        mask = (np.arange(length) < rng.integers(1, length + 1, [rows, 1])).astype(np.int32)
+        inputs = dict(input_ids=ids * mask, input_mask=mask, segment_ids=0 * ids)
+        got, want = compiled(**inputs)["logits"], reference(**inputs)["logits"]
+        assert got.shape == (rows, length, 9) and np.array_equal(got, want), (rows, length)
+    with pytest.raises(ValueError, match="signature serving_default takes"):
+        compiled(input_ids=ids)
+
+
 LIMIT = 2  # windows: conll texts 1 and 15 need one each, text 0 needs three
 
 

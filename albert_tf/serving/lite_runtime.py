@@ -5,14 +5,14 @@ the interpreter's XNNPack delegate packs the weights of every FULLY_CONNECTED no
 itself: an ALBERT-base file holds twelve packed copies of the layer's 27 MB, and every call
 reads all twelve from memory instead of one copy from cache. LiteRT's CompiledModel with
 XNNPack's weight cache (kept in memory: `CACHE_IN_MEMORY`) packs each matrix once and lets
-every node that uses it share the copy: the process holds one packed layer, and batch-1
-calls on short texts take about half the time (docs/performance.md).
+every node that uses it share the copy: the process holds one packed layer, and every call
+reads 27 MB of weights instead of 324 (figures: docs/performance.md).
 
 `CompiledRunner(path, threads).get_signature_runner(signature)(**inputs)` answers as the
-interpreter's does: numpy inputs of any batch and length (the
-file's dynamic dimensions), numpy outputs of the computed shapes, equal to the
-interpreter's bit for bit (tests/serving/test_lite_runtime.py). Files with custom ops (the
-text-in files' tokenizers) stay on the interpreter: CompiledModel registers none."""
+interpreter's does: numpy inputs of any batch and length (the file's dynamic dimensions),
+numpy outputs of the computed shapes, equal to the interpreter's bit for bit
+(tests/serving/test_token_classifier_serving.py). Files with custom ops (the text-in files'
+tokenizers) stay on the interpreter: CompiledModel registers none."""
 
 from __future__ import annotations
 
@@ -104,8 +104,11 @@ class CompiledRunner:
         for name, buffer in zip(outputs, out_buffers):
             shape = details[name]["shape"]
             count = int(np.prod(shape, dtype=np.int64))
-            if count > room[name].size:  # (the bound above is this module's own rule)
-                raise RuntimeError(f"{signature}: output {name} {shape} outgrew its room")
+            if count > room[name].size:  # (a file whose outputs break the bound's rule)
+                raise RuntimeError(
+                    f"{signature}: output {name} has shape {shape}, larger than its open "
+                    "dimensions at most the largest input dimension; run it with the interpreter"
+                )
             result[name] = buffer.read(count, room[name].dtype).reshape(shape)
         return result
 

@@ -30,6 +30,16 @@ COMPILED_TASKS = ("token_classifier", "classifier")
 CACHE_IN_MEMORY = ":memory:"  # XNNPack's name for a weight cache that is never written
 
 
+def ids_in_runtime(path: str, task: str, threads: int):
+    """The runtime of an ids-in file: a CompiledRunner for COMPILED_TASKS, else the
+    interpreter. Either has get_signature_list() and get_signature_runner(name)."""
+    if task in COMPILED_TASKS:
+        return CompiledRunner(path, threads)
+    from ai_edge_litert.interpreter import Interpreter
+
+    return Interpreter(model_path=path, num_threads=threads)
+
+
 class CompiledRunner:
     """Signatures of one LiteRT file through ai-edge-litert's CompiledModel, `threads` CPU
     threads, XNNPack's weight cache in memory."""

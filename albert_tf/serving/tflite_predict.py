@@ -92,14 +92,9 @@ class LiteModel:
         ids_in = self.task in ("squad", "token_classifier", "fill_mask")
         ids_in = ids_in or self.metadata.get("doc_stride")
         if ids_in:  # (ids in, windows here: no custom op)
-            from ai_edge_litert.interpreter import Interpreter
+            from albert_tf.serving.lite_runtime import ids_in_runtime
 
-            from albert_tf.serving.lite_runtime import COMPILED_TASKS, CompiledRunner
-
-            if self.task in COMPILED_TASKS:  # (weights packed once: lite_runtime)
-                self.interpreter = CompiledRunner(path, options["num_threads"])
-            else:
-                self.interpreter = Interpreter(**options)
+            self.interpreter = ids_in_runtime(path, self.task, options["num_threads"])
             self._spm_model = entries.get(SPM_NAME)
             self._vocab = entries.get(VOCAB_NAME)
         else:

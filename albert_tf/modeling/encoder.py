@@ -12,7 +12,7 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
-from albert_tf.modeling import packing, recompute
+from albert_tf.modeling import layer_loop, packing, recompute
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.layers import (
     AlbertEmbeddings,
@@ -187,10 +187,12 @@ class AlbertEncoder(keras.Model):
         hidden_states = [x]
         # L × inner_group_num blocks, shared objects reused; every block's output when
         # all of them are asked for.
-        for segment in run.segments(per_block=output_hidden_states):
-            x = run.segment(segment, x)
-            if output_hidden_states:
+        if output_hidden_states:
+            for segment in run.segments(per_block=True):
+                x = run.segment(segment, x)
                 hidden_states.append(x)
+        else:
+            x = run.run_segments(run.segments(), x)
         sequence_output = run.unflatten(x)  # [B, S, H]
         outputs = {
             "sequence_output": sequence_output,
@@ -235,8 +237,7 @@ class AlbertEncoder(keras.Model):
             positions + run.seq_length * tf.range(run.batch_size)[:, None], [-1]
         )
         *body, last = run.segments()
-        for segment in body:
-            x = run.segment(segment, x)
+        x = run.run_segments(body, x)
         x = run.segment(last, x, query_rows)  # the last block at query_rows only
         gathered = run.unflatten(x, tf.shape(positions)[1])  # [B, 1+P, H]
         return {"positions_output": gathered[:, 1:], "pooled_output": self._pool(gathered[:, 0])}
@@ -280,6 +281,25 @@ class _BlockRunner:
         blocks with `per_block` (every block's output is wanted, hence kept anyway)."""
         mode = self.recompute
         return recompute.segments(self.config, "none" if per_block else mode)
+
+    def run_segments(self, segments: list[range], x):
+        """The `segments` in turn on x [rows, H]; traced as one tf.while_loop over the
+        block (`layer_loop`) when `layer_loop.active()` and every segment is the same single
+        block (one shared layer, no recomputation), else one after another."""
+        blocks = {id(self.blocks[i]) for segment in segments for i in segment}
+        if layer_loop.active() and len(segments) > 1 and len(blocks) == 1:
+            if all(len(segment) == 1 for segment in segments):
+                count, first = len(segments), segments[0]
+                _, x = tf.while_loop(
+                    lambda i, x: i < count,
+                    lambda i, x: (i + 1, self.segment(first, x)),
+                    (tf.constant(0), x),
+                    parallel_iterations=1,
+                )
+                return x
+        for segment in segments:
+            x = self.segment(segment, x)
+        return x
 
     def segment(self, indices: range, x, query_rows=None):
         """The blocks at `indices` in turn on x [batch*seq, H], the last of them only at

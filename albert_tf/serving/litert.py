@@ -94,9 +94,12 @@ def _named(frozen, names):
     return lambda *args: dict(zip(names, frozen(*args)))
 
 
-def convert(functions: dict, quantize: str = "float32") -> bytes:
+def convert(functions: dict, quantize: str = "float32", loop: bool = True) -> bytes:
     """The LiteRT flatbuffer of `functions` ({signature: tf.function with an input
-    signature}), weights frozen into constants.
+    signature}), weights frozen into constants; with `loop`, the shared layer as one while
+    loop (`albert_tf.modeling.layer_loop`: its weights packed once by XNNPack; a file for
+    accelerators that need static shapes, `fixed_length`, stays unrolled, as few of them
+    run a WHILE op).
 
     The route (each shortcut fails): trace with plain kernels, freeze each concrete
     function (`convert_variables_to_constants_v2`), wrap it in a variable-free tf.function
@@ -110,12 +113,13 @@ def convert(functions: dict, quantize: str = "float32") -> bytes:
     )
 
     from albert_tf.modeling.kernels import portable_kernels
+    from albert_tf.modeling.layer_loop import looped_layers
 
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"--export_quantize {quantize!r} is not one of {', '.join(QUANTIZATIONS)}")
     holder, signatures = tf.Module(), {}
     for name, fn in functions.items():
-        with portable_kernels():
+        with portable_kernels(), looped_layers(loop):
             concrete = fn.get_concrete_function()
         names = sorted(concrete.structured_outputs)  # the frozen function's output order
         frozen = convert_variables_to_constants_v2(concrete)
@@ -240,7 +244,7 @@ def write_litert(
         entries = {METADATA_NAME: json.dumps(dict(meta, quantization=q), sort_keys=True).encode()}
         entries.update(extra_entries)
         try:
-            data = with_metadata(convert(module.functions(), q), entries)
+            data = with_metadata(convert(module.functions(), q, loop=not fixed_length), entries)
         except tf.errors.OpError as e:
             raise LiteRTError(
                 f"cannot convert the {task} model: {e.message.splitlines()[0]}"

@@ -1,0 +1,37 @@
+"""The shared layer applied as a loop in the graph, for LiteRT files.
+
+ALBERT applies one layer's weights L times (cross-layer sharing). Traced as a Python loop,
+a graph holds L copies of the layer's ops, all reading the same weights; a runtime that
+prepares weights per op then prepares them L times. LiteRT's XNNPack delegate does: it
+packs the weights of every FULLY_CONNECTED node for that node, so an ALBERT-base file
+unrolled holds twelve packed copies of its 27 MB layer and every call reads all twelve
+from memory. Inside `looped_layers()` the encoder traces its repeated block as one
+`tf.while_loop` whose body is the block (`AlbertEncoder`'s `_BlockRunner.run_segments`):
+the file has one WHILE op and one body subgraph, whose weights any LiteRT interpreter packs
+once, with no option to set (figures: docs/performance.md, "one layer, one loop").
+
+Exact: the body is the same ops on the same weights, applied in the same order. Used
+only where the graph is converted for LiteRT (`albert_tf.serving.litert.convert`):
+TensorFlow itself runs the unrolled graph faster (oneDNN fuses across layers, and a while
+loop's per-iteration bookkeeping costs more than the copies of the ops)."""
+
+from __future__ import annotations
+
+import contextlib
+
+_LOOP = [False]  # a stack: the top says whether the encoder traces its layers as a loop
+
+
+@contextlib.contextmanager
+def looped_layers(enabled: bool = True):
+    """Within this context (when `enabled`), an encoder whose blocks are one shared block
+    traces them as one while loop."""
+    _LOOP.append(enabled)
+    try:
+        yield
+    finally:
+        _LOOP.pop()
+
+
+def active() -> bool:
+    return _LOOP[-1]

@@ -92,9 +92,9 @@ class LiteModel:
         ids_in = self.task in ("squad", "token_classifier", "fill_mask")
         ids_in = ids_in or self.metadata.get("doc_stride")
         if ids_in:  # (ids in, windows here: no custom op)
-            from albert_tf.serving.lite_runtime import ids_in_runtime
+            from ai_edge_litert.interpreter import Interpreter
 
-            self.interpreter = ids_in_runtime(path, self.task, options["num_threads"])
+            self.interpreter = Interpreter(**options)
             self._spm_model = entries.get(SPM_NAME)
             self._vocab = entries.get(VOCAB_NAME)
         else:

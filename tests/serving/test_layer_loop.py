@@ -4,27 +4,13 @@ and the Keras model's, and the layouts that stay unrolled (parameter groups, fix
 
 from __future__ import annotations
 
-import collections
-
 import numpy as np
 import pytest
 
-from tests.support.harness import random_batch, tiny_config
+from tests.support.harness import litert_ops, random_batch, tiny_config
 
 LAYERS = 4
 BLOCK_MATMULS = 4  # Q|K|V, the attention output, the FFN's two
-
-
-def _ops(data: bytes) -> dict:
-    """{subgraph name: Counter of its builtin ops' names} of a LiteRT flatbuffer."""
-    from tensorflow.lite.tools import flatbuffer_utils
-
-    model = flatbuffer_utils.convert_bytearray_to_object(bytearray(data))
-    out = {}
-    for i, graph in enumerate(model.subgraphs):
-        names = [flatbuffer_utils.opcode_to_name(model, op.opcodeIndex) for op in graph.operators]
-        out[graph.name.decode() if graph.name else str(i)] = collections.Counter(names)
-    return out
 
 
 def _logits(data: bytes, batch: dict) -> np.ndarray:
@@ -69,7 +55,7 @@ def test_one_shared_block_is_one_while_loop_with_one_block_of_matmuls(files):
     looped (the last runs at [CLS] only, outside the loop), so the file holds 4 × (L - 2)
     fewer FULLY_CONNECTED nodes than the unrolled one, each a copy XNNPack would pack."""
     _, out = files
-    looped, unrolled = _ops(out[1][1]), _ops(out[1][2])
+    looped, unrolled = litert_ops(out[1][1]), litert_ops(out[1][2])
     assert sum(c["WHILE"] for c in looped.values()) == 1
     assert sum(c["WHILE"] for c in unrolled.values()) == 0
     bodies = [c for name, c in looped.items() if name.endswith("_body")]
@@ -89,4 +75,4 @@ def test_the_looped_file_answers_as_the_unrolled_one_and_the_model(files):
 def test_parameter_groups_stay_unrolled(files):
     """Two groups: two different blocks, so no single body; the file is the unrolled one."""
     _, out = files
-    assert _ops(out[2][1]) == _ops(out[2][2])
+    assert litert_ops(out[2][1]) == litert_ops(out[2][2])

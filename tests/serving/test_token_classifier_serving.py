@@ -155,27 +155,27 @@ def test_litert_runner_answers_the_savedmodel_tags(conll):
     assert answers[0]["tags"] == conll["want"][0] and answers[2]["tags"] == conll["want"][1]
 
 
-def test_compiled_runner_answers_as_the_interpreter_at_every_shape(conll):
-    """lite_runtime.CompiledRunner (weights packed once) gives the interpreter's logits bit
-    for bit at each batch and length, resizing both ways and back; outputs take the
-    computed shape; a wrong input set is one error naming the signature."""
+def test_the_file_loops_its_shared_layer_and_resizes_both_ways(conll):
+    """The NER file traces the shared layer as one while loop (albert_tf.modeling.
+    layer_loop: XNNPack packs its weights once); one interpreter resized at each batch and
+    length, up, down and back, gives the logits of a fresh interpreter at that shape bit
+    for bit (the loop body is resized with the file's inputs)."""
     from ai_edge_litert.interpreter import Interpreter
 
-    from albert_tf.serving.lite_runtime import CompiledRunner, output_signatures
+    from tests.support.harness import litert_ops
 
     path = conll["paths"][1]
-    assert output_signatures(path) == {"serving_default": {"logits": ([-1, -1, 9], np.float32)}}
-    compiled = CompiledRunner(path, 1).get_signature_runner("serving_default")
-    reference = Interpreter(model_path=path, num_threads=1).get_signature_runner("serving_default")
+    with open(path, "rb") as f:
+        assert sum(ops["WHILE"] for ops in litert_ops(f.read()).values()) == 1
+    reused = Interpreter(model_path=path, num_threads=1).get_signature_runner()
     rng = np.random.default_rng(3)
     for rows, length in [(1, 5), (3, 17), (3, 17), (1, 2), (4, MAX_SEQ_LENGTH), (2, 9)]:
         ids = rng.integers(5, 30000, [rows, length]).astype(np.int32)
         mask = (np.arange(length) < rng.integers(1, length + 1, [rows, 1])).astype(np.int32)
         inputs = dict(input_ids=ids * mask, input_mask=mask, segment_ids=0 * ids)
-        got, want = compiled(**inputs)["logits"], reference(**inputs)["logits"]
+        fresh = Interpreter(model_path=path, num_threads=1).get_signature_runner()
+        got, want = reused(**inputs)["logits"], fresh(**inputs)["logits"]
         assert got.shape == (rows, length, 9) and np.array_equal(got, want), (rows, length)
-    with pytest.raises(ValueError, match="signature serving_default takes"):
-        compiled(input_ids=ids)
 
 
 LIMIT = 2  # windows: conll texts 1 and 15 need one each, text 0 needs three

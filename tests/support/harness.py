@@ -223,3 +223,17 @@ def random_batch(vocab_size=99, batch=3, seq=11, positions=3, seed=0):
         "segment_ids": segments,
         "masked_lm_positions": lm_positions,
     }
+
+
+def litert_ops(data: bytes) -> dict:
+    """{subgraph name: Counter of its builtin ops' names} of a LiteRT flatbuffer."""
+    import collections
+
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.convert_bytearray_to_object(bytearray(data))
+    out = {}
+    for i, graph in enumerate(model.subgraphs):
+        names = [flatbuffer_utils.opcode_to_name(model, op.opcodeIndex) for op in graph.operators]
+        out[graph.name.decode() if graph.name else str(i)] = collections.Counter(names)
+    return out

@@ -12,8 +12,9 @@ once, with no option to set (figures: docs/performance.md, "one layer, one loop"
 
 Exact: the body is the same ops on the same weights, applied in the same order. Used
 only where the graph is converted for LiteRT (`albert_tf.serving.litert.convert`):
-TensorFlow itself runs the unrolled graph faster (oneDNN fuses across layers, and a while
-loop's per-iteration bookkeeping costs more than the copies of the ops)."""
+TensorFlow's own runtime keeps no per-op copy of the weights to save, so SavedModels and
+training keep the unrolled graph (and with it the per-layer recomputation and the packed
+encoder, which a loop body would have to carry)."""
 
 from __future__ import annotations
 

@@ -75,11 +75,13 @@ def test_weighted_token_loss_is_the_weighted_mean_over_counted_tokens():
 
 
 def test_multi_label_positive_weights_are_torch_bce_pos_weight():
+    import keras
     import tensorflow as tf
     import torch
 
     from albert_tf.training.multi_label import MultiLabelClassificationTask
 
+    keras.utils.set_random_seed(0)  # (the weights' effect below depends on the logits)
     pos = (4.0, 0.5, 1.0)
     task = MultiLabelClassificationTask(tiny_config(), 3, dropout=0.0, pos_weights=pos)
     model = task.build_model()

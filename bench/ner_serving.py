@@ -4,6 +4,7 @@ the same weights, on CoNLL-2003 dev text.
 
     python -m bench.ner_serving                          # ALBERT-base, batch 32 and 1
     python -m bench.ner_serving --config tiny --limit 64 # a quick check
+    python -m bench.ner_serving --batches 1 --floor      # and each model's forward alone
 
 Setting: a random-weight `AlbertTokenClassifier` (CoNLL-2003's 9 tags, from its train
 file; speed does not depend on the weights) of --config's sizes is written as a fine-tuned
@@ -23,6 +24,14 @@ spaces.
         entities around the file's logits; XNNPack, every core), `--batch` texts a call;
         int8 is dynamic-range quantization (int8 weights, float activations): a different
         precision, so its entity F1 is measured apart (experiments/ner_litert_quality.py).
+With --floor, two more rows, the models' forward passes alone on the texts' token ids
+(tokenized before timing, each call's texts padded to their longest; no text handling, no
+entities): ours-model (the fine-tuned Keras model, its `logits` in a tf.function) and
+hf-model (`AlbertForTokenClassification` under inference_mode). At batch 1 (no padding on
+either side) ours-model is the least time a TensorFlow serving path of this float32 model
+can take, so ours-model / hf bounds the ratio a SavedModel with zero overhead would reach
+(the LiteRT rows run other kernels, XNNPack's); at larger batches ours-model pads where the
+SavedModel packs, so it is no bound there.
 Each system runs in its own process: a warm-up pass (untimed), then --reps timed passes
 over the texts; texts/s = texts / the median pass. The processes run interleaved, peer,
 ours, peer, so that load from other jobs falls on both; the table gives each run, and the
@@ -93,6 +102,38 @@ print("RESULT " + json.dumps({"system": "lite", "texts": len(texts), "batch": ba
                          .split()[1]) / 1024}), flush=True)
 """
 
+# The floor: the fine-tuned model's forward pass alone on token ids (this project's code).
+FLOOR = """\
+import json, statistics, sys, time
+import tensorflow as tf
+from albert_tf.checkpoints.finetuned import load_finetuned
+path, texts_file, batch, reps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+texts = json.load(open(texts_file, encoding="utf-8"))
+model, task = load_finetuned(path)
+tok = task.tokenizer().build()
+rows = [[tok.cls_id, *tok.encode(t)[: task.max_seq_length - 2], tok.sep_id] for t in texts]
+@tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2)
+def logits(ids, mask):
+    inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": tf.zeros_like(ids)}
+    return model(inputs)["logits"]
+calls = []
+for i in range(0, len(rows), batch):
+    group = rows[i : i + batch]; n = max(map(len, group))
+    calls.append((tf.constant([r + [0] * (n - len(r)) for r in group], tf.int32),
+                  tf.constant([[1] * len(r) + [0] * (n - len(r)) for r in group], tf.int32)))
+def one_pass():
+    for ids, mask in calls:
+        logits(ids, mask).numpy()
+one_pass()
+times = []
+for _ in range(reps):
+    t = time.perf_counter(); one_pass(); times.append(time.perf_counter() - t)
+print("RESULT " + json.dumps({"system": "ours-model", "texts": len(texts), "batch": batch,
+      "texts_per_s": len(texts) / statistics.median(times), "entities": 0,
+      "peak_rss_mb": int([l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
+                         .split()[1]) / 1024}), flush=True)
+"""
+
 
 def build(args) -> tuple[str, str]:
     """(SavedModel version directory, Hugging Face directory) of one random model."""
@@ -119,6 +160,7 @@ def build(args) -> tuple[str, str]:
     finetuned = save_finetuned(
         model, os.path.join(args.output_dir, "finetuned"), info, TokenizerSpec.from_files(SPM)
     )
+    args.finetuned = finetuned
     saved = export("token_classifier", finetuned, os.path.join(args.output_dir, "saved_model"))
     args.lite_files = {}
     if args.lite:
@@ -151,6 +193,8 @@ def main(argv=None) -> int:
     p.add_argument("--lite", nargs="?", const="float32", default="",
                    help="also these LiteRT files' runner: float32 (the default), int8, or both "
                         "comma-separated")  # fmt: skip
+    p.add_argument("--floor", action="store_true",
+                   help="also the two models' forward passes alone on token ids")  # fmt: skip
     args = p.parse_args(argv)
     args.lite = [q for q in args.lite.split(",") if q]
 
@@ -167,16 +211,20 @@ def main(argv=None) -> int:
     lite_client = os.path.join(args.output_dir, "lite_client.py")
     with open(lite_client, "w", encoding="utf-8") as f:
         f.write(LITE)
+    floor_client = os.path.join(args.output_dir, "floor_client.py")
+    with open(floor_client, "w", encoding="utf-8") as f:
+        f.write(FLOOR)
     peer = os.path.join(ROOT, "bench", "peers", "ner_hf.py")
     print(f"{args.config}, {len(sentences)} CoNLL-2003 dev texts, --reps {args.reps}")
     print(f"{'batch':>5}  {'run':<11} {'texts/s':>9} {'entities':>9} {'peak RSS MB':>12}")
     for batch in [int(b) for b in args.batches.split(",")]:
         lites = [f"lite-{q}" for q in args.lite]
         hf_int8 = ["hf-int8"] if "int8" in args.lite else []  # the like-for-like int8 peer
-        systems = ("hf", "ours", *lites, *hf_int8, "hf")  # interleaved: peer, ours, peer
+        floors = ["hf-model", "ours-model"] if args.floor else []
+        systems = ("hf", "ours", *lites, *hf_int8, *floors, "hf")  # interleaved: peer, ours, peer
         rows = {system: [] for system in systems}
         for system in systems:
-            mine = {"ours": (client, saved)}
+            mine = {"ours": (client, saved), "ours-model": (floor_client, args.finetuned)}
             mine.update({f"lite-{q}": (lite_client, f) for q, f in args.lite_files.items()})
             if system in mine:
                 script, model = mine[system]
@@ -185,7 +233,8 @@ def main(argv=None) -> int:
                 cmd = [sys.executable, peer, "--model", hf, "--texts", texts_file,
                        "--batch", str(batch), "--reps", str(args.reps),
                        "--quantize", "int8" if system == "hf-int8" else "float32"]  # fmt: skip
-            r = run(cmd, ROOT if system.startswith("lite") else "")
+                cmd += ["--model_only"] if system == "hf-model" else []
+            r = run(cmd, ROOT if system.startswith(("lite", "ours-")) else "")
             rows[system].append(r)
             print(f"{batch:>5}  {system:<11} {r['texts_per_s']:>9.1f} {r['entities']:>9} "
                   f"{r['peak_rss_mb']:>12.0f}", flush=True)  # fmt: skip
@@ -197,6 +246,12 @@ def main(argv=None) -> int:
         for r in rows["lite-int8"] if hf_int8 else []:
             ratio = r["texts_per_s"] / rows["hf-int8"][0]["texts_per_s"]
             print(f"{batch:>5}  lite-int8 / hf-int8 = {ratio:.2f}")
+        if args.floor:
+            ours_model = rows["ours-model"][0]["texts_per_s"]
+            what = "the zero-overhead bound" if batch == 1 else "padded, where ours packs"
+            print(f"{batch:>5}  ours-model / hf = {ours_model / peer_median:.2f} ({what}); "
+                  f"ours-model / hf-model = "
+                  f"{ours_model / rows['hf-model'][0]['texts_per_s']:.2f}")  # fmt: skip
         print(f"{batch:>5}  load average {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 

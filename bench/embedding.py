@@ -41,7 +41,8 @@ group's grid; theirs: each request padded to its longest) and the encoder's floa
 operations (`encoder_flops`: the matmuls and attention of every layer, 2 per multiply-add), divided
 by the side's time, against the rate this process reaches on one large float32 matmul
 (`matmul_rate`): how close each side already runs to the machine, so what a faster
-`vectors` could still gain other than by computing fewer positions.
+`vectors` could still gain other than by computing fewer positions. The ratio is printed
+as the product of the two: fewer FLOPs (theirs / ours) × a faster rate (ours / theirs).
 """
 
 from __future__ import annotations
@@ -273,6 +274,11 @@ def main() -> int:
         rate = total / sum(times[name]) / 1e9
         print(f"{name}: {rate:.0f} GFLOP/s in the encoder, {rate / peak:.0%} of one large matmul's")
     print(f"one 2048² float32 matmul: {peak:.0f} GFLOP/s")
+    ours_v, theirs_v = "albert_tf vectors", "transformers + mean"
+    fewer = flops[theirs_v] / flops[ours_v]
+    faster = (flops[ours_v] / sum(times[ours_v])) / (flops[theirs_v] / sum(times[theirs_v]))
+    print(f"ratio {ours_v} / transformers = {fewer:.2f} (their encoder FLOPs / ours) × "
+          f"{faster:.2f} (our GFLOP/s / theirs)")  # fmt: skip
     print(f"peak RSS: {rss_ours:.0f} MB after albert_tf, {rss_both:.0f} MB with both loaded")
     load_end = os.getloadavg()[0]
     print(f"load average (1 min): {load_start[0]:.1f} at the start, {load_end:.1f} at the end")

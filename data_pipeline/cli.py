@@ -79,16 +79,24 @@ def setting(
     below=None,
     choices: tuple[str, ...] | None = None,
     repeatable: bool = False,
+    resume: str | None = None,
+    sweepable: bool = False,
 ):
     """A dataclass field that is also a flag: its default, its help text, its range (see
     `Bounds`) and, for a string, the values it may take (an enum flag). `repeatable`: a
     `tuple[str, ...]` field whose flag is given once per value (`--x a=1,2 --x b=3`), for
-    values that hold commas themselves."""
+    values that hold commas themselves. `resume`: how a resumed run treats it ("guarded":
+    changed only with --allow_changed; "fixed": never; None: free). `sweepable`: a sweep
+    may vary it (read per run, not by what is built once for every point)."""
+    if resume not in (None, "guarded", "fixed"):
+        raise ValueError(f"resume={resume!r}: guarded, fixed or None")
     metadata = {
         "help": help,
         "bounds": Bounds(minimum, above, maximum, below),
         "choices": tuple(choices) if choices else None,
         "repeatable": repeatable,
+        "resume": resume,
+        "sweepable": sweepable,
     }
     return dataclasses.field(default=default, metadata=metadata)
 

@@ -13,7 +13,7 @@ written there:
   difference is refused in one line naming each field (old → new).
 - *With the same settings?* Each `Segment` (one invocation that trained: start step,
   time, settings) is kept; a resumed run whose settings that change the result
-  (`GUARDED_SETTINGS`: the learning rate and its schedule, the number of steps, the
+  (the guarded ones: the learning rate and its schedule, the number of steps, the
   optimizer, the batch, precision, seed) differ from the last segment's is refused unless
   each changed one is allowed explicitly, and then recorded as a new segment, never over
   the earlier one.
@@ -38,39 +38,9 @@ from data_pipeline.io import filesystem
 
 RUN_RECORD_FILE = "run_config.json"
 
-# Trainer settings (TrainerConfig fields, and the runners' train_batch_size) that change
-# what a run computes: a resumed run may change one only when it is named explicitly
-# (`RunRecord.check_settings`). The others (steps_per_loop, checkpoint and evaluation
-# periods, jit_compile, recompute, on_nonfinite, replicas) change how it runs, not what.
-GUARDED_SETTINGS = (
-    "learning_rate",
-    "num_train_steps",
-    "num_warmup_steps",
-    "poly_power",
-    "optimizer",
-    "weight_decay_rate",
-    "clip_norm",
-    "grad_accum_steps",
-    "train_batch_size",
-    "dtype",
-    "seed",
-    "early_stopping_patience",
-    "early_stopping_min_delta",
-    "layer_lr_decay",
-    # the task controls the fine-tuning runners record (albert_tf.runners.control_settings):
-    # they change the loss or the update, not the checkpoint's variables
-    "lora_alpha",
-    "teacher_checkpoint",
-    "distill_temperature",
-    "distill_alpha",
-    "distill_unlabelled_file",
-    "class_weights",
-)
-
-# Settings a resumed run may never change, not even with --allow_changed: they decide which
-# variables the checkpoints hold (a LoRA run's hold its adapters, of this rank, on these
-# kernels, and the head; a full run's the whole model), so another value would not restore.
-FIXED_SETTINGS = ("lora_rank", "lora_targets")
+# Which settings a resumed run may change only when named (guarded) or never (fixed) is
+# metadata on the settings' fields (`setting(..., resume=...)`); the runners derive the
+# lists from their dataclasses (albert_tf.runners.controls.resume_rules) and pass them in.
 
 
 def _short(value) -> str:
@@ -94,14 +64,15 @@ def _differences(old, new, name: str) -> list[str]:
     return [f"{name}: {_short(old)} → {_short(new)}"]
 
 
-def check_allowed(allowed) -> None:
-    """ValueError (one line) for a name of `allowed` (--allow_changed) that is no
-    `GUARDED_SETTINGS` name (a typo would otherwise allow nothing, silently)."""
-    unknown = [name for name in allowed if name not in GUARDED_SETTINGS]
+def check_allowed(allowed, guarded) -> None:
+    """ValueError (one line) for a name of `allowed` (--allow_changed) that is not in
+    `guarded` (the settings marked resume="guarded"; a typo would otherwise allow nothing,
+    silently)."""
+    unknown = [name for name in allowed if name not in guarded]
     if unknown:
         raise ValueError(
             f"--allow_changed={','.join(allowed)}: {', '.join(unknown)} is not a setting "
-            f"a resumed run may change; those are {', '.join(GUARDED_SETTINGS)}"
+            f"a resumed run may change; those are {', '.join(guarded)}"
         )
 
 
@@ -288,23 +259,23 @@ class RunRecord:
                 f"--init_checkpoint of a new run)"
             )
 
-    def check_settings(self, settings: dict, allowed: tuple[str, ...] | list[str]) -> list[str]:
-        """ValueError (one line) when a `GUARDED_SETTINGS` value of `settings` differs from
-        the newest segment's and is not in `allowed` (--allow_changed); returns the
-        changes allowed (`name: old → new`) for the log. ValueError too for a name in
-        `allowed` that is no guarded setting, and for a changed `FIXED_SETTINGS` value
+    def check_settings(self, settings: dict, allowed, rules) -> list[str]:
+        """ValueError (one line) when a guarded value of `settings` (`rules.guarded`)
+        differs from the newest segment's and is not in `allowed` (--allow_changed);
+        returns the changes allowed (`name: old → new`) for the log. ValueError too for a
+        name in `allowed` that is no guarded setting, and for a changed `rules.fixed` value
         (allowed or not)."""
-        check_allowed(allowed)
+        check_allowed(allowed, rules.guarded)
         before = self.settings
         changed, refused = [], []
-        for name in GUARDED_SETTINGS:
+        for name in rules.guarded:
             if name not in before or name not in settings or before[name] == settings[name]:
                 continue
             line = f"{name}: {_short(before[name])} → {_short(settings[name])}"
             (changed if name in allowed else refused).append((name, line))
         fixed = [
             f"{name}: {_short(before[name])} → {_short(settings[name])}"
-            for name in FIXED_SETTINGS
+            for name in rules.fixed
             if name in before and name in settings and before[name] != settings[name]
         ]
         if fixed:

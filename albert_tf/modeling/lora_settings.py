@@ -28,13 +28,16 @@ class LoraSettings:
         "head, the encoder frozen; checkpoints hold the adapters and the head, the export "
         "has them merged (0: full fine-tuning).",
         minimum=0,
+        resume="fixed",
+        sweepable=True,
     )
     lora_alpha: float | None = setting(
-        None, "LoRA scale alpha/rank (default: alpha = rank, scale 1).", above=0
+        None, "LoRA scale alpha/rank (default: alpha = rank, scale 1).", above=0, resume="guarded"
     )
     lora_targets: tuple[str, ...] = setting(
         ("query", "value"),
         f"LoRA: the projections adapted, of {', '.join(TARGETS)} (ffn: both FFN kernels).",
+        resume="fixed",
     )
 
     def __post_init__(self):

@@ -7,29 +7,6 @@ from __future__ import annotations
 
 import os
 
-from absl import flags
-
-from albert_tf.runners.trainer_flags import config_source
-from data_pipeline.cli import check_flag_ranges
-
-FLAGS = flags.FLAGS
-
-
-def check_common_flags() -> None:
-    """Every flag of a generated group in range (`data_pipeline.cli.check_flag_ranges`:
-    the trainer's, the batch sizes, the runner's own), and a given --init_checkpoint
-    readable, and --allow_changed naming only settings a resume may change."""
-    from albert_tf.checkpoints.run_record import check_allowed
-    from albert_tf.training.config import settings_conflict
-
-    check_flag_ranges(FLAGS)
-    if FLAGS.init_checkpoint:
-        check_init_checkpoint(FLAGS.init_checkpoint)
-    check_allowed(FLAGS.allow_changed or ())
-    conflict = settings_conflict(FLAGS)
-    if conflict:
-        raise ValueError(conflict)
-
 
 def check_init_checkpoint(path: str) -> None:
     """ValueError (one line) when --init_checkpoint names no checkpoint, or one whose index
@@ -71,19 +48,19 @@ def check_output_dir(path: str | None, flag: str = "--output_dir") -> None:
 
 
 def check_sequence_length(
-    albert_config, max_seq_length: int, what: str = "--max_seq_length", source: str | None = None
+    albert_config, max_seq_length: int, what: str = "--max_seq_length", source: str = ""
 ) -> None:
     """ValueError unless sequences of `max_seq_length` fit the model's position table.
     `what`: who sets the length (a flag, or the records' meta_data.json); `source`: where
-    the config comes from (default: the flags, `config_source`)."""
+    the config comes from (settings.config_source)."""
     if max_seq_length > albert_config.max_position_embeddings:
         raise ValueError(
             f"{what}={max_seq_length} is more than max_position_embeddings="
-            f"{albert_config.max_position_embeddings} of {source or config_source()}"
+            f"{albert_config.max_position_embeddings} of {source}"
         )
 
 
-def check_vocab_size(albert_config, vocab_size: int, what: str, source: str | None = None) -> None:
+def check_vocab_size(albert_config, vocab_size: int, what: str, source: str = "") -> None:
     """ValueError unless the model's word embeddings have a row for every id of a
     vocabulary of `vocab_size` pieces (`what`: where that vocabulary is; `source`: as for
     `check_sequence_length`). A larger model vocabulary is fine (released models pad
@@ -91,12 +68,12 @@ def check_vocab_size(albert_config, vocab_size: int, what: str, source: str | No
     if vocab_size > albert_config.vocab_size:
         raise ValueError(
             f"{what} has {vocab_size:,} pieces, but vocab_size={albert_config.vocab_size:,} "
-            f"in {source or config_source()}: ids >= {albert_config.vocab_size:,} have no "
+            f"in {source}: ids >= {albert_config.vocab_size:,} have no "
             "embedding"
         )
 
 
-def check_records_vocabulary(albert_config, files: list[str]) -> None:
+def check_records_vocabulary(albert_config, files: list[str], source: str) -> None:
     """check_vocab_size for the vocabulary each meta_data.json beside pretraining records
     `files` records (records without one are not checked)."""
     from data_pipeline.pretraining.meta_data import read_meta_data
@@ -105,4 +82,6 @@ def check_records_vocabulary(albert_config, files: list[str]) -> None:
         found = read_meta_data(directory)
         if found and isinstance(found[1].get("vocab_size"), int):
             path, meta = found
-            check_vocab_size(albert_config, meta["vocab_size"], f"{path}: the records' vocabulary")
+            check_vocab_size(
+                albert_config, meta["vocab_size"], f"{path}: the records' vocabulary", source
+            )

@@ -6,7 +6,7 @@ fails: a single `error: ...` line on stderr and exit code 1 (143 when preempted)
 
     run = setup_run("run_classifier", trainer_config, strategy_name=..., tpu=...,
                     num_gpus=..., train_batch_size=..., training=True,
-                    run_config={"flags": FLAGS.flag_values_dict(), ...},
+                    run_config={"flags": settings.values(), ...},
                     identity=RunIdentity(...), allow_changed=("learning_rate",))
     run.strategy, run.micro_batch, run.output_dir
 
@@ -81,6 +81,7 @@ def setup_run(
     identity: RunIdentity | None = None,
     allow_changed: tuple[str, ...] | list[str] = (),
     controls: dict | None = None,
+    rules=None,
 ) -> RunSetup:
     """Builds the strategy, checks the batch split (ValueError, one line, before anything is
     written), creates the worker's output directory, locks it for the rest of the process
@@ -94,7 +95,8 @@ def setup_run(
     The lock is re-entrant per process: several runs of one process (run_classifier
     --num_runs: OUTPUT_DIR/run_i) each lock their directory, and locking one directory
     twice does not fail against itself. `controls`: the task's settings recorded (and
-    compared) with the trainer's (albert_tf.runners.control_settings)."""
+    compared) with the trainer's (albert_tf.runners.controls); `rules`: which settings a
+    resume guards or fixes (controls.resume_rules; default: every runner's)."""
     from albert_tf.checkpoints.run_record import (
         RunIdentity,
         RunRecord,
@@ -104,7 +106,11 @@ def setup_run(
     )
     from albert_tf.training import make_strategy, task_output_dir
 
-    check_allowed(allow_changed)
+    if rules is None:
+        from albert_tf.runners.controls import resume_rules
+
+        rules = resume_rules()
+    check_allowed(allow_changed, rules.guarded)
     strategy = make_strategy(strategy_name, tpu, num_gpus)
     replicas = strategy.num_replicas_in_sync
     # Only training reads the train pipeline; otherwise the trainer just builds it (one
@@ -126,7 +132,7 @@ def setup_run(
     settings["train_batch_size"] = train_batch_size
     settings.update(controls or {})
     record, step = check_resume(
-        output_dir, identity, training, settings if training else None, allow_changed
+        output_dir, identity, training, settings if training else None, allow_changed, rules
     )
     details = {
         "runner": runner,
@@ -148,6 +154,7 @@ def check_resume(
     training: bool,
     settings: dict | None = None,
     allow_changed: tuple[str, ...] | list[str] = (),
+    rules=None,
     log=print,
 ) -> tuple[RunRecord | None, int | None]:
     """What a run on `output_dir` resumes, checked before anything is written: (its record,
@@ -178,7 +185,11 @@ def check_resume(
             f"steps asked for (--num_train_steps/--train_step): nothing to do, nothing was "
             f"changed; ask for {step} or more to go on, or use another --output_dir"
         )
-    for line in record.check_settings(settings, tuple(allow_changed)):
+    if rules is None:
+        from albert_tf.runners.controls import resume_rules
+
+        rules = resume_rules()
+    for line in record.check_settings(settings, tuple(allow_changed), rules):
         log(f"resuming with a changed setting (--allow_changed): {line}")
     return record, step
 
@@ -312,13 +323,3 @@ def run_main(body: Callable[[], int | None], argv=()) -> int:
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-
-
-def run_entry(doc: str, define_flags: Callable[[], None], main: Callable) -> None:
-    """A runner's command: its flags defined, parsed by absl (`--help` prints `doc`, the
-    runner's docstring, also under its console script), `main(argv)` as the exit code."""
-    from absl import app
-
-    sys.modules["__main__"].__doc__ = doc
-    define_flags()
-    app.run(lambda argv: sys.exit(main(argv)))

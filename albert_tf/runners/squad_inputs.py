@@ -1,4 +1,4 @@
-"""What run_squad.py trains, predicts and tunes on: the SQuAD files of its flags read once
+"""What run_squad.py trains, predicts and tunes on: the SQuAD files of its settings read once
 (checked against --version_2_with_negative) and turned into cached windowed features
 (data_pipeline.squad.feature_records; OUTPUT_DIR/cache)."""
 
@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import os
 from typing import NamedTuple
-
-from absl import flags
-
-FLAGS = flags.FLAGS
 
 
 class SquadSets(NamedTuple):
@@ -21,21 +17,21 @@ class SquadSets(NamedTuple):
     tune: object
 
 
-def squad_sets_from_flags(tokenizer) -> SquadSets:
-    """Reads the files the flags name and builds (or reuses) their features with
+def squad_sets(s, tokenizer) -> SquadSets:
+    """Reads the files the settings `s` name and builds (or reuses) their features with
     `tokenizer`, printing one line about each."""
     from data_pipeline.squad.examples import read_squad_files
     from data_pipeline.squad.feature_records import squad_features
 
-    predicting = FLAGS.do_predict or FLAGS.do_eval
+    predicting = s.do_predict or s.do_eval
     files = [
-        (FLAGS.train_file if FLAGS.do_train else None, True),
-        (FLAGS.predict_file if predicting else None, FLAGS.do_eval),
-        (FLAGS.tune_threshold_on, True),
+        (s.train_file if s.do_train else None, True),
+        (s.predict_file if predicting else None, s.do_eval),
+        (s.tune_threshold_on, True),
     ]
-    questions = read_squad_files(files, FLAGS.version_2_with_negative)
-    cache = os.path.join(FLAGS.output_dir, "cache")
-    windows = (FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
+    questions = read_squad_files(files, s.version_2_with_negative)
+    cache = os.path.join(s.output_dir, "cache")
+    windows = (s.max_seq_length, s.doc_stride, s.max_query_length)
 
     def features(path, is_training):
         found = squad_features(
@@ -45,7 +41,7 @@ def squad_sets_from_flags(tokenizer) -> SquadSets:
         return found
 
     return SquadSets(
-        features(FLAGS.train_file, True) if FLAGS.do_train else None,
-        features(FLAGS.predict_file, False) if predicting else None,
-        features(FLAGS.tune_threshold_on, False) if FLAGS.tune_threshold_on else None,
+        features(s.train_file, True) if s.do_train else None,
+        features(s.predict_file, False) if predicting else None,
+        features(s.tune_threshold_on, False) if s.tune_threshold_on else None,
     )

@@ -23,24 +23,36 @@ class TrainerConfig:
     (`check_fields`)."""
 
     output_dir: str = setting(help="Checkpoints, TensorBoard events, run_config.json.")
-    num_train_steps: int = setting(help="Optimizer steps.", minimum=1)
+    num_train_steps: int = setting(help="Optimizer steps.", minimum=1, resume="guarded")
     # (0 is allowed: a run at learning rate 0 keeps its weights, e.g. to evaluate them.)
-    learning_rate: float = setting(help="Peak learning rate.", minimum=0)
-    num_warmup_steps: int = setting(0, "Linear warmup steps.", minimum=0)
-    poly_power: float = setting(1.0, "Power of the polynomial learning-rate decay.", minimum=0)
+    learning_rate: float = setting(
+        help="Peak learning rate.", minimum=0, resume="guarded", sweepable=True
+    )
+    num_warmup_steps: int = setting(0, "Linear warmup steps.", minimum=0, resume="guarded")
+    poly_power: float = setting(
+        1.0, "Power of the polynomial learning-rate decay.", minimum=0, resume="guarded"
+    )
     optimizer: str = setting(
         "lamb",
         "lamb / adamw: the official updates (no Adam bias correction; no decay and no trust "
         "ratio on LayerNorm and biases); *_keras: with Keras' bias correction "
         "(albert_tf.training.optimization).",
         choices=OPTIMIZERS,
+        resume="guarded",
     )
     weight_decay_rate: float = setting(
-        0.01, "Weight decay (not on LayerNorm and biases).", minimum=0
+        0.01,
+        "Weight decay (not on LayerNorm and biases).",
+        minimum=0,
+        resume="guarded",
+        sweepable=True,
     )
-    clip_norm: float = setting(1.0, "Global gradient-norm clip.", above=0)
+    clip_norm: float = setting(1.0, "Global gradient-norm clip.", above=0, resume="guarded")
     grad_accum_steps: int = setting(
-        1, "Micro-batches per update (train_batch_size is the update's batch).", minimum=1
+        1,
+        "Micro-batches per update (train_batch_size is the update's batch).",
+        minimum=1,
+        resume="guarded",
     )
     steps_per_loop: int = setting(
         100, "Steps per tf.function call (the official iterations_per_loop).", minimum=1
@@ -54,8 +66,9 @@ class TrainerConfig:
         "float32",
         "Compute dtype (mixed precision; float16 adds loss scaling).",
         choices=DTYPES,
+        resume="guarded",
     )
-    seed: int = setting(12345, "Seed of initialization, dropout and input order.")
+    seed: int = setting(12345, "Seed of initialization, dropout and input order.", resume="guarded")
     on_nonfinite: str = setting(
         "stop",
         "A NaN/inf loss or gradient: stop with an error naming the step (nothing from it is "
@@ -75,9 +88,13 @@ class TrainerConfig:
         "Stop after this many --eval_every evaluations without the task's metric improving "
         "(0: never; albert_tf.training.early_stopping). The best checkpoint stays in best/.",
         minimum=0,
+        resume="guarded",
     )
     early_stopping_min_delta: float = setting(
-        0.0, "The least rise of the metric that counts as an improvement.", minimum=0
+        0.0,
+        "The least rise of the metric that counts as an improvement.",
+        minimum=0,
+        resume="guarded",
     )
     layer_lr_decay: float = setting(
         1.0,
@@ -86,6 +103,8 @@ class TrainerConfig:
         "albert_tf.training.layer_decay). 1: the same rate everywhere.",
         above=0,
         maximum=1,
+        resume="guarded",
+        sweepable=True,
     )
 
     def __post_init__(self):

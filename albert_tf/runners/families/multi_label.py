@@ -1,5 +1,5 @@
-"""run_classifier.py's multi-label decision flags (generated from `MultiLabelSettings`), their
-checks, and the held-out part of the training file the thresholds are tuned on.
+"""The classifier's multi-label decision settings (`MultiLabelSettings`), their checks, and
+the held-out part of the training file the thresholds are tuned on.
 
 With `--multi_label` (a task flag, `TaskSpec.multi_label`) every label whose sigmoid
 probability reaches its threshold is predicted. The thresholds are `--threshold` for all,
@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from absl import flags
-
-from data_pipeline.cli import define_flags_from, setting
-
-FLAGS = flags.FLAGS
+from data_pipeline.cli import setting
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,37 +42,33 @@ class MultiLabelSettings:
     )
 
 
-def define_multi_label_flags() -> None:
-    define_flags_from(MultiLabelSettings, FLAGS)
-
-
-def check_multi_label_flags() -> None:
-    """ValueError (one line) for a multi-label flag given without --multi_label, or
+def check_multi_label(s) -> None:
+    """ValueError (one line) for a multi-label setting given without --multi_label, or
     --tune_thresholds without --do_train (the held-out examples come from training)."""
-    if not FLAGS.multi_label:
+    if not s.multi_label:
         for name in ("threshold", "tune_thresholds", "held_out_fraction"):
-            if FLAGS[name].present and not (name == "held_out_fraction" and FLAGS.sweep):
+            if s.given(name) and not (name == "held_out_fraction" and s.sweep):
                 raise ValueError(f"--{name} is for multi-label tasks (--multi_label)")
-    elif FLAGS.tune_thresholds != "none" and not FLAGS.do_train:
+    elif s.tune_thresholds != "none" and not s.do_train:
         raise ValueError(
-            f"--tune_thresholds={FLAGS.tune_thresholds} tunes on examples held out of "
+            f"--tune_thresholds={s.tune_thresholds} tunes on examples held out of "
             "training: give --do_train (a trained model's thresholds are in its task.json)"
         )
 
 
-def held_out_from_flags(part: str):
+def held_out(s, part: str):
     """The `HeldOut` part ("fit": trained on, "tune": thresholds, or --sweep's points
     scored) of the training file under --tune_thresholds or --sweep, None without them."""
     from data_pipeline.classification.held_out import HeldOut
 
-    if not FLAGS.sweep and (not FLAGS.multi_label or FLAGS.tune_thresholds == "none"):
+    if not s.sweep and (not s.multi_label or s.tune_thresholds == "none"):
         return None
-    return HeldOut(FLAGS.held_out_fraction, FLAGS.seed, part)
+    return HeldOut(s.held_out_fraction, s.seed, part)
 
 
-def multi_label_evaluation(dev: tuple, tune: tuple | None, labels) -> tuple[dict, dict]:
-    """(metrics, per label) of the dev predictions at the flags' thresholds, tuned on
+def multi_label_evaluation(dev: tuple, tune: tuple | None, labels, s) -> tuple[dict, dict]:
+    """(metrics, per label) of the dev predictions at the thresholds of `s`, tuned on
     `tune` when asked: `multi_label_metrics.tuned_evaluation`."""
     from data_pipeline.classification.multi_label_metrics import tuned_evaluation
 
-    return tuned_evaluation(dev, tune, labels, FLAGS.tune_thresholds, FLAGS.threshold)
+    return tuned_evaluation(dev, tune, labels, s.tune_thresholds, s.threshold)

@@ -1,51 +1,13 @@
-"""--teacher_checkpoint, --distill_temperature, --distill_alpha (run_classifier): the
-settings, the teacher's checks (a fine-tuned classifier of the same labels and the same
-vocabulary, as the student reads its ids), its logits over the training set (once) and the
-task they train (albert_tf.training.distillation)."""
+"""Distillation for the classifier (--teacher_checkpoint, --distill_temperature,
+--distill_alpha; their settings: albert_tf.runners.controls.DistillationSettings): the
+teacher's checks (a fine-tuned classifier of the same labels and the same vocabulary, as the
+student reads its ids), its logits over the training set (once) and the task they train
+(albert_tf.training.distillation)."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
-
-from absl import flags
-
-from data_pipeline.cli import check_fields, config_from_flags, define_flags_from, setting
-
-FLAGS = flags.FLAGS
-
-
-@dataclasses.dataclass(frozen=True)
-class DistillationSettings:
-    """Distillation from a fine-tuned teacher (albert_tf.training.distillation)."""
-
-    teacher_checkpoint: str | None = setting(
-        None,
-        "Distil from this fine-tuned classifier (a fine-tuned model directory, e.g. "
-        "EXPORT_DIR/N/assets.extra/finetuned of a run_classifier --export_dir): the loss is "
-        "alpha·T²·KL(teacher/T ‖ student/T) + (1 - alpha)·CE. Same labels and vocabulary.",
-    )
-    distill_temperature: float = setting(2.0, "Distillation temperature T.", above=0)
-    distill_alpha: float = setting(
-        0.5, "Weight of the teacher's soft targets (1 - alpha: the labels).", minimum=0, maximum=1
-    )
-    distill_unlabelled_file: str | None = setting(
-        None,
-        "With --teacher_checkpoint: a UTF-8 text file of unlabelled examples, one a line "
-        "(text_a<TAB>text_b for a sentence-pair task), added to the training set with the "
-        "teacher's soft targets only (loss T²·KL; data_pipeline.classification.unlabelled).",
-    )
-
-    def __post_init__(self):
-        check_fields(self)
-
-
-def define_distill_flags() -> None:
-    define_flags_from(DistillationSettings, FLAGS)
-
-
-def distill_settings_from_flags() -> DistillationSettings:
-    return config_from_flags(DistillationSettings, FLAGS)
 
 
 def _teacher_dir(path: str) -> str:
@@ -62,14 +24,14 @@ def _teacher_dir(path: str) -> str:
     )
 
 
-def load_teacher(labels, tokenizer_spec):
+def load_teacher(s, labels, tokenizer_spec):
     """The teacher model of --teacher_checkpoint, checked against the student's `labels`
-    and vocabulary (`tokenizer_spec`); None without the flag. One-line ValueErrors."""
+    and vocabulary (`tokenizer_spec`); None without it. One-line ValueErrors."""
     from albert_tf.checkpoints.finetuned import load_finetuned
     from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.checkpoints.tokenizer_record import file_sha256
 
-    settings = distill_settings_from_flags()
+    settings = s
     if not settings.teacher_checkpoint:
         if settings.distill_unlabelled_file:
             raise ValueError(
@@ -82,7 +44,7 @@ def load_teacher(labels, tokenizer_spec):
     info = TaskInfo.read(directory)
     if info.kind != "classifier" or getattr(info.details, "regression", False):
         raise ValueError(f"{flag}: a {info.kind} model; distillation needs a classifier")
-    if getattr(info.details, "multi_label", False) or FLAGS.multi_label:
+    if getattr(info.details, "multi_label", False) or s.multi_label:
         raise ValueError(f"{flag}: distillation softens one softmax; not for --multi_label")
     theirs = list(info.details.labels)
     if labels is None or theirs != list(labels):
@@ -106,9 +68,8 @@ def teacher_table(teacher, train, batch_size: int, length_buckets):
     return teacher_logits(teacher, batches)
 
 
-def distill_task(task):
+def distill_task(task, settings):
     """`task` trained on the teacher's soft targets when --teacher_checkpoint is given."""
-    settings = distill_settings_from_flags()
     if not settings.teacher_checkpoint:
         return task
     from albert_tf.training.distillation import DistillationTask
@@ -116,7 +77,7 @@ def distill_task(task):
     return DistillationTask(task, settings.distill_temperature, settings.distill_alpha)
 
 
-def with_unlabelled(train, spec, tokenizer, cache_dir: str, labels, windows):
+def with_unlabelled(s, train, spec, tokenizer, cache_dir: str, labels, windows):
     """(training features, labelled count): `train` with --distill_unlabelled_file's
     examples appended (their count first: None without the flag). One-line ValueErrors
     for a bad file, or a task whose features are not one record an example."""
@@ -124,7 +85,7 @@ def with_unlabelled(train, spec, tokenizer, cache_dir: str, labels, windows):
     from data_pipeline.classification.unlabelled import FLAG, read_unlabelled
     from data_pipeline.classification.unlabelled import with_unlabelled as append
 
-    path = FLAGS.distill_unlabelled_file
+    path = s.distill_unlabelled_file
     if not path or train is None:
         return train, None
     if spec.choices or windows.enabled:

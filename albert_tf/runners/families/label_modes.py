@@ -7,17 +7,13 @@ export's extra task.json fields, so the runner has no branch per mode.
 
 from __future__ import annotations
 
-from absl import flags
-
-FLAGS = flags.FLAGS
-
 
 class SingleLabel:
     """One label an example: softmax cross-entropy (class weights allowed), the task's GLUE
     metrics, the GLUE submission file and a JSONL of probabilities."""
 
-    def __init__(self, spec, labels):
-        self.spec, self.labels = spec, labels
+    def __init__(self, spec, labels, s=None):
+        self.spec, self.labels, self.s = spec, labels, s
 
     def task(self, albert_config, dropout: float, class_weights):
         from albert_tf.training import ClassificationTask
@@ -50,11 +46,11 @@ class SingleLabel:
 class MultiLabel(SingleLabel):
     """Any number of labels an example (`--multi_label`): sigmoid + binary cross-entropy,
     labels at or over their thresholds (`--threshold`, or tuned on the held-out part of
-    train with `--tune_thresholds`: `multi_label_flags.multi_label_evaluation`), a JSONL of
+    train with `--tune_thresholds`: `multi_label.multi_label_evaluation`), a JSONL of
     the labels and probabilities, the thresholds in task.json."""
 
-    def __init__(self, spec, labels):
-        super().__init__(spec, labels)
+    def __init__(self, spec, labels, s):
+        super().__init__(spec, labels, s)
         self.per_label = {}  # the last evaluation's thresholds and F1 of each label
 
     def task(self, albert_config, dropout: float, class_weights):
@@ -67,9 +63,9 @@ class MultiLabel(SingleLabel):
     def evaluate(self, outputs: dict, predict_tune) -> dict:
         """Metrics of the dev predictions at the thresholds tuned on `predict_tune()` (the
         held-out training part's (logits, label_ids); None without tuning)."""
-        from albert_tf.runners.multi_label_flags import multi_label_evaluation
+        from albert_tf.runners.families.multi_label import multi_label_evaluation
 
-        found, details = multi_label_evaluation(outputs["dev"], predict_tune(), self.labels)
+        found, details = multi_label_evaluation(outputs["dev"], predict_tune(), self.labels, self.s)
         self.per_label.update(details)
         return found
 
@@ -81,7 +77,7 @@ class MultiLabel(SingleLabel):
         """Each label's threshold as the final model's last evaluation found it (tuned when
         asked: training evaluates at its end), else --threshold."""
         found = self.per_label.get("thresholds") or {}
-        return tuple(found.get(name, FLAGS.threshold) for name in self.labels)
+        return tuple(found.get(name, self.s.threshold) for name in self.labels)
 
     def write_predictions(self, output_dir: str, logits) -> str:
         from data_pipeline.classification.multi_label_predictions import (
@@ -89,11 +85,16 @@ class MultiLabel(SingleLabel):
         )
 
         return write_multi_label_predictions(
-            output_dir, self.spec.name, self.spec.read("test"), logits, self.labels,
+            output_dir,
+            self.spec.name,
+            self.spec.read("test"),
+            logits,
+            self.labels,
             self.thresholds(),
-        )  # fmt: skip
+        )
 
 
-def label_mode(spec, labels) -> SingleLabel:
-    """The mode of the task `spec` (a data_pipeline.classification.tasks.TaskSpec)."""
-    return (MultiLabel if spec.multi_label else SingleLabel)(spec, labels)
+def label_mode(spec, labels, s) -> SingleLabel:
+    """The mode of the task `spec` (a data_pipeline.classification.tasks.TaskSpec) with
+    the run's settings `s`."""
+    return (MultiLabel if spec.multi_label else SingleLabel)(spec, labels, s)

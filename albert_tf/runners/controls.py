@@ -1,0 +1,186 @@
+"""The fine-tuning controls, one table: each control's settings, when a run asks for it, and
+what a run records of it. A family declares the controls it takes (`Family.controls`); the
+driver refuses any other a run asks for, in one line (`check_controls`), so no control is
+ever silently ignored.
+
+    lora             --lora_rank > 0 (LoraSettings): adapters on a frozen encoder
+    distillation     --teacher_checkpoint / --distill_unlabelled_file (DistillationSettings)
+    class_weights    --class_weights (ClassWeightSettings)
+    early_stopping   --early_stopping_patience > 0 (TrainerConfig)
+    layer_lr_decay   --layer_lr_decay < 1 (TrainerConfig)
+    recompute        --recompute other than none (TrainerConfig)
+    num_runs         --num_runs > 1 (RunsSettings): one run per seed
+    sweep            --sweep (SweepSettings): a grid selected on held-out training data
+
+The settings a resumed run may change only with --allow_changed (resume="guarded") or never
+(resume="fixed") are marked on their fields; `resume_rules` derives the lists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from albert_tf.modeling.lora_settings import LoraSettings
+from data_pipeline.cli import check_fields, setting
+from data_pipeline.command import fields_with
+
+
+@dataclasses.dataclass(frozen=True)
+class DistillationSettings:
+    """Distillation from a fine-tuned teacher (albert_tf.training.distillation)."""
+
+    teacher_checkpoint: str | None = setting(
+        None,
+        "Distil from this fine-tuned classifier (a fine-tuned model directory, e.g. "
+        "EXPORT_DIR/N/assets.extra/finetuned of a run_classifier --export_dir): the loss is "
+        "alpha·T²·KL(teacher/T ‖ student/T) + (1 - alpha)·CE. Same labels and vocabulary.",
+        resume="guarded",
+    )
+    distill_temperature: float = setting(
+        2.0, "Distillation temperature T.", above=0, resume="guarded"
+    )
+    distill_alpha: float = setting(
+        0.5,
+        "Weight of the teacher's soft targets (1 - alpha: the labels).",
+        minimum=0,
+        maximum=1,
+        resume="guarded",
+    )
+    distill_unlabelled_file: str | None = setting(
+        None,
+        "With --teacher_checkpoint: a UTF-8 text file of unlabelled examples, one a line "
+        "(text_a<TAB>text_b for a sentence-pair task), added to the training set with the "
+        "teacher's soft targets only (loss T²·KL; data_pipeline.classification.unlabelled).",
+        resume="guarded",
+    )
+
+    def __post_init__(self):
+        check_fields(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassWeightSettings:
+    """Weighing the loss by class (albert_tf.training.class_weights)."""
+
+    class_weights: str | None = setting(
+        None,
+        "Weigh the loss by class: auto (n / (classes · count), scikit-learn's balanced, "
+        "from the training labels) or one weight per label in the task's label order, "
+        "comma-separated; the loss is their weighted mean. --multi_label: each label's "
+        "positive weight in its binary cross-entropy (auto: negatives/positives, clipped "
+        "to [0.01, 100]). Token classification: per tag, over the words' first pieces.",
+        resume="guarded",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class RunsSettings:
+    """Repeated runs over seeds."""
+
+    num_runs: int = setting(
+        1,
+        "Fine-tune with seeds seed, seed+1, ... (OUTPUT_DIR/run_i); eval_results.json "
+        "reports median, min, max and std.",
+        minimum=1,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepSettings:
+    """The grid of a sweep (albert_tf.training.sweep; albert_tf.runners.sweep)."""
+
+    sweep: tuple[str, ...] = setting(
+        (),
+        "NAME=v1,v2,...: train every combination of the values (× the seeds of --num_runs) "
+        "in OUTPUT_DIR/sweep/<point>, NAME a sweepable setting (learning_rate, "
+        "train_batch_size, num_train_epochs, train_step, warmup_proportion, "
+        "weight_decay_rate, layer_lr_decay, classifier_dropout, lora_rank); the winner is "
+        "the best median metric on --held_out_fraction of the training examples (held out "
+        "of training), never the dev set (reported beside it): sweep/sweep_results.json, "
+        "sweep/best.",
+        repeatable=True,
+    )
+
+
+CONTROL_GROUPS = (LoraSettings, DistillationSettings, ClassWeightSettings, RunsSettings)
+
+
+@dataclasses.dataclass(frozen=True)
+class Control:
+    """A control: its name, the flag a refusal names, and whether settings `s` ask for it."""
+
+    name: str
+    flag: str
+    asked: Callable[[object], bool]
+
+
+CONTROLS = (
+    Control("lora", "lora_rank", lambda s: s.lora_rank > 0),
+    Control(
+        "distillation",
+        "teacher_checkpoint",
+        lambda s: bool(s.teacher_checkpoint or s.distill_unlabelled_file),
+    ),
+    Control("class_weights", "class_weights", lambda s: bool(s.class_weights)),
+    Control("early_stopping", "early_stopping_patience", lambda s: s.early_stopping_patience > 0),
+    Control("layer_lr_decay", "layer_lr_decay", lambda s: s.layer_lr_decay != 1.0),
+    Control("recompute", "recompute", lambda s: s.recompute != "none"),
+    Control("num_runs", "num_runs", lambda s: s.num_runs > 1),
+    Control("sweep", "sweep", lambda s: bool(s.has("sweep") and s.sweep)),
+)
+
+ALL_CONTROLS = frozenset(c.name for c in CONTROLS)
+
+
+def check_controls(runner: str, supported: frozenset, s) -> None:
+    """ValueError (one line) for the first control `s` asks for that `supported` (the
+    family's declaration) does not hold."""
+    for control in CONTROLS:
+        if control.name not in supported and control.asked(s):
+            value = getattr(s, control.flag)
+            if isinstance(value, tuple):
+                value = ",".join(map(str, value))
+            raise ValueError(
+                f"--{control.flag}={value}: {runner} does not take {control.name} (it takes "
+                f"{', '.join(sorted(supported & ALL_CONTROLS)) or 'no control'})"
+            )
+
+
+def recorded_controls(s) -> dict:
+    """{setting: JSON value} of the task controls a run segment records (and a resume
+    compares): LoRA's, the teacher's, the class weights; an unused control's details are
+    None, so that changing a setting it ignores is no change."""
+    rank = s.lora_rank
+    teacher = s.teacher_checkpoint or None
+    return {
+        "lora_rank": rank,
+        "lora_alpha": s.lora_alpha if rank else None,
+        "lora_targets": list(s.lora_targets or ()) if rank else None,
+        "teacher_checkpoint": teacher,
+        "distill_temperature": s.distill_temperature if teacher else None,
+        "distill_alpha": s.distill_alpha if teacher else None,
+        "distill_unlabelled_file": s.distill_unlabelled_file if teacher else None,
+        "class_weights": s.class_weights or None,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class ResumeRules:
+    """The settings a resumed run may change only with --allow_changed (`guarded`) and
+    never (`fixed`), from the fields' `resume` metadata."""
+
+    guarded: tuple[str, ...]
+    fixed: tuple[str, ...]
+
+
+def resume_rules(groups=None) -> ResumeRules:
+    """The rules of `groups` (default: every fine-tuning and pretraining group)."""
+    if groups is None:
+        from albert_tf.runners.settings import FinetuningSettings
+        from albert_tf.training.config import TrainerConfig
+
+        groups = (TrainerConfig, FinetuningSettings, *CONTROL_GROUPS)
+    return ResumeRules(
+        fields_with(groups, "resume", "guarded"), fields_with(groups, "resume", "fixed")
+    )

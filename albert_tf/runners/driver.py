@@ -1,0 +1,264 @@
+"""The one fine-tuning driver: `run(family, settings) -> result` for every family
+(albert_tf.runners.family), in-process, and `main(family, argv)`, the console command.
+
+What it does for every family, in order: --recipe; the checks (ranges, controls the family
+does not take, the family's own, the starting checkpoint, the output directory, lengths,
+vocabulary, tokenizer) before anything is written; the files read; the run's identity
+checked against a run already in --output_dir; the features (the first writes, in
+OUTPUT_DIR/cache); then seeds (--num_runs) × sweep points (--sweep), each one run: the run
+setup (strategy, lock, run_config.json segment), the task with its controls (class weights
+and distillation inside the family's task, LoRA around it), the trainer, the family's
+evaluation and predictions, the export; the seeds' report; the sweep's selection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import NamedTuple
+
+from albert_tf.runners import checks
+from albert_tf.runners import settings as common
+from albert_tf.runners.controls import (
+    CONTROL_GROUPS,
+    SweepSettings,
+    check_controls,
+    recorded_controls,
+    resume_rules,
+)
+from albert_tf.runners.family import Data, Family
+from albert_tf.training.config import TrainerConfig
+from data_pipeline.command import Command
+
+SHARED_GROUPS = (
+    TrainerConfig,
+    common.ModelSettings,
+    common.DistributionSettings,
+    common.ResumeSettings,
+    common.FinetuningSettings,
+    *CONTROL_GROUPS,
+    common.ExportSettings,
+)
+
+
+def command(family: Family, doc: str = "") -> Command:
+    """The family's command: the shared groups (trainer, model, distribution, resume,
+    fine-tuning, controls, export), the family's own, and --sweep when it takes it."""
+    sweep = (SweepSettings,) if "sweep" in family.controls else ()
+    return Command(
+        family.runner,
+        doc,
+        (*SHARED_GROUPS[:5], *family.settings, *SHARED_GROUPS[5:], *sweep),
+        defaults={"optimizer": "adamw", "num_train_steps": 0, **family.defaults},
+        bounds=common.FINETUNING_BOUNDS,
+        required=family.required,
+    )
+
+
+class Inputs(NamedTuple):
+    """What a run starts from, checked: the AlbertConfig, the tokenizer's spec (for
+    exports) and the tokenizer."""
+
+    albert_config: object
+    tokenizer_spec: object
+    tokenizer: object
+
+
+def check(family: Family, s) -> None:
+    """Every check that needs no file read: the settings that do not go together, the
+    controls the family does not take, the family's own, the starting checkpoint, what
+    --allow_changed names, the epochs and the buckets."""
+    from albert_tf.checkpoints.run_record import check_allowed
+    from albert_tf.training.config import settings_conflict
+
+    check_controls(family.runner, family.controls, s)
+    family.check(s)
+    if s.init_checkpoint:
+        checks.check_init_checkpoint(s.init_checkpoint)
+    check_allowed(s.allow_changed or (), resume_rules().guarded)
+    conflict = settings_conflict(s)
+    if conflict:
+        raise ValueError(conflict)
+    common.check_epochs(s)
+    family.length_buckets(s)
+    if s.lora_rank and not s.init_checkpoint:
+        raise ValueError(
+            f"--lora_rank={s.lora_rank} needs --init_checkpoint: the encoder is frozen at it "
+            f"(a random encoder would stay random)"
+        )
+    s.group(_lora_settings())  # (its targets checked)
+    if s.export_dir and "tflite" in s.export_format:
+        from albert_tf.checkpoints.task_kinds import task_kind
+
+        spec = common.tokenizer_spec(s)
+        reason = task_kind(family.export_kind(s)).on_device_refusal(spec.is_wordpiece)
+        if reason:
+            raise ValueError(f"--export_format tflite with {spec.flag}={spec.path}: {reason}")
+
+
+def inputs_of(s) -> Inputs:
+    """The model config and tokenizer, checked: the output directory, the sequence length
+    against the config's positions, the vocabulary against the config's and against the
+    tokenizer the --init_checkpoint records."""
+    from albert_tf.checkpoints.tokenizer_record import check_tokenizer
+    from albert_tf.runners.run_setup import tokenizer_identity
+
+    spec = common.tokenizer_spec(s)
+    checks.check_output_dir(s.output_dir)
+    albert_config = common.finetuning_config(s)
+    source = common.config_source(s)
+    checks.check_sequence_length(albert_config, s.max_seq_length, source=source)
+    tokenizer = spec.build()
+    given = f"{spec.flag}={spec.path}"
+    checks.check_vocab_size(albert_config, tokenizer.vocab_size, given, source)
+    if s.init_checkpoint:
+        check_tokenizer(s.init_checkpoint, tokenizer_identity(tokenizer), given)
+    return Inputs(albert_config, spec, tokenizer)
+
+
+def identity_of(family: Family, s, inputs: Inputs, data: Data):
+    """The run's RunIdentity, checked against a run already in --output_dir before the
+    first write there."""
+    from albert_tf.runners.run_setup import check_same_run, run_identity, training_file_identity
+
+    trained = training_file_identity(data.train_file, **data.identity) if s.do_train else None
+    task = family.identity_task(s)
+    identity = run_identity(
+        family.runner, task, inputs.albert_config, inputs.tokenizer, data.labels, trained
+    )
+    check_same_run(s.output_dir, identity, s.do_train)
+    return identity
+
+
+def run(family: Family, s):
+    """One invocation of `family` with settings `s` (its command's value): the result of
+    its run (a list with --num_runs; the table with --sweep). One-line ValueErrors."""
+    from albert_tf.runners.recipe import apply_recipe
+    from albert_tf.runners.sweep import check_sweep, run_sweep, sweep_points
+
+    s = apply_recipe(family, s)
+    check(family, s)
+    points = sweep_points(s)
+    check_sweep(family, s, points, lambda p: check(family, p))
+    inputs = inputs_of(s)
+    data = family.read(s, inputs)
+    identity = identity_of(family, s, inputs, data)
+    data = family.features(s, inputs, data)
+    seeds = [s.seed + i for i in range(s.num_runs)]
+
+    def run_seeds(point, output_dir):
+        steps, warmup = common.schedule(point, family.train_count(data))
+        results = []
+        for i, seed in enumerate(seeds):
+            out = output_dir if len(seeds) == 1 else os.path.join(output_dir, f"run_{i}")
+            config = point.group(
+                TrainerConfig,
+                output_dir=out,
+                num_train_steps=steps,
+                num_warmup_steps=warmup,
+                seed=seed,
+            )
+            results.append(run_once(family, point, inputs, data, identity, config))
+        if len(seeds) > 1 and results and "eval" in results[0]:
+            _seeds_report(family, s, output_dir, seeds, results)
+        return results
+
+    if points:
+        return run_sweep(family, s, points, seeds, run_seeds)
+    results = run_seeds(s, s.output_dir)
+    return results[-1] if len(seeds) == 1 else results
+
+
+def _seeds_report(family, s, output_dir, seeds, results) -> None:
+    from data_pipeline.classification.metrics import seeds_report
+    from data_pipeline.io.atomic import write_json
+
+    report, line = seeds_report(family.identity_task(s), seeds, family.seeds_report(results))
+    report.update(family.seeds_extra(results))
+    write_json(os.path.join(output_dir, "eval_results.json"), report)
+    print(line, flush=True)
+
+
+def run_once(family: Family, s, inputs: Inputs, data: Data, identity, config) -> dict:
+    """One fine-tuning run (one seed, one sweep point) into `config.output_dir`."""
+    from albert_tf.runners.run_setup import setup_run
+    from albert_tf.training import Trainer
+
+    buckets = family.length_buckets(s)
+    run = setup_run(
+        family.runner,
+        config,
+        strategy_name=s.strategy,
+        tpu=s.tpu,
+        num_gpus=s.num_gpus,
+        train_batch_size=s.train_batch_size,
+        training=s.do_train,
+        identity=identity,
+        allow_changed=tuple(s.allow_changed or ()),
+        rules=resume_rules(),
+        controls=recorded_controls(s),
+        run_config={
+            "flags": s.values(),
+            "albert_config": inputs.albert_config.to_dict(),
+            "input_pipeline": {"length_buckets": None if buckets is None else list(buckets)},
+            **data.recorded,
+        },
+    )
+    task = family.task(s, data, inputs.albert_config)
+    if s.lora_rank:
+        from albert_tf.training.lora_task import LoraTask
+
+        task = LoraTask(task, s.group(_lora_settings()), config.seed)
+
+    def train_fn(ctx):
+        batch = ctx.get_per_replica_batch_size(run.micro_batch)
+        return family.dataset(s, data, batch, config.seed, ctx, buckets)
+
+    trainer = Trainer(
+        task,
+        config,
+        run.strategy,
+        train_fn,
+        init_checkpoint=s.init_checkpoint,
+        evaluate_fn=family.evaluate(s, data, run.strategy),
+    )
+    if not s.do_train:
+        trainer.check_trained(family.untrained)
+    result = family.before_training(s, data, trainer)
+    if s.do_train:
+        result.update(trainer.train())
+    result = family.conclude(s, data, trainer, run, result)
+    if s.export_dir:
+        export_dir = s.export_dir
+        if config.output_dir != s.output_dir:  # --num_runs: EXPORT_DIR/run_i/N
+            export_dir = os.path.join(export_dir, os.path.basename(config.output_dir))
+        merge = getattr(task, "merged_model", None)  # LoRA: the adapters merged
+        model = merge(trainer.model) if merge is not None else trainer.model
+        paths = family.export(s, data, trainer, model, inputs, export_dir)
+        result.update(export_dir=paths[0] if paths else None, exported=paths)
+    return result
+
+
+def _lora_settings():
+    from albert_tf.modeling.lora_settings import LoraSettings
+
+    return LoraSettings
+
+
+def main(family: Family, doc: str, argv=None) -> int:
+    """The family's console command: parse argv once (--help: its flags, grouped, before
+    TensorFlow), run, print the result as JSON; the exit code (1: one `error:` line)."""
+    from albert_tf.runners.run_setup import run_main
+
+    def body():
+        s = command(family, doc).parse(sys.argv if argv is None else argv)
+        from absl import logging
+
+        logging.set_verbosity(logging.WARNING)
+        result = run(family, s)
+        if not s.has("sweep") or not s.sweep:
+            print(json.dumps(result, default=str))
+        return 0
+
+    return run_main(body)

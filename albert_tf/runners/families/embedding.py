@@ -1,0 +1,340 @@
+"""The sentence-embedding family (run_embedding.py): an encoder trained from sentence pairs
+(cosine regression or in-batch negatives), evaluated as the Spearman correlation of cosine
+similarity.
+
+Why a family of its own, not a classifier task: the data is pairs of sentences each encoded
+alone (no `[CLS] a [SEP] b [SEP]` packing), with a score or only a positive label and no
+label set; the model is `AlbertEmbedder` (encoder + pooling), no head; the best checkpoint
+is chosen by Spearman of cosine on scored pairs; and the export is the encoder's (`embed`,
+`similarity`), of the best checkpoint. Controls: early stopping, layer-wise decay,
+recomputation, --num_runs.
+
+Objectives (albert_tf.training.embedding_task): `cosine` regresses cos(u, v) on the gold
+score / --max_score, in [0, 1] rather than [-1, 1] (sentence-transformers' STS-B recipe:
+"unrelated" asks for orthogonal embeddings, which unrelated sentences already get, not
+opposite ones); `contrastive` is MultipleNegativesRankingLoss over positive pairs (MRPC or
+AFQMC label 1, or the user's file filtered by --label_column / --positive_label), the
+batch's other pairs as negatives. Files: data_pipeline.classification.pair_files (every
+error names the flag, file:line). Each sentence is packed alone, padded to
+--max_seq_length.
+
+Evaluation (--eval_file, STS-B-style scored pairs): Spearman of the pairs' cosine with the
+gold scores, on the starting weights before the first step (the unsupervised figure,
+step 0 in metrics.jsonl), every --eval_every steps and at the end; best/ keeps the best
+checkpoint (the starting weights when training never beats them). eval_results.json:
+{"unsupervised", "final", "best"} (with --num_runs: over seeds). The run is the shared
+trainer's (resume after a kill, the output lock, the NaN guard, run_config.json).
+--export_dir writes the best checkpoint's encoder as a SavedModel (albert_tf.serving.export
+--task encoder): raw strings → embeddings (--pooling, L2-normalized unless --nonormalize)
+and similarity(text_a, text_b) = cosine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+from albert_tf.runners.family import Data, Family
+from data_pipeline.cli import setting
+
+OBJECTIVES = ("cosine", "contrastive")  # albert_tf.training.embedding_task.OBJECTIVES
+POOLINGS = ("pooler", "cls", "mean", "max")  # albert_tf.modeling.pooling.POOLINGS (no TF here)
+FORMATS = ("auto", "tsv", "csv", "jsonl", "sts-b", "mrpc", "afqmc")  # pair_files.PAIR_FORMATS
+
+
+@dataclasses.dataclass(frozen=True)
+class EmbeddingSettings:
+    """The objective, the pooling, the pair files, the evaluation."""
+
+    objective: str = setting(
+        "cosine",
+        "cosine: regress cos(u, v) on score / --max_score (scored pairs, e.g. STS-B train); "
+        "contrastive: in-batch negatives over positive pairs (MRPC / AFQMC positives, "
+        "paraphrases).",
+        choices=OBJECTIVES,
+    )
+    pooling: str = setting(
+        "mean",
+        "The sentence embedding trained and exported: mean / max over the real tokens, cls "
+        "= h_[CLS], pooler = tanh(dense(h_[CLS])).",
+        choices=POOLINGS,
+    )
+    normalize: bool = setting(
+        True,
+        "The export's embeddings are L2-normalized (dot product = cosine). Training and "
+        "the Spearman evaluation use cosines, so they do not change with it.",
+    )
+    do_train: bool = setting(False, "Train on --train_file.")
+    train_file: str | None = setting(None, "The training pairs (see --train_format).")
+    train_format: str = setting(
+        "auto",
+        "sts-b / mrpc / afqmc (the benchmark files' own layouts), tsv / csv / jsonl (a header "
+        "row or JSON keys naming the columns), auto: by extension (.jsonl, .csv, else tsv).",
+        choices=FORMATS,
+    )
+    text_a_column: str = setting("sentence1", "tsv/csv/jsonl: the first sentence's column.")
+    text_b_column: str = setting("sentence2", "tsv/csv/jsonl: the second sentence's column.")
+    score_column: str = setting("score", "cosine, tsv/csv/jsonl: the gold score's column.")
+    label_column: str | None = setting(
+        None,
+        "contrastive, tsv/csv/jsonl: keep the rows whose label is --positive_label (none: "
+        "every row is a positive pair).",
+    )
+    positive_label: str = setting("1", "contrastive: the label of a positive pair.")
+    max_score: float = setting(
+        5.0,
+        "The highest gold score (STS-B: 5); cosine labels are score / max_score in [0, 1].",
+        above=0,
+    )
+    eval_file: str | None = setting(
+        None,
+        "STS-B-style scored pairs (sts-b, or tsv/csv/jsonl with columns sentence1, "
+        "sentence2, score in [0, --max_score]): Spearman of the cosine before training, "
+        "every --eval_every steps and at the end; the best checkpoint follows it.",
+    )
+    eval_format: str = setting("auto", "The --eval_file's format.", choices=FORMATS)
+    eval_batch_size: int = setting(64, "Sentences embedded per evaluation batch.", minimum=1)
+
+
+def training_pairs(s):
+    """The --train_file's pairs (`pair_files.TextPairs`) for --objective: scored pairs
+    (cosine) or positive pairs (contrastive). Errors name --train_file, the file, the line."""
+    from data_pipeline.classification import pair_files
+
+    try:
+        if s.objective == "cosine":
+            columns = (s.text_a_column, s.text_b_column, s.score_column)
+            return pair_files.scored_pairs(s.train_file, s.train_format, *columns, s.max_score)
+        columns = (s.text_a_column, s.text_b_column, s.label_column, s.positive_label)
+        return pair_files.positive_pairs(s.train_file, s.train_format, *columns, s.max_score)
+    except (ValueError, OSError) as e:
+        raise ValueError(f"--train_file: {e}") from None
+
+
+def evaluation_pairs(s):
+    """The --eval_file's scored pairs (columns sentence1, sentence2, score); errors name
+    --eval_file, the file, the line."""
+    from data_pipeline.classification import pair_files
+
+    try:
+        return pair_files.scored_pairs(
+            s.eval_file, s.eval_format, max_score=s.max_score, split="dev"
+        )
+    except (ValueError, OSError) as e:
+        raise ValueError(f"--eval_file: {e}") from None
+
+
+def pair_features(s, pairs, tokenizer):
+    """`pair_files.TextPairs` → `sentence_similarity.SentencePairs` (each side packed alone,
+    `[CLS] s [SEP]`, --max_seq_length). Scores are put on STS-B's 0-5 scale (× 5 /
+    --max_score): the cosine objective regresses on score / 5 (embedding_losses.sts_labels),
+    so its label is score / max_score in [0, 1]; the Spearman is unchanged by the scale."""
+    import numpy as np
+
+    from albert_tf.training.embedding_losses import STS_MAX_SCORE
+    from albert_tf.training.sentence_similarity import SentencePairs, single_sentence_features
+
+    length = s.max_seq_length
+    scores = np.asarray(pairs.scores, np.float64) * (STS_MAX_SCORE / s.max_score)
+    return SentencePairs(
+        single_sentence_features(pairs.texts_a, tokenizer, length),
+        single_sentence_features(pairs.texts_b, tokenizer, length),
+        scores.astype(np.float32),
+    )
+
+
+class Embedding(Family):
+    runner = "run_embedding"
+    kind = "encoder"
+    settings = (EmbeddingSettings,)
+    defaults = {"learning_rate": 2e-5, "max_seq_length": 128, "num_train_epochs": 4.0}
+    controls = frozenset({"early_stopping", "layer_lr_decay", "recompute", "num_runs"})
+    untrained = "--eval_file without --do_train"
+
+    def identity_task(self, s) -> str:
+        return f"embedding-{s.objective}"
+
+    def best_metric(self, s) -> str:
+        return "spearman"
+
+    def length_buckets(self, s):
+        return None  # every sentence padded to --max_seq_length
+
+    def check(self, s) -> None:
+        if not (s.do_train or s.eval_file):
+            raise ValueError("nothing to do: give --do_train with --train_file, and/or --eval_file")
+        if s.do_train and not s.train_file:
+            raise ValueError("--do_train needs --train_file (the training pairs)")
+        if s.given("length_buckets"):
+            raise ValueError(
+                "--length_buckets: run_embedding.py pads every sentence to --max_seq_length "
+                "(both sides of a pair in one batch); it has no length buckets"
+            )
+        if s.objective == "contrastive" and s.train_batch_size < 2:
+            raise ValueError(
+                f"--train_batch_size={s.train_batch_size}: the contrastive objective's "
+                "negatives are the batch's other pairs; give 2 or more"
+            )
+        if s.export_dir:  # a file in the way is found now, not after training
+            from albert_tf.serving.export_dir import check_export_dir
+
+            check_export_dir(s.export_dir)
+
+    def no_recipe(self, s) -> str:
+        return (
+            f"--recipe={s.recipe}: the ALBERT paper gives no sentence-embedding "
+            "hyper-parameters; give --learning_rate, --train_batch_size, --num_train_epochs"
+        )
+
+    def read(self, s, inputs) -> Data:
+        texts = {"train": training_pairs(s)} if s.do_train else {}
+        if s.eval_file:
+            texts["eval"] = evaluation_pairs(s)
+        identity = dict(
+            max_seq_length=s.max_seq_length,
+            pooling=s.pooling,
+            train_format=s.train_format,
+            max_score=s.max_score,
+            columns=[
+                s.text_a_column,
+                s.text_b_column,
+                s.score_column,
+                s.label_column,
+                s.positive_label,
+            ],
+        )
+        return Data(None, s.train_file, identity, extra={"texts": texts})
+
+    def features(self, s, inputs, data: Data) -> Data:
+        texts = data.extra["texts"]
+        data.splits = {k: pair_features(s, v, inputs.tokenizer) for k, v in texts.items()}
+        for k, v in texts.items():
+            print(f"{k}: {len(v)} pairs from {v.path}", flush=True)
+        data.extra["train_count"] = len(texts["train"]) if s.do_train else 0
+        data.recorded = dict(objective=s.objective, pooling=s.pooling, normalize=s.normalize)
+        return data
+
+    def train_count(self, data: Data) -> int:
+        return data.extra["train_count"]
+
+    def task(self, s, data: Data, albert_config):
+        from albert_tf.training.embedding_task import EmbeddingTask
+
+        return EmbeddingTask(albert_config, objective=s.objective, pooling=s.pooling)
+
+    def dataset(self, s, data: Data, batch, seed, ctx, buckets):
+        from albert_tf.training.embedding_task import pair_dataset
+
+        source = data.splits.get("train") or data.splits["eval"]  # without --do_train: built
+        return pair_dataset(source, batch, seed=seed, input_context=ctx)
+
+    def evaluate(self, s, data: Data, strategy):
+        from albert_tf.training.sentence_similarity import cosine_spearman
+
+        if "eval" not in data.splits:
+            return None
+        return lambda model: {
+            "spearman": cosine_spearman(model, data.splits["eval"], s.eval_batch_size)
+        }
+
+    def before_training(self, s, data: Data, trainer) -> dict:
+        result = {}
+        if "eval" in data.splits:
+            result["unsupervised"] = _starting_figure(trainer)
+            if not s.do_train and trainer.step == 0:
+                result["eval"] = result["unsupervised"]  # (the same weights: not measured twice)
+        return result
+
+    def conclude(self, s, data: Data, trainer, run, result: dict) -> dict:
+        from data_pipeline.io.atomic import write_json
+
+        if "eval" in data.splits:
+            result["eval"] = result.get("eval") or trainer.evaluate()  # (train() evaluates last)
+            report = {"task": "embedding", "objective": s.objective, "pooling": s.pooling}
+            report.update(seed=trainer.config.seed, step=trainer.step)
+            report.update(unsupervised=result["unsupervised"], final=result["eval"])
+            report.update(best=trainer.best_record())
+            write_json(os.path.join(run.output_dir, "eval_results.json"), report)
+        return result
+
+    def seeds_report(self, results: list[dict]) -> list[dict]:
+        return [{"spearman": r["eval"]["spearman"]} for r in results]
+
+    def seeds_extra(self, results: list[dict]) -> dict:
+        return {"unsupervised": [r.get("unsupervised") for r in results]}
+
+    def export(self, s, data: Data, trainer, model, inputs, export_dir: str) -> list[str]:
+        """The encoder SavedModel (and LiteRT files with --export_format tflite) of the best
+        checkpoint (the last without an evaluation), its pooling and normalization recorded
+        in its task.json."""
+        import tempfile
+
+        from albert_tf.checkpoints import save_checkpoint
+        from albert_tf.runners.export import print_exports
+        from albert_tf.runners.settings import export_formats
+        from albert_tf.serving.export import export_formats as export
+        from albert_tf.serving.export_dir import check_export_dir
+        from data_pipeline.io import filesystem
+
+        check_export_dir(export_dir)
+        model = best_embedder(trainer)
+        filesystem.makedirs(export_dir)
+        scratch = None if filesystem.is_url(export_dir) else export_dir
+        with tempfile.TemporaryDirectory(dir=scratch, prefix=".encoder-") as tmp:
+            save_checkpoint(model.encoder, tmp, inputs.albert_config)
+            paths = export(
+                "encoder",
+                tmp,
+                export_dir,
+                albert_config=inputs.albert_config,
+                tokenizer=inputs.tokenizer_spec,
+                max_seq_length=s.max_seq_length,
+                do_lower_case=s.do_lower_case,
+                pooling=s.pooling,
+                normalize=s.normalize,
+                **export_formats(s),
+            )
+        print_exports(paths)
+        return paths
+
+
+def _starting_figure(trainer) -> dict | None:
+    """The evaluation of the starting weights (step 0): made now for a new run (recorded
+    in metrics.jsonl and best/ like every evaluation), read back from metrics.jsonl for a
+    resumed one (None when that run never made it)."""
+    from albert_tf.training.run_files import METRICS_FILE
+    from data_pipeline.io import filesystem
+
+    if trainer.step == 0:
+        return trainer.evaluate(0)
+    path = os.path.join(trainer.config.output_dir, METRICS_FILE)
+    if not filesystem.exists(path):
+        return None
+    with filesystem.open(path) as f:
+        for line in f:
+            row = json.loads(line)
+            if row.get("split") == "eval" and row.get("step") == 0:
+                return {k: v for k, v in row.items() if k not in ("split", "step")}
+    return None
+
+
+def best_embedder(trainer):
+    """The trainer's model with best/'s weights restored when an evaluation kept one
+    (`RunFiles.keep_best` writes tf.train.Checkpoint(model=...)), else as trained."""
+    import tensorflow as tf
+
+    from albert_tf.training.run_files import BEST_DIR, BEST_RECORD
+    from data_pipeline.io import filesystem
+
+    record = os.path.join(trainer.config.output_dir, BEST_DIR, BEST_RECORD)
+    if not filesystem.exists(record):
+        return trainer.model
+    with filesystem.open(record) as f:
+        best = json.load(f)
+    # The checkpoint path is recorded as written; the directory may have moved since.
+    prefix = os.path.join(os.path.dirname(record), os.path.basename(best["checkpoint"]))
+    status = tf.train.Checkpoint(model=trainer.model).read(prefix)
+    status.assert_existing_objects_matched().expect_partial()
+    print(f"best checkpoint: {prefix} (spearman {best['value']:.4f})", flush=True)
+    return trainer.model

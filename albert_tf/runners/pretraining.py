@@ -1,0 +1,223 @@
+"""Pretraining (run_pretraining.py): MLM + SOP on the TFRecords of create_pretraining_data
+(data_pipeline), on the shared trainer; the same parser and run records as every runner.
+
+    python run_pretraining.py --input_file 'data/pretrain/*.tfrecord' --output_dir out/run \\
+        --albert_config_file albert_config.json --train_batch_size 4096 \\
+        --num_train_steps 125000 --num_warmup_steps 3125 --learning_rate 0.00176 \\
+        [--strategy tpu --tpu NAME] [--dtype bfloat16] [--jit_compile] [--flagfile F]
+
+A thin runner: flags → frozen configs (written to OUTPUT_DIR/run_config.json) → the trainer
+of albert_tf/training. The records' meta_data.json says how to read them (sequence length,
+predictions per sequence, dynamic masking, sentence order, casing:
+data_pipeline.pretraining.meta_data); the same flags may repeat it, and one that contradicts
+it is a one-line error. Re-running the same command resumes from the last checkpoint.
+Exit status 143 after a SIGTERM (preemption) checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+from albert_tf.runners import settings as common
+from albert_tf.runners.controls import resume_rules
+from albert_tf.training.config import TrainerConfig
+from data_pipeline.cli import setting
+from data_pipeline.command import Command
+
+FROM_RECORDS = (
+    "As the records were written (default: their meta_data.json, else their first record)."
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingSettings:
+    """run_pretraining.py's own settings: the records and how to read them, the batches,
+    the tokenizer (dynamic masking, --export_dir) and the export."""
+
+    input_file: str | None = setting(None, "Training TFRecords: comma-separated globs.")
+    eval_input_file: str | None = setting(None, "Evaluation TFRecords (held-out documents).")
+    max_seq_length: int | None = setting(None, FROM_RECORDS, minimum=1)
+    max_predictions_per_seq: int | None = setting(None, FROM_RECORDS, minimum=1)
+    train_batch_size: int = setting(
+        4096, "Global batch size of one update.", minimum=1, resume="guarded"
+    )
+    eval_batch_size: int = setting(64, "Global evaluation batch size.", minimum=1)
+    dynamic_masking: bool | None = setting(
+        None,
+        "Records written with --dynamic_masking: draw masks each epoch (default: as their "
+        "meta_data.json says).",
+    )
+    spm_model_file: str | None = setting(
+        None,
+        "SentencePiece model of the records (needed for dynamic masking and --export_dir); "
+        "or --vocab_file.",
+    )
+    vocab_file: str | None = setting(
+        None,
+        "WordPiece vocab.txt of the records (needed for dynamic masking and --export_dir); "
+        "or --spm_model_file.",
+    )
+    length_buckets: str = setting(
+        "",
+        "Train on batches of instances grouped by length and padded to these lengths "
+        "(e.g. 128,256,384; max_seq_length is always one) instead of max_seq_length: for "
+        "corpora whose documents are short (the last instance of a document, and "
+        "short_seq_prob's, are short). Off by default (static shapes, as the official code).",
+    )
+    do_lower_case: bool | None = setting(
+        None,
+        "--export_dir: the casing of the vocabulary (default: the records' meta_data.json, "
+        "else lower-cased).",
+    )
+
+
+COMMAND = Command(
+    "run_pretraining",
+    __doc__,
+    (
+        TrainerConfig,
+        common.ModelSettings,
+        common.DistributionSettings,
+        common.ResumeSettings,
+        PretrainingSettings,
+        common.ExportSettings,
+    ),
+    defaults={
+        "learning_rate": 0.00176,
+        "optimizer": "lamb",
+        "num_train_steps": 125000,
+        "num_warmup_steps": 3125,
+        "steps_per_loop": 1000,
+        "save_checkpoints_steps": 5000,
+    },
+    required=("input_file", "output_dir"),
+)
+
+
+def length_buckets(s) -> tuple[int, ...] | None:
+    """--length_buckets (None: static shapes, the default, and on TPUs)."""
+    return common.batch_buckets(s.length_buckets, False, s.strategy)
+
+
+def check(s) -> None:
+    """The checks that need no file: the settings that do not go together, the starting
+    checkpoint, --allow_changed, the length buckets and the output directory."""
+    from albert_tf.checkpoints.run_record import check_allowed
+    from albert_tf.runners import checks
+    from albert_tf.training.config import settings_conflict
+
+    if s.init_checkpoint:
+        checks.check_init_checkpoint(s.init_checkpoint)
+    check_allowed(s.allow_changed or (), resume_rules().guarded)
+    conflict = settings_conflict(s)
+    if conflict:
+        raise ValueError(conflict)
+    length_buckets(s)
+    checks.check_output_dir(s.output_dir)
+
+
+def run(s) -> dict:
+    """One pretraining invocation with settings `s` (COMMAND's value): the final metrics."""
+    from albert_tf.runners.export import print_exports
+    from albert_tf.runners.pretraining_inputs import pretraining_dataset_fn, pretraining_inputs
+    from albert_tf.runners.run_setup import records_identity, run_identity, setup_run
+    from data_pipeline.io.atomic import write_json
+    from data_pipeline.pretraining.meta_data import find_corrupt
+
+    # Everything is checked before the first write (setup_run creates the output directory).
+    check(s)
+    inputs = pretraining_inputs(s)
+    albert_config, data = inputs.albert_config, inputs.data
+    trainer_config = s.group(TrainerConfig)
+    files, eval_files = inputs.files, inputs.eval_files
+    buckets = length_buckets(s)
+    identity = run_identity(
+        "run_pretraining",
+        "pretraining",
+        albert_config,
+        inputs.tokenizer or data.tokenizer,
+        data=records_identity(files),
+    )
+    run = setup_run(
+        "run_pretraining",
+        trainer_config,
+        strategy_name=s.strategy,
+        tpu=s.tpu,
+        num_gpus=s.num_gpus,
+        train_batch_size=s.train_batch_size,
+        training=True,
+        identity=identity,
+        allow_changed=tuple(s.allow_changed or ()),
+        rules=resume_rules(),
+        run_config={
+            "flags": s.values(),
+            "albert_config": albert_config.to_dict(),
+            "input_pipeline": {"length_buckets": None if buckets is None else list(buckets)},
+            "input_files": files,
+            "data_meta": data.summary,
+            "data": dataclasses.asdict(data),
+            "sop_weight": data.sop_weight,
+        },
+    )
+    import tensorflow as tf
+
+    from albert_tf.training import PretrainingTask, Trainer
+
+    task = PretrainingTask(
+        albert_config, data.max_seq_length, data.max_predictions_per_seq, data.sop_weight
+    )
+    seed = trainer_config.seed
+    try:
+        trainer = Trainer(
+            task,
+            trainer_config,
+            run.strategy,
+            pretraining_dataset_fn(inputs, files, run.micro_batch, True, seed, buckets),
+            pretraining_dataset_fn(inputs, eval_files, s.eval_batch_size, False, seed)
+            if eval_files
+            else None,
+            init_checkpoint=s.init_checkpoint,
+        )
+        result = trainer.train()
+    except tf.errors.DataLossError:
+        where = find_corrupt(files + eval_files)
+        raise ValueError(
+            f"corrupt input record: {where or 'see the TensorFlow error above'}"
+        ) from None
+    write_json(os.path.join(run.output_dir, "final_metrics.json"), result)
+    print(json.dumps(result))
+    if s.export_dir and run.output_dir == trainer_config.output_dir:  # the chief exports
+        from albert_tf.serving.export import export_formats
+
+        spec = inputs.tokenizer_spec
+        paths = export_formats(
+            "encoder",
+            os.path.join(run.output_dir, "checkpoints"),
+            s.export_dir,
+            **common.export_formats(s),
+            albert_config=albert_config,
+            tokenizer=spec,
+            max_seq_length=data.max_seq_length,
+            do_lower_case=data.do_lower_case is not False,
+        )
+        print_exports(paths)
+    return result
+
+
+def main(argv=None) -> int:
+    """The console command `albert-pretrain`: parse once, run; the exit code."""
+    import sys
+
+    from albert_tf.runners.run_setup import run_main
+
+    def body():
+        s = COMMAND.parse(sys.argv if argv is None else argv)
+        from absl import logging
+
+        logging.set_verbosity(logging.WARNING)  # TF's INFO lines would drown the progress
+        run(s)
+        return 0
+
+    return run_main(body)

@@ -1,0 +1,220 @@
+"""The settings groups every runner shares (flags generated from them by
+`data_pipeline.command`): where the model comes from, how it is distributed, what a resume
+may change, the fine-tuning schedule and tokenizer, the export; and what is built from a
+settings value: the AlbertConfig, the TokenizerSpec, the length buckets, the schedule.
+
+Nothing here imports TensorFlow at module level: `--help` and range errors come first."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from data_pipeline.cli import Bounds, setting
+
+STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+FORMATS = ("savedmodel", "tflite")  # albert_tf.serving.formats (no TensorFlow here)
+QUANTIZATIONS = ("float32", "float16", "int8")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSettings:
+    """The model: its config (a file or a preset) and its starting weights."""
+
+    albert_config_file: str | None = setting(None, "An albert_config.json (official keys).")
+    preset: str | None = setting(
+        None,
+        "Instead of --albert_config_file: base, large, xlarge, xxlarge (v2: dropout 0), or "
+        "base-v1 ... (dropout 0.1).",
+    )
+    init_checkpoint: str | None = setting(
+        None,
+        "Start from these weights (ours, albert_tf.checkpoints.convert, official TF1/TF-Hub).",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class DistributionSettings:
+    """Where the run computes (albert_tf.training.distribution.make_strategy)."""
+
+    strategy: str = setting("default", "tf.distribute strategy.", choices=STRATEGIES)
+    tpu: str | None = setting(None, "TPU name or grpc:// address (--strategy tpu).")
+    num_gpus: int = setting(0, "GPUs to use (mirrored/one_device; 0: all / CPU).", minimum=0)
+
+
+@dataclasses.dataclass(frozen=True)
+class ResumeSettings:
+    """What a resumed run may change (the settings marked resume="guarded")."""
+
+    allow_changed: tuple[str, ...] = setting(
+        (),
+        "Resuming a run (--output_dir with its checkpoints): the settings that may differ "
+        "from its last segment's (e.g. learning_rate,num_train_steps); any other change is "
+        "an error. Each segment is kept in run_config.json.",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuningSettings:
+    """The fine-tuning schedule, sequence length, tokenizer and batches."""
+
+    max_seq_length: int = setting(
+        help="Tokens per sequence (truncated as the official code).", minimum=3
+    )
+    num_train_epochs: float = setting(help="Epochs when no step count is given.", sweepable=True)
+    spm_model_file: str | None = setting(
+        None, "SentencePiece model of the pretrained model; or give --vocab_file."
+    )
+    vocab_file: str | None = setting(
+        None,
+        "WordPiece vocab.txt of the pretrained model (the official Chinese ALBERTs, "
+        "brightmart's albert_zh); or give --spm_model_file.",
+    )
+    do_lower_case: bool = setting(True, "Lowercase (uncased models).")
+    train_batch_size: int = setting(
+        32, "Global training batch size.", minimum=1, resume="guarded", sweepable=True
+    )
+    train_step: int = setting(
+        0, "Training steps (official flag; overrides epochs).", minimum=0, sweepable=True
+    )
+    warmup_proportion: float = setting(
+        0.1, "Warmup as a fraction of training steps.", minimum=0, maximum=1, sweepable=True
+    )
+    warmup_step: int = setting(
+        0, "Warmup steps (official flag; overrides the proportion).", minimum=0
+    )
+    albert_dropout: float | None = setting(
+        None,
+        "Hidden and attention dropout of the encoder while fine-tuning (the paper's "
+        '"ALBERT DR"; default: the config\'s).',
+        minimum=0,
+        below=1,
+    )
+    recipe: str | None = setting(
+        None,
+        "paper: the ALBERT paper's hyper-parameters for the task (Table 14, and the "
+        "official code's where the paper gives none; albert_tf/training/recipes.py), each "
+        "printed with its source. Flags given on the command line win.",
+        choices=("paper",),
+    )
+    pad_to_max_seq_length: bool = setting(
+        False,
+        "Train, evaluate and predict in batches padded to max_seq_length (static shapes, "
+        "what TPUs need; implied by --strategy tpu) instead of batches grouped by length "
+        "and padded to their bucket (--length_buckets).",
+    )
+    length_buckets: str = setting(
+        "16,32,48,64,80,96,112,128,160,192,224,256,320,384,448,512",
+        "The lengths a batch of similar-length examples is padded to (those below "
+        "max_seq_length, then max_seq_length): one traced shape each.",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportSettings:
+    """What --export_dir writes when the run is done (albert_tf.serving.export)."""
+
+    export_dir: str | None = setting(
+        None,
+        "When done, export the trained model as EXPORT_DIR/N (next version; raw text in; "
+        "the fine-tuned checkpoint, vocabulary and task.json in N/assets.extra/finetuned); "
+        "with --num_runs, one per run (EXPORT_DIR/run_i/N).",
+    )
+    export_format: tuple[str, ...] = setting(
+        ("savedmodel",),
+        "savedmodel (EXPORT_DIR/N: TF Serving, TensorFlow) and/or tflite (on-device LiteRT "
+        "files in EXPORT_DIR/litert/, one per --export_quantize).",
+        choices=FORMATS,
+        repeatable=True,
+    )
+    export_quantize: tuple[str, ...] = setting(
+        ("float32",),
+        "--export_format tflite: the weights' precisions, any of "
+        f"{', '.join(QUANTIZATIONS)} (float16 weights; dynamic-range int8 weights).",
+        choices=QUANTIZATIONS,
+    )
+
+
+# --- what is built from a settings value ------------------------------------------------
+
+
+def config_source(s) -> str:
+    """Where the model config comes from, as the user gave it (for error messages)."""
+    if s.albert_config_file:
+        return f"--albert_config_file={s.albert_config_file}"
+    return f"--preset={s.preset}"
+
+
+def albert_config(s, dropout: float | None = None):
+    """--albert_config_file or --preset → AlbertConfig (exactly one must be given), with
+    the encoder's hidden and attention dropout set to `dropout` where it is given."""
+    from albert_tf.modeling.config import AlbertConfig
+
+    if bool(s.albert_config_file) == bool(s.preset):
+        raise ValueError("give exactly one of --albert_config_file and --preset")
+    if s.albert_config_file:
+        config = AlbertConfig.from_json_file(s.albert_config_file)
+    else:
+        config = AlbertConfig.preset(s.preset)
+    if dropout is not None:
+        config = config.replace(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    return config
+
+
+def finetuning_config(s):
+    """The fine-tuned model's config: `albert_config` with --albert_dropout."""
+    return albert_config(s, s.albert_dropout)
+
+
+def tokenizer_spec(s):
+    """The one TokenizerSpec of --spm_model_file / --vocab_file (the SentencePiece model
+    wins: data_pipeline.tokenization.spec) and --do_lower_case."""
+    from data_pipeline.tokenization.spec import TokenizerSpec
+
+    return TokenizerSpec.from_files(s.spm_model_file, s.vocab_file, s.do_lower_case)
+
+
+def batch_buckets(length_buckets: str, padded: bool, strategy: str) -> tuple[int, ...] | None:
+    """The lengths batches are grouped by and padded to (data_pipeline.length_buckets), or
+    None: batches padded to max_seq_length (`padded`, an empty `length_buckets`, and on
+    TPUs, `strategy` "tpu", which need static shapes). A ValueError names --length_buckets."""
+    from data_pipeline.length_buckets import parse_buckets
+
+    if padded or strategy == "tpu" or not length_buckets:
+        return None
+    try:
+        return parse_buckets(length_buckets)
+    except ValueError as e:
+        raise ValueError(f"--length_buckets: {e}") from None
+
+
+def length_buckets(s) -> tuple[int, ...] | None:
+    """The fine-tuning batches' buckets, or None (padded to max_seq_length)."""
+    return batch_buckets(s.length_buckets, s.pad_to_max_seq_length, s.strategy)
+
+
+def schedule(s, train_examples: int) -> tuple[int, int]:
+    """(training steps, warmup steps) from --train_step / --num_train_steps, else epochs ×
+    examples / batch; warmup from --warmup_step / --num_warmup_steps, else the proportion."""
+    steps = (
+        s.train_step
+        or s.num_train_steps
+        or max(1, int(train_examples * s.num_train_epochs / s.train_batch_size))
+    )
+    warmup = s.warmup_step or s.num_warmup_steps or int(steps * s.warmup_proportion)
+    return steps, warmup
+
+
+def check_epochs(s) -> None:
+    """Epochs > 0 when training derives its steps from them."""
+    if s.do_train and not (s.train_step or s.num_train_steps):
+        message = Bounds(above=0).error("--num_train_epochs", s.num_train_epochs)
+        if message:
+            raise ValueError(message)
+
+
+def export_formats(s) -> dict:
+    """The `formats` and `quantize` arguments of the export functions."""
+    return {"formats": tuple(s.export_format), "quantize": tuple(s.export_quantize)}
+
+
+FINETUNING_BOUNDS = {"num_train_steps": Bounds(minimum=0)}  # 0: derived from the epochs

@@ -37,8 +37,9 @@ MODULES = """
     albert_tf/runners/run_setup.py albert_tf/runners/checks.py albert_tf/serving/export.py
     albert_tf/serving/litert.py albert_tf/serving/saved_model.py albert_tf/serving/resolve.py
     albert_tf/serving/export_dir.py albert_tf/checkpoints/task_info.py
-    run_pretraining.py run_classifier.py run_squad.py run_ner.py albert_tf/runners/ner_flags.py
-    run_embedding.py albert_tf/runners/embedding_flags.py albert_tf/runners/classifier_run.py
+    run_pretraining.py run_classifier.py run_squad.py run_ner.py run_embedding.py
+    albert_tf/runners/driver.py albert_tf/runners/families/classifier.py
+    albert_tf/runners/families/token_classifier.py albert_tf/runners/families/embedding.py
     data_pipeline/classification/pair_files.py
 """.split()
 

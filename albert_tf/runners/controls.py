@@ -175,7 +175,8 @@ class ResumeRules:
 
 
 def resume_rules(groups=None) -> ResumeRules:
-    """The rules of `groups` (default: every fine-tuning and pretraining group)."""
+    """The rules of `groups` (default: every fine-tuning and pretraining group), in the
+    groups' field order (the order changes are named in)."""
     if groups is None:
         from albert_tf.runners.settings import FinetuningSettings
         from albert_tf.training.config import TrainerConfig

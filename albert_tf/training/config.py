@@ -23,11 +23,11 @@ class TrainerConfig:
     (`check_fields`)."""
 
     output_dir: str = setting(help="Checkpoints, TensorBoard events, run_config.json.")
-    num_train_steps: int = setting(help="Optimizer steps.", minimum=1, resume="guarded")
     # (0 is allowed: a run at learning rate 0 keeps its weights, e.g. to evaluate them.)
     learning_rate: float = setting(
         help="Peak learning rate.", minimum=0, resume="guarded", sweepable=True
     )
+    num_train_steps: int = setting(help="Optimizer steps.", minimum=1, resume="guarded")
     num_warmup_steps: int = setting(0, "Linear warmup steps.", minimum=0, resume="guarded")
     poly_power: float = setting(
         1.0, "Power of the polynomial learning-rate decay.", minimum=0, resume="guarded"

@@ -11,8 +11,6 @@ import json
 import pytest
 
 from albert_tf.checkpoints.run_record import (
-    FIXED_SETTINGS,
-    GUARDED_SETTINGS,
     RUN_RECORD_FILE,
     RunIdentity,
     RunRecord,
@@ -24,7 +22,40 @@ from albert_tf.checkpoints.tokenizer_record import (
     check_tokenizer,
     recorded_tokenizer,
 )
+from albert_tf.runners.controls import resume_rules
 from tests.support.harness import SHARED_DATA, tiny_config
+
+RULES = resume_rules()  # from the settings' fields (setting(..., resume=...))
+GUARDED_SETTINGS, FIXED_SETTINGS = RULES.guarded, RULES.fixed
+
+
+def test_the_resume_rules_come_from_the_settings_fields():
+    """Every setting that changes what a run computes is guarded, LoRA's shape is fixed,
+    and nothing else (the list the runners used to keep by hand)."""
+    assert set(GUARDED_SETTINGS) == {
+        "learning_rate",
+        "num_train_steps",
+        "num_warmup_steps",
+        "poly_power",
+        "optimizer",
+        "weight_decay_rate",
+        "clip_norm",
+        "grad_accum_steps",
+        "train_batch_size",
+        "dtype",
+        "seed",
+        "early_stopping_patience",
+        "early_stopping_min_delta",
+        "layer_lr_decay",
+        "lora_alpha",
+        "teacher_checkpoint",
+        "distill_temperature",
+        "distill_alpha",
+        "distill_unlabelled_file",
+        "class_weights",
+    }
+    assert set(FIXED_SETTINGS) == {"lora_rank", "lora_targets"}
+
 
 SPM = SHARED_DATA / "spm" / "de-30k-clean.model"
 OTHER_SPM = SHARED_DATA / "spm" / "test_sentencepiece_1k.model"
@@ -127,25 +158,25 @@ def test_same_run_check_names_each_difference_old_to_new(tmp_path):
 
 def test_settings_change_only_when_allowed(tmp_path):
     record = RunRecord(_identity(), (Segment(0, None, SETTINGS),), {}, "R/run_config.json")
-    assert record.check_settings(dict(SETTINGS), ()) == []
+    assert record.check_settings(dict(SETTINGS), (), RULES) == []
     # what changes how a run goes, not what it computes, is free
-    assert record.check_settings(dict(SETTINGS, steps_per_loop=7, replicas=2), ()) == []
+    assert record.check_settings(dict(SETTINGS, steps_per_loop=7, replicas=2), (), RULES) == []
     changed = dict(SETTINGS, learning_rate=5e-4, num_train_steps=40)
     with pytest.raises(ValueError) as e:
-        record.check_settings(changed, ("num_train_steps",))
+        record.check_settings(changed, ("num_train_steps",), RULES)
     line = str(e.value)
     assert "\n" not in line and "learning_rate: 0.001 → 0.0005" in line
     assert "num_train_steps" not in line.split("(")[1].split(")")[0]  # allowed: not refused
     assert "--allow_changed=learning_rate" in line
-    allowed = record.check_settings(changed, ("learning_rate", "num_train_steps"))
+    allowed = record.check_settings(changed, ("learning_rate", "num_train_steps"), RULES)
     assert allowed == ["learning_rate: 0.001 → 0.0005", "num_train_steps: 20 → 40"]
     with pytest.raises(ValueError, match=r"--allow_changed=steps_per_loop: steps_per_loop is"):
-        record.check_settings(changed, ("steps_per_loop",))
+        record.check_settings(changed, ("steps_per_loop",), RULES)
     assert set(SETTINGS) <= set(GUARDED_SETTINGS)
     # a typo is an error before any run (the runners check the flag with their others)
-    check_allowed(("learning_rate", "seed"))
+    check_allowed(("learning_rate", "seed"), GUARDED_SETTINGS)
     with pytest.raises(ValueError, match=r"^--allow_changed=learning_rte: learning_rte is not"):
-        check_allowed(("learning_rte",))
+        check_allowed(("learning_rte",), GUARDED_SETTINGS)
 
 
 # --- the tokenizer a checkpoint records -------------------------------------------------
@@ -252,27 +283,30 @@ def test_lora_rank_and_targets_never_change_the_other_controls_when_allowed():
     lora.update(teacher_checkpoint="T1", distill_temperature=2.0, distill_alpha=0.5)
     lora.update(class_weights="auto")
     record = RunRecord(_identity(), (Segment(0, None, lora),), {}, "R/run_config.json")
-    assert record.check_settings(dict(lora), ()) == []
+    assert record.check_settings(dict(lora), (), RULES) == []
     for change in ({"lora_rank": 8}, {"lora_targets": ["query", "value", "ffn"]}):
         with pytest.raises(ValueError) as e:  # (allowed or not: the checkpoints hold them)
-            record.check_settings(dict(lora, **change), ())
+            record.check_settings(dict(lora, **change), (), RULES)
         (name,) = change
         line = str(e.value)
         assert "\n" not in line and "with other LoRA adapters" in line and name in line
         assert "R/run_config.json" in line
     assert "lora_rank" in FIXED_SETTINGS and "lora_rank" not in GUARDED_SETTINGS
     with pytest.raises(ValueError, match=r"^--allow_changed=lora_rank: lora_rank is not"):
-        check_allowed(("lora_rank",))
+        check_allowed(("lora_rank",), GUARDED_SETTINGS)
     # the loss's settings are guarded: refused, named, and allowed explicitly
     changed = dict(lora, teacher_checkpoint="T2", distill_alpha=0.8, class_weights="1,2")
     changed.update(lora_alpha=16.0)
     with pytest.raises(ValueError) as e:
-        record.check_settings(changed, ())
+        record.check_settings(changed, (), RULES)
     line = str(e.value)
     assert 'teacher_checkpoint: "T1" → "T2"' in line and "distill_alpha: 0.5 → 0.8" in line
     assert 'class_weights: "auto" → "1,2"' in line and "lora_alpha: 8.0 → 16.0" in line
     names = ("lora_alpha", "teacher_checkpoint", "distill_alpha", "class_weights")
     assert "--allow_changed=" + ",".join(names) in line
-    assert len(record.check_settings(changed, names)) == 4
+    assert len(record.check_settings(changed, names, RULES)) == 4
     # a setting recorded by older runs only (or by no runner) is not compared
-    assert RunRecord(_identity(), (Segment(0, None, SETTINGS),)).check_settings(changed, ()) == []
+    assert (
+        RunRecord(_identity(), (Segment(0, None, SETTINGS),)).check_settings(changed, (), RULES)
+        == []
+    )

@@ -117,7 +117,7 @@ def test_trainer_config_flags_are_its_fields():
     fv(["prog", "--output_dir=/tmp/run", "--optimizer=adamw", "--clip_norm=0.5"])
     for field in dataclasses.fields(TrainerConfig):
         assert fv[field.name].help.endswith(field.metadata["help"]), field.name
-    expected = TrainerConfig("/tmp/run", 10, 3e-5, optimizer="adamw", clip_norm=0.5)
+    expected = TrainerConfig("/tmp/run", 3e-5, 10, optimizer="adamw", clip_norm=0.5)
     assert config_from_flags(TrainerConfig, fv) == expected
     fv.clip_norm = 0.0
     with pytest.raises(ValueError, match=r"^--clip_norm=0.0 must be > 0$"):
@@ -127,28 +127,37 @@ def test_trainer_config_flags_are_its_fields():
 
 
 RUNNER_SETTINGS = {
-    "run_pretraining": ("trainer_flags.ModelSettings", "pretraining_flags.PretrainingSettings"),
-    "run_classifier": (
-        "trainer_flags.ModelSettings",
-        "finetuning_flags.FinetuningSettings",
-        "classifier_flags.ClassificationTaskSettings",
-        "classifier_flags.ClassifierSettings",
-        "multi_label_flags.MultiLabelSettings",
-        "distill_flags.DistillationSettings",
+    "run_pretraining": ("settings.ModelSettings", "pretraining.PretrainingSettings"),
+    "classifier": (
+        "settings.ModelSettings",
+        "settings.FinetuningSettings",
+        "families.classifier.ClassificationTaskSettings",
+        "families.classifier.ClassifierSettings",
+        "families.multi_label.MultiLabelSettings",
+        "controls.DistillationSettings",
+        "controls.ClassWeightSettings",
+        "controls.RunsSettings",
         "albert_tf.modeling.lora_settings.LoraSettings",
         "data_pipeline.classification.long_documents.DocumentWindows",
-        "sweep_flags.SweepSettings",
+        "controls.SweepSettings",
     ),
-    "run_squad": (
-        "trainer_flags.ModelSettings",
-        "finetuning_flags.FinetuningSettings",
-        "squad_flags.SquadSettings",
+    "squad": (
+        "settings.ModelSettings",
+        "settings.FinetuningSettings",
+        "families.squad.SquadSettings",
+        "controls.DistillationSettings",
+        "controls.ClassWeightSettings",
+        "controls.RunsSettings",
         "albert_tf.modeling.lora_settings.LoraSettings",
     ),
-    "run_embedding": (
-        "trainer_flags.ModelSettings",
-        "finetuning_flags.FinetuningSettings",
-        "embedding_flags.EmbeddingSettings",
+    "embedding": (
+        "settings.ModelSettings",
+        "settings.FinetuningSettings",
+        "families.embedding.EmbeddingSettings",
+        "controls.DistillationSettings",
+        "controls.ClassWeightSettings",
+        "controls.RunsSettings",
+        "albert_tf.modeling.lora_settings.LoraSettings",
     ),
 }
 
@@ -156,32 +165,33 @@ RUNNER_SETTINGS = {
 @pytest.mark.parametrize("runner", sorted(RUNNER_SETTINGS))
 def test_each_runner_flag_is_a_setting(runner):
     """A runner's flags are exactly the fields of its settings dataclasses (TrainerConfig,
-    the distribution's, its own), plus the two export-format flags of
-    albert_tf.serving: nothing is declared a second time by hand."""
+    the distribution's, the resume's, the export's, its own): nothing is declared a second
+    time by hand, and each flag's help is its field's."""
     import importlib
 
-    from albert_tf.runners.trainer_flags import DistributionSettings, ResumeSettings
+    from albert_tf.runners.driver import command
+    from albert_tf.runners.families import FAMILIES
+    from albert_tf.runners.pretraining import COMMAND
+    from albert_tf.runners.settings import DistributionSettings, ExportSettings, ResumeSettings
     from albert_tf.training.config import TrainerConfig
 
-    classes = [TrainerConfig, DistributionSettings, ResumeSettings]
+    classes = [TrainerConfig, DistributionSettings, ResumeSettings, ExportSettings]
     for name in RUNNER_SETTINGS[runner]:
         module, cls = name.rsplit(".", 1)
-        module = module if "." in module else f"albert_tf.runners.{module}"
+        module = (
+            module
+            if module.startswith(("albert_tf.", "data_pipeline."))
+            else (f"albert_tf.runners.{module}")
+        )
         classes.append(getattr(importlib.import_module(module), cls))
     fields = {f.name for cls in classes for f in dataclasses.fields(cls)}
-    module = importlib.import_module(runner)
-    before = set(flags.FLAGS)
-    module.define_flags()
-    try:
-        defined = set(flags.FLAGS) - before
-        assert defined == fields | {"export_format", "export_quantize"}
-        for cls in classes:
-            for field in dataclasses.fields(cls):
-                # (absl appends "repeat this option ..." to a repeatable flag's help)
-                assert field.metadata["help"] in flags.FLAGS[field.name].help, field.name
-    finally:
-        for name in set(flags.FLAGS) - before:
-            delattr(flags.FLAGS, name)
+    cmd = COMMAND if runner == "run_pretraining" else command(FAMILIES[runner])
+    fv = cmd.flag_values()
+    assert set(fv) == fields
+    for cls in classes:
+        for field in dataclasses.fields(cls):
+            # (absl appends "repeat this option ..." to a repeatable flag's help)
+            assert field.metadata["help"] in fv[field.name].help, field.name
 
 
 def test_parse_tool_flags_refuses_stray_arguments(capsys):

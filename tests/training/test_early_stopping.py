@@ -169,18 +169,22 @@ def test_bad_values_are_one_line(tmp_path):
 
 def test_a_resumed_run_keeps_its_patience_unless_allowed_and_never_turns_it_on_or_off():
     from albert_tf.checkpoints.run_record import RunIdentity, RunRecord, Segment
+    from albert_tf.runners.controls import resume_rules
 
+    RULES = resume_rules()
     record = RunRecord(RunIdentity("run_classifier"), (Segment(0, None, {
         "early_stopping_patience": 2, "early_stopping_min_delta": 0.0, "layer_lr_decay": 0.8,
     }),))  # fmt: skip
     same = dict(record.settings)
-    assert record.check_settings(same, ()) == []
+    assert record.check_settings(same, (), RULES) == []
     for name, value in (("early_stopping_patience", 3), ("early_stopping_min_delta", 0.01),
                         ("layer_lr_decay", 0.9)):  # fmt: skip
         changed = dict(same, **{name: value})
         with pytest.raises(ValueError, match=f"--allow_changed={name}"):
-            record.check_settings(changed, ())
-        assert record.check_settings(changed, (name,))[0].startswith(name)
+            record.check_settings(changed, (), RULES)
+        assert record.check_settings(changed, (name,), RULES)[0].startswith(name)
     with pytest.raises(ValueError, match="early stopping turned off") as e:
-        record.check_settings(dict(same, early_stopping_patience=0), ("early_stopping_patience",))
+        record.check_settings(
+            dict(same, early_stopping_patience=0), ("early_stopping_patience",), RULES
+        )
     assert "\n" not in str(e.value)

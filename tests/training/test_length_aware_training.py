@@ -149,25 +149,17 @@ def test_accumulated_bucketed_micro_batches_equal_the_padded_large_batch(tmp_pat
 
 def test_static_shapes_where_they_must_be(records):
     """--pad_to_max_seq_length and --strategy tpu: every batch [B, max_seq_length]."""
-    from absl import flags
-
-    from albert_tf.runners import finetuning_flags as shared_flags
+    from albert_tf.runners.driver import command
+    from albert_tf.runners.families import FAMILIES
+    from albert_tf.runners.settings import length_buckets
     from data_pipeline.classification.features import classifier_dataset
 
-    fv = flags.FlagValues()
-    flags.DEFINE_bool("pad_to_max_seq_length", False, "", flag_values=fv)
-    flags.DEFINE_string("length_buckets", "16,32", "", flag_values=fv)
-    flags.DEFINE_string("strategy", "default", "", flag_values=fv)
-    fv(["prog"])
-    saved, shared_flags.FLAGS = shared_flags.FLAGS, fv  # the module's FLAGS, isolated
-    try:
-        assert shared_flags.length_buckets_from_flags() == (16, 32)
-        fv.strategy = "tpu"
-        assert shared_flags.length_buckets_from_flags() is None
-        fv.strategy, fv.pad_to_max_seq_length = "default", True
-        assert shared_flags.length_buckets_from_flags() is None
-    finally:
-        shared_flags.FLAGS = saved
+    s = command(FAMILIES["classifier"]).build(
+        task_name="csv", output_dir="/nonexistent", length_buckets="16,32"
+    )
+    assert length_buckets(s) == (16, 32)
+    assert length_buckets(s.replace(strategy="tpu")) is None
+    assert length_buckets(s.replace(pad_to_max_seq_length=True)) is None
     path, _ = records
     ds = classifier_dataset(path, 8, SEQ, is_training=True, seed=1, length_buckets=None)
     assert ds.element_spec["input_ids"].shape.as_list() == [8, SEQ]

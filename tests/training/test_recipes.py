@@ -2,8 +2,6 @@
 official code's defaults where the paper gives none, set on the flags the user did not
 give, frozen into the configs, printed one line per value; explicit flags win."""
 
-import contextlib
-
 import pytest
 
 # Lan et al. 2019 (arXiv 1909.11942), Appendix A.4, Table 14, transcribed from the paper
@@ -107,47 +105,40 @@ def test_task_spellings_and_model_sizes():
     assert model_size(AlbertConfig.preset("base", num_hidden_layers=2)) is None
 
 
-@contextlib.contextmanager
-def runner_flags(runner, *args):
-    """`python RUNNER.py ARGS`'s flags defined and parsed in this process, and removed at
-    the end (the next runner defines its own)."""
-    from absl import flags
+def parsed(name, *args):
+    """(the family, the settings of `python RUNNER.py ARGS`), parsed in this process."""
+    from albert_tf.runners.driver import command
+    from albert_tf.runners.families import FAMILIES
 
-    before = set(flags.FLAGS)
-    runner.define_flags()
-    try:
-        flags.FLAGS([f"{runner.__name__}.py", *args])
-        yield flags.FLAGS
-    finally:
-        for name in set(flags.FLAGS) - before:
-            delattr(flags.FLAGS, name)
+    family = FAMILIES[name]
+    return family, command(family).parse([name, *args])
 
 
 CLASSIFIER = ("--output_dir=/nonexistent/out", "--spm_model_file=spm.model", "--do_train")
 
 
 def test_recipe_paper_sets_the_flags_and_the_frozen_configs(capsys):
-    import run_classifier
-    from albert_tf.runners import finetuning_flags as shared_flags
-    from albert_tf.runners.recipe_flags import apply_recipe
-    from albert_tf.runners.trainer_flags import trainer_config_from_flags
+    from albert_tf.runners import settings as common
+    from albert_tf.runners.recipe import apply_recipe
+    from albert_tf.training.config import TrainerConfig
     from albert_tf.training.recipes import paper_recipe
 
     args = ("--task_name=MRPC", "--preset=base-v1", "--recipe=paper", *CLASSIFIER)
-    with runner_flags(run_classifier, *args) as FLAGS:
-        lines = apply_recipe(FLAGS.task_name)
-        recipe = paper_recipe("mrpc", "base")
-        for name, value in recipe.values().items():
-            assert FLAGS[name].value == value, name
-        steps, warmup = shared_flags.finetuning_schedule(train_examples=3668)
-        trainer = trainer_config_from_flags(num_train_steps=steps, num_warmup_steps=warmup)
-        assert (trainer.num_train_steps, trainer.num_warmup_steps) == (800, 200)
-        assert (trainer.learning_rate, trainer.optimizer) == (2e-5, "adamw")
-        assert trainer.weight_decay_rate == 0.01
-        config = shared_flags.albert_config_from_flags()  # base-v1 has dropout 0.1
-        assert config.hidden_dropout_prob == config.attention_probs_dropout_prob == 0.0
-    printed = capsys.readouterr().out.splitlines()
-    assert printed == lines and len(lines) == 1 + len(recipe.settings)
+    family, given = parsed("classifier", *args)
+    s = apply_recipe(family, given)
+    recipe = paper_recipe("mrpc", "base")
+    for name, value in recipe.values().items():
+        assert getattr(s, name) == value, name
+    steps, warmup = common.schedule(s, train_examples=3668)
+    trainer = s.group(TrainerConfig, num_train_steps=steps, num_warmup_steps=warmup)
+    assert (trainer.num_train_steps, trainer.num_warmup_steps) == (800, 200)
+    assert (trainer.learning_rate, trainer.optimizer) == (2e-5, "adamw")
+    assert trainer.weight_decay_rate == 0.01
+    config = common.finetuning_config(s)  # base-v1 has dropout 0.1
+    assert config.hidden_dropout_prob == config.attention_probs_dropout_prob == 0.0
+    assert common.finetuning_config(given).hidden_dropout_prob == 0.1  # a new value: s kept
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 + len(recipe.settings)
     assert lines[0] == "recipe paper for mrpc, model size base:"
     for line, setting in zip(lines[1:], recipe.settings):
         assert line.startswith(f"  --{setting.name}={setting.value} (") and setting.source in line
@@ -155,43 +146,42 @@ def test_recipe_paper_sets_the_flags_and_the_frozen_configs(capsys):
 
 
 def test_flags_given_on_the_command_line_win(capsys):
-    import run_classifier
-    from albert_tf.runners import finetuning_flags as shared_flags
-    from albert_tf.runners.recipe_flags import apply_recipe
+    from albert_tf.runners import settings as common
+    from albert_tf.runners.recipe import apply_recipe
 
     given = ("--learning_rate=1e-3", "--num_train_epochs=2", "--albert_dropout=0.2")
     args = ("--task_name=rte", "--preset=large", "--recipe=paper", *CLASSIFIER, *given)
-    with runner_flags(run_classifier, *args) as FLAGS:
-        lines = apply_recipe(FLAGS.task_name)
-        assert FLAGS.learning_rate == 1e-3 and FLAGS.albert_dropout == 0.2
-        assert FLAGS.train_step == 0  # the epochs the user gave decide the steps
-        assert shared_flags.finetuning_schedule(train_examples=2490)[0] == 2490 * 2 // 32
-        assert FLAGS.warmup_step == 200 and FLAGS.train_batch_size == 32
-        config = shared_flags.albert_config_from_flags()
-        assert config.hidden_dropout_prob == config.attention_probs_dropout_prob == 0.2
+    family, s = parsed("classifier", *args)
+    s = apply_recipe(family, s)
+    lines = capsys.readouterr().out.splitlines()
+    assert s.learning_rate == 1e-3 and s.albert_dropout == 0.2
+    assert s.train_step == 0  # the epochs the user gave decide the steps
+    assert common.schedule(s, train_examples=2490)[0] == 2490 * 2 // 32
+    assert s.warmup_step == 200 and s.train_batch_size == 32
+    config = common.finetuning_config(s)
+    assert config.hidden_dropout_prob == config.attention_probs_dropout_prob == 0.2
     assert "  kept --learning_rate=0.001 (given; recipe: --learning_rate=3e-05," in "\n".join(lines)
     assert any(
         x.startswith("  kept --num_train_epochs=2.0 (given; recipe: --train_step=800")
         for x in lines
     )
-    capsys.readouterr()
 
 
-def test_without_recipe_nothing_changes():
-    import run_classifier
-    from albert_tf.runners.recipe_flags import apply_recipe
+def test_without_recipe_nothing_changes(capsys):
+    from albert_tf.runners.recipe import apply_recipe
 
-    with runner_flags(run_classifier, "--task_name=mrpc", "--preset=base", *CLASSIFIER) as FLAGS:
-        assert apply_recipe("mrpc") == []
-        assert FLAGS.learning_rate == 3e-5 and FLAGS.albert_dropout is None
+    family, s = parsed("classifier", "--task_name=mrpc", "--preset=base", *CLASSIFIER)
+    assert apply_recipe(family, s) is s
+    assert s.learning_rate == 3e-5 and s.albert_dropout is None
+    assert capsys.readouterr().out == ""
 
 
 def test_unknown_task_with_recipe_is_one_line_error(capsys):
-    import run_classifier
+    from albert_tf.runners.driver import main
+    from albert_tf.runners.families import FAMILIES
 
     args = ("--task_name=csv", "--preset=base", "--recipe=paper", *CLASSIFIER)
-    with runner_flags(run_classifier, *args):
-        assert run_classifier.main([]) == 1
+    assert main(FAMILIES["classifier"], "", ["run_classifier", *args]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
         "error: --recipe=paper: the paper's recipe has no values for task 'csv'; it has "
@@ -203,15 +193,18 @@ def test_unknown_task_with_recipe_is_one_line_error(capsys):
 def test_run_squad_applies_the_versions_recipe(capsys, version):
     """run_squad looks the recipe up by version and says the head's dropout is no flag; its
     own checks then run on the recipe's values (here: failing on the missing train file)."""
-    import run_squad
+    from albert_tf.runners.driver import main
+    from albert_tf.runners.recipe import apply_recipe
 
     v2 = ["--version_2_with_negative"] if version == "2.0" else []
     args = ("--preset=xxlarge", "--recipe=paper", *CLASSIFIER, *v2)
-    with runner_flags(run_squad, *args) as FLAGS:
-        assert run_squad.main([]) == 1
-        assert FLAGS.max_seq_length == (512 if v2 else 384)
-        assert FLAGS.learning_rate == (3e-5 if v2 else 5e-5)
-        assert FLAGS.predict_batch_size == 8 and FLAGS.train_batch_size == 48
+    family, s = parsed("squad", *args)
+    s = apply_recipe(family, s)
+    assert s.max_seq_length == (512 if v2 else 384)
+    assert s.learning_rate == (3e-5 if v2 else 5e-5)
+    assert s.predict_batch_size == 8 and s.train_batch_size == 48
+    capsys.readouterr()
+    assert main(family, "", ["run_squad", *args]) == 1
     out = capsys.readouterr()
     lines = out.out.splitlines()
     assert lines[0] == f"recipe paper for squad_v{version}, model size xxlarge:"
@@ -221,10 +214,9 @@ def test_run_squad_applies_the_versions_recipe(capsys, version):
 
 
 def test_albert_dropout_out_of_range_is_one_line():
-    import run_classifier
-    from albert_tf.runners import classifier_flags as shared_flags
+    from albert_tf.runners.driver import command
+    from albert_tf.runners.families import FAMILIES
 
     args = ("--task_name=mrpc", "--preset=base", "--albert_dropout=1", *CLASSIFIER)
-    with runner_flags(run_classifier, *args):
-        with pytest.raises(ValueError, match=r"^--albert_dropout=1.0 must be in \[0, 1\)$"):
-            shared_flags.check_classifier_flags()
+    with pytest.raises(ValueError, match=r"^--albert_dropout=1.0 must be in \[0, 1\)$"):
+        command(FAMILIES["classifier"]).parse(["run_classifier", *args])

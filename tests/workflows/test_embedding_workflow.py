@@ -209,39 +209,35 @@ def test_bad_input_is_one_line_naming_flag_file_and_line(data, tmp_path):
 def test_flag_checks_and_choices(tmp_path):
     """The up-front checks (one line each, before any file is read), and the flag choices
     listed without TensorFlow equal the library's."""
-    from absl import flags
-
-    import run_embedding
     from albert_tf.modeling.pooling import POOLINGS
-    from albert_tf.runners import embedding_flags as ef
+    from albert_tf.runners.driver import check, command
+    from albert_tf.runners.families import FAMILIES
+    from albert_tf.runners.families import embedding as ef
+    from albert_tf.runners.recipe import apply_recipe
     from albert_tf.training.embedding_task import OBJECTIVES
     from data_pipeline.classification.pair_files import PAIR_FORMATS
 
     assert (ef.POOLINGS, ef.OBJECTIVES, ef.FORMATS) == (POOLINGS, OBJECTIVES, PAIR_FORMATS)
-    before = set(flags.FLAGS)
-    run_embedding.define_flags()
+    family = FAMILIES["embedding"]
+    contrastive = ["--do_train", "--train_file=t", "--objective=contrastive"]
     cases = [
         ([], "^nothing to do: give --do_train with --train_file, and/or --eval_file$"),
         (["--do_train"], r"^--do_train needs --train_file \(the training pairs\)$"),
         (["--eval_file=d.tsv", "--recipe=paper"], "^--recipe=paper: the ALBERT paper gives no"),
         (["--eval_file=d.tsv", "--length_buckets=16"], "^--length_buckets: run_embedding.py pads"),
-        (["--do_train", "--train_file=t", "--objective=contrastive", "--train_batch_size=1"],
-         "^--train_batch_size=1: the contrastive objective's negatives are the batch's other"),
-    ]  # fmt: skip
+        (
+            [*contrastive, "--train_batch_size=1"],
+            "^--train_batch_size=1: the contrastive objective's negatives are the batch's other",
+        ),
+    ]
     (tmp_path / "file").write_text("")
     cases.append(
         (["--eval_file=d.tsv", f"--export_dir={tmp_path / 'file' / 'x'}"], "^--export_dir ")
     )
-    try:
-        for argv, message in cases:
-            flags.FLAGS.unparse_flags()
-            flags.FLAGS(["run_embedding.py", "--output_dir=o", "--preset=base", *argv])
-            with pytest.raises((ValueError, OSError), match=message):
-                ef.check_embedding_flags()
-    finally:
-        flags.FLAGS.unparse_flags()
-        for name in set(flags.FLAGS) - before:
-            delattr(flags.FLAGS, name)
+    for argv, message in cases:
+        s = command(family).parse(["run_embedding.py", "--output_dir=o", "--preset=base", *argv])
+        with pytest.raises((ValueError, OSError), match=message):
+            check(family, apply_recipe(family, s))
 
 
 @pytest.mark.slow

@@ -179,7 +179,10 @@ def test_bad_inputs_are_one_line_and_write_nothing(conll, tmp_path):
 
 
 def test_tag_scheme_and_recipe_choices():
-    from albert_tf.runners.ner_flags import check_recipe, resolve_tag_scheme
+    from albert_tf.runners.driver import command
+    from albert_tf.runners.families import FAMILIES
+    from albert_tf.runners.families.token_classifier import resolve_tag_scheme
+    from albert_tf.runners.recipe import apply_recipe
 
     bio = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]
     bmes = ["O", "B-NAME", "E-NAME", "M-NAME", "S-NAME"]
@@ -190,9 +193,12 @@ def test_tag_scheme_and_recipe_choices():
     assert resolve_tag_scheme("IOBES", bmes[:3] + ["S-NAME"]) == "IOBES"
     with pytest.raises(ValueError, match=r"^--tag_scheme=BMES: the training labels: tag 'I-LOC'"):
         resolve_tag_scheme("BMES", bio)
+    family = FAMILIES["ner"]
+    s = command(family).parse(["run_ner.py", "--output_dir=o", "--recipe=paper"])
     with pytest.raises(ValueError, match="no ALBERT source publishes NER hyper-parameters"):
-        check_recipe("paper")
-    check_recipe(None)
+        apply_recipe(family, s)
+    s = s.replace(recipe=None)
+    assert apply_recipe(family, s) is s
 
 
 @pytest.mark.slow

@@ -140,7 +140,7 @@ class QuestionAnswering(Family):
 
     def answers(self, s, model, features, threshold, strategy):
         """(predictions, nbest, null_odds) of `features`."""
-        from albert_tf.runners.predictions import squad_answers
+        from albert_tf.training.task_predictions import squad_answers
 
         return squad_answers(
             model,

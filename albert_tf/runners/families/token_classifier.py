@@ -191,7 +191,7 @@ class TokenClassifier(Family):
         )
 
     def tags(self, s, data: Data, model, split: str, strategy):
-        from albert_tf.runners.ner_predictions import predicted_tags
+        from albert_tf.training.task_predictions import predicted_tags
 
         return predicted_tags(
             model,
@@ -204,7 +204,7 @@ class TokenClassifier(Family):
         )
 
     def evaluate(self, s, data: Data, strategy):
-        from albert_tf.runners.ner_predictions import ner_scores
+        from albert_tf.training.task_predictions import ner_scores
 
         if data.splits.get("dev") is None:
             return None

@@ -53,7 +53,7 @@ def command(family: Family, doc: str = "") -> Command:
         doc,
         (*SHARED_GROUPS[:5], *family.settings, *SHARED_GROUPS[5:]),
         defaults={"optimizer": "adamw", "num_train_steps": 0, **family.defaults},
-        bounds=common.FINETUNING_BOUNDS,
+        bounds={**common.FINETUNING_BOUNDS, **family.bounds},
         required=family.required,
     )
 

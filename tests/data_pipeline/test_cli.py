@@ -145,6 +145,7 @@ RUNNER_SETTINGS = {
         "settings.ModelSettings",
         "settings.FinetuningSettings",
         "families.squad.SquadSettings",
+        "data_pipeline.windows.WindowSettings",
         "albert_tf.training.sweep.SweepSettings",
         "albert_tf.training.teacher.DistillationSettings",
         "albert_tf.training.class_weights.ClassWeightSettings",

@@ -9,11 +9,12 @@ with and without activation recomputation.
 core (q, k, v kept, the [batch, heads, seq, seq] logits and probabilities recomputed).
 
 Setting: `AlbertConfig.preset` shapes (v2: dropout 0), random weights and token ids, a
-2-class head, float32. One step is the trainer's: forward pass inside the `recomputation`
-scope, the cross-entropy, gradients of the trainable variables, global-norm clipping and
-the project's AdamW update (`create_optimizer("adamw")`: two slots per trainable
-variable), in one `tf.function`. LoRA (`albert_tf.modeling.lora.add_lora`): rank `--rank`,
-alpha = rank, adapters on `--targets`, the encoder frozen, the head trainable.
+2-class head, float32. One step is the trainer's: forward pass under
+`trace_options(recompute=mode)`, the cross-entropy, gradients of the trainable variables,
+global-norm clipping and the project's AdamW update (`create_optimizer("adamw")`: two slots
+per trainable variable), in one `tf.function`. LoRA (`albert_tf.modeling.lora.add_lora`):
+rank `--rank`, alpha = rank, adapters on `--targets`, the encoder frozen, the head
+trainable.
 
 Each case runs in its own process (peaks do not mix):
 - trainable: trainable parameters; opt_state_mib: the optimizer's variables (slots).
@@ -46,7 +47,7 @@ def child(preset, method, mode, batch, seq, steps, rank, targets) -> dict:
     from albert_tf.modeling.config import AlbertConfig
     from albert_tf.modeling.lora import LoraSettings, add_lora
     from albert_tf.modeling.models import AlbertClassifier
-    from albert_tf.modeling.recompute import recomputation
+    from albert_tf.modeling.trace_options import trace_options
     from albert_tf.training.optimization import WarmupPolynomialDecay, create_optimizer
 
     config = AlbertConfig.preset(preset, max_position_embeddings=max(512, seq))
@@ -69,7 +70,7 @@ def child(preset, method, mode, batch, seq, steps, rank, targets) -> dict:
 
     @tf.function
     def step():
-        with tf.GradientTape() as tape, recomputation(mode):
+        with tf.GradientTape() as tape, trace_options(recompute=mode):
             logits = model(inputs, training=True)["logits"]
             loss = tf.reduce_mean(
                 tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)

@@ -8,7 +8,7 @@ weights and token ids, sequences of `--seq` tokens with 20 masked positions, flo
 One training step is the trainer's forward pass (MLM + SOP losses, last block at the
 masked positions only), its gradients and a plain SGD update (`var -= lr·g`: no
 optimizer slots, which are the same with or without recomputation), in one
-`tf.function`, inside the `dropout_seed` and `recomputation` scopes the trainer opens.
+`tf.function`, under the trace options the trainer sets (a dropout seed, the mode).
 
 Each (preset, mode, batch) case runs in its own process, so that peaks do not mix:
 - peak: the process's peak resident set (`ru_maxrss`) on CPU; with a GPU, TensorFlow's
@@ -46,9 +46,8 @@ def child(preset: str, mode: str, batch: int, seq: int, steps: int, jit: bool = 
     import tensorflow as tf
 
     from albert_tf.modeling.config import AlbertConfig
-    from albert_tf.modeling.dropout import dropout_seed
     from albert_tf.modeling.models import AlbertPretrainer
-    from albert_tf.modeling.recompute import recomputation
+    from albert_tf.modeling.trace_options import DropoutSeed, trace_options
 
     gpu = bool(tf.config.list_physical_devices("GPU"))
     config = AlbertConfig.preset(preset, max_position_embeddings=max(512, seq))
@@ -70,8 +69,7 @@ def child(preset: str, mode: str, batch: int, seq: int, steps: int, jit: bool = 
     def step():
         with (
             tf.GradientTape() as tape,
-            dropout_seed(tf.constant([1, 2], tf.int64)),
-            recomputation(mode),
+            trace_options(dropout=DropoutSeed(tf.constant([1, 2], tf.int64)), recompute=mode),
         ):
             out = model(batch_data, training=True, last_block_at_masked_only=True)
             loss = tf.reduce_mean(

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
-from albert_tf.modeling import layer_loop, packing, recompute
+from albert_tf.modeling import packing, recompute
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.layers import (
     AlbertEmbeddings,
@@ -21,6 +21,7 @@ from albert_tf.modeling.layers import (
     TransformerBlock,
     dense,
 )
+from albert_tf.modeling.trace_options import current_trace_options
 
 
 class BlockSlot(NamedTuple):
@@ -90,7 +91,7 @@ class AlbertEncoder(keras.Model):
       training: enables dropout.
       output_hidden_states: also return every block's output.
 
-    Inside a `recompute.recomputation("layer" | "group")` scope the blocks run as
+    Under `trace_options(recompute="layer" | "group")` the blocks run as
     segments whose activations are recomputed in the backward pass (same values and
     gradients; see `albert_tf.modeling.recompute`); under "attention" only each
     attention sub-layer's core is (`AttentionSublayer`).
@@ -113,8 +114,8 @@ class AlbertEncoder(keras.Model):
         (equal within float32 rounding); `sequence_output` and `encoder_outputs` are 0 at
         padding. What a batch of mixed lengths saves is its padding: the serving
         signatures compute a request this way (`albert_tf.modeling.packing`; None: as
-        the enclosing `packing.packed_tokens` scope says, off outside one and with
-        `output_positions`).
+        the trace options' `packed` says, off by default and with `output_positions`;
+        `albert_tf.modeling.trace_options`).
     """
 
     def __init__(self, config: AlbertConfig, **kwargs):
@@ -174,7 +175,7 @@ class AlbertEncoder(keras.Model):
     ):
         input_ids, input_mask, segment_ids = unpack_inputs(inputs)
         if packed is None:
-            packed = packing.active() and output_positions is None
+            packed = current_trace_options().packed and output_positions is None
         x = self.embeddings(input_ids, segment_ids, training=training)  # [B, S, E], normalized
         run = _BlockRunner(self, input_ids, input_mask, training, packed)  # shared weights once
         x = self._project_to_hidden(run.pack(x))  # [B*S, H], or [T, H] packed
@@ -251,9 +252,10 @@ class _BlockRunner:
     weights (`compute_weights`: Q|K|V fused, cast once under mixed precision). With
     cross-layer sharing one set of weights then serves all L layers.
 
-    Blocks run in segments (`segment`): one block each, or under a `recomputation`
-    scope a layer's or a group's blocks whose activations are recomputed in the
-    backward pass from the segment's input and these prepared weights.
+    Blocks run in segments (`segment`): one block each, or under a block recomputation
+    mode (`trace_options(recompute=...)`) a layer's or a group's blocks whose activations
+    are recomputed in the backward pass from the segment's input and these prepared
+    weights.
     """
 
     def __init__(self, encoder: AlbertEncoder, input_ids, input_mask, training, packed=False):
@@ -267,7 +269,7 @@ class _BlockRunner:
         self.hidden_size = encoder.config.hidden_size
         self.training = training
         self.blocks = encoder.blocks
-        self.recompute = recompute.current_mode()
+        self.recompute = current_trace_options().recompute
         # float32 [B, 1, 1, S]: 0 for real tokens, -10000 for padding (official). Built
         # with expand_dims, not `[:, None, None, :]`: on a dynamic S the slice becomes a
         # StridedSlice with new_axis_mask that LiteRT has no builtin for.
@@ -284,10 +286,11 @@ class _BlockRunner:
 
     def run_segments(self, segments: list[range], x):
         """The `segments` in turn on x [rows, H]; traced as one tf.while_loop over the
-        block (`layer_loop`) when `layer_loop.active()` and every segment is the same single
-        block (one shared layer, no recomputation), else one after another."""
+        block (`layer_loop`) under `trace_options(looped_layers=True)` when every segment
+        is the same single block (one shared layer, no recomputation), else one after
+        another."""
         blocks = {id(self.blocks[i]) for segment in segments for i in segment}
-        if layer_loop.active() and len(segments) > 1 and len(blocks) == 1:
+        if current_trace_options().looped_layers and len(segments) > 1 and len(blocks) == 1:
             if all(len(segment) == 1 for segment in segments):
                 count, first = len(segments), segments[0]
                 _, x = tf.while_loop(

@@ -13,9 +13,9 @@ compute the same values:
 - Where no gradient can be recorded (inference), the plain TensorFlow ops are traced:
   oneDNN fuses the plain GELU into the matmul before it, which the compiled kernel would
   prevent, and the compiled LayerNorm and softmax gained nothing there.
-- Inside `portable_kernels()` the plain ops are traced in every case: SavedModels are
-  exported that way so that runtimes built without XLA (TF Serving's default build) can
-  load them.
+- Under `trace_options(portable_kernels=True)` (`albert_tf.modeling.trace_options`) the
+  plain ops are traced in every case: SavedModels are exported that way so that runtimes
+  built without XLA (TF Serving's default build) can load them.
 
 The choice is made per call by `_xla_kernels()`. The Keras layers that use these
 functions are in `layers.py`.
@@ -23,34 +23,26 @@ functions are in `layers.py`.
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import tensorflow as tf
 
+from albert_tf.modeling.trace_options import current_trace_options, trace_options
+
 _GELU_C = math.sqrt(2.0 / math.pi)
 _GELU_A = 0.044715
 
-# A stack of switches: the top one says whether the XLA kernels may be used at all
-# (`portable_kernels()` pushes False for its duration).
-_XLA_KERNELS = [True]
 
-
-@contextlib.contextmanager
 def portable_kernels():
-    """Within this context, layers trace plain TensorFlow ops instead of XLA-compiled
-    elementwise kernels (same values): for SavedModels meant for runtimes built without
-    XLA, such as TF Serving's default."""
-    _XLA_KERNELS.append(False)
-    try:
-        yield
-    finally:
-        _XLA_KERNELS.pop()
+    """`trace_options(portable_kernels=True)`: plain TensorFlow ops instead of the
+    XLA-compiled kernels within the block. The name `albert_tf.serving` enters."""
+    return trace_options(portable_kernels=True)
 
 
 def _xla_kernels() -> bool:
-    """Whether to use the XLA-compiled kernels here: allowed, and gradients recorded."""
-    return _XLA_KERNELS[-1] and _recording()
+    """Whether to use the XLA-compiled kernels here: allowed (not portable), and
+    gradients recorded."""
+    return not current_trace_options().portable_kernels and _recording()
 
 
 def _recording() -> bool:

@@ -5,10 +5,11 @@ a graph holds L copies of the layer's ops, all reading the same weights; a runti
 prepares weights per op then prepares them L times. LiteRT's XNNPack delegate does: it
 packs the weights of every FULLY_CONNECTED node for that node, so an ALBERT-base file
 unrolled holds twelve packed copies of its 27 MB layer and every call reads all twelve
-from memory. Inside `looped_layers()` the encoder traces its repeated block as one
-`tf.while_loop` whose body is the block (`AlbertEncoder`'s `_BlockRunner.run_segments`):
-the file has one WHILE op and one body subgraph, whose weights any LiteRT interpreter packs
-once, with no option to set (figures: docs/performance.md, "one layer, one loop").
+from memory. Under `trace_options(looped_layers=True)` (`albert_tf.modeling.trace_options`)
+the encoder traces its repeated block as one `tf.while_loop` whose body is the block
+(`AlbertEncoder`'s `_BlockRunner.run_segments`): the file has one WHILE op and one body
+subgraph, whose weights any LiteRT interpreter packs once, with no option to set
+(figures: docs/performance.md, "one layer, one loop").
 
 Exact: the body is the same ops on the same weights, applied in the same order. Used
 only where the graph is converted for LiteRT (`albert_tf.serving.litert.convert`):
@@ -18,21 +19,11 @@ encoder, which a loop body would have to carry)."""
 
 from __future__ import annotations
 
-import contextlib
-
-_LOOP = [False]  # a stack: the top says whether the encoder traces its layers as a loop
+from albert_tf.modeling.trace_options import trace_options
 
 
-@contextlib.contextmanager
 def looped_layers(enabled: bool = True):
-    """Within this context (when `enabled`), an encoder whose blocks are one shared block
-    traces them as one while loop."""
-    _LOOP.append(enabled)
-    try:
-        yield
-    finally:
-        _LOOP.pop()
-
-
-def active() -> bool:
-    return _LOOP[-1]
+    """`trace_options(looped_layers=enabled)`: within the block an encoder whose blocks
+    are one shared block traces them as one while loop. The name `albert_tf.serving`
+    enters."""
+    return trace_options(looped_layers=enabled)

@@ -23,6 +23,7 @@ from albert_tf.modeling.cast_once import CastOnce
 from albert_tf.modeling.config import AlbertConfig
 from albert_tf.modeling.dropout import Dropout
 from albert_tf.modeling.kernels import attention_softmax, gelu_tanh, layer_norm_residual
+from albert_tf.modeling.trace_options import current_trace_options
 
 
 def get_activation(name: str):
@@ -202,7 +203,7 @@ class AttentionSublayer(keras.layers.Layer):
       float32 [batch*seq, H] (or [batch*Q, H], [T, H]) = LayerNorm(x + dropout(dense(
       attention(x)))).
 
-    Inside `recompute.recomputation("attention")` the core (q·kᵀ, softmax, dropout, ·v)
+    Under `trace_options(recompute="attention")` the core (q·kᵀ, softmax, dropout, ·v)
     keeps only q, k, v for the backward pass and is recomputed there (same values and
     gradients; see `albert_tf.modeling.recompute`).
     """
@@ -289,7 +290,7 @@ class AttentionSublayer(keras.layers.Layer):
                 kv, [batch_size, seq_length, 2, c.num_attention_heads, c.attention_head_size]
             )
             k, v = tf.unstack(tf.transpose(kv, [2, 0, 3, 1, 4]))
-        if recompute.current_mode() == "attention" and not return_probs:
+        if current_trace_options().recompute == "attention" and not return_probs:
             context = self._recomputed_core(q, k, v, attention_bias, training)
         else:
             logits = tf.matmul(q, k, transpose_b=True)  # [B, N, Q, S]
@@ -309,7 +310,7 @@ class AttentionSublayer(keras.layers.Layer):
         """dropout(softmax(q·kᵀ + bias))·v [B, N, Q, D] from q [B, N, Q, D] and k, v
         [B, N, S, D], keeping only q, k and v for the backward pass: the [B, N, Q, S]
         logits and probabilities are recomputed there (`recompute.recomputed`, which
-        replays the dropout masks). Under `recomputation("attention")`; with
+        replays the dropout masks). Under `trace_options(recompute="attention")`; with
         `return_probs` the probabilities are returned, hence kept, and the plain path
         runs instead."""
 

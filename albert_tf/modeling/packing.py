@@ -8,37 +8,24 @@ needs the [batch, seq] grid, and gets q, k and v gathered onto it (`TokenRows`).
 values at real positions are the same (float32 rounding aside): padding keys are masked
 by the attention bias either way, and padding queries are dropped.
 
-`packed_tokens()` turns it on for the encoders called within it (read when a function is
-traced, like `recompute.recomputation`); the serving modules open it around their
-forward pass. `AlbertEncoder.call(packed=...)` chooses explicitly.
+`trace_options(packed=True)` (`albert_tf.modeling.trace_options`) turns it on for the
+encoders called within the block (read when a function is traced); the serving modules
+open it around their forward pass. `AlbertEncoder.call(packed=...)` chooses explicitly.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from typing import NamedTuple
 
 import tensorflow as tf
 
-_local = threading.local()
+from albert_tf.modeling.trace_options import trace_options
 
 
-@contextlib.contextmanager
 def packed_tokens(enabled: bool = True):
-    """Within the block, encoders called without an explicit `packed` compute only the
-    real tokens. Thread-local."""
-    previous = getattr(_local, "enabled", False)
-    _local.enabled = enabled
-    try:
-        yield
-    finally:
-        _local.enabled = previous
-
-
-def active() -> bool:
-    """Whether the innermost `packed_tokens` scope packs (False outside any)."""
-    return getattr(_local, "enabled", False)
+    """`trace_options(packed=enabled)`: within the block, encoders called without an
+    explicit `packed` compute only the real tokens. The name `albert_tf.serving` enters."""
+    return trace_options(packed=enabled)
 
 
 class TokenRows(NamedTuple):

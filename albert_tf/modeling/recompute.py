@@ -35,11 +35,12 @@ How it stays exact:
   is one running sum instead of L per-use tensors that TensorFlow keeps until it adds
   them all at the end (for xxlarge, 12 × 0.75 GB: more than the activations of a small
   batch).
-- Dropout. Masks are drawn statelessly from the `dropout_seed` scope's seed and the
-  call's index in the pass (`albert_tf.modeling.dropout`). The segment notes the scope's
-  seed and its first call index in the forward and replays them in the recomputation:
-  the same masks, bit for bit. Outside a `dropout_seed` scope, dropout would draw new
-  masks on recomputation, so recomputing with active dropout there is an error.
+- Dropout. Masks are drawn statelessly from the trace options' `DropoutSeed` and the
+  call's index in the pass (`albert_tf.modeling.dropout`). The segment notes the seed
+  and its first call index in the forward (`DropoutSeed.bookmark`) and replays them in
+  the recomputation: the same masks, bit for bit. Without a `DropoutSeed`, dropout would
+  draw new masks on recomputation, so recomputing with active dropout there is an
+  error.
 - Ordering, Grappler and XLA. The recomputation must run in the backward pass, not be
   merged with the forward (common-subexpression elimination would bring back the very
   tensors recomputation frees) nor hoisted before the gradient arrives. Its input, and
@@ -60,54 +61,36 @@ heads (xxlarge) those [B, N, S, S] tensors are most of a layer's activations, wh
 core's two matmuls (2·B·S²·H FLOPs each) are S/(6H) of the layer's GEMMs (about
 24·B·S·H² with I = 4H): 2% at S = 512, H = 4096. The recomputation adds that once more
 per step, where "layer" adds a whole forward. The projections, the FFN and the
-LayerNorms keep their activations; the mode needs a `dropout_seed` scope when attention
-dropout is active, as the others.
+LayerNorms keep their activations; the mode needs a `DropoutSeed` when attention dropout
+is active, as the others.
 
 Memory is saved where TensorFlow frees tensors with no remaining consumer: inside a
 `tf.function` (the trainer's step always is one) and in an XLA computation. Run eagerly,
 the outer tape records the forward's intermediates and holds them anyway.
 
-The mode is chosen for a block of code with `recomputation(mode)`; the trainer opens it
-around its training forward pass (`TrainerConfig.recompute`), so evaluation and
-inference never pay for it.
+The mode is chosen for a block of code with `trace_options(recompute=mode)`
+(`albert_tf.modeling.trace_options`); the trainer opens it around its training forward
+pass (`TrainerConfig.recompute`), so evaluation and inference never pay for it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
 
 import tensorflow as tf
 
-from albert_tf.modeling import dropout
 from albert_tf.modeling.cast_once import CastOnce
+from albert_tf.modeling.trace_options import (
+    RECOMPUTE_MODES,
+    DropoutSeed,
+    current_trace_options,
+    trace_options,
+)
 
-MODES = ("none", "layer", "group", "attention")
+MODES = RECOMPUTE_MODES  # "none", "layer", "group", "attention" (validated there)
 # The modes that recompute whole blocks (the encoder's segments); "attention" recomputes
 # only the attention core inside each block.
 BLOCK_MODES = ("layer", "group")
-
-_local = threading.local()
-
-
-@contextlib.contextmanager
-def recomputation(mode: str):
-    """Within the block, encoders recompute activations per `mode` ("none", "layer",
-    "group", "attention") when gradients are taken. Thread-local, like `dropout_seed`: under
-    `MirroredStrategy` open it inside the replica function."""
-    if mode not in MODES:
-        raise ValueError(f"recompute={mode!r} is not one of {MODES}")
-    previous = getattr(_local, "mode", "none")
-    _local.mode = mode
-    try:
-        yield
-    finally:
-        _local.mode = previous
-
-
-def current_mode() -> str:
-    """The mode of the innermost `recomputation` scope ("none" outside any)."""
-    return getattr(_local, "mode", "none")
 
 
 def segments(config, mode: str) -> list[range]:
@@ -166,11 +149,12 @@ def recomputed(fn, x, weights, dropout_active: bool):
             i += kind
         return tf.nest.pack_sequence_as(weights, out)
 
-    state = dropout.current_state()
+    masks = current_trace_options().dropout
+    state = None if masks is None else masks.bookmark()
     if dropout_active and state is None:
         raise ValueError(
-            "activation recomputation with dropout needs a dropout_seed scope "
-            "(albert_tf.modeling.dropout; the trainer opens one): outside it the "
+            "activation recomputation with dropout needs a DropoutSeed in the trace "
+            "options (albert_tf.modeling.dropout; the trainer sets one): without it the "
             "recomputed masks would differ from the forward's"
         )
 
@@ -218,11 +202,12 @@ def _zero_after(dy):
 
 @contextlib.contextmanager
 def _replaying(state, zero):
-    """The forward's dropout scope again (same seed, same first call index), the seed
-    offset by `zero` so that the masks are drawn anew rather than kept from the forward."""
+    """The forward's dropout seed again (`state`: its bookmark, same seed and first call
+    index), the seed offset by `zero` so that the masks are drawn anew rather than kept
+    from the forward."""
     if state is None:
         yield
         return
-    seed, first_call = state
-    with dropout.dropout_seed(seed + tf.cast(zero, seed.dtype), first_call=first_call):
+    seed = state.seed + tf.cast(zero, state.seed.dtype)
+    with trace_options(dropout=DropoutSeed(seed, state.next_call)):
         yield

@@ -39,12 +39,12 @@ def _forward(model, packed: bool = False):
     if forward is None:
         import tensorflow as tf
 
-        from albert_tf.modeling.packing import packed_tokens
+        from albert_tf.modeling.trace_options import trace_options
 
         ref = weakref.ref(model)  # the function must not keep its model alive
 
         def run(batch):
-            with packed_tokens(packed):
+            with trace_options(packed=packed):
                 return ref()(batch, training=False)
 
         forward = tf.function(run, reduce_retracing=True)

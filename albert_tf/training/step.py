@@ -39,15 +39,17 @@ class TrainStep:
     def _gradients(self, batch, dens, micro=0):
         import tensorflow as tf
 
-        from albert_tf.modeling.dropout import dropout_seed, step_seed
-        from albert_tf.modeling.recompute import recomputation
+        from albert_tf.modeling.dropout import step_seed
+        from albert_tf.modeling.trace_options import DropoutSeed, trace_options
 
         # Dropout masks are a function of (seed, step, micro-batch, replica): a resumed run
         # draws the masks of an uninterrupted one (albert_tf.modeling.dropout).
         replica = tf.distribute.get_replica_context().replica_id_in_sync_group
         seed = step_seed(self.config.seed, self.inner_optimizer.iterations, micro, replica)
-        # Activation recomputation (--recompute) applies to this forward pass only.
-        with tf.GradientTape() as tape, dropout_seed(seed), recomputation(self.config.recompute):
+        # Activation recomputation (--recompute) applies to this forward pass only. Set
+        # here, inside the replica function: the trace options are per thread.
+        options = trace_options(dropout=DropoutSeed(seed), recompute=self.config.recompute)
+        with tf.GradientTape() as tape, options:
             loss, report = self.loss(batch, dens)
             scaled = self.optimizer.scale_loss(loss) if self.loss_scaling else loss
         # Dense gradients: the embedding gather gives IndexedSlices with repeated rows, whose

@@ -335,9 +335,9 @@ def test_last_block_only_at_needed_positions_is_exact(overrides):
 @pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
 def test_xla_kernels_equal_portable_ops(policy):
     """The XLA-compiled elementwise kernels (GELU, LayerNorm of a residual sum, the bf16
-    attention softmax) and the plain TensorFlow ops of `portable_kernels()` (used for
-    SavedModels) give the same outputs and gradients."""
-    from albert_tf.modeling.kernels import portable_kernels
+    attention softmax) and the plain TensorFlow ops of `trace_options(portable_kernels=True)`
+    (used for SavedModels) give the same outputs and gradients."""
+    from albert_tf.modeling.trace_options import trace_options
 
     keras.config.set_dtype_policy(policy)
     model = built(AlbertPretrainer(tiny_config(num_hidden_layers=2)))
@@ -350,7 +350,7 @@ def test_xla_kernels_equal_portable_ops(policy):
         return out["mlm_logits"], tape.gradient(loss, model.trainable_variables)
 
     fused, fused_grads = run()
-    with portable_kernels():
+    with trace_options(portable_kernels=True):
         plain, plain_grads = run()
     tolerance = 1e-5 if policy == "float32" else 2e-2
     np.testing.assert_allclose(fused, plain, atol=tolerance, rtol=tolerance)

@@ -130,7 +130,7 @@ def test_gradients_equal_the_chain_rule_through_a_kernel_written_by_hand(sharing
 def test_gradients_under_layer_recomputation_equal_the_plain_pass():
     import tensorflow as tf
 
-    from albert_tf.modeling.recompute import recomputation
+    from albert_tf.modeling.trace_options import trace_options
 
     _, adapted, holder = _pair()
     _randomize_b(holder)
@@ -139,7 +139,7 @@ def test_gradients_under_layer_recomputation_equal_the_plain_pass():
     with tf.GradientTape() as tape:
         loss = _loss(adapted, x, labels)
     plain = tape.gradient(loss, variables)
-    with tf.GradientTape() as tape, recomputation("layer"):
+    with tf.GradientTape() as tape, trace_options(recompute="layer"):
         loss = _loss(adapted, x, labels)
     for g, r, v in zip(plain, tape.gradient(loss, variables), variables):
         np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-5, atol=1e-7, err_msg=v.path)

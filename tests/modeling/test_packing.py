@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertEncoder
-from albert_tf.modeling.packing import TokenRows, active, packed_tokens
+from albert_tf.modeling.packing import TokenRows
+from albert_tf.modeling.trace_options import current_trace_options, trace_options
 from tests.support.harness import tiny_config
 
 LENGTHS = [9, 3, 12, 1, 7]  # rows of a batch padded to 12; one with no padding
@@ -68,20 +69,20 @@ def test_packed_equals_padded_at_real_positions_and_is_zero_at_padding(encoder):
     )
 
 
-def test_the_scope_packs_traced_calls_and_leaves_output_positions_alone(encoder):
+def test_the_option_packs_traced_calls_and_leaves_output_positions_alone(encoder):
     inputs = {k: tf.constant(v) for k, v in batch().items()}
-    assert not active()
+    assert not current_trace_options().packed
 
     @tf.function
     def forward(x):
         return encoder(x)["sequence_output"]
 
-    with packed_tokens():
-        assert active()
+    with trace_options(packed=True):
+        assert current_trace_options().packed
         got = forward(inputs).numpy()
         # output_positions (pretraining) keeps the padded path inside a scope.
         positions = encoder(inputs, output_positions=tf.constant([[1, 2]] * 5))
-    assert not active()
+    assert not current_trace_options().packed
     assert not got[~inputs["input_mask"].numpy().astype(bool)].any()  # packed: zero padding
     assert positions["positions_output"].shape == (5, 2, 32)
     with pytest.raises(ValueError, match="output_positions and packed"):

@@ -35,14 +35,13 @@ def _model(dtype="float32"):
 
 
 def _loss(model, batch, mode, seed):
-    """MLM-like loss (sum of squared logits) of the trainer's forward pass, inside the
-    scopes the trainer opens."""
+    """MLM-like loss (sum of squared logits) of the trainer's forward pass, under the
+    trace options the trainer sets."""
     import tensorflow as tf
 
-    from albert_tf.modeling.dropout import dropout_seed
-    from albert_tf.modeling.recompute import recomputation
+    from albert_tf.modeling.trace_options import DropoutSeed, trace_options
 
-    with dropout_seed(seed), recomputation(mode):
+    with trace_options(dropout=DropoutSeed(seed), recompute=mode):
         out = model(batch, training=True, last_block_at_masked_only=True)
     return tf.reduce_sum(tf.square(tf.cast(out["mlm_logits"], tf.float32))) + tf.reduce_sum(
         tf.cast(out["sop_logits"], tf.float32)
@@ -111,12 +110,9 @@ def test_gradients_equal_under_xla():
 def assert_shifted_masks_change_the_gradients(model, batch, plain, mode, monkeypatch):
     """Recomputing (`mode`) with the next dropout masks instead of the forward's gives
     other gradients than `plain` (model, batch, plain: a dropout fixture's triple)."""
-    from albert_tf.modeling import dropout
+    from albert_tf.modeling.trace_options import DropoutSeed
 
-    state = dropout.current_state
-    monkeypatch.setattr(
-        dropout, "current_state", lambda: (lambda s: s and (s[0], s[1] + 1))(state())
-    )
+    monkeypatch.setattr(DropoutSeed, "bookmark", lambda s: DropoutSeed(s.seed, s.next_call + 1))
     _, shifted = gradients(model, batch, mode)
     assert max(np.abs(a - b).max() for a, b in zip(plain[1], shifted)) > 1e-3
 
@@ -127,13 +123,13 @@ def test_recomputation_replays_the_dropout_masks(plain32, monkeypatch):
     assert_shifted_masks_change_the_gradients(*plain32, "layer", monkeypatch)
 
 
-def test_recomputation_with_dropout_needs_a_seed_scope():
+def test_recomputation_with_dropout_needs_a_dropout_seed():
     import tensorflow as tf
 
-    from albert_tf.modeling.recompute import recomputation
+    from albert_tf.modeling.trace_options import trace_options
 
     model = _model()
-    with pytest.raises(ValueError, match="dropout_seed scope"), recomputation("layer"):
+    with pytest.raises(ValueError, match="needs a DropoutSeed"), trace_options(recompute="layer"):
         with tf.GradientTape():
             model(random_batch(), training=True)
 

@@ -1,4 +1,4 @@
-"""Selective recomputation (`recomputation("attention")`, albert_tf.modeling.recompute):
+"""Selective recomputation (recompute="attention", albert_tf.modeling.recompute):
 each attention sub-layer keeps q, k, v and recomputes its core in the backward pass. The
 loss and every gradient are the plain pass's (dropout on, masks replayed; dropout off;
 LoRA adapters), the probabilities are really dropped (the forward's softmax feeds no
@@ -39,7 +39,7 @@ def dropout_model():
 
 def test_gradients_equal_the_plain_pass_with_dropout(dropout_model):
     """Every variable's gradient, attention and hidden dropout 0.1 inside a
-    `dropout_seed` scope: the recomputed core draws the forward's masks."""
+    `DropoutSeed`: the recomputed core draws the forward's masks."""
     model, batch, plain = dropout_model
     assert_close(plain, gradients(model, batch, "attention"), "float32")
 
@@ -64,13 +64,16 @@ def test_gradients_equal_the_plain_pass_bfloat16():
     assert_close(gradients(model, batch, "none"), gradients(model, batch, "attention"), "bfloat16")
 
 
-def test_active_dropout_outside_a_seed_scope_is_an_error(dropout_model):
+def test_active_dropout_without_a_dropout_seed_is_an_error(dropout_model):
     import tensorflow as tf
 
-    from albert_tf.modeling.recompute import recomputation
+    from albert_tf.modeling.trace_options import trace_options
 
     model, batch, _ = dropout_model
-    with pytest.raises(ValueError, match="dropout_seed scope"), recomputation("attention"):
+    with (
+        pytest.raises(ValueError, match="needs a DropoutSeed"),
+        trace_options(recompute="attention"),
+    ):
         with tf.GradientTape():
             model(batch, training=True)
 
@@ -121,7 +124,8 @@ def test_return_probs_and_blocks_are_as_the_plain_pass():
     returning its probabilities (kept anyway) gives the plain values."""
     import tensorflow as tf
 
-    from albert_tf.modeling.recompute import recomputation, segments
+    from albert_tf.modeling.recompute import segments
+    from albert_tf.modeling.trace_options import trace_options
 
     model = _model(attention_probs_dropout_prob=0.0)
     config = model.config
@@ -130,7 +134,7 @@ def test_return_probs_and_blocks_are_as_the_plain_pass():
     x = tf.random.stateless_normal([2 * 5, config.hidden_size], [1, 2])
     bias = tf.constant([0.0, 0, 0, -1e4, -1e4])[None, None, None, :] * tf.ones([2, 1, 1, 1])
     plain = attention(x, bias, batch_size=2, seq_length=5, return_probs=True)
-    with recomputation("attention"):
+    with trace_options(recompute="attention"):
         got = attention(x, bias, batch_size=2, seq_length=5, return_probs=True)
         alone = attention(x, bias, batch_size=2, seq_length=5)
     for a, b in zip(plain, got):
@@ -141,7 +145,7 @@ def test_return_probs_and_blocks_are_as_the_plain_pass():
 def test_lora_adapter_gradients_equal_the_plain_pass():
     import tensorflow as tf
 
-    from albert_tf.modeling.recompute import recomputation
+    from albert_tf.modeling.trace_options import trace_options
     from tests.modeling.test_lora import _inputs, _pair, _randomize_b
     from tests.modeling.test_lora import _loss as lora_loss
 
@@ -153,7 +157,7 @@ def test_lora_adapter_gradients_equal_the_plain_pass():
     with tf.GradientTape() as tape:
         loss = lora_loss(adapted, x, labels)
     plain = tape.gradient(loss, variables)
-    with tf.GradientTape() as tape, recomputation("attention"):
+    with tf.GradientTape() as tape, trace_options(recompute="attention"):
         got_loss = lora_loss(adapted, x, labels)
     assert float(got_loss) == pytest.approx(float(loss), rel=1e-6)
     for g, r, v in zip(plain, tape.gradient(got_loss, variables), variables):

@@ -71,11 +71,11 @@ def classifier(finetuned, tmp_path_factory):
 
 def _signatures(task, directory):
     """(module, signature functions) of a serving module, traced as for export."""
-    from albert_tf.modeling.kernels import portable_kernels
+    from albert_tf.modeling.trace_options import trace_options
     from albert_tf.serving.export import build_module
 
     module = build_module(task, directory)
-    with portable_kernels():
+    with trace_options(portable_kernels=True):
         return module, module.signatures()
 
 

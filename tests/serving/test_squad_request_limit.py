@@ -51,7 +51,7 @@ def test_savedmodel_answers_as_the_runner_on_real_dev_contexts(tok, head):
     convert_squad_examples → model → postprocess(_beam) answer them, in batches mixing
     short and long contexts (the flat window list, the most-context rule over candidate
     windows, the model a group of windows at a time)."""
-    from albert_tf.modeling.kernels import portable_kernels
+    from albert_tf.modeling.trace_options import trace_options
     from data_pipeline.squad.examples import SquadExample
     from data_pipeline.squad.features import convert_squad_examples
     from data_pipeline.squad.postprocess import postprocess, postprocess_beam
@@ -66,7 +66,7 @@ def test_savedmodel_answers_as_the_runner_on_real_dev_contexts(tok, head):
         "null_score_diff_threshold": 0.0,
     }
     module = _serving(model, tok, info)
-    with portable_kernels():
+    with trace_options(portable_kernels=True):
         serve = module.signatures()["serving_default"]
     served = []
     for first in range(0, len(questions), 13):  # (the long contexts share a batch with short)

@@ -232,18 +232,19 @@ def test_interrupted_run_with_dropout_ends_with_the_uninterrupted_weights(tmp_pa
 
 def test_dropout_masks_differ_between_steps_layers_and_calls():
     """The stateless masks are not one mask reused: two calls of one shared layer in a
-    scope, two scopes with other seeds, and outside a scope Keras' own dropout."""
+    block, two blocks with other seeds, and outside a block Keras' own dropout."""
     import tensorflow as tf
 
-    from albert_tf.modeling.dropout import Dropout, dropout_seed, step_seed
+    from albert_tf.modeling.dropout import Dropout, step_seed
+    from albert_tf.modeling.trace_options import DropoutSeed, trace_options
 
     layer = Dropout(0.5)
     x = tf.ones([64, 64])
-    with dropout_seed(step_seed(1, 0)):
+    with trace_options(dropout=DropoutSeed(step_seed(1, 0))):
         a, b = layer(x, training=True), layer(x, training=True)
-    with dropout_seed(step_seed(1, 0)):
+    with trace_options(dropout=DropoutSeed(step_seed(1, 0))):
         a2 = layer(x, training=True)
-    with dropout_seed(step_seed(1, 1)):
+    with trace_options(dropout=DropoutSeed(step_seed(1, 1))):
         c = layer(x, training=True)
     assert np.array_equal(a.numpy(), a2.numpy())  # the same (seed, step, call): the same mask
     assert not np.array_equal(a.numpy(), b.numpy())

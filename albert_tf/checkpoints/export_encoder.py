@@ -1,6 +1,6 @@
 """Exports the encoder of a trained model for fine-tuning: `DIR/ckpt-1` + `DIR/albert_config.json`.
 
-    python -m albert_tf.checkpoints.export_encoder --init_checkpoint RUN/checkpoints \
+    python -m albert_tf.checkpoints.export_encoder --init_checkpoint RUN/checkpoints \\
         [--albert_config_file FILE] --output_dir DIR
 
 `--init_checkpoint` is a pretraining run's checkpoint directory or prefix (model + heads +

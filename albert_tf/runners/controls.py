@@ -22,86 +22,10 @@ import dataclasses
 from collections.abc import Callable
 
 from albert_tf.modeling.lora_settings import LoraSettings
-from data_pipeline.cli import check_fields, setting
+from albert_tf.training.class_weights import ClassWeightSettings
+from albert_tf.training.sweep import RunsSettings
+from albert_tf.training.teacher import DistillationSettings
 from data_pipeline.command import fields_with
-
-
-@dataclasses.dataclass(frozen=True)
-class DistillationSettings:
-    """Distillation from a fine-tuned teacher (albert_tf.training.distillation)."""
-
-    teacher_checkpoint: str | None = setting(
-        None,
-        "Distil from this fine-tuned classifier (a fine-tuned model directory, e.g. "
-        "EXPORT_DIR/N/assets.extra/finetuned of a run_classifier --export_dir): the loss is "
-        "alpha·T²·KL(teacher/T ‖ student/T) + (1 - alpha)·CE. Same labels and vocabulary.",
-        resume="guarded",
-    )
-    distill_temperature: float = setting(
-        2.0, "Distillation temperature T.", above=0, resume="guarded"
-    )
-    distill_alpha: float = setting(
-        0.5,
-        "Weight of the teacher's soft targets (1 - alpha: the labels).",
-        minimum=0,
-        maximum=1,
-        resume="guarded",
-    )
-    distill_unlabelled_file: str | None = setting(
-        None,
-        "With --teacher_checkpoint: a UTF-8 text file of unlabelled examples, one a line "
-        "(text_a<TAB>text_b for a sentence-pair task), added to the training set with the "
-        "teacher's soft targets only (loss T²·KL; data_pipeline.classification.unlabelled).",
-        resume="guarded",
-    )
-
-    def __post_init__(self):
-        check_fields(self)
-
-
-@dataclasses.dataclass(frozen=True)
-class ClassWeightSettings:
-    """Weighing the loss by class (albert_tf.training.class_weights)."""
-
-    class_weights: str | None = setting(
-        None,
-        "Weigh the loss by class: auto (n / (classes · count), scikit-learn's balanced, "
-        "from the training labels) or one weight per label in the task's label order, "
-        "comma-separated; the loss is their weighted mean. --multi_label: each label's "
-        "positive weight in its binary cross-entropy (auto: negatives/positives, clipped "
-        "to [0.01, 100]). Token classification: per tag, over the words' first pieces.",
-        resume="guarded",
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class RunsSettings:
-    """Repeated runs over seeds."""
-
-    num_runs: int = setting(
-        1,
-        "Fine-tune with seeds seed, seed+1, ... (OUTPUT_DIR/run_i); eval_results.json "
-        "reports median, min, max and std.",
-        minimum=1,
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class SweepSettings:
-    """The grid of a sweep (albert_tf.training.sweep; albert_tf.runners.sweep)."""
-
-    sweep: tuple[str, ...] = setting(
-        (),
-        "NAME=v1,v2,...: train every combination of the values (× the seeds of --num_runs) "
-        "in OUTPUT_DIR/sweep/<point>, NAME a sweepable setting (learning_rate, "
-        "train_batch_size, num_train_epochs, train_step, warmup_proportion, "
-        "weight_decay_rate, layer_lr_decay, classifier_dropout, lora_rank); the winner is "
-        "the best median metric on --held_out_fraction of the training examples (held out "
-        "of training), never the dev set (reported beside it): sweep/sweep_results.json, "
-        "sweep/best.",
-        repeatable=True,
-    )
-
 
 CONTROL_GROUPS = (LoraSettings, DistillationSettings, ClassWeightSettings, RunsSettings)
 
@@ -127,7 +51,7 @@ CONTROLS = (
     Control("layer_lr_decay", "layer_lr_decay", lambda s: s.layer_lr_decay != 1.0),
     Control("recompute", "recompute", lambda s: s.recompute != "none"),
     Control("num_runs", "num_runs", lambda s: s.num_runs > 1),
-    Control("sweep", "sweep", lambda s: bool(s.has("sweep") and s.sweep)),
+    Control("sweep", "sweep", lambda s: bool(s.sweep)),
 )
 
 ALL_CONTROLS = frozenset(c.name for c in CONTROLS)

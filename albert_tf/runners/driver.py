@@ -22,13 +22,13 @@ from albert_tf.runners import checks
 from albert_tf.runners import settings as common
 from albert_tf.runners.controls import (
     CONTROL_GROUPS,
-    SweepSettings,
     check_controls,
     recorded_controls,
     resume_rules,
 )
 from albert_tf.runners.family import Data, Family
 from albert_tf.training.config import TrainerConfig
+from albert_tf.training.sweep import SweepSettings
 from data_pipeline.command import Command
 
 SHARED_GROUPS = (
@@ -38,20 +38,22 @@ SHARED_GROUPS = (
     common.ResumeSettings,
     common.FinetuningSettings,
     *CONTROL_GROUPS,
+    SweepSettings,
     common.ExportSettings,
 )
 
 
 def command(family: Family, doc: str = "") -> Command:
     """The family's command: the shared groups (trainer, model, distribution, resume,
-    fine-tuning, controls, export), the family's own, and --sweep when it takes it."""
-    sweep = (SweepSettings,) if "sweep" in family.controls else ()
+    fine-tuning), the family's own, the controls' (every family's command has every
+    control's settings: the driver refuses those the family does not take) and the
+    export's."""
     return Command(
         family.runner,
         doc,
-        (*SHARED_GROUPS[:5], *family.settings, *SHARED_GROUPS[5:], *sweep),
+        (*SHARED_GROUPS[:5], *family.settings, *SHARED_GROUPS[5:]),
         defaults={"optimizer": "adamw", "num_train_steps": 0, **family.defaults},
-        bounds=common.FINETUNING_BOUNDS,
+        bounds={**common.FINETUNING_BOUNDS, **family.bounds},
         required=family.required,
     )
 
@@ -101,8 +103,8 @@ def inputs_of(s) -> Inputs:
     """The model config and tokenizer, checked: the output directory, the sequence length
     against the config's positions, the vocabulary against the config's and against the
     tokenizer the --init_checkpoint records."""
+    from albert_tf.checkpoints.run_identity import tokenizer_identity
     from albert_tf.checkpoints.tokenizer_record import check_tokenizer
-    from albert_tf.runners.run_setup import tokenizer_identity
 
     spec = common.tokenizer_spec(s)
     checks.check_output_dir(s.output_dir)
@@ -120,7 +122,8 @@ def inputs_of(s) -> Inputs:
 def identity_of(family: Family, s, inputs: Inputs, data: Data):
     """The run's RunIdentity, checked against a run already in --output_dir before the
     first write there."""
-    from albert_tf.runners.run_setup import check_same_run, run_identity, training_file_identity
+    from albert_tf.checkpoints.run_identity import run_identity, training_file_identity
+    from albert_tf.training.resume_checks import check_same_run
 
     trained = training_file_identity(data.train_file, **data.identity) if s.do_train else None
     task = family.identity_task(s)
@@ -257,7 +260,7 @@ def main(family: Family, doc: str, argv=None) -> int:
 
         logging.set_verbosity(logging.WARNING)
         result = run(family, s)
-        if not s.has("sweep") or not s.sweep:
+        if not s.sweep:
             print(json.dumps(result, default=str))
         return 0
 

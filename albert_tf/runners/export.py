@@ -9,8 +9,8 @@ import os
 def export_trained(model, export_dir: str, info, tokenizer_spec, s) -> list[str]:
     """`albert_tf.serving.export.export_trained` of `model` with its TaskInfo `info`, the
     formats of `s` and the tokenizer of `tokenizer_spec`; prints and returns the paths."""
-    from albert_tf.runners.settings import export_formats
     from albert_tf.serving.export import export_trained as export
+    from albert_tf.serving.formats import export_formats
 
     paths = export(model, export_dir, info, tokenizer_spec, **export_formats(s))
     print_exports(paths, finetuned=True)

@@ -54,6 +54,7 @@ class Family:
     settings: tuple[type, ...] = ()
     defaults: dict = {}
     required: tuple[str, ...] = ("output_dir",)
+    bounds: dict = {}  # this family's range of a shared setting (data_pipeline.cli.Bounds)
     controls: frozenset = frozenset()
     untrained: str = "--do_eval/--do_predict without --do_train"
     kind: str = ""  # the task kind its export writes (albert_tf.checkpoints.task_kinds)

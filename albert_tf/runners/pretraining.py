@@ -120,9 +120,10 @@ def check(s) -> None:
 
 def run(s) -> dict:
     """One pretraining invocation with settings `s` (COMMAND's value): the final metrics."""
+    from albert_tf.checkpoints.run_identity import records_identity, run_identity
     from albert_tf.runners.export import print_exports
     from albert_tf.runners.pretraining_inputs import pretraining_dataset_fn, pretraining_inputs
-    from albert_tf.runners.run_setup import records_identity, run_identity, setup_run
+    from albert_tf.runners.run_setup import setup_run
     from data_pipeline.io.atomic import write_json
     from data_pipeline.pretraining.meta_data import find_corrupt
 
@@ -190,13 +191,14 @@ def run(s) -> dict:
     print(json.dumps(result))
     if s.export_dir and run.output_dir == trainer_config.output_dir:  # the chief exports
         from albert_tf.serving.export import export_formats
+        from albert_tf.serving.formats import export_formats as export_settings
 
         spec = inputs.tokenizer_spec
         paths = export_formats(
             "encoder",
             os.path.join(run.output_dir, "checkpoints"),
             s.export_dir,
-            **common.export_formats(s),
+            **export_settings(s),
             albert_config=albert_config,
             tokenizer=spec,
             max_seq_length=data.max_seq_length,

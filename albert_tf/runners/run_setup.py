@@ -22,8 +22,6 @@ Nothing here reads flags: the runners pass values in.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -35,7 +33,7 @@ from data_pipeline.io.locks import OutputLock, hold_output_lock
 # run_config.json's name and format are albert_tf.checkpoints.run_record's; that module is
 # imported where used, so that a runner's start (flag parsing, --help) loads no TensorFlow.
 if TYPE_CHECKING:
-    from albert_tf.checkpoints.run_record import RunIdentity, RunRecord
+    from albert_tf.checkpoints.run_record import RunIdentity
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +103,7 @@ def setup_run(
         utc_now,
     )
     from albert_tf.training import make_strategy, task_output_dir
+    from albert_tf.training.resume_checks import check_resume, check_same_batches
 
     if rules is None:
         from albert_tf.runners.controls import resume_rules
@@ -146,157 +145,6 @@ def setup_run(
     elif training:
         record.with_segment(segment, details, identity).write(output_dir)
     return RunSetup(strategy, replicas, micro, output_dir, lock)
-
-
-def check_resume(
-    output_dir: str,
-    identity: RunIdentity,
-    training: bool,
-    settings: dict | None = None,
-    allow_changed: tuple[str, ...] | list[str] = (),
-    rules=None,
-    log=print,
-) -> tuple[RunRecord | None, int | None]:
-    """What a run on `output_dir` resumes, checked before anything is written: (its record,
-    the step of its newest readable checkpoint), (None, step) for checkpoints without a
-    record (nothing to compare: their restore decides), (None, None) when there is no
-    checkpoint (a new run).
-
-    ValueError (one line) when the checkpoints are of another run (`RunRecord.
-    check_same_run`: task, labels, model config, tokenizer, and when `training` the training
-    data), and with `settings` (the run's, when it trains) when `num_train_steps` is below the step
-    reached (nothing to do: the run is not shortened, nothing is written) or a guarded
-    setting changed without `allow_changed` (`RunRecord.check_settings`)."""
-    from albert_tf.checkpoints.run_record import RunRecord
-    from albert_tf.training.resume import newest_readable_step
-
-    step = newest_readable_step(os.path.join(output_dir, "checkpoints"))
-    if step is None:
-        return None, None
-    record = RunRecord.read(output_dir)
-    if record is not None:
-        record.check_same_run(identity, output_dir, training)
-    if settings is None or record is None:  # (checkpoints of no record: resume.py decides)
-        return record, step
-    wanted = settings["num_train_steps"]
-    if wanted < step:
-        raise ValueError(
-            f"{output_dir} holds a run trained to step {step}, more than the {wanted} training "
-            f"steps asked for (--num_train_steps/--train_step): nothing to do, nothing was "
-            f"changed; ask for {step} or more to go on, or use another --output_dir"
-        )
-    if rules is None:
-        from albert_tf.runners.controls import resume_rules
-
-        rules = resume_rules()
-    for line in record.check_settings(settings, tuple(allow_changed), rules):
-        log(f"resuming with a changed setting (--allow_changed): {line}")
-    return record, step
-
-
-def check_same_run(output_dir: str, identity: RunIdentity, training: bool) -> None:
-    """`check_resume`'s identity check alone, for the runners that write into `output_dir`
-    (the feature cache) before their settings are known: ValueError (one line) when
-    `output_dir` holds checkpoints of another run."""
-    check_resume(output_dir, identity, training)
-
-
-def check_same_batches(output_dir: str, input_pipeline: dict | None) -> None:
-    """ValueError (one line) when `output_dir` holds checkpoints of a run whose batches were
-    built otherwise (run_config.json's "input_pipeline", e.g. length buckets against padded
-    batches): the checkpoint's data position belongs to that pipeline and cannot be
-    restored into this one. Read before anything is written."""
-    from albert_tf.checkpoints.run_record import RunRecord
-
-    if input_pipeline is None:
-        return
-    if not filesystem.glob(os.path.join(output_dir, "checkpoints", "*.index")):
-        return
-    try:
-        record = RunRecord.read(output_dir)
-    except (OSError, ValueError):
-        return  # an unreadable record decides nothing; resume.py checks the checkpoints
-    before = record.details.get("input_pipeline") if record else None
-    if before is not None and before != input_pipeline:
-        describe = lambda p: ", ".join(f"{k}={v}" for k, v in sorted(p.items()))  # noqa: E731
-        raise ValueError(
-            f"{output_dir} holds checkpoints of a run with other batches ({describe(before)}; "
-            f"now {describe(input_pipeline)}): its data position cannot be restored; resume "
-            f"with the same settings or use another --output_dir"
-        )
-
-
-# --- what a runner knows of its data and tokenizer (RunIdentity's fields) -------------------
-
-
-def file_sha256(path: str) -> str:
-    """sha256 of a file's bytes; of a directory, of its files' relative names and bytes
-    (sorted): the identity of a training file or folder (RACE's)."""
-    from albert_tf.checkpoints.tokenizer_record import file_sha256 as one_file
-
-    if not filesystem.isdir(path):
-        return one_file(path)
-    digest = hashlib.sha256()
-    for root, _, names in sorted(os.walk(path)):
-        for name in sorted(names):
-            full = os.path.join(root, name)
-            digest.update(os.path.relpath(full, path).encode() + b"\0")
-            digest.update(one_file(full).encode())
-    return digest.hexdigest()
-
-
-def run_identity(
-    runner: str, task: str, albert_config, tokenizer, labels=None, data: dict | None = None
-) -> RunIdentity:
-    """The `RunIdentity` of a run: `albert_config` an AlbertConfig, `tokenizer` a built
-    tokenizer or a recorded {"kind", "sha256", ...} (None: not known), `data` what the
-    runner knows of its training data (None: it does not train)."""
-    from albert_tf.checkpoints.run_record import RunIdentity
-
-    if tokenizer is not None and not isinstance(tokenizer, dict):
-        tokenizer = tokenizer_identity(tokenizer)
-    return RunIdentity(
-        runner,
-        task,
-        None if labels is None else list(labels),
-        albert_config.to_dict(),
-        tokenizer,
-        data,
-    )
-
-
-def training_file_identity(path: str | None, **settings) -> dict:
-    """A fine-tuning run's data: the training file's (or folder's) sha256 and the settings
-    its features are built with. A file that does not exist is left to the reader's own
-    error (sha256 None)."""
-    found = bool(path) and filesystem.exists(path)
-    return {"train_sha256": file_sha256(path) if found else None, **settings}
-
-
-def tokenizer_identity(tokenizer) -> dict | None:
-    """{"kind", "sha256"} of a built tokenizer (None: none)."""
-    from data_pipeline.tokenization.spec import tokenizer_kind
-
-    if tokenizer is None:
-        return None
-    return {"kind": tokenizer_kind(tokenizer), "sha256": tokenizer.checksum}
-
-
-def records_identity(files: list[str]) -> dict:
-    """What identifies pretraining records `files`: the sha256 of each directory's
-    meta_data.json (written once per complete job, deterministic), else of the files'
-    names and sizes; and the file count."""
-    from data_pipeline.pretraining.data_config import META_FILE
-
-    digest = hashlib.sha256()
-    for directory in sorted(dict.fromkeys(os.path.dirname(f) for f in files)):
-        meta = os.path.join(directory, META_FILE)
-        if filesystem.exists(meta):
-            digest.update(file_sha256(meta).encode())
-        else:
-            for f in sorted(p for p in files if os.path.dirname(p) == directory):
-                digest.update(f"{os.path.basename(f)}:{filesystem.getsize(f)}\n".encode())
-    return {"records_sha256": digest.hexdigest(), "files": len(files)}
 
 
 def run_main(body: Callable[[], int | None], argv=()) -> int:

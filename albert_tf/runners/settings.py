@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from albert_tf.serving.formats import ExportSettings
+from albert_tf.training.distribution import DistributionSettings
+from albert_tf.training.resume_checks import ResumeSettings
 from data_pipeline.cli import Bounds, setting
 
-STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
-FORMATS = ("savedmodel", "tflite")  # albert_tf.serving.formats (no TensorFlow here)
-QUANTIZATIONS = ("float32", "float16", "int8")
+__all__ = ["DistributionSettings", "ExportSettings", "ResumeSettings"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,27 +30,6 @@ class ModelSettings:
     init_checkpoint: str | None = setting(
         None,
         "Start from these weights (ours, albert_tf.checkpoints.convert, official TF1/TF-Hub).",
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class DistributionSettings:
-    """Where the run computes (albert_tf.training.distribution.make_strategy)."""
-
-    strategy: str = setting("default", "tf.distribute strategy.", choices=STRATEGIES)
-    tpu: str | None = setting(None, "TPU name or grpc:// address (--strategy tpu).")
-    num_gpus: int = setting(0, "GPUs to use (mirrored/one_device; 0: all / CPU).", minimum=0)
-
-
-@dataclasses.dataclass(frozen=True)
-class ResumeSettings:
-    """What a resumed run may change (the settings marked resume="guarded")."""
-
-    allow_changed: tuple[str, ...] = setting(
-        (),
-        "Resuming a run (--output_dir with its checkpoints): the settings that may differ "
-        "from its last segment's (e.g. learning_rate,num_train_steps); any other change is "
-        "an error. Each segment is kept in run_config.json.",
     )
 
 
@@ -106,31 +86,6 @@ class FinetuningSettings:
         "16,32,48,64,80,96,112,128,160,192,224,256,320,384,448,512",
         "The lengths a batch of similar-length examples is padded to (those below "
         "max_seq_length, then max_seq_length): one traced shape each.",
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class ExportSettings:
-    """What --export_dir writes when the run is done (albert_tf.serving.export)."""
-
-    export_dir: str | None = setting(
-        None,
-        "When done, export the trained model as EXPORT_DIR/N (next version; raw text in; "
-        "the fine-tuned checkpoint, vocabulary and task.json in N/assets.extra/finetuned); "
-        "with --num_runs, one per run (EXPORT_DIR/run_i/N).",
-    )
-    export_format: tuple[str, ...] = setting(
-        ("savedmodel",),
-        "savedmodel (EXPORT_DIR/N: TF Serving, TensorFlow) and/or tflite (on-device LiteRT "
-        "files in EXPORT_DIR/litert/, one per --export_quantize).",
-        choices=FORMATS,
-        repeatable=True,
-    )
-    export_quantize: tuple[str, ...] = setting(
-        ("float32",),
-        "--export_format tflite: the weights' precisions, any of "
-        f"{', '.join(QUANTIZATIONS)} (float16 weights; dynamic-range int8 weights).",
-        choices=QUANTIZATIONS,
     )
 
 
@@ -210,11 +165,6 @@ def check_epochs(s) -> None:
         message = Bounds(above=0).error("--num_train_epochs", s.num_train_epochs)
         if message:
             raise ValueError(message)
-
-
-def export_formats(s) -> dict:
-    """The `formats` and `quantize` arguments of the export functions."""
-    return {"formats": tuple(s.export_format), "quantize": tuple(s.export_quantize)}
 
 
 FINETUNING_BOUNDS = {"num_train_steps": Bounds(minimum=0)}  # 0: derived from the epochs

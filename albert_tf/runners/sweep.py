@@ -37,7 +37,7 @@ def sweep_points(s) -> list:
     """The grid's `Point`s of --sweep (empty without it); ValueError naming --sweep."""
     from albert_tf.training.sweep import grid, parse_sweeps
 
-    if not s.has("sweep") or not s.sweep:
+    if not s.sweep:
         return []
     return grid(parse_sweeps(s.sweep, sweepable(s)))
 

@@ -6,6 +6,10 @@ the values itself."""
 
 from __future__ import annotations
 
+import dataclasses
+
+from data_pipeline.cli import setting
+
 FORMATS = ("savedmodel", "tflite")
 QUANTIZATIONS = ("float32", "float16", "int8")
 DEFAULT_FORMATS = ("savedmodel",)
@@ -48,3 +52,34 @@ def formats_from_flags(flag_values) -> dict:
         "formats": tuple(flag_values.export_format),
         "quantize": tuple(flag_values.export_quantize),
     }
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportSettings:
+    """What --export_dir writes when the run is done (albert_tf.serving.export)."""
+
+    export_dir: str | None = setting(
+        None,
+        "When done, export the trained model as EXPORT_DIR/N (next version; raw text in; "
+        "the fine-tuned checkpoint, vocabulary and task.json in N/assets.extra/finetuned); "
+        "with --num_runs, one per run (EXPORT_DIR/run_i/N).",
+    )
+    export_format: tuple[str, ...] = setting(
+        DEFAULT_FORMATS,
+        "savedmodel (EXPORT_DIR/N: TF Serving, TensorFlow) and/or tflite (on-device LiteRT "
+        "files in EXPORT_DIR/litert/, one per --export_quantize).",
+        choices=FORMATS,
+        repeatable=True,
+    )
+    export_quantize: tuple[str, ...] = setting(
+        DEFAULT_QUANTIZE,
+        "--export_format tflite: the weights' precisions, any of "
+        f"{', '.join(QUANTIZATIONS)} (float16 weights; dynamic-range int8 weights).",
+        choices=QUANTIZATIONS,
+    )
+
+
+def export_formats(s) -> dict:
+    """The `formats` and `quantize` arguments of the export functions, from settings `s`
+    (ExportSettings' fields)."""
+    return {"formats": tuple(s.export_format), "quantize": tuple(s.export_quantize)}

@@ -23,6 +23,10 @@ negatives/positives of each label in the training features, clipped to
 
 from __future__ import annotations
 
+import dataclasses
+
+from data_pipeline.cli import setting
+
 FLAG = "--class_weights"
 POS_WEIGHT_CLIP = 100.0
 
@@ -162,3 +166,18 @@ def weighted_token_cross_entropy_sums(logits, label_ids, weights):
     )
     w = token_weights(labels, weights)
     return tf.reduce_sum(w * nll), tf.reduce_sum(w)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassWeightSettings:
+    """Weighing the loss by class (albert_tf.training.class_weights)."""
+
+    class_weights: str | None = setting(
+        None,
+        "Weigh the loss by class: auto (n / (classes · count), scikit-learn's balanced, "
+        "from the training labels) or one weight per label in the task's label order, "
+        "comma-separated; the loss is their weighted mean. --multi_label: each label's "
+        "positive weight in its binary cross-entropy (auto: negatives/positives, clipped "
+        "to [0.01, 100]). Token classification: per tag, over the words' first pieces.",
+        resume="guarded",
+    )

@@ -4,7 +4,10 @@ files."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+
+from data_pipeline.cli import setting
 
 
 def make_strategy(name: str = "default", tpu: str | None = None, num_gpus: int = 0):
@@ -57,3 +60,15 @@ def task_output_dir(strategy, output_dir: str) -> str:
     ):
         return output_dir
     return os.path.join(output_dir, "workers", f"{task_type}_{task_id}")
+
+
+STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+@dataclasses.dataclass(frozen=True)
+class DistributionSettings:
+    """Where the run computes (albert_tf.training.distribution.make_strategy)."""
+
+    strategy: str = setting("default", "tf.distribute strategy.", choices=STRATEGIES)
+    tpu: str | None = setting(None, "TPU name or grpc:// address (--strategy tpu).")
+    num_gpus: int = setting(0, "GPUs to use (mirrored/one_device; 0: all / CPU).", minimum=0)

@@ -104,6 +104,36 @@ class RunFiles:
         )
         self.log(f"best {name} {value:.4f} at step {step} -> {path}")
 
+    def restore_best(self, model) -> dict | None:
+        """Restores best/'s weights into `model` (written by `keep_best` as
+        tf.train.Checkpoint(model=...)) and returns best/best.json's record; None (the
+        model left as it is) when no evaluation kept one."""
+        import tensorflow as tf
+
+        record = os.path.join(self.output_dir, BEST_DIR, BEST_RECORD)
+        if not filesystem.exists(record):
+            return None
+        with filesystem.open(record) as f:
+            best = json.load(f)
+        # The checkpoint path is recorded as written; the directory may have moved since.
+        prefix = os.path.join(os.path.dirname(record), os.path.basename(best["checkpoint"]))
+        status = tf.train.Checkpoint(model=model).read(prefix)
+        status.assert_existing_objects_matched().expect_partial()
+        return dict(best, checkpoint=prefix)
+
+    def evaluation_at(self, step: int) -> dict | None:
+        """The evaluation metrics.jsonl records at `step` (without its split and step), or
+        None when the run made none there."""
+        path = os.path.join(self.output_dir, METRICS_FILE)
+        if not filesystem.exists(path):
+            return None
+        with filesystem.open(path) as f:
+            for line in f:
+                row = json.loads(line)
+                if row.get("split") == "eval" and row.get("step") == step:
+                    return {k: v for k, v in row.items() if k not in ("split", "step")}
+        return None
+
     # --- the console ------------------------------------------------------------------------
     def progress(self, step: int, total: int, values: dict, start_step: int, start: float):
         """The progress line of a loop ending at `step` of `total`: every loss and metric,

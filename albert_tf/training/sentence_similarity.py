@@ -92,3 +92,18 @@ def cosine_spearman(embedder, pairs: SentencePairs, batch_size: int = 64) -> flo
     u = embed(embedder, pairs.first, batch_size)
     v = embed(embedder, pairs.second, batch_size)
     return spearman(cosine_scores(u, v), pairs.scores)
+
+
+def pair_features(pairs, tokenizer, max_seq_length: int, max_score: float) -> SentencePairs:
+    """`pair_files.TextPairs` → `SentencePairs` (each side packed alone, `[CLS] s [SEP]`,
+    `max_seq_length`). Scores are put on STS-B's 0-5 scale (× 5 / `max_score`): the cosine
+    objective regresses on score / 5 (embedding_losses.sts_labels), so its label is
+    score / max_score in [0, 1]; the Spearman is unchanged by the scale."""
+    from albert_tf.training.embedding_losses import STS_MAX_SCORE
+
+    scores = np.asarray(pairs.scores, np.float64) * (STS_MAX_SCORE / max_score)
+    return SentencePairs(
+        single_sentence_features(pairs.texts_a, tokenizer, max_seq_length),
+        single_sentence_features(pairs.texts_b, tokenizer, max_seq_length),
+        scores.astype(np.float32),
+    )

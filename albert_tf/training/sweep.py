@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from data_pipeline.cli import setting
 from data_pipeline.io import filesystem
 from data_pipeline.io.atomic import write_json, write_text
 
@@ -227,3 +228,32 @@ def table_lines(table: dict) -> list[str]:
         )
     lines.append(f"winner: {table['winner']} (sweep/best)")
     return lines
+
+
+@dataclasses.dataclass(frozen=True)
+class RunsSettings:
+    """Repeated runs over seeds."""
+
+    num_runs: int = setting(
+        1,
+        "Fine-tune with seeds seed, seed+1, ... (OUTPUT_DIR/run_i); eval_results.json "
+        "reports median, min, max and std.",
+        minimum=1,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepSettings:
+    """The grid of a sweep (albert_tf.training.sweep; albert_tf.runners.sweep)."""
+
+    sweep: tuple[str, ...] = setting(
+        (),
+        "NAME=v1,v2,...: train every combination of the values (× the seeds of --num_runs) "
+        "in OUTPUT_DIR/sweep/<point>, NAME a sweepable setting (learning_rate, "
+        "train_batch_size, num_train_epochs, train_step, warmup_proportion, "
+        "weight_decay_rate, layer_lr_decay, classifier_dropout, lora_rank); the winner is "
+        "the best median metric on --held_out_fraction of the training examples (held out "
+        "of training), never the dev set (reported beside it): sweep/sweep_results.json, "
+        "sweep/best.",
+        repeatable=True,
+    )

@@ -36,22 +36,18 @@ import numpy as np
 
 from data_pipeline.classification.multi_label import multi_hot
 from data_pipeline.cli import check_fields, setting
-from data_pipeline.windows import doc_spans
+from data_pipeline.windows import WindowSettings, doc_spans
+
+WINDOW_STRIDE = next(f for f in dataclasses.fields(WindowSettings) if f.name == "doc_stride")
 
 AGGREGATES = ("mean_logits", "max_prob")
 
 
 @dataclasses.dataclass(frozen=True)
-class DocumentWindows:
-    """How long texts are read (the module docstring); doc_stride 0: truncation."""
+class DocumentWindows(WindowSettings):
+    """How long documents are read (the module docstring); doc_stride 0: truncation."""
 
-    doc_stride: int = setting(
-        0,
-        "Long texts: a text longer than max_seq_length becomes windows starting every "
-        "DOC_STRIDE pieces (each an example with the document's label); evaluation and "
-        "prediction combine a document's windows (--aggregate). 0: truncate (official).",
-        minimum=0,
-    )
+    doc_stride: int = dataclasses.field(default=0, metadata=WINDOW_STRIDE.metadata)
     max_document_windows: int = setting(
         0, "With --doc_stride: read the first this many windows of a document (0: all).", minimum=0
     )

@@ -109,6 +109,16 @@ def run_cli(*command, **options) -> Cli:
     return Cli(*command, **options).wait()
 
 
+# A runner script's console command (albert_tf.runners.commands).
+COMMANDS = {
+    "run_pretraining": "pretrain",
+    "run_classifier": "classify",
+    "run_squad": "squad",
+    "run_ner": "ner",
+    "run_embedding": "embedding",
+}
+
+
 def two_cpu_driver(runner: str) -> str:
     """A script running `runner` (run_pretraining, run_classifier, ...) with two logical
     CPU devices, so that `--strategy mirrored` has two replicas on a CPU machine (logical
@@ -118,8 +128,7 @@ def two_cpu_driver(runner: str) -> str:
         "cpus = tf.config.list_physical_devices('CPU')\n"
         "tf.config.set_logical_device_configuration(\n"
         "    cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)\n"
-        f"from absl import app\nimport {runner}\n{runner}.define_flags()\n"
-        f"app.run(lambda argv: sys.exit({runner}.main(argv)))\n"
+        f"from albert_tf.runners import commands\ncommands.{COMMANDS[runner]}(sys.argv)\n"
     )
 
 
@@ -167,8 +176,7 @@ def tpu_driver(runner: str, record: str) -> str:
         "tf.config.experimental_connect_to_cluster = connect\n"
         "tf.tpu.experimental.initialize_tpu_system = initialize\n"
         "tf.distribute.TPUStrategy = strategy\n"
-        f"from absl import app\nimport {runner}\n{runner}.define_flags()\n"
-        f"app.run(lambda argv: sys.exit({runner}.main(argv)))\n"
+        f"from albert_tf.runners import commands\ncommands.{COMMANDS[runner]}(sys.argv)\n"
     )
 
 

@@ -172,7 +172,7 @@ def test_resuming_with_other_batches_is_one_line_before_any_write(tmp_path):
     import json
 
     from albert_tf.checkpoints.run_record import RUN_RECORD_FILE as RUN_CONFIG
-    from albert_tf.runners.run_setup import check_same_batches
+    from albert_tf.training.resume_checks import check_same_batches
 
     grouped, padded = {"length_buckets": [16, 32]}, {"length_buckets": None}
     record = tmp_path / RUN_CONFIG

@@ -51,18 +51,17 @@ def _write_task(directory):
 
 
 def _run(runner, args, capsys):
-    """`python RUNNER.py ARGS` in this process: its flags defined, parsed, `main` run, and
-    the flags removed again (the next runner defines its own). Returns (exit code, stdout)."""
-    from absl import flags
+    """`python RUNNER.py ARGS` in this process (run_pretraining, run_classifier: their
+    commands' `main`, argv parsed into settings once). Returns stdout."""
+    from albert_tf.runners import pretraining
+    from albert_tf.runners.driver import main
+    from albert_tf.runners.families import FAMILIES
 
-    before = set(flags.FLAGS)
-    runner.define_flags()
-    try:
-        flags.FLAGS([f"{runner.__name__}.py", *args])
-        code = runner.main([])
-    finally:
-        for name in set(flags.FLAGS) - before:
-            delattr(flags.FLAGS, name)
+    argv = [f"{runner}.py", *args]
+    if runner == "run_pretraining":
+        code = pretraining.main(argv)
+    else:
+        code = main(FAMILIES["classifier"], "", argv)
     out = capsys.readouterr()
     assert code == 0, out.out[-2000:] + out.err[-3000:]
     return out.out
@@ -82,8 +81,6 @@ def empty_cwd(tmp_path, monkeypatch):
 def test_whole_chain_on_ram_filesystem(empty_cwd, capsys):
     import tensorflow as tf
 
-    import run_classifier
-    import run_pretraining
     from albert_tf.checkpoints.export_encoder import export_encoder
     from data_pipeline.pretraining.data_config import DataConfig
     from data_pipeline.pretraining.local_writer import create_pretraining_data
@@ -125,10 +122,10 @@ def test_whole_chain_on_ram_filesystem(empty_cwd, capsys):
         "--steps_per_loop=1",
         "--save_checkpoints_steps=2",
     ]
-    _run(run_pretraining, [*args, "--num_train_steps=2"], capsys)
+    _run("run_pretraining", [*args, "--num_train_steps=2"], capsys)
     assert filesystem.exists(f"{pretrain}/checkpoints/ckpt-2.index")
     out = _run(
-        run_pretraining, [*args, "--num_train_steps=4", "--allow_changed=num_train_steps"], capsys
+        "run_pretraining", [*args, "--num_train_steps=4", "--allow_changed=num_train_steps"], capsys
     )
     assert f"resumed from {pretrain}/checkpoints/ckpt-2 at step 2" in out
     steps = [r["step"] for r in _rows(f"{pretrain}/metrics.jsonl") if r.get("split") != "eval"]
@@ -142,7 +139,7 @@ def test_whole_chain_on_ram_filesystem(empty_cwd, capsys):
 
     finetune, export = f"{ROOT}/classifier", f"{ROOT}/export"
     _run(
-        run_classifier,
+        "run_classifier",
         [
             "--task_name=csv",
             f"--data_dir={ROOT}/task",

@@ -102,8 +102,8 @@ class Classifier(Family):
         return self.spec(s).best_metric
 
     def read(self, s, inputs) -> Data:
-        from albert_tf.runners.families.distillation import load_teacher
         from albert_tf.training.class_weights import parse_class_weights
+        from albert_tf.training.teacher import load_teacher
 
         spec = self.spec(s)
         windows = s.group(DocumentWindows)
@@ -123,9 +123,9 @@ class Classifier(Family):
         return Data(labels, spec.source("train"), identity, extra=extra)
 
     def features(self, s, inputs, data: Data) -> Data:
-        from albert_tf.runners.families import distillation
         from albert_tf.runners.families.multi_label import held_out
         from albert_tf.runners.settings import length_buckets
+        from albert_tf.training import teacher as distillation
         from albert_tf.training.class_weights import (
             label_counts,
             multi_label_counts,
@@ -192,8 +192,8 @@ class Classifier(Family):
         return data.train or dev or data.splits["test"]
 
     def task(self, s, data: Data, albert_config):
-        from albert_tf.runners.families.distillation import distill_task
         from albert_tf.runners.families.label_modes import label_mode
+        from albert_tf.training.teacher import distill_task
 
         mode = data.extra["mode"] = label_mode(data.extra["spec"], data.labels, s)
         task = mode.task(albert_config, s.classifier_dropout, data.extra["resolved"])
@@ -210,8 +210,8 @@ class Classifier(Family):
 
     def predict(self, s, features, model, strategy):
         """(logits, label_ids) of `features`, per document when they are windows."""
-        from albert_tf.runners.predictions import classifier_logits
         from albert_tf.runners.settings import length_buckets
+        from albert_tf.training.task_predictions import classifier_logits
         from data_pipeline.classification.long_documents import document_outputs
 
         out = classifier_logits(model, features, s.eval_batch_size, length_buckets(s), strategy)

@@ -32,7 +32,6 @@ and similarity(text_a, text_b) = cosine.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
 from albert_tf.runners.family import Data, Family
@@ -125,25 +124,6 @@ def evaluation_pairs(s):
         raise ValueError(f"--eval_file: {e}") from None
 
 
-def pair_features(s, pairs, tokenizer):
-    """`pair_files.TextPairs` → `sentence_similarity.SentencePairs` (each side packed alone,
-    `[CLS] s [SEP]`, --max_seq_length). Scores are put on STS-B's 0-5 scale (× 5 /
-    --max_score): the cosine objective regresses on score / 5 (embedding_losses.sts_labels),
-    so its label is score / max_score in [0, 1]; the Spearman is unchanged by the scale."""
-    import numpy as np
-
-    from albert_tf.training.embedding_losses import STS_MAX_SCORE
-    from albert_tf.training.sentence_similarity import SentencePairs, single_sentence_features
-
-    length = s.max_seq_length
-    scores = np.asarray(pairs.scores, np.float64) * (STS_MAX_SCORE / s.max_score)
-    return SentencePairs(
-        single_sentence_features(pairs.texts_a, tokenizer, length),
-        single_sentence_features(pairs.texts_b, tokenizer, length),
-        scores.astype(np.float32),
-    )
-
-
 class Embedding(Family):
     runner = "run_embedding"
     kind = "encoder"
@@ -208,7 +188,10 @@ class Embedding(Family):
 
     def features(self, s, inputs, data: Data) -> Data:
         texts = data.extra["texts"]
-        data.splits = {k: pair_features(s, v, inputs.tokenizer) for k, v in texts.items()}
+        from albert_tf.training.sentence_similarity import pair_features
+
+        length, top = s.max_seq_length, s.max_score
+        data.splits = {k: pair_features(v, inputs.tokenizer, length, top) for k, v in texts.items()}
         for k, v in texts.items():
             print(f"{k}: {len(v)} pairs from {v.path}", flush=True)
         data.extra["train_count"] = len(texts["train"]) if s.do_train else 0
@@ -241,7 +224,9 @@ class Embedding(Family):
     def before_training(self, s, data: Data, trainer) -> dict:
         result = {}
         if "eval" in data.splits:
-            result["unsupervised"] = _starting_figure(trainer)
+            # The starting weights' figure: measured for a new run, read back when resumed.
+            figure = trainer.evaluate(0) if trainer.step == 0 else None
+            result["unsupervised"] = figure or trainer.files.evaluation_at(0)
             if not s.do_train and trainer.step == 0:
                 result["eval"] = result["unsupervised"]  # (the same weights: not measured twice)
         return result
@@ -272,13 +257,16 @@ class Embedding(Family):
 
         from albert_tf.checkpoints import save_checkpoint
         from albert_tf.runners.export import print_exports
-        from albert_tf.runners.settings import export_formats
         from albert_tf.serving.export import export_formats as export
         from albert_tf.serving.export_dir import check_export_dir
+        from albert_tf.serving.formats import export_formats
         from data_pipeline.io import filesystem
 
         check_export_dir(export_dir)
-        model = best_embedder(trainer)
+        best = trainer.files.restore_best(trainer.model)  # (else the model as trained)
+        if best is not None:
+            print(f"best checkpoint: {best['checkpoint']} (spearman {best['value']:.4f})")
+        model = trainer.model
         filesystem.makedirs(export_dir)
         scratch = None if filesystem.is_url(export_dir) else export_dir
         with tempfile.TemporaryDirectory(dir=scratch, prefix=".encoder-") as tmp:
@@ -297,44 +285,3 @@ class Embedding(Family):
             )
         print_exports(paths)
         return paths
-
-
-def _starting_figure(trainer) -> dict | None:
-    """The evaluation of the starting weights (step 0): made now for a new run (recorded
-    in metrics.jsonl and best/ like every evaluation), read back from metrics.jsonl for a
-    resumed one (None when that run never made it)."""
-    from albert_tf.training.run_files import METRICS_FILE
-    from data_pipeline.io import filesystem
-
-    if trainer.step == 0:
-        return trainer.evaluate(0)
-    path = os.path.join(trainer.config.output_dir, METRICS_FILE)
-    if not filesystem.exists(path):
-        return None
-    with filesystem.open(path) as f:
-        for line in f:
-            row = json.loads(line)
-            if row.get("split") == "eval" and row.get("step") == 0:
-                return {k: v for k, v in row.items() if k not in ("split", "step")}
-    return None
-
-
-def best_embedder(trainer):
-    """The trainer's model with best/'s weights restored when an evaluation kept one
-    (`RunFiles.keep_best` writes tf.train.Checkpoint(model=...)), else as trained."""
-    import tensorflow as tf
-
-    from albert_tf.training.run_files import BEST_DIR, BEST_RECORD
-    from data_pipeline.io import filesystem
-
-    record = os.path.join(trainer.config.output_dir, BEST_DIR, BEST_RECORD)
-    if not filesystem.exists(record):
-        return trainer.model
-    with filesystem.open(record) as f:
-        best = json.load(f)
-    # The checkpoint path is recorded as written; the directory may have moved since.
-    prefix = os.path.join(os.path.dirname(record), os.path.basename(best["checkpoint"]))
-    status = tf.train.Checkpoint(model=trainer.model).read(prefix)
-    status.assert_existing_objects_matched().expect_partial()
-    print(f"best checkpoint: {prefix} (spearman {best['value']:.4f})", flush=True)
-    return trainer.model

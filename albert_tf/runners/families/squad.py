@@ -17,7 +17,8 @@ import json
 import os
 
 from albert_tf.runners.family import Data, Family
-from data_pipeline.cli import setting
+from data_pipeline.cli import Bounds, setting
+from data_pipeline.windows import WindowSettings
 
 # What a recipe's classifier_dropout is for each head (no flag sets it).
 HEAD_DROPOUT = {
@@ -52,7 +53,6 @@ class SquadSettings:
     )
     start_n_top: int = setting(5, "--squad_head albert: starts in the beam.")
     end_n_top: int = setting(5, "--squad_head albert: ends per start in the beam.")
-    doc_stride: int = setting(128, "Context tokens between window starts.", minimum=1)
     max_query_length: int = setting(64, "Question tokens kept.", minimum=1)
     predict_batch_size: int = setting(32, "Prediction batch size.", minimum=1)
     n_best_size: int = setting(20, "Start and end candidates per window.", minimum=1)
@@ -70,7 +70,8 @@ class SquadSettings:
 class QuestionAnswering(Family):
     runner = "run_squad"
     kind = "squad"
-    settings = (SquadSettings,)
+    settings = (SquadSettings, WindowSettings)
+    bounds = {"doc_stride": Bounds(minimum=1)}
     defaults = {"learning_rate": 5e-5, "max_seq_length": 384, "num_train_epochs": 2.0}
     controls = frozenset({"lora", "early_stopping", "layer_lr_decay", "recompute"})
     untrained = "--do_predict/--do_eval without --do_train"
@@ -140,7 +141,7 @@ class QuestionAnswering(Family):
 
     def answers(self, s, model, features, threshold, strategy):
         """(predictions, nbest, null_odds) of `features`."""
-        from albert_tf.runners.predictions import squad_answers
+        from albert_tf.training.task_predictions import squad_answers
 
         return squad_answers(
             model,

@@ -17,8 +17,9 @@ import dataclasses
 import os
 
 from albert_tf.runners.family import Data, Family
-from data_pipeline.cli import setting
+from data_pipeline.cli import Bounds, setting
 from data_pipeline.io import filesystem
+from data_pipeline.windows import WindowSettings
 
 TAG_SCHEMES = ("auto", "none", "IOB2", "IOE2", "IOBES", "BMES", "BILOU")
 SPLIT_FLAGS = {"train": "train_file", "dev": "dev_file", "test": "test_file"}
@@ -42,9 +43,6 @@ class NerSettings:
     do_eval: bool = setting(False, "Evaluate on the dev file (entity P/R/F1, token accuracy).")
     do_predict: bool = setting(
         False, "Tag the test file into OUTPUT_DIR/predictions.conll (token gold predicted)."
-    )
-    doc_stride: int = setting(
-        128, "Pieces between window starts of a sentence longer than max_seq_length.", minimum=1
     )
     tag_scheme: str = setting(
         "auto",
@@ -108,7 +106,8 @@ class TokenClassifier(Family):
     runner = "run_ner"
     task_name = "ner"
     kind = "token_classifier"
-    settings = (NerSettings,)
+    settings = (NerSettings, WindowSettings)
+    bounds = {"doc_stride": Bounds(minimum=1)}
     defaults = {"learning_rate": 5e-5, "max_seq_length": 128, "num_train_epochs": 3.0}
     controls = frozenset(
         {"lora", "class_weights", "early_stopping", "layer_lr_decay", "recompute", "num_runs"}
@@ -191,7 +190,7 @@ class TokenClassifier(Family):
         )
 
     def tags(self, s, data: Data, model, split: str, strategy):
-        from albert_tf.runners.ner_predictions import predicted_tags
+        from albert_tf.training.task_predictions import predicted_tags
 
         return predicted_tags(
             model,
@@ -204,7 +203,7 @@ class TokenClassifier(Family):
         )
 
     def evaluate(self, s, data: Data, strategy):
-        from albert_tf.runners.ner_predictions import ner_scores
+        from albert_tf.training.task_predictions import ner_scores
 
         if data.splits.get("dev") is None:
             return None

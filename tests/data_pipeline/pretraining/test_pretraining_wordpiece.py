@@ -148,7 +148,9 @@ def test_records_name_their_tokenizer_to_run_pretraining(job, tok):
     data.check_vocabulary(job["tok"], "--vocab_file=v")
     with pytest.raises(ValueError, match="written with a WordPiece vocab.txt, but --spm_model"):
         data.check_vocabulary(tok, "--spm_model_file=m")
-    shared_flags.check_records_vocabulary(tiny_config(vocab_size=21128), files)
+    shared_flags.check_records_vocabulary(tiny_config(vocab_size=21128), files, "c.json")
+    with pytest.raises(ValueError, match="vocab_size=21,000 in c.json"):
+        shared_flags.check_records_vocabulary(tiny_config(vocab_size=21000), files, "c.json")
 
 
 def test_run_pretraining_dynamic_masking_with_vocab_file(job, tmp_path):

@@ -1,13 +1,15 @@
-"""Distillation for the classifier (--teacher_checkpoint, --distill_temperature,
---distill_alpha; their settings: albert_tf.runners.controls.DistillationSettings): the
-teacher's checks (a fine-tuned classifier of the same labels and the same vocabulary, as the
-student reads its ids), its logits over the training set (once) and the task they train
-(albert_tf.training.distillation)."""
+"""The distillation teacher of a classifier (--teacher_checkpoint; the settings `s` carry
+DistillationSettings' fields): its checks (a fine-tuned classifier of the same labels and
+the same vocabulary, as the student reads its ids), its logits over the training set
+(once), the task they train (albert_tf.training.distillation) and the unlabelled examples
+only the teacher labels."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+
+from data_pipeline.cli import check_fields, setting
 
 
 def _teacher_dir(path: str) -> str:
@@ -97,3 +99,36 @@ def with_unlabelled(s, train, spec, tokenizer, cache_dir: str, labels, windows):
     combined, labelled = append(train, features, cache_dir)
     print(f"{FLAG}: {len(examples):,} unlabelled examples; {combined.describe()}", flush=True)
     return combined, labelled
+
+
+@dataclasses.dataclass(frozen=True)
+class DistillationSettings:
+    """Distillation from a fine-tuned teacher (albert_tf.training.distillation)."""
+
+    teacher_checkpoint: str | None = setting(
+        None,
+        "Distil from this fine-tuned classifier (a fine-tuned model directory, e.g. "
+        "EXPORT_DIR/N/assets.extra/finetuned of a run_classifier --export_dir): the loss is "
+        "alpha·T²·KL(teacher/T ‖ student/T) + (1 - alpha)·CE. Same labels and vocabulary.",
+        resume="guarded",
+    )
+    distill_temperature: float = setting(
+        2.0, "Distillation temperature T.", above=0, resume="guarded"
+    )
+    distill_alpha: float = setting(
+        0.5,
+        "Weight of the teacher's soft targets (1 - alpha: the labels).",
+        minimum=0,
+        maximum=1,
+        resume="guarded",
+    )
+    distill_unlabelled_file: str | None = setting(
+        None,
+        "With --teacher_checkpoint: a UTF-8 text file of unlabelled examples, one a line "
+        "(text_a<TAB>text_b for a sentence-pair task), added to the training set with the "
+        "teacher's soft targets only (loss T²·KL; data_pipeline.classification.unlabelled).",
+        resume="guarded",
+    )
+
+    def __post_init__(self):
+        check_fields(self)

@@ -20,10 +20,12 @@ reports a failed validator in two lines and before a command's own checks could 
 a ValueError here is the commands' one `error: ...` line. The dataclass checks the same
 ranges on its own values (`check_fields`, from `__post_init__`).
 
-`parse_tool_flags` is how every module tool (`python -m ...`) reads its own FlagValues; it
-and the runners' `run_main` refuse stray positional arguments (`check_no_positional`): an
-unquoted `--input_file data/*.tfrecord` expands into one flag value and the other files as
-arguments, which absl would otherwise leave unread.
+Every command parses with `data_pipeline.command` (settings of these fields, one parse);
+`define_flags_from`, `config_from_flags` and `parse_tool_flags` remain for
+`albert_tf.serving.export`, whose command line is not converted yet. Both refuse stray
+positional arguments (`check_no_positional`): an unquoted `--input_file data/*.tfrecord`
+expands into one flag value and the other files as arguments, which absl would otherwise
+leave unread.
 """
 
 from __future__ import annotations

@@ -151,7 +151,8 @@ class Command:
         return fv
 
     def help_text(self) -> str:
-        """The doc, then each group's flags under its docstring's first line."""
+        """The doc, then each group's flags (help, choices, default) under its docstring's
+        first line."""
         lines = [self.doc.strip(), "", "flags:"]
         for cls in self.groups:
             title = (cls.__doc__ or cls.__name__).strip().splitlines()[0]
@@ -159,7 +160,9 @@ class Command:
             for field in dataclasses.fields(cls):
                 default = self.default(field)
                 shown = "" if default in (None, (), "") else f" (default: {_show(default)})"
-                text = (field.metadata.get("help") or field.name) + shown
+                choices = field.metadata.get("choices")
+                listed = f" (one of: {', '.join(choices)})" if choices else ""
+                text = (field.metadata.get("help") or field.name) + listed + shown
                 lines.append(f"    --{field.name}: {text}")
         return "\n".join(lines)
 
@@ -194,6 +197,16 @@ class Command:
         settings = self.settings_class()(**values)
         object.__setattr__(settings, "_given", frozenset(given))
         return settings
+
+    def parse_tool(self, argv) -> Settings | None:
+        """`parse` for a module tool (`python -m ...`): a bad command line (a UsageError,
+        or stray positional arguments) is one `error: ...` line on stderr and None, and the
+        tool exits 2 without writing; --help exits 0 as in `parse`."""
+        try:
+            return self.parse(argv)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return None
 
     def check(self, values: Mapping) -> None:
         """UsageError (one line, `--name=value must be ...`) for the first value out of

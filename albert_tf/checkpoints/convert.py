@@ -1,11 +1,11 @@
-"""Imports official TF1, TF-Hub v1, brightmart/albert_zh and Hugging Face ALBERT weights into
-this project's format.
+"""Imports official TF1, TF-Hub v1, brightmart/albert_zh, Hugging Face and Model Garden /
+TF-Hub v2 ALBERT weights into this project's format, or exports them (`--to`).
 
     python -m albert_tf.checkpoints.convert --source {tf1,tfhub,brightmart,transformers,
-        model_garden,tfhub_v2} \
+        model_garden,tfhub_v2} \\
         --input PATH --output_dir DIR [--albert_config_file FILE]
-    python -m albert_tf.checkpoints.convert --to {transformers,keras_hub,model_garden} \
-        --input OURS \
+    python -m albert_tf.checkpoints.convert --to {transformers,keras_hub,model_garden} \\
+        --input OURS \\
         --output_dir DIR [--spm_model_file M | --vocab_file V]
 
 (`--to`: the other way, albert_tf.checkpoints.export_transformers / export_keras_hub /
@@ -35,36 +35,52 @@ once, and a failed conversion leaves no new directory behind.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
-from albert_tf.checkpoints import (
-    CONFIG_NAME,
-    CheckpointError,
-    assign_official,
-    read_tf1_checkpoint,
-    read_transformers,
-    resolve_checkpoint,
-    save_checkpoint,
-)
-from albert_tf.checkpoints.brightmart import (
-    PROJECTION,
-    SHARED,
-    brightmart_config,
-    brightmart_to_official,
-    is_brightmart,
-)
-from albert_tf.checkpoints.model_garden import MODEL_GARDEN_SOURCES, read_model_garden
-from albert_tf.checkpoints.tokenizer_record import file_record, write_tokenizer_record
-from albert_tf.checkpoints.transformers import transformers_finetuned_task
-from albert_tf.modeling.config import AlbertConfig
-from albert_tf.modeling.encoder import AlbertEncoder
-from albert_tf.modeling.models import AlbertPretrainer
-from data_pipeline.io.atomic import write_json
-from data_pipeline.io.locks import output_lock
+from data_pipeline.cli import setting
+from data_pipeline.command import Command
 
-SOURCES = ("tf1", "tfhub", "brightmart", "transformers", *MODEL_GARDEN_SOURCES)
+# (the last two: albert_tf.checkpoints.model_garden.MODEL_GARDEN_SOURCES; spelled out so that
+# --help imports no TensorFlow: every import of the conversion is inside the functions)
+SOURCES = ("tf1", "tfhub", "brightmart", "transformers", "model_garden", "tfhub_v2")
 TARGETS = ("transformers", "keras_hub", "model_garden")
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvertSettings:
+    """What to convert, which way, and where to."""
+
+    source: str | None = setting(None, "Checkpoint kind.", choices=SOURCES)
+    to: str | None = setting(
+        None,
+        "Export instead: this project's checkpoint or fine-tuned model directory "
+        "(--input) → a Hugging Face directory, a KerasHub preset or a Model Garden "
+        "checkpoint.",
+        choices=TARGETS,
+    )
+    input: str | None = setting(
+        None,
+        "TF1 checkpoint (prefix or directory; official or brightmart layout), TF-Hub v1 "
+        "module directory, Hugging Face model directory, or Model Garden / TF-Hub v2 "
+        "checkpoint.",
+    )
+    output_dir: str | None = setting(None, "Where to write the converted checkpoint.")
+    albert_config_file: str | None = setting(
+        None,
+        "albert_config.json (required for tf1, tfhub and brightmart; for transformers it "
+        "replaces config.json).",
+    )
+    spm_model_file: str | None = setting(
+        None, "--to: the vocabulary to ship (default: the fine-tuned directory's)."
+    )
+    vocab_file: str | None = setting(
+        None, "--to: a WordPiece vocab.txt to ship instead (default: the fine-tuned directory's)."
+    )
+
+
+COMMAND = Command("albert-convert", __doc__, (ConvertSettings,), required=("input", "output_dir"))
 
 
 def convert(
@@ -79,6 +95,8 @@ def convert(
         not an ALBERT model.
       OutputLocked: another writer holds `output_dir` (an OSError).
     """
+    from data_pipeline.io.locks import output_lock
+
     if source not in SOURCES:
         raise ValueError(f"--source={source!r} must be one of {SOURCES}")
     with output_lock(output_dir, "albert_tf.checkpoints.convert"):
@@ -86,6 +104,29 @@ def convert(
 
 
 def _convert(source, input_path, output_dir, albert_config_file) -> dict:
+    from albert_tf.checkpoints import (
+        CONFIG_NAME,
+        CheckpointError,
+        assign_official,
+        read_tf1_checkpoint,
+        read_transformers,
+        resolve_checkpoint,
+        save_checkpoint,
+    )
+    from albert_tf.checkpoints.brightmart import (
+        PROJECTION,
+        SHARED,
+        brightmart_config,
+        brightmart_to_official,
+        is_brightmart,
+    )
+    from albert_tf.checkpoints.model_garden import MODEL_GARDEN_SOURCES, read_model_garden
+    from albert_tf.checkpoints.tokenizer_record import file_record, write_tokenizer_record
+    from albert_tf.checkpoints.transformers import transformers_finetuned_task
+    from albert_tf.modeling.config import AlbertConfig
+    from albert_tf.modeling.encoder import AlbertEncoder
+    from albert_tf.modeling.models import AlbertPretrainer
+
     unknown: list[str] = []
     translation = model_garden = None
     if source in MODEL_GARDEN_SOURCES:
@@ -190,6 +231,7 @@ def _convert_task(input_path, output_dir, config, weights, unknown, task) -> dic
     ...ForQuestionAnswering) → a fine-tuned model directory: the matching task model with
     its head, task.json (labels from id2label) and the vocabulary (spiece.model) when the
     directory has it. The head must be in the source: a model without it is an error."""
+    from albert_tf.checkpoints import CONFIG_NAME, assign_official, save_checkpoint
     from albert_tf.checkpoints.finetuned import write_task_files
     from albert_tf.checkpoints.task_info import TaskInfo
     from data_pipeline.tokenization.spec import TokenizerSpec
@@ -227,6 +269,8 @@ def _convert_task(input_path, output_dir, config, weights, unknown, task) -> dic
 
 
 def _write_report(output_dir: str, report: dict) -> dict:
+    from data_pipeline.io.atomic import write_json
+
     write_json(
         os.path.join(output_dir, "conversion_report.json"), report, indent=2, sort_keys=False
     )
@@ -262,55 +306,17 @@ def _print_report(report: dict) -> None:
 
 
 def main(argv=None) -> int:
-    from absl import flags
-
-    fl = flags.FlagValues()
-    flags.DEFINE_enum("source", None, list(SOURCES), "Checkpoint kind.", flag_values=fl)
-    flags.DEFINE_enum(
-        "to",
-        None,
-        list(TARGETS),
-        "Export instead: this project's checkpoint or fine-tuned model directory "
-        "(--input) → a Hugging Face directory or a KerasHub preset.",
-        flag_values=fl,
-    )
-    flags.DEFINE_string(
-        "spm_model_file",
-        None,
-        "--to: the vocabulary to ship (default: the fine-tuned directory's).",
-        flag_values=fl,
-    )
-    flags.DEFINE_string(
-        "vocab_file",
-        None,
-        "--to: a WordPiece vocab.txt to ship instead (default: the fine-tuned directory's).",
-        flag_values=fl,
-    )
-    flags.DEFINE_string(
-        "input",
-        None,
-        "TF1 checkpoint (prefix or directory; official or brightmart layout), TF-Hub v1 "
-        "module directory, or Hugging Face model directory.",
-        flag_values=fl,
-    )
-    flags.DEFINE_string(
-        "output_dir", None, "Where to write the converted checkpoint.", flag_values=fl
-    )
-    flags.DEFINE_string(
-        "albert_config_file",
-        None,
-        "albert_config.json (required for tf1, tfhub and brightmart; for transformers it "
-        "replaces config.json).",
-        flag_values=fl,
-    )
-    from data_pipeline.cli import parse_tool_flags
-
-    if not parse_tool_flags(fl, argv, ("input", "output_dir")):
+    """The console command `albert-convert`: parse once (--help: before TensorFlow), then
+    import or export; the exit code (2: a bad command line; 1: one `error:` line)."""
+    s = COMMAND.parse_tool(argv)
+    if s is None:
         return 2
-    if (fl.source is None) == (fl.to is None):
+    if (s.source is None) == (s.to is None):
         print("error: give either --source (import) or --to (export)", file=sys.stderr)
         return 2
-    if fl.to:
+    from albert_tf.checkpoints import CheckpointError
+
+    if s.to:
         from albert_tf.checkpoints.export_keras_hub import export_keras_hub
         from albert_tf.checkpoints.export_model_garden import export_model_garden
         from albert_tf.checkpoints.export_transformers import export_transformers
@@ -320,10 +326,10 @@ def main(argv=None) -> int:
             "transformers": export_transformers,
             "keras_hub": export_keras_hub,
             "model_garden": export_model_garden,
-        }[fl.to]
+        }[s.to]
         try:
-            tokenizer = TokenizerSpec.optional(fl.spm_model_file, fl.vocab_file)
-            report = write(fl.input, fl.output_dir, fl.albert_config_file, tokenizer)
+            tokenizer = TokenizerSpec.optional(s.spm_model_file, s.vocab_file)
+            report = write(s.input, s.output_dir, s.albert_config_file, tokenizer)
         except (OSError, ValueError, CheckpointError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
@@ -336,7 +342,7 @@ def main(argv=None) -> int:
             print(f"no counterpart in the target, not written: {', '.join(report['not_written'])}")
         return 0
     try:
-        report = convert(fl.source, fl.input, fl.output_dir, fl.albert_config_file)
+        report = convert(s.source, s.input, s.output_dir, s.albert_config_file)
     except (OSError, ValueError, CheckpointError) as e:  # OSError: also OutputLocked
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -1,6 +1,6 @@
 """Exports the encoder of a trained model for fine-tuning: `DIR/ckpt-1` + `DIR/albert_config.json`.
 
-    python -m albert_tf.checkpoints.export_encoder --init_checkpoint RUN/checkpoints \
+    python -m albert_tf.checkpoints.export_encoder --init_checkpoint RUN/checkpoints \\
         [--albert_config_file FILE] --output_dir DIR
 
 `--init_checkpoint` is a pretraining run's checkpoint directory or prefix (model + heads +
@@ -23,24 +23,47 @@ failed export leaves no checkpoint behind. `DIR` is locked while the export runs
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
 import tempfile
 
-from albert_tf.checkpoints import (
-    CONFIG_NAME,
-    CheckpointError,
-    load_checkpoint,
-    resolve_checkpoint,
-    save_checkpoint,
-)
-from albert_tf.checkpoints.own import checkpoint_reader, checkpoint_variables
 from albert_tf.checkpoints.run_record import RUN_RECORD_FILE, RunRecord
 from albert_tf.checkpoints.tokenizer_record import recorded_tokenizer, write_tokenizer_record
 from albert_tf.modeling.config import AlbertConfig, ConfigError
+from data_pipeline.cli import setting
+from data_pipeline.command import Command
 from data_pipeline.io import filesystem
 from data_pipeline.io.locks import output_lock
+
+# (the checkpoint modules, which import TensorFlow, are imported inside the functions: the
+# command's --help and a bad command line come first)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportEncoderSettings:
+    """Which checkpoint, its config, and where the encoder goes."""
+
+    init_checkpoint: str | None = setting(
+        None,
+        "A run's checkpoint directory or prefix (or its output directory), or any checkpoint "
+        "load_checkpoint accepts.",
+    )
+    albert_config_file: str | None = setting(
+        None,
+        "albert_config.json; by default found beside the checkpoint (albert_config.json or "
+        "run_config.json).",
+    )
+    output_dir: str | None = setting(None, "Where to write ckpt-1 and albert_config.json.")
+
+
+COMMAND = Command(
+    "albert-export-encoder",
+    __doc__,
+    (ExportEncoderSettings,),
+    required=("init_checkpoint", "output_dir"),
+)
 
 
 def checkpoint_config(
@@ -55,6 +78,8 @@ def checkpoint_config(
       FileNotFoundError: no checkpoint at `init_checkpoint`, or `albert_config` names no file.
       ConfigError: no config found (the paths searched are named), or an invalid one.
     """
+    from albert_tf.checkpoints.own import CONFIG_NAME, resolve_checkpoint
+
     prefix = resolve_checkpoint(init_checkpoint)
     if isinstance(albert_config, AlbertConfig):
         return albert_config, "the given config"
@@ -91,6 +116,8 @@ def _encoder_variables(prefix: str) -> dict[str, str]:
     """
     from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+    from albert_tf.checkpoints.own import checkpoint_reader
+
     reader = checkpoint_reader(prefix)
     if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
         return {}
@@ -120,6 +147,7 @@ def _official_extras(prefix: str, encoder) -> list[str]:
     """Encoder variables of an official TF1 checkpoint that the model has no place for
     (e.g. group_1 when the config has one group); load_checkpoint ignores them."""
     from albert_tf.checkpoints.official import OPTIMIZER_SUFFIXES, official_name_map, strip_module
+    from albert_tf.checkpoints.own import checkpoint_variables
 
     known = official_name_map(encoder)
     names = (strip_module(n) for n, _ in checkpoint_variables(prefix))
@@ -157,6 +185,12 @@ def export_encoder(
 def _export_encoder(init_checkpoint, output_dir: str, albert_config) -> str:
     """export_encoder under the lock of `output_dir` (created; removed again if still empty
     when the lock is released)."""
+    from albert_tf.checkpoints import (
+        CheckpointError,
+        load_checkpoint,
+        resolve_checkpoint,
+        save_checkpoint,
+    )
     from albert_tf.modeling.encoder import AlbertEncoder
 
     prefix = resolve_checkpoint(init_checkpoint)
@@ -219,34 +253,17 @@ def _export_encoder(init_checkpoint, output_dir: str, albert_config) -> str:
 
 
 def main(argv=None) -> int:
-    from absl import flags
-
-    fl = flags.FlagValues()
-    flags.DEFINE_string(
-        "init_checkpoint",
-        None,
-        "A run's checkpoint directory or prefix (or "
-        "its output directory), or any checkpoint load_checkpoint accepts.",
-        flag_values=fl,
-    )
-    flags.DEFINE_string(
-        "albert_config_file",
-        None,
-        "albert_config.json; by default found "
-        "beside the checkpoint (albert_config.json or run_config.json).",
-        flag_values=fl,
-    )
-    flags.DEFINE_string(
-        "output_dir", None, "Where to write ckpt-1 and albert_config.json.", flag_values=fl
-    )
-    from data_pipeline.cli import parse_tool_flags
-
-    if not parse_tool_flags(fl, argv, ("init_checkpoint", "output_dir")):
+    """The console command `albert-export-encoder`: parse once (--help: before TensorFlow),
+    export; the exit code (2: a bad command line; 1: one `error:` line)."""
+    s = COMMAND.parse_tool(argv)
+    if s is None:
         return 2
+    from albert_tf.checkpoints.own import CONFIG_NAME, checkpoint_variables, resolve_checkpoint
+
     try:
-        source = resolve_checkpoint(fl.init_checkpoint)
-        _, config_source = checkpoint_config(source, fl.albert_config_file)
-        prefix = export_encoder(source, fl.output_dir, fl.albert_config_file)
+        source = resolve_checkpoint(s.init_checkpoint)
+        _, config_source = checkpoint_config(source, s.albert_config_file)
+        prefix = export_encoder(source, s.output_dir, s.albert_config_file)
     except (OSError, ValueError) as e:  # ConfigError, CheckpointError, OutputLocked
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -259,7 +276,7 @@ def main(argv=None) -> int:
     )
     print(
         f"wrote {prefix} (encoder only, {count:,} parameters) and "
-        f"{os.path.join(fl.output_dir, CONFIG_NAME)}"
+        f"{os.path.join(s.output_dir, CONFIG_NAME)}"
     )
     print(f"  from {source}, config {config_source}")
     return 0

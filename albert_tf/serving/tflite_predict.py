@@ -459,32 +459,24 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
 
 
 def main(argv=None) -> int:
-    from absl import flags
+    """The console command: parse once (tflite_command); 2: a bad command line."""
+    from albert_tf.serving.tflite_command import command
 
-    from data_pipeline.cli import parse_tool_flags
-
-    fv = flags.FlagValues()
-    flags.DEFINE_string("model", None, "The .tflite file.", flag_values=fv)
-    flags.DEFINE_string("input", "-", "Input file (default stdin).", flag_values=fv)
-    flags.DEFINE_string("output", "-", "Output file (default stdout).", flag_values=fv)
-    flags.DEFINE_integer(
-        "threads", None, "Interpreter threads (default: every core).", lower_bound=1, flag_values=fv
-    )
-    flags.DEFINE_integer("batch_size", 1, "Rows per call.", lower_bound=1, flag_values=fv)
-    if not parse_tool_flags(fv, argv, ["model"]):
+    s = command(__doc__).parse_tool(argv)
+    if s is None:
         return 2
     try:
-        model = LiteModel(fv.model, fv.threads)
-        if fv.input == "-":
+        model = LiteModel(s.model, s.threads)
+        if s.input == "-":
             raw = sys.stdin.buffer.read()
         else:
-            with open(fv.input, "rb") as f:
+            with open(s.input, "rb") as f:
                 raw = f.read()
         lines = input_lines(raw)
-        sink = sys.stdout if fv.output == "-" else open(fv.output, "w", encoding="utf-8")
+        sink = sys.stdout if s.output == "-" else open(s.output, "w", encoding="utf-8")
         try:
-            source = "stdin" if fv.input == "-" else fv.input
-            for result in answer_lines(model, lines, fv.batch_size, source):
+            source = "stdin" if s.input == "-" else s.input
+            for result in answer_lines(model, lines, s.batch_size, source):
                 print(json.dumps(result, ensure_ascii=False), file=sink)
         finally:
             if sink is not sys.stdout:

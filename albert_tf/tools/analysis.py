@@ -1,8 +1,8 @@
 """The paper's Figure 2: how much each layer changes its input, for shared and unshared models.
 
-    python -m albert_tf.tools.analysis --init_checkpoint RUN/checkpoints \
-        --input_file 'records/*.tfrecord' --output_dir DIR \
-        [--compare_checkpoint NONE_RUN/checkpoints] [--albert_config_file FILE] \
+    python -m albert_tf.tools.analysis --init_checkpoint RUN/checkpoints \\
+        --input_file 'records/*.tfrecord' --output_dir DIR \\
+        [--compare_checkpoint NONE_RUN/checkpoints] [--albert_config_file FILE] \\
         [--max_batches 20 --batch_size 8 --max_seq_length 512]
 
 Lan et al. (2019, Section 3.1, Figure 2) measure, per layer, the L2 distance and the cosine
@@ -26,6 +26,7 @@ degree") and DIR/figure2.png (two panels, one line per model). Each model's conf
 from __future__ import annotations
 
 import csv
+import dataclasses
 import os
 import sys
 import time
@@ -34,9 +35,47 @@ from typing import NamedTuple
 
 import numpy as np
 
+from data_pipeline.cli import setting
+from data_pipeline.command import Command
+
 CSV_NAME = "figure2.csv"
 PNG_NAME = "figure2.png"
 CSV_COLUMNS = ("model", "sharing", "layer", "l2_distance", "cosine_similarity", "angle_degrees")
+
+
+@dataclasses.dataclass(frozen=True)
+class AnalysisSettings:
+    """The models, the records they are measured on, and where the figure goes."""
+
+    init_checkpoint: str | None = setting(
+        None, "Checkpoint (directory or prefix) of the model to analyze."
+    )
+    albert_config_file: str | None = setting(
+        None,
+        "Config of --init_checkpoint; by default found beside it (albert_config.json or "
+        "run_config.json).",
+    )
+    compare_checkpoint: tuple[str, ...] = setting(
+        (),
+        "Another model to plot beside it (typically sharing=none trained the same way); "
+        "repeatable. Its config must be beside it.",
+        repeatable=True,
+    )
+    input_file: str | None = setting(None, "Pretraining TFRecords: comma-separated globs.")
+    output_dir: str | None = setting(None, "Where figure2.csv and figure2.png go.")
+    max_batches: int = setting(20, "Batches to average over (0: all).", minimum=0)
+    batch_size: int = setting(8, "Records per batch.", minimum=1)
+    max_seq_length: int | None = setting(
+        None, "Length of the records' input_ids (default: read from the first record).", minimum=1
+    )
+
+
+COMMAND = Command(
+    "albert-analysis",
+    __doc__,
+    (AnalysisSettings,),
+    required=("init_checkpoint", "input_file", "output_dir"),
+)
 
 
 class LayerSimilarity(NamedTuple):
@@ -273,58 +312,20 @@ def analyze(
 
 
 def main(argv=None) -> int:
-    from absl import flags
-
-    fl = flags.FlagValues()
-    flags.DEFINE_string(
-        "init_checkpoint",
-        None,
-        "Checkpoint (directory or prefix) of the model to analyze.",
-        flag_values=fl,
-    )
-    flags.DEFINE_string(
-        "albert_config_file",
-        None,
-        "Config of --init_checkpoint; by default "
-        "found beside it (albert_config.json or run_config.json).",
-        flag_values=fl,
-    )
-    flags.DEFINE_multi_string(
-        "compare_checkpoint",
-        [],
-        "Another model to plot beside it "
-        "(typically sharing=none trained the same way); repeatable. "
-        "Its config must be beside it.",
-        flag_values=fl,
-    )
-    flags.DEFINE_string(
-        "input_file", None, "Pretraining TFRecords: comma-separated globs.", flag_values=fl
-    )
-    flags.DEFINE_string("output_dir", None, "Where figure2.csv and figure2.png go.", flag_values=fl)
-    flags.DEFINE_integer(
-        "max_batches", 20, "Batches to average over (0: all).", flag_values=fl, lower_bound=0
-    )
-    flags.DEFINE_integer("batch_size", 8, "Records per batch.", flag_values=fl, lower_bound=1)
-    flags.DEFINE_integer(
-        "max_seq_length",
-        None,
-        "Length of the records' input_ids (default: read from the first record).",
-        flag_values=fl,
-        lower_bound=1,
-    )
-    from data_pipeline.cli import parse_tool_flags
-
-    if not parse_tool_flags(fl, argv, ("init_checkpoint", "input_file", "output_dir")):
+    """The console command `albert-analysis`: parse once (--help: before TensorFlow),
+    analyze; the exit code (2: a bad command line; 1: one `error:` line)."""
+    s = COMMAND.parse_tool(argv)
+    if s is None:
         return 2
     try:
         out = analyze(
-            [fl.init_checkpoint, *fl.compare_checkpoint],
-            fl.input_file,
-            fl.output_dir,
-            fl.albert_config_file,
-            fl.batch_size,
-            fl.max_seq_length,
-            fl.max_batches or None,
+            [s.init_checkpoint, *(s.compare_checkpoint or ())],
+            s.input_file,
+            s.output_dir,
+            s.albert_config_file,
+            s.batch_size,
+            s.max_seq_length,
+            s.max_batches or None,
         )
     except (FileNotFoundError, ValueError) as e:  # ConfigError, CheckpointError
         print(f"error: {e}", file=sys.stderr)

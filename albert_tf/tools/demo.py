@@ -16,6 +16,7 @@ and queried from a separate process.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -25,20 +26,28 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from albert_tf.tools.demo_corpus import stdlib_module_documents, write_corpus
 from albert_tf.tools.demo_finetune import TOPICS, finetune_topics, query_saved_model
+from data_pipeline.cli import setting
+from data_pipeline.command import Command
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoSettings:
+    """Where the demo writes, and how long it trains."""
+
+    output_dir: str = setting("out/demo", "Where the demo writes.")
+    pretrain_steps: int = setting(600, "Pretraining steps.")
+    finetune_steps: int = setting(300, "Fine-tuning steps.")
+
+
+COMMAND = Command("demo", __doc__, (DemoSettings,))  # (`make demo`: no console script)
 
 
 def main(argv=None) -> int:
-    from absl import flags
-
-    from data_pipeline.cli import parse_tool_flags
-
-    args = flags.FlagValues()
-    flags.DEFINE_string("output_dir", "out/demo", "Where the demo writes.", flag_values=args)
-    flags.DEFINE_integer("pretrain_steps", 600, "Pretraining steps.", flag_values=args)
-    flags.DEFINE_integer("finetune_steps", 300, "Fine-tuning steps.", flag_values=args)
-    if not parse_tool_flags(args, argv):
+    """`make demo`: parse once, then the whole tour; the exit code (2: a bad command line)."""
+    s = COMMAND.parse_tool(argv)
+    if s is None:
         return 2
-    os.makedirs(args.output_dir, exist_ok=True)
+    os.makedirs(s.output_dir, exist_ok=True)
     start = time.time()
 
     import keras
@@ -84,8 +93,8 @@ def main(argv=None) -> int:
     # (and the fine-tuning task below on paragraphs of those documents).
     held_out = [d for i, (_, d) in enumerate(module_documents) if i % 10 == 9]
     documents = [d for i, (_, d) in enumerate(module_documents) if i % 10 != 9]
-    corpus = os.path.join(args.output_dir, "stdlib_docstrings.txt")
-    eval_corpus = os.path.join(args.output_dir, "stdlib_docstrings_heldout.txt")
+    corpus = os.path.join(s.output_dir, "stdlib_docstrings.txt")
+    eval_corpus = os.path.join(s.output_dir, "stdlib_docstrings_heldout.txt")
     write_corpus(documents, corpus)
     write_corpus(held_out, eval_corpus)
     # ALBERT's recipe (data_pipeline.tokenization.train_tokenizer): <pad>=0 <unk>=1 [CLS]=2 [SEP]=3
@@ -93,7 +102,7 @@ def main(argv=None) -> int:
     from data_pipeline.tokenization.sentencepiece_trainer import train_sentencepiece
 
     model_file = train_sentencepiece(
-        [corpus], os.path.join(args.output_dir, "stdlib_spm"), vocab_size=2000, num_threads=1
+        [corpus], os.path.join(s.output_dir, "stdlib_spm"), vocab_size=2000, num_threads=1
     )["model_file"]
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
@@ -117,8 +126,8 @@ def main(argv=None) -> int:
     from data_pipeline.pretraining.local_writer import create_pretraining_data
 
     seq_len, preds = 128, 20
-    data_dir = os.path.join(args.output_dir, "pretraining_data")
-    eval_dir = os.path.join(args.output_dir, "pretraining_data_heldout")
+    data_dir = os.path.join(s.output_dir, "pretraining_data")
+    eval_dir = os.path.join(s.output_dir, "pretraining_data_heldout")
     for d in (data_dir, eval_dir):
         shutil.rmtree(d, ignore_errors=True)  # a re-run would resume (skip) instead
     meta = create_pretraining_data(
@@ -214,7 +223,7 @@ def main(argv=None) -> int:
         intermediate_size=512,
         max_position_embeddings=seq_len,
     )
-    run_dir = os.path.join(args.output_dir, "pretraining_run")
+    run_dir = os.path.join(s.output_dir, "pretraining_run")
     shutil.rmtree(run_dir, ignore_errors=True)
 
     def dataset(pattern, training):
@@ -226,13 +235,13 @@ def main(argv=None) -> int:
         PretrainingTask(tiny, seq_len, preds),
         TrainerConfig(
             output_dir=run_dir,
-            num_train_steps=args.pretrain_steps,
+            num_train_steps=s.pretrain_steps,
             learning_rate=1e-2,
-            num_warmup_steps=args.pretrain_steps // 10,
+            num_warmup_steps=s.pretrain_steps // 10,
             optimizer="lamb",
             steps_per_loop=50,
-            save_checkpoints_steps=args.pretrain_steps,
-            eval_every=args.pretrain_steps // 4,
+            save_checkpoints_steps=s.pretrain_steps,
+            eval_every=s.pretrain_steps // 4,
             max_eval_steps=20,
         ),
         tf.distribute.get_strategy(),
@@ -253,22 +262,22 @@ def main(argv=None) -> int:
     print(
         "\n== Fine-tuning (run_classifier.py): which module does a docstring paragraph document? =="
     )
-    export_dir = os.path.join(args.output_dir, "serving")
+    export_dir = os.path.join(s.output_dir, "serving")
     shutil.rmtree(export_dir, ignore_errors=True)
     results = finetune_topics(
         module_documents,
-        args.output_dir,
+        s.output_dir,
         model_file,
         os.path.join(run_dir, "albert_config.json"),
         os.path.join(run_dir, "checkpoints"),
-        args.finetune_steps,
+        s.finetune_steps,
         export_dir,
     )
     if results is None:
         return 1
 
     print("\n== Checkpoint round trip ==")
-    ckpt_dir = os.path.join(args.output_dir, "checkpoint")
+    ckpt_dir = os.path.join(s.output_dir, "checkpoint")
     prefix = save_checkpoint(model, ckpt_dir)
     encoder = AlbertEncoder(
         AlbertConfig.from_json_file(os.path.join(ckpt_dir, "albert_config.json"))
@@ -291,7 +300,7 @@ def main(argv=None) -> int:
     ):
         return 1
 
-    print(f"\ndemo finished in {time.time() - start:.0f}s; artifacts in {args.output_dir}/")
+    print(f"\ndemo finished in {time.time() - start:.0f}s; artifacts in {s.output_dir}/")
     return 0
 
 

@@ -25,137 +25,96 @@ The tokenizer is a SentencePiece model (`--spm_model_file`) or a WordPiece vocab
 setting is checked before any worker starts. `--zh_whole_word_mask` (off by default, as
 officially) also makes each jieba word of Chinese text one unit (`chinese_words.py`).
 
+The flags are the fields of `DataSettings`, `TokenizerFlags` (data_config.py) and of the
+writer's settings below, parsed once (`data_pipeline.command`; `--help` lists them, grouped).
 Errors are one line on stderr and exit 1 (a bad flag, a bad input found by a worker, a
-full disk naming the file, a worker that died); Ctrl-C stops the workers, keeps the
-complete shards (a re-run resumes) and exits 130.
+full disk naming the file, a worker that died; stray positional arguments: 2); Ctrl-C stops
+the workers, keeps the complete shards (a re-run resumes) and exits 130.
 Memory is bounded by one block part × dupe_factor per worker, whatever the corpus size.
 Nothing here imports TensorFlow (see records.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
-from data_pipeline import documents as documents_lib
-from data_pipeline.pretraining.data_config import DataConfig
-from data_pipeline.pretraining.instances import SENTENCE_ORDERS, SHORT_SEQ_SCOPES
+from data_pipeline.cli import setting
+from data_pipeline.command import Command, UsageError
+from data_pipeline.pretraining.data_config import DataConfig, DataSettings, TokenizerFlags
 from data_pipeline.pretraining.local_writer import WorkerFailed, create_pretraining_data
 
 RUNNERS = ("local", "beam")
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 
 
-def _define_flags():
-    from absl import flags
+@dataclasses.dataclass(frozen=True)
+class WriterSettings:
+    """Who writes the shards (never what they hold): this machine's workers or Beam."""
 
-    f = flags
-    f.DEFINE_string("input_file", None, "Input text: comma-separated globs (gzip ok).")
-    f.DEFINE_string("output_dir", None, "Where the TFRecord shards and meta_data.json go.")
-    f.DEFINE_string(
-        "spm_model_file",
-        None,
-        "SentencePiece model (ALBERT special pieces); or give --vocab_file.",
-    )
-    f.DEFINE_string(
-        "vocab_file",
-        None,
-        "WordPiece vocab.txt (BERT's basic tokenizer + WordPiece, as the official Chinese "
-        "ALBERTs); or give --spm_model_file.",
-    )
-    f.DEFINE_bool("do_lower_case", True, "Lowercase the text (uncased models).")
-    f.DEFINE_bool("keep_accents", False, "Keep combining accents (official: strip).")
-    f.DEFINE_integer("max_seq_length", 512, "Maximum sequence length.")
-    f.DEFINE_integer("max_predictions_per_seq", 20, "Maximum masked LM predictions.")
-    f.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
-    f.DEFINE_integer("ngram", 3, "Maximum n-gram (in words) of a masked unit.")
-    f.DEFINE_bool("favor_shorter_ngram", True, "p(n) ∝ 1/n (else ∝ n).")
-    f.DEFINE_bool("do_whole_word_mask", True, "Mask whole words (n-grams of words).")
-    f.DEFINE_bool(
-        "zh_whole_word_mask",
-        False,
-        "Chinese whole-word masking: each jieba word of Chinese text is one unit, as "
-        "Chinese-BERT-wwm and brightmart/albert_zh (needs jieba: pip install -e '.[zh]').",
-    )
-    f.DEFINE_bool(
-        "calibrate_ngrams", True, "Make the realized n-gram mix match p(n) (see masking.py)."
-    )
-    f.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length.")
-    f.DEFINE_enum(
-        "short_seq_scope",
-        "document",
-        SHORT_SEQ_SCOPES,
-        "Draw the target length once per document and pass (official) or per instance.",
-    )
-    f.DEFINE_integer("dupe_factor", 40, "Passes over the input, each with other masks/pairs.")
-    f.DEFINE_integer("random_seed", 12345, "Seed of every random draw.")
-    f.DEFINE_enum(
-        "sentence_order", "sop", SENTENCE_ORDERS, "sop (ALBERT), nsp (BERT) or none (MLM only)."
-    )
-    f.DEFINE_bool(
-        "dynamic_masking",
-        False,
-        "Write no masks (token_boundary only); the input pipeline masks each epoch.",
-    )
-    f.DEFINE_enum("input_format", "auto", documents_lib.FORMATS, "Input file format.")
-    f.DEFINE_bool(
-        "split_sentences",
-        False,
-        "Split each text line into sentences (one-paragraph-per-line corpora).",
-    )
-    f.DEFINE_integer("block_size", 1 << 20, "Bytes of input per block (memory bound).")
-    f.DEFINE_integer("num_output_shards", 16, "Number of TFRecord shards.")
-    f.DEFINE_integer("num_workers", os.cpu_count() or 1, "Worker processes.")
-    f.DEFINE_integer("num_tasks", 1, "Machines sharing the job.")
-    f.DEFINE_integer("task_index", 0, "This machine's index in [0, num_tasks).")
-    f.DEFINE_float("progress_every", 10.0, "Seconds between progress lines.")
-    f.DEFINE_enum(
-        "runner",
+    runner: str = setting(
         "local",
-        RUNNERS,
         "local: this machine's worker processes; beam: an Apache Beam pipeline "
         "(beam_writer.py; the same bytes).",
+        choices=RUNNERS,
     )
-    f.DEFINE_string(
-        "beam_runner", None, "With --runner beam: DirectRunner (default), DataflowRunner, ..."
+    num_workers: int = setting(os.cpu_count() or 1, "Worker processes.")
+    num_tasks: int = setting(1, "Machines sharing the job.")
+    task_index: int = setting(0, "This machine's index in [0, num_tasks).")
+    progress_every: float = setting(10.0, "Seconds between progress lines.")
+    beam_runner: str | None = setting(
+        None, "With --runner beam: DirectRunner (default), DataflowRunner, ..."
     )
-    f.DEFINE_string(
-        "beam_options", None, "With --runner beam: Beam pipeline options, passed through."
+    beam_options: str | None = setting(
+        None, "With --runner beam: Beam pipeline options, passed through."
     )
-    # Official flags kept so existing command lines run unchanged.
-    f.DEFINE_bool("random_next_sentence", False, "Official flag: true means --sentence_order nsp.")
-    for name in ("input_file", "output_dir"):
-        f.mark_flag_as_required(name)
-    return f.FLAGS
 
 
-def main(argv) -> int:
-    from absl import flags
+@dataclasses.dataclass(frozen=True)
+class OfficialFlags:
+    """Official flags kept so that existing command lines run unchanged."""
 
-    flag_values = flags.FLAGS
-    if len(argv) > 1:
-        print(f"error: unexpected arguments {argv[1:]}", file=sys.stderr)
-        return 2
-    values = {name: flag_values[name].value for name in DataConfig.flag_names()}
-    if flag_values.random_next_sentence:
-        values["sentence_order"] = "nsp"
+    random_next_sentence: bool = setting(False, "Official flag: true means --sentence_order nsp.")
+
+
+COMMAND = Command(
+    "albert-pretraining-data",
+    __doc__,
+    (DataSettings, TokenizerFlags, WriterSettings, OfficialFlags),
+    required=("input_file", "output_dir"),
+)
+
+
+def data_config(s) -> DataConfig:
+    """The job's DataConfig from COMMAND's settings `s` (every setting checked here)."""
+    order = {"sentence_order": "nsp"} if s.random_next_sentence else {}
+    return s.group(DataConfig, tokenizer=s.group(TokenizerFlags).spec(), **order)
+
+
+def main(argv=None) -> int:
+    """The command: parse once, check every setting, write; the exit code."""
     try:
-        _check_runner_flags(flag_values)
-        config = DataConfig.from_flags(**values)  # every setting checked here
-        if flag_values.runner == "beam":
+        s = COMMAND.parse(argv)
+    except UsageError as e:  # a bad flag: exit 1, as every error of this command
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except ValueError as e:  # stray positional arguments
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        _check_runner_flags(s)
+        config = data_config(s)
+        if s.runner == "beam":
             from data_pipeline.pretraining import beam_writer
 
             settings = beam_writer.BeamSettings.from_flags(
-                flag_values.beam_runner or "DirectRunner", flag_values.beam_options
+                s.beam_runner or "DirectRunner", s.beam_options
             )
             beam_writer.create_pretraining_data_beam(config, settings)
         else:
             create_pretraining_data(
-                config,
-                flag_values.num_workers,
-                flag_values.num_tasks,
-                flag_values.task_index,
-                flag_values.progress_every,
+                config, s.num_workers, s.num_tasks, s.task_index, s.progress_every
             )
     except (OSError, ValueError, ImportError, WorkerFailed) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -170,19 +129,17 @@ def main(argv) -> int:
     return 0
 
 
-def _check_runner_flags(flag_values) -> None:
+def _check_runner_flags(s) -> None:
     """Flags of one runner given to the other: a ValueError naming them."""
-    if flag_values.runner == "beam":
-        local_only = [
-            n for n in ("num_workers", "num_tasks", "task_index") if flag_values[n].present
-        ]
+    if s.runner == "beam":
+        local_only = [n for n in ("num_workers", "num_tasks", "task_index") if s.given(n)]
         if local_only:
             raise ValueError(
                 f"--{', --'.join(local_only)} belong to --runner local; with --runner beam "
                 f"the Beam runner spreads the shards (its options go in --beam_options)"
             )
     else:
-        beam_only = [n for n in ("beam_runner", "beam_options") if flag_values[n].present]
+        beam_only = [n for n in ("beam_runner", "beam_options") if s.given(n)]
         if beam_only:
             raise ValueError(f"--{', --'.join(beam_only)} need --runner beam")
 
@@ -190,12 +147,7 @@ def _check_runner_flags(flag_values) -> None:
 def entry():
     """The console script `albert-pretraining-data`: the same as `python -m
     data_pipeline.pretraining.create_pretraining_data`."""
-    # absl's --help prints __main__'s docstring: under the console script, this module's.
-    sys.modules["__main__"].__doc__ = __doc__
-    from absl import app
-
-    _define_flags()
-    app.run(lambda argv: sys.exit(main(argv)))
+    sys.exit(main())
 
 
 if __name__ == "__main__":

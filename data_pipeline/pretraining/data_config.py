@@ -3,9 +3,10 @@ whole when it is made, before any worker process or Beam worker starts.
 
 Both writers (the local one, `local_writer.py`, and the Beam pipeline, `beam_writer.py`)
 take a DataConfig; the command line (`create_pretraining_data.py`) builds it from its
-flags. A setting out of range is a ValueError of one line naming it, raised here: a value
-only a worker would reject used to crash every worker at start-up (and the pool restarted
-them forever).
+flags, which are these fields (`DataSettings`: help text and choices on each) and
+`TokenizerFlags`. A setting out of range is a ValueError of one line naming it, raised
+here: a value only a worker would reject used to crash every worker at start-up (and the
+pool restarted them forever).
 
 The tokenizer is one value, a `TokenizerSpec` (data_pipeline.tokenization.spec: kind, file,
 casing). `settings()` spells it as the official flags did (`spm_model_file`, `vocab_file`
@@ -18,43 +19,90 @@ from __future__ import annotations
 import dataclasses
 
 from data_pipeline import documents as documents_lib
+from data_pipeline.cli import setting
 from data_pipeline.pretraining import chinese_words
-from data_pipeline.pretraining.instances import InstanceOptions
+from data_pipeline.pretraining.instances import SENTENCE_ORDERS, SHORT_SEQ_SCOPES, InstanceOptions
 from data_pipeline.pretraining.masking import NgramMasker
 from data_pipeline.tokenization.spec import WORDPIECE, TokenizerSpec
 
 META_FILE = "meta_data.json"
 FORMAT_VERSION = 1
-# The official flags that make `DataConfig.tokenizer` (the other flags are fields by name).
-TOKENIZER_FLAGS = ("spm_model_file", "vocab_file", "do_lower_case", "keep_accents")
 
 
 @dataclasses.dataclass(frozen=True)
-class DataConfig:
-    """Every setting that determines the output (the official flags and ours). `tokenizer`
-    is the SentencePiece model or WordPiece vocab.txt with its casing."""
+class TokenizerFlags:
+    """The tokenizer: the official flags that make `DataConfig.tokenizer`."""
 
-    input_file: str
-    output_dir: str
-    tokenizer: TokenizerSpec
-    max_seq_length: int = 512
-    max_predictions_per_seq: int = 20
-    masked_lm_prob: float = 0.15
-    ngram: int = 3
-    favor_shorter_ngram: bool = True
-    do_whole_word_mask: bool = True
-    calibrate_ngrams: bool = True
-    short_seq_prob: float = 0.1
-    short_seq_scope: str = "document"
-    dupe_factor: int = 40
-    random_seed: int = 12345
-    sentence_order: str = "sop"
-    dynamic_masking: bool = False
-    input_format: str = "auto"
-    split_sentences: bool = False
-    block_size: int = 1 << 20
-    num_output_shards: int = 16
-    zh_whole_word_mask: bool = False  # jieba words of Chinese text are whole-word units
+    spm_model_file: str | None = setting(
+        None, "SentencePiece model (ALBERT special pieces); or give --vocab_file."
+    )
+    vocab_file: str | None = setting(
+        None,
+        "WordPiece vocab.txt (BERT's basic tokenizer + WordPiece, as the official Chinese "
+        "ALBERTs); or give --spm_model_file.",
+    )
+    do_lower_case: bool = setting(True, "Lowercase the text (uncased models).")
+    keep_accents: bool = setting(False, "Keep combining accents (official: strip).")
+
+    def spec(self) -> TokenizerSpec:
+        """`TokenizerSpec.from_files` (with both files, the SentencePiece model)."""
+        return TokenizerSpec.from_files(
+            self.spm_model_file, self.vocab_file, self.do_lower_case, self.keep_accents
+        )
+
+
+# The official flags that make `DataConfig.tokenizer` (the other flags are fields by name).
+TOKENIZER_FLAGS = tuple(f.name for f in dataclasses.fields(TokenizerFlags))
+
+
+@dataclasses.dataclass(frozen=True)
+class DataSettings:
+    """What the job writes: every setting but the tokenizer (the official flags and ours)."""
+
+    input_file: str = setting(help="Input text: comma-separated globs (gzip ok).")
+    output_dir: str = setting(help="Where the TFRecord shards and meta_data.json go.")
+    max_seq_length: int = setting(512, "Maximum sequence length.")
+    max_predictions_per_seq: int = setting(20, "Maximum masked LM predictions.")
+    masked_lm_prob: float = setting(0.15, "Masked LM probability.")
+    ngram: int = setting(3, "Maximum n-gram (in words) of a masked unit.")
+    favor_shorter_ngram: bool = setting(True, "p(n) ∝ 1/n (else ∝ n).")
+    do_whole_word_mask: bool = setting(True, "Mask whole words (n-grams of words).")
+    calibrate_ngrams: bool = setting(
+        True, "Make the realized n-gram mix match p(n) (see masking.py)."
+    )
+    short_seq_prob: float = setting(0.1, "Probability of a shorter target length.")
+    short_seq_scope: str = setting(
+        "document",
+        "Draw the target length once per document and pass (official) or per instance.",
+        choices=SHORT_SEQ_SCOPES,
+    )
+    dupe_factor: int = setting(40, "Passes over the input, each with other masks/pairs.")
+    random_seed: int = setting(12345, "Seed of every random draw.")
+    sentence_order: str = setting(
+        "sop", "sop (ALBERT), nsp (BERT) or none (MLM only).", choices=SENTENCE_ORDERS
+    )
+    dynamic_masking: bool = setting(
+        False, "Write no masks (token_boundary only); the input pipeline masks each epoch."
+    )
+    input_format: str = setting("auto", "Input file format.", choices=documents_lib.FORMATS)
+    split_sentences: bool = setting(
+        False, "Split each text line into sentences (one-paragraph-per-line corpora)."
+    )
+    block_size: int = setting(1 << 20, "Bytes of input per block (memory bound).")
+    num_output_shards: int = setting(16, "Number of TFRecord shards.")
+    zh_whole_word_mask: bool = setting(
+        False,
+        "Chinese whole-word masking: each jieba word of Chinese text is one unit, as "
+        "Chinese-BERT-wwm and brightmart/albert_zh (needs jieba: pip install -e '.[zh]').",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig(DataSettings):
+    """Every setting that determines the output: `DataSettings` and the `tokenizer`, the
+    SentencePiece model or WordPiece vocab.txt with its casing (a keyword)."""
+
+    tokenizer: TokenizerSpec = dataclasses.field(kw_only=True)
 
     def __post_init__(self):
         if not isinstance(self.tokenizer, TokenizerSpec):
@@ -98,14 +146,8 @@ class DataConfig:
         """The config of the command line's values: the tokenizer flags (`TOKENIZER_FLAGS`)
         make `tokenizer` (`TokenizerSpec.from_files`: with both files, the SentencePiece
         model), every other value is the field of its name."""
-        spec = TokenizerSpec.from_files(spm_model_file, vocab_file, do_lower_case, keep_accents)
+        spec = TokenizerFlags(spm_model_file, vocab_file, do_lower_case, keep_accents).spec()
         return cls(tokenizer=spec, **settings)
-
-    @classmethod
-    def flag_names(cls) -> list[str]:
-        """The flags `from_flags` takes: the fields, with `TOKENIZER_FLAGS` for `tokenizer`."""
-        fields = [f.name for f in dataclasses.fields(cls) if f.name != "tokenizer"]
-        return [*TOKENIZER_FLAGS, *fields]
 
     def instance_options(self) -> InstanceOptions:
         return InstanceOptions(

@@ -219,3 +219,12 @@ def test_a_tf1_checkpoint_is_refused_with_the_source_to_use(tmp_path):
     assert run.returncode == 1, run.report()
     error = run.stderr.strip().splitlines()[-1]
     assert str(prefix) in error and "--source tf1" in error
+
+
+def test_convert_offers_every_source_model_garden_reads():
+    """convert spells its --source choices out (so that its --help imports no TensorFlow):
+    they must hold every source this module reads."""
+    from albert_tf.checkpoints.convert import SOURCES
+    from albert_tf.checkpoints.model_garden import MODEL_GARDEN_SOURCES
+
+    assert set(MODEL_GARDEN_SOURCES) <= set(SOURCES)

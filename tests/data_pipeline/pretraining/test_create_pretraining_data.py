@@ -654,6 +654,22 @@ def test_encode_examples_equals_protobuf_on_edge_values():
 # --- bad input, through the command line ------------------------------------------------------
 
 
+def test_the_command_line_is_the_configs_fields(tmp_path):
+    """The command's flags are DataConfig's fields (its DataSettings), the tokenizer's
+    official flags and the writer's, each declared once; a config's command line parses
+    back into that config, and --random_next_sentence is --sentence_order nsp."""
+    from data_pipeline.pretraining.create_pretraining_data import COMMAND, data_config
+    from data_pipeline.pretraining.data_config import TOKENIZER_FLAGS
+
+    names = [field.name for _, field, _ in COMMAND.fields()]
+    fields = [f.name for f in dataclasses.fields(DataConfig) if f.name != "tokenizer"]
+    assert len(names) == len(set(names)) and set(fields) | set(TOKENIZER_FLAGS) <= set(names)
+    cfg = config(str(tmp_path / "a.txt"), tmp_path / "out", ngram=2, dynamic_masking=True)
+    assert data_config(COMMAND.parse(["tool", *cli_args(cfg)])) == cfg
+    official = COMMAND.parse(["tool", *cli_args(cfg), "--random_next_sentence"])
+    assert data_config(official) == dataclasses.replace(cfg, sentence_order="nsp")
+
+
 def _one_line_error(out, *needles):
     assert out.returncode == 1, (out.returncode, out.stdout, out.stderr)
     err = out.stderr.strip()

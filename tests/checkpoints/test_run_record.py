@@ -24,7 +24,8 @@ from albert_tf.checkpoints.tokenizer_record import (
     check_tokenizer,
     recorded_tokenizer,
 )
-from tests.support.harness import SHARED_DATA, tiny_config
+from tests.support.harness import SHARED_DATA
+from tests.support.tiny import tiny_config, tiny_fields
 
 SPM = SHARED_DATA / "spm" / "de-30k-clean.model"
 OTHER_SPM = SHARED_DATA / "spm" / "test_sentencepiece_1k.model"
@@ -233,10 +234,7 @@ def test_convert_records_the_vocabulary_its_source_ships(tmp_path, spm_files):
 
     spm, other = spm_files
     source = tmp_path / "hf"
-    config = transformers.AlbertConfig(
-        vocab_size=99, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-        num_attention_heads=4, intermediate_size=37, max_position_embeddings=40,
-    )  # fmt: skip
+    config = transformers.AlbertConfig(**tiny_fields(num_hidden_layers=2))
     transformers.AlbertModel(config).save_pretrained(str(source))
     shutil.copy(spm, source / "spiece.model")
     report = convert("transformers", str(source), str(tmp_path / "out"))

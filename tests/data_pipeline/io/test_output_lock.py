@@ -20,6 +20,7 @@ import pytest
 from data_pipeline.io.locks import OutputLocked, output_lock, read_lock_holder
 from data_pipeline.records import read_records
 from tests.support.harness import SHARED_DATA, Cli, run_cli
+from tests.support.tiny import write_tiny_config
 
 HOST = socket.gethostname()
 TAIL = "); wait for it to finish or use another directory"
@@ -276,16 +277,6 @@ def test_kill_9_of_the_data_tool_leaves_no_worker_and_a_rerun_completes(tmp_path
 
 # --- a runner ---------------------------------------------------------------------------------
 
-TINY = {
-    "vocab_size": 30000,
-    "embedding_size": 16,
-    "hidden_size": 32,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "intermediate_size": 64,
-    "max_position_embeddings": 64,
-}
-
 
 @pytest.fixture(scope="module")
 def pretraining_flags(tmp_path_factory):
@@ -310,7 +301,10 @@ def pretraining_flags(tmp_path_factory):
         ),
         progress_every=1e9,
     )
-    (root / "albert_config.json").write_text(json.dumps(TINY))
+    write_tiny_config(
+        root / "albert_config.json", vocab_size=30000, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64,
+    )  # fmt: skip
     flags = {
         "input_file": f"{root}/records/*.tfrecord",
         "albert_config_file": root / "albert_config.json",

@@ -1,4 +1,4 @@
-"""The whole Chinese workflow with a WordPiece vocab.txt (issue 22), one tiny model carried
+"""The whole Chinese workflow with a WordPiece vocab.txt, one tiny model carried
 through every step as a user of the official Chinese ALBERTs runs it:
 
   create_pretraining_data --vocab_file (zh_news)  →  run_pretraining

@@ -1,4 +1,4 @@
-"""One writer per output directory (issue 21): `data_pipeline.io.locks.output_lock`, held by
+"""One writer per output directory: `data_pipeline.io.locks.output_lock`, held by
 create_pretraining_data and the runners. Real processes: a second writer fails at once with
 one line naming the first, a holder killed with SIGKILL frees the directory, a killed data
 tool leaves no worker behind, and the first writer's output stays complete.
@@ -149,7 +149,7 @@ def test_remote_paths_are_not_locked(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with output_lock("gs://bucket/run", "remote") as lock:
         assert lock.remote and not lock.held
-        with output_lock("gs://bucket/run", "a second writer"):  # not detected (issue 18)
+        with output_lock("gs://bucket/run", "a second writer"):  # not detected (no lock)
             pass
     assert os.listdir(tmp_path) == []  # nothing written locally
 

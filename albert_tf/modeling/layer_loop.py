@@ -8,7 +8,7 @@ unrolled holds twelve packed copies of its 27 MB layer and every call reads all 
 from memory. Inside `looped_layers()` the encoder traces its repeated block as one
 `tf.while_loop` whose body is the block (`AlbertEncoder`'s `_BlockRunner.run_segments`):
 the file has one WHILE op and one body subgraph, whose weights any LiteRT interpreter packs
-once, with no option to set (figures: docs/performance.md, "one layer, one loop").
+once, with no option to set (figures: docs/performance-history.md, "one layer, one loop").
 
 Exact: the body is the same ops on the same weights, applied in the same order. Used
 only where the graph is converted for LiteRT (`albert_tf.serving.litert.convert`):

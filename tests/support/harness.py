@@ -1,5 +1,6 @@
-"""The tests' shared helpers: tiny configs and random batches, the ../shared/data location,
-and the one harness for command-line tests (`Cli`, `run_cli`, the two-CPU and TPU drivers)."""
+"""The tests' shared helpers: the tiny models (tests/support/tiny.py, re-exported here) and
+random batches, the ../shared/data location, and the one harness for command-line tests
+(`Cli`, `run_cli`, the two-CPU and TPU drivers)."""
 
 import os
 

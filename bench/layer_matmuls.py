@@ -1,6 +1,6 @@
 """One ALBERT layer's four float32 matmuls at M rows, in each library our benches compare:
-the rate that bounds the float32 serving ratios (docs/performance.md, "What bounds the
-float32 ratios").
+the rate that bounds the float32 serving ratios (docs/performance-history.md, "What
+bounds the float32 ratios").
 
     python -m bench.layer_matmuls [--config base] [--rows 24,128,534,2048] [--rounds 3]
 

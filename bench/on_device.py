@@ -1,4 +1,4 @@
-"""Issue 16's bench: on-device ALBERT (LiteRT files that take raw text, albert_tf.serving.litert)
+"""The on-device bench: ALBERT's LiteRT files that take raw text (albert_tf.serving.litert)
 against the SavedModel of the same model, in one run.
 
     python -m bench.on_device                                  # every part

@@ -2,10 +2,11 @@
 
     python -m bench.pretraining_data [--json_out FILE]
 
-Job (the issue's reference setting): ~5 MB of real English text ($ALBERT_TF_DATA/corpus:
-WikiText-2 valid+test and the inaugural and State of the Union addresses, one paragraph a
-line, so `--split_sentences`), `max_seq_length` 128, `dupe_factor` 3, the ALBERT-recipe
-SentencePiece model $ALBERT_TF_DATA/spm/de-30k-clean.model, everything else default.
+Job (the reference setting of the writer's speed target): ~5 MB of real English text
+($ALBERT_TF_DATA/corpus: WikiText-2 valid+test and the inaugural and State of the Union
+addresses, one paragraph a line, so `--split_sentences`), `max_seq_length` 128,
+`dupe_factor` 3, the ALBERT-recipe SentencePiece model
+$ALBERT_TF_DATA/spm/de-30k-clean.model, everything else default.
 
 Each case runs the command line tool in a fresh process (start-up, tokenization and writing
 included: what a user waits for) and samples the RSS of its whole process tree every 20 ms

@@ -1,4 +1,4 @@
-"""Issue 15's bench: ALBERT-base end to end on real text (GLUE dev/train, SQuAD v1.1 dev),
+"""The real-text bench: ALBERT-base end to end on real text (GLUE dev/train, SQuAD v1.1 dev),
 ours side by side with KerasHub and Hugging Face, in one run.
 
     python -m bench.real_text                                   # the whole bench
@@ -37,7 +37,7 @@ systems back to back, peer, ours, padded, peer, in reverse order on every other 
 median, and the table gives the median over rounds. Also printed: tokens computed / tokens
 present per system (the batches' padded size against their real tokens), p50/p95 latency at
 batch 1, peak RSS per process, the largest difference of our paths' probabilities from the
-padded path's, and the issue's targets. `--json_out` keeps every RESULT.
+padded path's, and the real-text targets (`targets`). `--json_out` keeps every RESULT.
 
 Run it on an idle machine: with other jobs on the cores, every parallel op waits for its
 threads to be scheduled (torch at batch 1 measured 1.7 s a request instead of 80 ms with
@@ -242,7 +242,8 @@ def table(args, results: dict, diffs: dict) -> list[dict]:
 
 
 def targets(rows: list[dict]) -> None:
-    """The issue's targets against this run's figures."""
+    """The real-text targets (length-aware batches against the peers and our padded path)
+    against this run's figures."""
 
     def find(task, case, batch=None, dtype="float32"):
         for r in rows:
@@ -278,7 +279,7 @@ def targets(rows: list[dict]) -> None:
         elif r["rss"].get("ours") and r["rss"].get("padded"):
             label = f"{name}: peak RSS padded / ours ≥ 1"
             checks.append((label, r["rss"]["padded"] / r["rss"]["ours"], 1.0))
-    print("\nTargets (issue 15):\n")
+    print("\nTargets (length-aware batches):\n")
     for label, value, goal in checks:
         verdict = "not measured" if value is None else ("met" if value >= goal else "NOT met")
         print(f"- {label}: {fmt(value, '.2f', 'n/a')} — {verdict}")

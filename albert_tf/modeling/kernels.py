@@ -156,7 +156,7 @@ def layer_norm_residual(x, residual, gamma, beta, epsilon: float):
             else (tf.cast(x, dtype) + tf.cast(residual, dtype))
         )
         # Five full-size intermediates (tf.nn.moments + batch_normalization make six, and
-        # are slower; docs/performance.md).
+        # are slower; docs/performance-history.md).
         centered = total - tf.reduce_mean(total, axis=-1, keepdims=True)
         variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
         return centered * (tf.math.rsqrt(variance + epsilon) * gamma) + beta

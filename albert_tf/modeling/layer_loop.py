@@ -9,7 +9,7 @@ from memory. Under `trace_options(looped_layers=True)` (`albert_tf.modeling.trac
 the encoder traces its repeated block as one `tf.while_loop` whose body is the block
 (`AlbertEncoder`'s `_BlockRunner.run_segments`): the file has one WHILE op and one body
 subgraph, whose weights any LiteRT interpreter packs once, with no option to set
-(figures: docs/performance.md, "one layer, one loop").
+(figures: docs/performance-history.md, "one layer, one loop").
 
 Exact: the body is the same ops on the same weights, applied in the same order. Used
 only where the graph is converted for LiteRT (`albert_tf.serving.litert.convert`):

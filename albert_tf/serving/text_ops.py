@@ -87,7 +87,7 @@ def bucket_lengths(longest, max_seq_length: int):
 # through its projections and FFN, so a group's padding costs only attention, and a large
 # group of short rows gives the matmuls more rows; the position cap bounds the attention
 # grid ([rows, heads, L, L]) of long rows: 8 rows of 128, 2 of 512. Measured on SST-2 dev
-# at batch 32 (ALBERT-base, docs/performance.md): caps of 512, 1,024, 2,048 and 4,096
+# at batch 32 (ALBERT-base, docs/performance-history.md): caps of 512, 1,024, 2,048 and 4,096
 # positions served 18.9, 20.0, 17.1 and 13.1 sentences/s.
 LENGTH_GROUP = 32
 GROUP_POSITIONS = 1024

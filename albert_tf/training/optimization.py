@@ -115,7 +115,7 @@ def _adam_family_math(
 
 
 # `_adam_family_math` as one XLA-compiled kernel per variable shape: its ~15 elementwise
-# passes over the variable and two norms become one (docs/performance.md has the gain);
+# passes over the variable and two norms become one (docs/performance-history.md has the gain);
 # inlined when the whole step is compiled.
 _adam_family_update = tf.function(_adam_family_math, jit_compile=True)
 

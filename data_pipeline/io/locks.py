@@ -92,8 +92,9 @@ class OutputLock:
       them all (`create_pretraining_data --num_tasks N`: the tasks of one job share the
       directory). `name` picks another lock file in the directory (a per-task lock).
     - Remote paths (containing "://", e.g. gs://) cannot be locked with fcntl: nothing is
-      locked and nothing is written; two writers there are not detected (object-store
-      locking is issue 18), so users must not start two writers on one remote directory.
+      locked and nothing is written; two writers there are not detected (object stores have
+      no flock, and no lock of their own is implemented), so users must not start two
+      writers on one remote directory.
       A local file system without flock support (some network or FUSE mounts) gets a
       warning on stderr and no lock either; a platform without fcntl locks nothing.
     - The lock file is opened with O_NOFOLLOW and must be a regular file: a `.lock` that is

@@ -49,7 +49,7 @@ def wordpiece_vocabulary(
       `vocab_size`; [unused100] ... fill what it does not learn.
 
     Deterministic: the same texts and settings give the same tokens in any process. The
-    trainer alone is not (tokenizers issue 1794: it numbers the `##` forms in hash-map
+    trainer alone is not (huggingface/tokenizers#1794: it numbers the `##` forms in hash-map
     order, and the numbers break ties between merges), so the first pass collects every
     character and the trainer gets each one's `##` form up front, numbered in sorted
     order. Raises ValueError when `vocab_size` cannot hold the special tokens and the CJK

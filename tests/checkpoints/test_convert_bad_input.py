@@ -8,16 +8,17 @@ import numpy as np
 import pytest
 
 from tests.support.harness import SHARED_DATA, Cli
+from tests.support.tiny import tiny_fields
 
+# The tiny model (tests/support/tiny.py) as a Hugging Face config.json; 512 positions, the
+# default of both libraries.
 SMALL = {
     "model_type": "albert",
-    "vocab_size": 100,
-    "embedding_size": 16,
-    "hidden_size": 32,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 64,
-}
+    **tiny_fields(
+        vocab_size=100, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=512,
+    ),
+}  # fmt: skip
 
 
 def _random(path, size, seed):

@@ -11,19 +11,13 @@ import numpy as np
 import pytest
 
 from tests.support.harness import run_cli
+from tests.support.tiny import tiny_fields
 
 # vocab 30000: the shared de-30k SentencePiece model feeds the runner checks.
-TINY = {
-    "vocab_size": 30000,
-    "embedding_size": 16,
-    "hidden_size": 32,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 37,
-    "max_position_embeddings": 128,
-    "hidden_dropout_prob": 0.0,
-    "attention_probs_dropout_prob": 0.0,
-}
+TINY = tiny_fields(
+    vocab_size=30000, num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=128,
+    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+)  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from tests.support.references import (
     official_arrays,
     write_tf1_checkpoint,
 )
+from tests.support.tiny import tiny_fields
 
 TOL = 1e-5
 CONFIGS = {
@@ -64,19 +65,12 @@ def test_transformers_parity(reference, tmp_path):
 
 
 def official_config_file(path, hf_kwargs):
-    config = dict(
-        vocab_size=99,
-        embedding_size=16,
-        hidden_size=32,
-        num_hidden_layers=4,
+    config = tiny_fields(
         num_hidden_groups=1,
         inner_group_num=1,
-        num_attention_heads=4,
-        intermediate_size=37,
         hidden_act="gelu",
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
-        max_position_embeddings=40,
         type_vocab_size=2,
         initializer_range=0.02,
         net_structure_type=0,

@@ -23,7 +23,8 @@ from albert_tf.checkpoints.tokenizer_record import (
     recorded_tokenizer,
 )
 from albert_tf.runners.controls import resume_rules
-from tests.support.harness import SHARED_DATA, tiny_config
+from tests.support.harness import SHARED_DATA
+from tests.support.tiny import tiny_config, tiny_fields
 
 RULES = resume_rules()  # from the settings' fields (setting(..., resume=...))
 GUARDED_SETTINGS, FIXED_SETTINGS = RULES.guarded, RULES.fixed
@@ -264,10 +265,7 @@ def test_convert_records_the_vocabulary_its_source_ships(tmp_path, spm_files):
 
     spm, other = spm_files
     source = tmp_path / "hf"
-    config = transformers.AlbertConfig(
-        vocab_size=99, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-        num_attention_heads=4, intermediate_size=37, max_position_embeddings=40,
-    )  # fmt: skip
+    config = transformers.AlbertConfig(**tiny_fields(num_hidden_layers=2))
     transformers.AlbertModel(config).save_pretrained(str(source))
     shutil.copy(spm, source / "spiece.model")
     report = convert("transformers", str(source), str(tmp_path / "out"))

@@ -92,7 +92,7 @@ def test_a_bad_task_json_is_one_line_naming_the_file_and_field(tmp_path, content
 
 @pytest.mark.parametrize("name", ["../spm.model", "/etc/passwd", "sub/spm.model", "..", ""])
 def test_a_vocabulary_outside_the_directory_is_refused(tmp_path, name):
-    """Issue 32 item 10: a plain file name inside the directory, nothing else."""
+    """The vocabulary task.json names is a plain file name inside the directory, nothing else."""
     directory = _write(tmp_path / "model", {"kind": "squad", "spm_model": name})
     with pytest.raises(ValueError) as e:
         TaskInfo.read(directory)

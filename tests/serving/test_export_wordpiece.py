@@ -264,7 +264,7 @@ def pretrained(tmp_path_factory, wordpiece_vocab):
     --vocab_file and --export_dir: (run directory, SavedModel version)."""
     from data_pipeline.pretraining.data_config import DataConfig
     from data_pipeline.pretraining.local_writer import create_pretraining_data
-    from tests.workflows.test_run_pretraining import TINY
+    from tests.support.tiny import WORKFLOW as TINY
 
     tmp = tmp_path_factory.mktemp("wp-pretrain-export")
     news = SHARED_DATA / "corpus" / "zh_news" / "news_zh_1.txt"

@@ -240,7 +240,7 @@ def test_runner_cli_predicts_from_stdin_and_names_a_bad_line(tmp_path, exported)
     )
     assert run.returncode == 0, run.stderr.decode()[-3000:]
     rows = [json.loads(line) for line in run.stdout.decode().splitlines()]
-    assert rows[1] == {"line": 2}  # the blank line: answered, empty (issue 32 item 8)
+    assert rows[1] == {"line": 2}  # the blank line: answered, empty
     rows = [row for row in rows if "probabilities" in row]
     assert len(rows) == 2 and set(rows[0]["probabilities"]) == {"negative", "positive"}
     assert abs(sum(rows[1]["probabilities"].values()) - 1) < 1e-5
@@ -253,7 +253,7 @@ def test_runner_cli_predicts_from_stdin_and_names_a_bad_line(tmp_path, exported)
 
 
 def test_runner_answers_exactly_one_line_per_input_line(tmp_path, exported):
-    """Issue 32 item 8: the input is split at "\n" only (a trailing "\r" dropped): U+2028,
+    """The input is split at "\n" only (a trailing "\r" dropped): U+2028,
     a form feed and \x1c..\x1e stay inside their line, blank lines are answered empty, and
     every answer carries its input line number; each answer equals the line classified
     alone."""

@@ -1,4 +1,4 @@
-"""Bad requests to the SavedModels (issue 21): an empty batch gives empty outputs of the
+"""Bad requests to the SavedModels: an empty batch gives empty outputs of the
 right dtypes and shapes; inputs of one request with different numbers of rows fail with a
 message naming both sizes; NUL bytes and other control characters are tokenized in the
 graph exactly as by the Python tokenizer (SentencePiece's own rules, as the official code).

@@ -1,5 +1,6 @@
-"""The tests' shared helpers: tiny configs and random batches, the ../shared/data location,
-and the one harness for command-line tests (`Cli`, `run_cli`, the two-CPU and TPU drivers)."""
+"""The tests' shared helpers: the tiny models (tests/support/tiny.py, re-exported here) and
+random batches, the ../shared/data location, and the one harness for command-line tests
+(`Cli`, `run_cli`, the two-CPU and TPU drivers)."""
 
 import os
 
@@ -13,6 +14,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from tests.support.tiny import WORKFLOW, tiny_config  # noqa: F401 (re-exported)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # The real data: ../shared/data beside the clone, or wherever ALBERT_TF_DATA points.
@@ -180,35 +183,9 @@ def tpu_driver(runner: str, record: str) -> str:
     )
 
 
-# The albert_config.json of the runner workflows (tests/workflows/): a tiny model over the
-# 30k SentencePiece vocabulary of ../shared/data/spm, without dropout.
-WORKFLOW_CONFIG = {
-    "vocab_size": 30000,
-    "embedding_size": 32,
-    "hidden_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 128,
-    "max_position_embeddings": 64,
-    "hidden_dropout_prob": 0.0,
-    "attention_probs_dropout_prob": 0.0,
-}
-
-
-def tiny_config(**overrides):
-    from albert_tf import AlbertConfig
-
-    fields = dict(
-        vocab_size=99,
-        embedding_size=16,
-        hidden_size=32,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=40,
-    )
-    fields.update(overrides)
-    return AlbertConfig(**fields)
+# The tiny models (tests/support/tiny.py): `tiny_config` the unit tests', WORKFLOW_CONFIG the
+# albert_config.json of the runner workflows (tests/workflows/).
+WORKFLOW_CONFIG = WORKFLOW
 
 
 def random_batch(vocab_size=99, batch=3, seq=11, positions=3, seed=0):

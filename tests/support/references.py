@@ -8,6 +8,8 @@ table cannot cancel out in the tests.
 
 import numpy as np
 
+from tests.support.tiny import tiny_fields
+
 
 def hf_pretraining_model(directory, seed=0, heads=True, **config):
     """Builds a Hugging Face AlbertForPreTraining (or AlbertModel with heads=False) whose
@@ -22,20 +24,13 @@ def hf_model(directory, class_name, seed=0, **config):
     import torch
     import transformers
 
-    fields = dict(
-        vocab_size=99,
-        embedding_size=16,
-        hidden_size=32,
-        num_hidden_layers=4,
+    fields = tiny_fields(
         num_hidden_groups=1,
         inner_group_num=1,
-        num_attention_heads=4,
-        intermediate_size=37,
         hidden_act="gelu_new",
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
         classifier_dropout_prob=0.0,
-        max_position_embeddings=40,
         type_vocab_size=2,
     )
     fields.update(config)

@@ -1,4 +1,4 @@
-"""The whole Chinese workflow with a WordPiece vocab.txt (issue 22), one tiny model carried
+"""The whole Chinese workflow with a WordPiece vocab.txt, one tiny model carried
 through every step as a user of the official Chinese ALBERTs runs it:
 
   create_pretraining_data --vocab_file (zh_news)  →  run_pretraining
@@ -18,9 +18,9 @@ import sys
 import pytest
 
 from tests.support.harness import SHARED_DATA, run_cli
-from tests.workflows.test_run_squad import TINY as SQUAD_TINY
+from tests.support.tiny import WORKFLOW, tiny_fields
 
-CONFIG = dict(SQUAD_TINY, vocab_size=21128)  # 128 positions: CMRC windows of 128
+CONFIG = tiny_fields(WORKFLOW, vocab_size=21128, max_position_embeddings=128)  # CMRC windows of 128
 AFQMC = SHARED_DATA / "chinese" / "AFQMC"
 CHNSENTICORP = SHARED_DATA / "chinese" / "ChnSentiCorp"
 CMRC = SHARED_DATA / "chinese" / "expmrc-cmrc2018-dev.json"

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.workflows.test_run_classifier import TINY
+from tests.support.tiny import WORKFLOW as TINY
 from tests.workflows.test_run_pretraining import (
     checkpoint_steps,
     checkpoint_values,

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.support.harness import run_cli
-from tests.workflows.test_run_classifier import TINY
+from tests.support.tiny import WORKFLOW as TINY
 
 
 def _slice(shared_data, folder, n):

@@ -11,7 +11,8 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.workflows.test_run_classifier import TINY, _run
+from tests.support.tiny import WORKFLOW as TINY
+from tests.workflows.test_run_classifier import _run
 
 
 def _encoder(tmp_path):

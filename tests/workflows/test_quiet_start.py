@@ -9,7 +9,7 @@ import os
 
 from data_pipeline.quiet import filter_startup_lines
 from tests.support.harness import CLI_ENV, run_cli
-from tests.workflows.test_run_classifier import TINY
+from tests.support.tiny import WORKFLOW as TINY
 
 NOISE = ("cuda", "cuinit", "onednn", "absl::initializelog")
 

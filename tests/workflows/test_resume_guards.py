@@ -14,7 +14,8 @@ import signal
 
 import pytest
 
-from tests.support.harness import SHARED_DATA, WORKFLOW_CONFIG, Cli, run_cli
+from tests.support.harness import SHARED_DATA, Cli, run_cli
+from tests.support.tiny import WORKFLOW, write_tiny_config
 from tests.workflows.test_run_pretraining import (
     checkpoint_steps,
     checkpoint_values,
@@ -22,7 +23,7 @@ from tests.workflows.test_run_pretraining import (
     wait_for,
 )
 
-TINY = WORKFLOW_CONFIG
+TINY = WORKFLOW
 
 
 def _args(root, shared_data, task, folder, out, *extra):
@@ -208,11 +209,10 @@ def test_ctrl_c_is_one_line_exit_130_and_the_same_command_resumes_exactly(tmp_pa
 
 def test_run_squad_ctrl_c_is_one_line_exit_130_and_resumes_exactly(tmp_path, shared_data):
     """The same for run_squad.py (a v1.1 slice, the bert head, dropout 0)."""
-    from tests.workflows.test_run_squad import TINY as SQUAD_TINY
     from tests.workflows.test_run_squad import _slices
 
     train = _slices(shared_data, tmp_path, "v1.1", train=(0, 2))["train"]
-    (tmp_path / "albert_config.json").write_text(json.dumps(SQUAD_TINY))
+    write_tiny_config(tmp_path / "albert_config.json", WORKFLOW, max_position_embeddings=128)
 
     def args(out):
         return [

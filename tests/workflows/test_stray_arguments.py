@@ -1,4 +1,4 @@
-"""Issue 32 item 7: an unquoted `--input_file data/*.tfrecord` reaches a command as one
+"""An unquoted `--input_file data/*.tfrecord` reaches a command as one
 flag value and the other files as positional arguments. The runners and the module
 tools refuse them, as users run them: one `error: ...` line naming the stray arguments with
 a hint about quoting, a nonzero exit code, and nothing written."""

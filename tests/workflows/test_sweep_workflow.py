@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from tests.workflows.test_run_classifier import TINY
+from tests.support.tiny import WORKFLOW as TINY
 from tests.workflows.test_run_pretraining import error_line, ok, run, start
 
 POINTS = ("learning_rate=0.003", "learning_rate=1e-05")

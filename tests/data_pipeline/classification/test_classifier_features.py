@@ -10,6 +10,7 @@ from data_pipeline.classification.features import (
 )
 from data_pipeline.length_buckets import LENGTH_BUCKETS, bucket_sizes
 from data_pipeline.records import cached_features, fingerprint
+from tests.support.tiny import tiny_config
 
 
 def test_truncate_pair_is_the_official_rule():
@@ -116,7 +117,6 @@ def test_length_aware_evaluation_gives_the_padded_predictions_in_order(tok, shar
     order, compute far fewer tokens, use only bucket lengths, and trace a bounded number
     of forward functions."""
 
-    from albert_tf.modeling.config import AlbertConfig
     from albert_tf.modeling.models import AlbertClassifier
     from albert_tf.training.prediction import _forward, predict_logits
     from data_pipeline.classification.benchmark_files import label_names, read_task
@@ -124,9 +124,9 @@ def test_length_aware_evaluation_gives_the_padded_predictions_in_order(tok, shar
     examples = read_task(str(shared_data / "glue" / "SST-2"), "sst-2", "dev")
     features = convert_examples(examples, tok, 128, label_names("sst-2"), {})
     path, count, _ = cached_features(str(tmp_path / "sst2"), "k", lambda: features)
-    config = AlbertConfig(
-        vocab_size=tok.vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128,
+    config = tiny_config(
+        vocab_size=tok.vocab_size, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=128,
     )  # fmt: skip
     model = AlbertClassifier(config, 2)
     model.build()
@@ -157,7 +157,6 @@ def test_length_aware_multiple_choice_gives_the_padded_logits(tok, shared_data, 
     """RACE dev questions (4 choices, max_seq_length 512) through a tiny multiple-choice
     model: batches cut to the bucket of their longest choice give the padded logits, with
     the padding choices of 3-option questions still at -1e9."""
-    from albert_tf.modeling.config import AlbertConfig
     from albert_tf.modeling.models import AlbertMultipleChoice
     from albert_tf.training.prediction import predict_logits
     from data_pipeline.classification.multiple_choice import read_race
@@ -170,9 +169,9 @@ def test_length_aware_multiple_choice_gives_the_padded_logits(tok, shared_data, 
     f = {k: v[keep] for k, v in full.items()}
     examples, longest = [examples[i] for i in keep], longest[keep]
     path, count, _ = cached_features(str(tmp_path / "race"), "k", lambda: f)
-    config = AlbertConfig(
-        vocab_size=tok.vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-        num_attention_heads=2, intermediate_size=64, max_position_embeddings=512,
+    config = tiny_config(
+        vocab_size=tok.vocab_size, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=512,
     )  # fmt: skip
     model = AlbertMultipleChoice(config)
     model.build()

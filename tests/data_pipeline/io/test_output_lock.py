@@ -1,4 +1,4 @@
-"""One writer per output directory (issue 21): `data_pipeline.io.locks.output_lock`, held by
+"""One writer per output directory: `data_pipeline.io.locks.output_lock`, held by
 create_pretraining_data and the runners. Real processes: a second writer fails at once with
 one line naming the first, a holder killed with SIGKILL frees the directory, a killed data
 tool leaves no worker behind, and the first writer's output stays complete.
@@ -20,6 +20,7 @@ import pytest
 from data_pipeline.io.locks import OutputLocked, output_lock, read_lock_holder
 from data_pipeline.records import read_records
 from tests.support.harness import SHARED_DATA, Cli, run_cli
+from tests.support.tiny import write_tiny_config
 
 HOST = socket.gethostname()
 TAIL = "); wait for it to finish or use another directory"
@@ -148,7 +149,7 @@ def test_remote_paths_are_not_locked(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with output_lock("gs://bucket/run", "remote") as lock:
         assert lock.remote and not lock.held
-        with output_lock("gs://bucket/run", "a second writer"):  # not detected (issue 18)
+        with output_lock("gs://bucket/run", "a second writer"):  # not detected (no lock)
             pass
     assert os.listdir(tmp_path) == []  # nothing written locally
 
@@ -276,16 +277,6 @@ def test_kill_9_of_the_data_tool_leaves_no_worker_and_a_rerun_completes(tmp_path
 
 # --- a runner ---------------------------------------------------------------------------------
 
-TINY = {
-    "vocab_size": 30000,
-    "embedding_size": 16,
-    "hidden_size": 32,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "intermediate_size": 64,
-    "max_position_embeddings": 64,
-}
-
 
 @pytest.fixture(scope="module")
 def pretraining_flags(tmp_path_factory):
@@ -310,7 +301,10 @@ def pretraining_flags(tmp_path_factory):
         ),
         progress_every=1e9,
     )
-    (root / "albert_config.json").write_text(json.dumps(TINY))
+    write_tiny_config(
+        root / "albert_config.json", vocab_size=30000, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64,
+    )  # fmt: skip
     flags = {
         "input_file": f"{root}/records/*.tfrecord",
         "albert_config_file": root / "albert_config.json",

@@ -159,7 +159,7 @@ def test_run_pretraining_dynamic_masking_with_vocab_file(job, tmp_path):
     import json
 
     from tests.support.harness import run_cli
-    from tests.workflows.test_run_pretraining import TINY
+    from tests.support.tiny import WORKFLOW as TINY
 
     cfg = dataclasses.replace(
         job["cfg"], output_dir=str(tmp_path / "dynamic"), dynamic_masking=True

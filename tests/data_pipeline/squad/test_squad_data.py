@@ -18,6 +18,7 @@ from data_pipeline.squad.features import (
 from data_pipeline.squad.offsets import OffsetTokenizer
 from data_pipeline.squad.postprocess import postprocess, predictions_at_threshold
 from tests.support.harness import SHARED_DATA
+from tests.support.tiny import tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -274,13 +275,11 @@ def test_oracle_logits_score_almost_100(tokenizer, shared_data, name):
 def _tiny_qa(vocab_size, max_position_embeddings=384):
     import keras
 
-    from albert_tf.modeling.config import AlbertConfig
     from albert_tf.modeling.models import AlbertQuestionAnswering
 
     keras.utils.set_random_seed(5)
-    config = AlbertConfig(
-        vocab_size=vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-        num_attention_heads=2, intermediate_size=64,
+    config = tiny_config(
+        vocab_size=vocab_size, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
         max_position_embeddings=max_position_embeddings,
     )  # fmt: skip
     model = AlbertQuestionAnswering(config)

@@ -173,8 +173,15 @@ def test_every_kind_runs_in_a_fresh_interpreter_process_like_the_savedmodel(
         question=tf.constant(questions),
         options=tf.constant(options),
     )
-    np.testing.assert_allclose(got["mc/probabilities"], want["probabilities"].numpy(), atol=1e-5)
-    np.testing.assert_array_equal(got["mc/choice"], want["choice"].numpy())
+    probabilities = want["probabilities"].numpy()
+    np.testing.assert_allclose(got["mc/probabilities"], probabilities, atol=1e-5)
+    # The choice is the SavedModel's wherever its best option leads by more than the two
+    # runtimes' rounding; where two options tie within it, the file picks one of the best.
+    ordered = np.sort(probabilities, axis=1)
+    clear = ordered[:, -1] - ordered[:, -2] > 2e-5  # (each side within 1e-5)
+    np.testing.assert_array_equal(got["mc/choice"][clear], want["choice"].numpy()[clear])
+    picked = probabilities[np.arange(len(probabilities)), got["mc/choice"]]
+    np.testing.assert_allclose(picked, ordered[:, -1], atol=1e-5)
 
     enc = _saved(exported["encoder"][1]).signatures["embed"](text=tf.constant(a[:8] + BAD))
     for key in ("pooled_output", "sequence_output", "input_mask"):

@@ -91,22 +91,9 @@ from albert_tf.serving.tasks import SERVING, serving_task
 from data_pipeline.io import filesystem
 
 TASKS = tuple(SERVING)
-SQUAD_OPTIONS = (
-    "doc_stride",
-    "max_query_length",
-    "max_answer_length",
-    "n_best_size",
-    "null_score_diff_threshold",
-    "max_windows",
-)
 # The encoder's embedding flags (albert_tf.modeling.pooling.POOLINGS, listed here so that
 # --help needs no TensorFlow; tests/serving/test_embedding_export.py checks they agree).
 POOLING_CHOICES = ("pooler", "cls", "mean", "max")
-EMBEDDING_OPTIONS = ("pooling", "normalize", "encoder_outputs")
-FILL_MASK_OPTIONS = ("top_k",)
-# The classifier's (long documents) and the token classifier's: windowed texts, bounded per
-# request as SQuAD's (albert_tf.serving.classifier_limits).
-WINDOWS_OPTIONS = ("max_windows",)
 
 
 def build_module(task: str, init_checkpoint: str, **options):
@@ -324,13 +311,12 @@ def main(argv=None) -> int:
     if not parse_tool_flags(fv, argv, ["task", "init_checkpoint", "export_dir"]):
         return 2
     from albert_tf.checkpoints import CheckpointError
+    from albert_tf.checkpoints.task_kinds import task_kind
     from albert_tf.modeling.config import AlbertConfig, ConfigError
     from data_pipeline.tokenization.spec import TokenizerSpec
 
-    own = {"squad": SQUAD_OPTIONS, "encoder": EMBEDDING_OPTIONS, "fill_mask": FILL_MASK_OPTIONS}
-    own.update(classifier=WINDOWS_OPTIONS, token_classifier=WINDOWS_OPTIONS)
-    own = own.get(fv.task, ())
-    details = {k: fv[k].value for k in own}  # the kind's own fields
+    # The kind's own fields this command sets (its `export_options`; the others: ignored).
+    details = {k: fv[k].value for k in task_kind(fv.task).export_options}
     try:
         config = (
             AlbertConfig.from_json_file(fv.albert_config_file) if fv.albert_config_file else None

@@ -34,7 +34,7 @@ class ClassifierFields:
     # Long documents (data_pipeline.classification.long_documents): windows every
     # doc_stride pieces (0: truncation), the first max_document_windows of a document (0:
     # all), combined by `aggregate`; max_windows: the most windows one serving request may
-    # need (None: albert_tf.serving.squad_limits.DEFAULT_MAX_WINDOWS).
+    # need (None: albert_tf.serving.request_windows.DEFAULT_MAX_WINDOWS).
     doc_stride: int = 0
     max_document_windows: int = 0
     aggregate: str = "mean_logits"

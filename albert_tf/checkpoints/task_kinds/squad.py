@@ -26,7 +26,7 @@ class SquadFields:
     start_n_top: int = 5
     end_n_top: int = 5
     # The most windows one serving request may need (None: the serving default,
-    # albert_tf.serving.squad_limits.DEFAULT_MAX_WINDOWS); `export --max_windows` sets it.
+    # albert_tf.serving.request_windows.DEFAULT_MAX_WINDOWS); `export --max_windows` sets it.
     max_windows: int | None = None
 
 

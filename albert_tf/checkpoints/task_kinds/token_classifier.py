@@ -25,7 +25,7 @@ class TokenClassifierFields:
     does). scheme: the strict tag scheme entities are read with
     (data_pipeline.tagging.metrics.SCHEMES), None for seqeval's default lenient reading.
     max_windows: the most windows one serving request may need (None:
-    albert_tf.serving.squad_limits.DEFAULT_MAX_WINDOWS); `export --max_windows` sets it."""
+    albert_tf.serving.request_windows.DEFAULT_MAX_WINDOWS); `export --max_windows` sets it."""
 
     task_name: str = "ner"
     labels: tuple[str, ...] = ()

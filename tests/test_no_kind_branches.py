@@ -30,15 +30,8 @@ def _kind_value(node) -> bool:
         return node.slice.value in ("kind", "task")
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         first = node.args[0] if node.args else None
-        return (
-            node.func.attr == "get"
-            and isinstance(first, ast.Constant)
-            and first.value
-            in (
-                "kind",
-                "task",
-            )
-        )
+        keyed = isinstance(first, ast.Constant) and first.value in ("kind", "task")
+        return node.func.attr == "get" and keyed
     return False
 
 

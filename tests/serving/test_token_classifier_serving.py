@@ -257,7 +257,7 @@ def test_export_max_windows_bounds_the_litert_runner(conll, limited, monkeypatch
     assert lite.metadata["max_windows"] == LIMIT
     assert [r["tags"] for r in lite.tag([texts[1], texts[15]])] == [want[1], want[15]]
     old = {k: v for k, v in lite.metadata.items() if k != "max_windows"}
-    (row,) = tag_texts(lite.run, old, lite._tagger_tokenizer, [texts[0]])
+    (row,) = tag_texts(lite.run, old, lite.sentencepiece(), [texts[0]])
     assert row["tags"] == want[0]
     build = features.convert_sentences
     monkeypatch.setattr(features, "convert_sentences", lambda *a, **k: pytest.fail("built"))

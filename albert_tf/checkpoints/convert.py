@@ -242,7 +242,7 @@ def _convert_task(input_path, output_dir, config, weights, unknown, task) -> dic
     result = assign_official(model, weights, source=input_path)
     # AlbertForQuestionAnswering and AlbertForTokenClassification have no pooler (their
     # heads never read it).
-    no_pooler = not info.task_kind.transformers_pooler
+    no_pooler = not info.task_kind.transformers_head().pooler
     result.raise_for_errors(allow_missing=("pooler",) if no_pooler else ())
     prefix = save_checkpoint(model, output_dir, config)
     spm = os.path.join(input_path, "spiece.model")

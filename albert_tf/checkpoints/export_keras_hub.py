@@ -9,11 +9,13 @@ head and a preprocessor at the model's sequence length); the SentencePiece model
 in it as the tokenizer's vocabulary. Needs keras-hub installed (not a dependency of this
 project: only this export uses it).
 
-The route: the Hugging Face directory of `export_transformers` (the one name mapping),
-read by KerasHub's own Hugging Face loader, then KerasHub's `save_to_preset`. What has no
-KerasHub counterpart is not written and is named in the report: the MLM and SOP heads
-(KerasHub has no SOP head), multiple choice and SQuAD heads (no ALBERT task models for
-them), and activations other than the tanh GELU (KerasHub's AlbertBackbone has no option).
+The route: the backbone's Hugging Face directory of `export_transformers` (the one name
+mapping), read by KerasHub's own Hugging Face loader, then the task kind's `keras_hub` hook
+(albert_tf.checkpoints.task_kinds: a classifier's AlbertTextClassifier gets its head) and
+KerasHub's `save_to_preset`. What has no KerasHub counterpart is not written and is named
+in the report: the MLM and SOP heads (KerasHub has no SOP head), multiple choice, SQuAD and
+token-classification heads (no ALBERT task models for them), and activations other than
+the tanh GELU (KerasHub's AlbertBackbone has no option).
 
 WordPiece models (vocab.txt: a fine-tuned directory holding one, or `--vocab_file`) are
 refused: KerasHub's AlbertTokenizer reads SentencePiece models only, and its BertTokenizer
@@ -70,39 +72,19 @@ def export_keras_hub(
         )
     vocabulary = chosen.path if chosen is not None else None
     kind = task.kind if task else ("pretraining" if encoder is not model else "encoder")
-    v2_head = kind == "squad" and task.details.squad_head == "albert"
-    not_written = {
-        "pretraining": ["mlm_head", "sop_head"],
-        "multiple_choice": ["choice_head"],
-        "squad": ["squad_v2_head" if v2_head else "span_head"],
-        "token_classifier": ["classifier_head (token classification: no KerasHub task)"],
-    }.get(kind, [])
-    regression = kind == "classifier" and task.details.regression
-    if regression:
-        not_written = ["classifier_head (regression)"]
-    classifier = kind == "classifier" and not regression
     with tempfile.TemporaryDirectory(prefix="albert-hf-") as hf_dir:
-        # The backbone (and a classifier's head) as Hugging Face weights, for KerasHub's
-        # own loader; other heads stay behind (not_written).
-        write_weights(
-            hf_dir,
-            *transformers_files(model if classifier else encoder, task if classifier else None),
-        )
+        # The backbone as Hugging Face weights, for KerasHub's own loader.
+        write_weights(hf_dir, *transformers_files(encoder, None))
         backbone = keras_hub.models.AlbertBackbone.from_preset(hf_dir)
-        preset = backbone
-        if classifier:
-            preprocessor = None
-            if vocabulary:
-                tokenizer = keras_hub.models.AlbertTokenizer(proto=vocabulary)
-                preprocessor = keras_hub.models.AlbertTextClassifierPreprocessor(
-                    tokenizer, sequence_length=task.max_seq_length or 512
+        if task is None:
+            preset, not_written = backbone, ["mlm_head", "sop_head"] if encoder is not model else []
+        else:  # the kind's task model with its head, or the backbone and what stays behind
+            try:
+                preset, not_written = task.task_kind.keras_hub_preset(
+                    keras_hub, backbone, model, task, vocabulary
                 )
-            preset = keras_hub.models.AlbertTextClassifier(
-                backbone, len(task.details.labels), preprocessor=preprocessor, dropout=0.0
-            )
-            head = model.classifier_head.dense
-            preset.output_dense.kernel.assign(head.kernel.numpy())
-            preset.output_dense.bias.assign(head.bias.numpy())
+            except ValueError as e:
+                raise CheckpointError(str(e)) from None
         with output_lock(output_dir, "albert_tf.checkpoints.convert --to keras_hub"):
             preset.save_to_preset(output_dir)
             if vocabulary and preset is backbone:

@@ -11,13 +11,11 @@ or `--vocab_file`) gets DIR/vocab.txt + a tokenizer_config.json naming `BertToke
 the layout of the Chinese ALBERTs on the Hugging Face hub (AlbertModel weights read with a
 BertTokenizer): `AutoTokenizer.from_pretrained(DIR)` loads it and gives our ids.
 
-  a fine-tuned model directory  classifier → AlbertForSequenceClassification (id2label from
-                                the labels; regression: one output, problem_type regression;
-                                multi-label: problem_type multi_label_classification),
-                                multiple_choice → AlbertForMultipleChoice, squad →
-                                AlbertForQuestionAnswering, token_classifier →
-                                AlbertForTokenClassification (id2label from the tags;
-                                neither has a pooler: not written)
+  a fine-tuned model directory  its kind's class and config keys (the kind's
+                                `TransformersHead`: AlbertForSequenceClassification with
+                                id2label and problem_type, AlbertForMultipleChoice,
+                                AlbertForQuestionAnswering and AlbertForTokenClassification,
+                                neither with a pooler: not written)
   a pretraining checkpoint      → AlbertForPreTraining (MLM decoder tied to the embeddings)
   an encoder checkpoint         → AlbertModel
 
@@ -75,15 +73,17 @@ def transformers_files(model, task) -> tuple[dict, dict]:
     )
     from albert_tf.modeling.encoder import AlbertEncoder
 
-    if task and task.kind == "squad" and task.details.squad_head == "albert":
-        raise CheckpointError(
-            "the official ALBERT SQuAD v2.0 head (--squad_head albert) has no Hugging Face "
-            "class (AlbertForQuestionAnswering is the start/end head: --squad_head bert)"
-        )
+    head, head_config = None, {}
+    if task is not None:
+        try:  # (the kind's class, and its config keys: a one-line refusal otherwise)
+            head = task.task_kind.transformers_head()
+            head_config = head.config_out(task.details)
+        except ValueError as e:
+            raise CheckpointError(str(e)) from None
     encoder = model if isinstance(model, AlbertEncoder) else model.encoder
     official = {}
     for name, entry in official_name_map(model).items():
-        if task and not task.task_kind.transformers_pooler and entry.component == "pooler":
+        if head and not head.pooler and entry.component == "pooler":
             continue  # AlbertForQuestionAnswering, AlbertForTokenClassification: no pooler
         value = entry.variable.numpy().astype(np.float32)
         official[name] = value.T if entry.transpose else value
@@ -92,20 +92,8 @@ def transformers_files(model, task) -> tuple[dict, dict]:
     if task is None:
         config["architectures"] = ["AlbertForPreTraining" if heads else "AlbertModel"]
     else:
-        config["architectures"] = [task.task_kind.transformers_class]
-        if task.kind == "token_classifier":
-            labels = list(task.details.labels)
-            config["id2label"] = {str(i): label for i, label in enumerate(labels)}
-            config["label2id"] = {label: i for i, label in enumerate(labels)}
-        if task.kind == "classifier":
-            regression = task.details.regression
-            labels = ["score"] if regression else list(task.details.labels)
-            config["id2label"] = {str(i): label for i, label in enumerate(labels)}
-            config["label2id"] = {label: i for i, label in enumerate(labels)}
-            if regression:
-                config["problem_type"] = "regression"
-            elif task.details.multi_label:
-                config["problem_type"] = "multi_label_classification"
+        config["architectures"] = [head.architecture]
+        config.update(head_config)
     return config, official_to_transformers(official)
 
 

@@ -63,9 +63,11 @@ _HF_RULES = [  # (pattern, official template, transpose?)
     (r"qa_outputs\.bias", "cls/squad/output_bias", False),
 ]
 # Hugging Face head classes (config.json `architectures`) → this project's task kind
-# (each kind's `transformers_class`, albert_tf.checkpoints.task_kinds). Classes absent here
+# (each kind's `transformers` head, albert_tf.checkpoints.task_kinds). Classes absent here
 # carry no task head.
-HEAD_ARCHITECTURES = {k.transformers_class: k.name for k in KINDS.values() if k.finetuned}
+HEAD_ARCHITECTURES = {
+    k.transformers.architecture: k.name for k in KINDS.values() if k.finetuned and k.transformers
+}
 # Head classes with no matching model here, and why.
 UNSUPPORTED_ARCHITECTURES: dict[str, str] = {}
 # Config fields with the same name and meaning on both sides.
@@ -150,11 +152,9 @@ def config_from_transformers(hf: dict, source: str = "config.json") -> AlbertCon
 
 def transformers_task(hf: dict, source: str = "config.json") -> dict | None:
     """The fine-tuning task a Hugging Face config describes (its `architectures`), as
-    task.json fields: {"kind", "labels", "regression"} for a classifier (labels from
-    `id2label` in id order; one output or problem_type "regression" is a regression;
-    problem_type "multi_label_classification": "multi_label", thresholds 0.5),
-    {"kind": "token_classifier", "labels"} for AlbertForTokenClassification, {"kind":
-    "multiple_choice"}, {"kind": "squad"}; None for a pretraining or bare model."""
+    task.json fields: {"kind"} and what the kind's `TransformersHead.task_in` reads from
+    the config (a classifier's labels from `id2label`, regression, multi-label; a token
+    classifier's tags); None for a pretraining or bare model."""
     architectures = hf.get("architectures") or []
     for name in architectures:
         if name in UNSUPPORTED_ARCHITECTURES:
@@ -164,17 +164,8 @@ def transformers_task(hf: dict, source: str = "config.json") -> dict | None:
     kinds = [HEAD_ARCHITECTURES[a] for a in architectures if a in HEAD_ARCHITECTURES]
     if not kinds:
         return None
-    kind = kinds[0]
-    if kind not in ("classifier", "token_classifier"):
-        return {"kind": kind}
-    id2label = hf.get("id2label") or {str(i): f"LABEL_{i}" for i in range(hf.get("num_labels", 2))}
-    labels = [id2label[k] for k in sorted(id2label, key=int)]
-    if kind == "token_classifier":  # (tags: never a regression)
-        return {"kind": kind, "labels": labels}
-    multi_label = hf.get("problem_type") == "multi_label_classification"
-    regression = not multi_label and (len(labels) == 1 or hf.get("problem_type") == "regression")
-    task = {"kind": "classifier", "labels": [] if regression else labels, "regression": regression}
-    return dict(task, multi_label=True) if multi_label else task
+    kind = KINDS[kinds[0]]
+    return {"kind": kind.name, **kind.transformers.task_in(hf)}
 
 
 def read_transformers_config(directory: str) -> dict:
@@ -201,8 +192,8 @@ def read_transformers_config(directory: str) -> dict:
 
 def transformers_finetuned_task(directory: str) -> dict | None:
     """task.json fields of a Hugging Face task model directory (`transformers_task`, plus
-    max_seq_length from its positions, casing from tokenizer_config.json, and pairs
-    allowed), or None when it holds no task head."""
+    max_seq_length from its positions and casing from tokenizer_config.json), or None when
+    it holds no task head."""
     hf = read_transformers_config(directory)
     task = transformers_task(hf, os.path.join(directory, "config.json"))
     if task is None:
@@ -217,7 +208,6 @@ def transformers_finetuned_task(directory: str) -> dict | None:
         max_seq_length=min(512, hf.get("max_position_embeddings", 512)),
         do_lower_case=do_lower_case,
         source="transformers",
-        **({"text_pair": True} if task["kind"] == "classifier" else {}),
     )
 
 

@@ -5,7 +5,8 @@
                 packing of `text_ops` and the `tokenize` signature every text model has;
   `LiteModule`  the same for a LiteRT file: the model plus `litert_text`'s builtin-op front
                 end; its `functions()` are what `litert.convert` converts;
-  `ServingTask` what each task module of `albert_tf.serving.tasks` gives the exporters.
+  `ServingTask` what each kind's `albert_tf.serving.tasks.<kind>.modules` gives the
+                exporters (their registry: `albert_tf.serving.export.SERVING`).
 
 Each is built from a `resolve.ResolvedModel` (model, TaskInfo, tokenizer, sequence length),
 never by reading settings back out of another module.
@@ -29,10 +30,11 @@ INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 @dataclasses.dataclass(frozen=True)
 class ServingTask:
-    """One task's builders: `saved_model(resolved)` → a `Serving` with `signatures()`;
-    `litert(resolved, fixed_length)` → (a `LiteModule`, the task's own metadata, extra
-    metadata entries {name: bytes}) for the on-device file."""
+    """One task kind's (`kind`) builders: `saved_model(resolved)` → a `Serving` with
+    `signatures()`; `litert(resolved, fixed_length)` → (a `LiteModule`, the task's own
+    metadata, extra metadata entries {name: bytes}) for the on-device file."""
 
+    kind: str
     saved_model: Callable
     litert: Callable
 

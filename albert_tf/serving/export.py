@@ -12,7 +12,7 @@ precisions and their defaults are albert_tf.serving.formats'.)
 
 The model is resolved once (`albert_tf.serving.resolve`: task.json read once, weights
 restored once) and handed to each format's writer (`saved_model`, `litert`); each task's
-modules are in `albert_tf.serving.tasks`, found through its registry.
+modules are in its folder of `albert_tf.serving.tasks`, found through `SERVING`.
 
 The tokenization the model was trained with runs inside the graph: ALBERT's normalization
 and SentencePiece (tensorflow-text;
@@ -77,6 +77,7 @@ from __future__ import annotations
 import os
 import sys
 
+from albert_tf.serving.base import ServingTask
 from albert_tf.serving.export_dir import check_export_dir
 from albert_tf.serving.formats import (
     DEFAULT_FORMATS,
@@ -87,26 +88,37 @@ from albert_tf.serving.formats import (
     formats_from_flags,
 )
 from albert_tf.serving.resolve import resolve
-from albert_tf.serving.tasks import SERVING, serving_task
+from albert_tf.serving.tasks.classifier import modules as classifier
+from albert_tf.serving.tasks.encoder import modules as encoder
+from albert_tf.serving.tasks.fill_mask import modules as fill_mask
+from albert_tf.serving.tasks.multiple_choice import modules as multiple_choice
+from albert_tf.serving.tasks.squad import modules as squad
+from albert_tf.serving.tasks.token_classifier import modules as token_classifier
 from data_pipeline.io import filesystem
 
+# The serving registry: each task kind's builders, one line a kind.
+SERVING: dict[str, ServingTask] = {
+    t.kind: t
+    for t in (
+        classifier.TASK,
+        multiple_choice.TASK,
+        squad.TASK,
+        token_classifier.TASK,
+        encoder.TASK,
+        fill_mask.TASK,
+    )
+}
 TASKS = tuple(SERVING)
-SQUAD_OPTIONS = (
-    "doc_stride",
-    "max_query_length",
-    "max_answer_length",
-    "n_best_size",
-    "null_score_diff_threshold",
-    "max_windows",
-)
 # The encoder's embedding flags (albert_tf.modeling.pooling.POOLINGS, listed here so that
 # --help needs no TensorFlow; tests/serving/test_embedding_export.py checks they agree).
 POOLING_CHOICES = ("pooler", "cls", "mean", "max")
-EMBEDDING_OPTIONS = ("pooling", "normalize", "encoder_outputs")
-FILL_MASK_OPTIONS = ("top_k",)
-# The classifier's (long documents) and the token classifier's: windowed texts, bounded per
-# request as SQuAD's (albert_tf.serving.classifier_limits).
-WINDOWS_OPTIONS = ("max_windows",)
+
+
+def serving_task(kind: str) -> ServingTask:
+    """The serving builders of `kind`; ValueError (one line) for a kind with none."""
+    if kind not in SERVING:
+        raise ValueError(f"--task {kind!r} is not one of {', '.join(SERVING)}")
+    return SERVING[kind]
 
 
 def build_module(task: str, init_checkpoint: str, **options):
@@ -308,7 +320,7 @@ def _define_flags(fv) -> None:
         None,
         "squad, token_classifier, classifier (with a doc_stride): the most windows one "
         "request may need (default the model's, else "
-        "albert_tf.serving.squad_limits.DEFAULT_MAX_WINDOWS); beyond, an error.",
+        "albert_tf.serving.request_windows.DEFAULT_MAX_WINDOWS); beyond, an error.",
         lower_bound=1,
         flag_values=fv,
     )
@@ -324,13 +336,12 @@ def main(argv=None) -> int:
     if not parse_tool_flags(fv, argv, ["task", "init_checkpoint", "export_dir"]):
         return 2
     from albert_tf.checkpoints import CheckpointError
+    from albert_tf.checkpoints.task_kinds import task_kind
     from albert_tf.modeling.config import AlbertConfig, ConfigError
     from data_pipeline.tokenization.spec import TokenizerSpec
 
-    own = {"squad": SQUAD_OPTIONS, "encoder": EMBEDDING_OPTIONS, "fill_mask": FILL_MASK_OPTIONS}
-    own.update(classifier=WINDOWS_OPTIONS, token_classifier=WINDOWS_OPTIONS)
-    own = own.get(fv.task, ())
-    details = {k: fv[k].value for k in own}  # the kind's own fields
+    # The kind's own fields this command sets (its `export_options`; the others: ignored).
+    details = {k: fv[k].value for k in task_kind(fv.task).export_options}
     try:
         config = (
             AlbertConfig.from_json_file(fv.albert_config_file) if fv.albert_config_file else None

@@ -28,7 +28,7 @@ LiteRT cannot express a step):
                    the file's metadata, so a squad file needs no custom op at all.
   fill_mask        serving_default(input_ids, input_mask [B, S], masked_lm_positions
                    [B, M]) → scores, token_ids [B, M, k]: ids in, top-k out; the "[MASK]"
-                   rule and filled texts are the runner's (lite_fill_mask), with the
+                   rule and filled texts are the runner's (fill_mask's lite_runner), with the
                    SentencePiece model or WordPiece vocab.txt the file carries.
   all text models  tokenize(text_a [B], text_b [B]) → input_ids, input_mask, segment_ids.
 

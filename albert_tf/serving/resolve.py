@@ -77,7 +77,7 @@ def resolve(
     from albert_tf.checkpoints import finetuned
 
     info = TaskInfo.read(init_checkpoint) if is_finetuned_dir(init_checkpoint) else None
-    standalone = not task_kind(kind).finetuned  # encoder, fill_mask: any checkpoint
+    standalone = not task_kind(kind).finetuned  # (a kind any checkpoint serves)
     if info is None and not standalone:
         raise ValueError(
             f"{init_checkpoint} is not a fine-tuned model directory (no task.json); export "
@@ -124,8 +124,8 @@ def resolve(
 
 def _standalone(task: TaskInfo, init_checkpoint: str, albert_config):
     """The model of a kind any checkpoint serves (the AlbertEncoder; the AlbertPretrainer
-    of fill_mask), weights restored; ValueError (one line) when the checkpoint lacks the
-    masked-LM head fill_mask needs."""
+    of fill_mask), weights restored; ValueError (one line) when the checkpoint lacks what
+    the kind needs (its `any_checkpoint` rule: fill_mask's masked-LM head)."""
     from albert_tf.checkpoints import load_checkpoint
     from albert_tf.checkpoints.export_encoder import checkpoint_config
 
@@ -133,11 +133,7 @@ def _standalone(task: TaskInfo, init_checkpoint: str, albert_config):
     model = task.model(config)
     model.build()
     report = load_checkpoint(model, init_checkpoint)
-    if task.kind == "fill_mask" and "mlm_head" not in report.restored:
-        raise ValueError(
-            f"{init_checkpoint} has no masked-LM head (restored: {', '.join(report.restored)}); "
-            "--task fill_mask needs a pretraining checkpoint"
-        )
+    task.task_kind.any_checkpoint(report.restored, init_checkpoint)
     return model
 
 

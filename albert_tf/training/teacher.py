@@ -31,6 +31,7 @@ def load_teacher(s, labels, tokenizer_spec):
     and vocabulary (`tokenizer_spec`); None without it. One-line ValueErrors."""
     from albert_tf.checkpoints.finetuned import load_finetuned
     from albert_tf.checkpoints.task_info import TaskInfo
+    from albert_tf.checkpoints.task_kinds.classifier import ClassifierFields
     from albert_tf.checkpoints.tokenizer_record import file_sha256
 
     settings = s
@@ -44,7 +45,7 @@ def load_teacher(s, labels, tokenizer_spec):
     flag = f"--teacher_checkpoint={settings.teacher_checkpoint}"
     directory = _teacher_dir(settings.teacher_checkpoint)
     info = TaskInfo.read(directory)
-    if info.kind != "classifier" or getattr(info.details, "regression", False):
+    if not isinstance(info.details, ClassifierFields) or info.details.regression:
         raise ValueError(f"{flag}: a {info.kind} model; distillation needs a classifier")
     if getattr(info.details, "multi_label", False) or s.multi_label:
         raise ValueError(f"{flag}: distillation softens one softmax; not for --multi_label")

@@ -1,6 +1,6 @@
 """Raw text → the words a token classifier tags, with their character offsets: the rule the
-SavedModel applies in the graph (albert_tf.serving.word_split) and the on-device runner
-applies in Python, written once here as the reference.
+SavedModel applies in the graph (albert_tf.serving.tasks.token_classifier.word_split) and
+the on-device runner applies in Python, written once here as the reference.
 
 The training files give one word a line (data.py): CoNLL-2003's words are whitespace
 tokens, and resume_zh (like MSRA and Weibo) gives every character of a Chinese text its own

@@ -108,7 +108,7 @@ def filled_text(text: str, span: tuple[int, int], token: str, wordpiece: bool) -
     empty or ending in whitespace); a WordPiece "##" is dropped, and a word-start piece
     beginning with a letter or digit right after a letter or digit gets a space. (One
     rule for the Python fill_mask and the on-device runner; the SavedModel's is
-    albert_tf.serving.masked_text_ops.filled_texts.)"""
+    albert_tf.serving.tasks.fill_mask.masked_text_ops.filled_texts.)"""
     before = text[: span[0]]
     if wordpiece:
         if token.startswith(CONTINUATION):
@@ -167,7 +167,8 @@ def _sentencepiece_inside(tokenizer: AlbertTokenizer, word: str) -> list[int]:
 
 def no_prefix_model_proto(model_proto: bytes) -> bytes:
     """The serialized SentencePiece model with `add_dummy_prefix` off (no "▁" before the
-    text): a word's inside (also for the in-graph rule, albert_tf.serving.masked_text_ops)."""
+    text): a word's inside (also for the in-graph rule,
+    albert_tf.serving.tasks.fill_mask.masked_text_ops)."""
     from sentencepiece import sentencepiece_model_pb2
 
     proto = sentencepiece_model_pb2.ModelProto()

@@ -175,7 +175,7 @@ def test_a_new_task_family_is_one_registry_entry(tmp_path, monkeypatch):
 def test_a_token_classifier_needs_tags_and_a_stride_and_a_known_scheme():
     info = TaskInfo.build("token_classifier", labels=["O", "B-PER"], max_seq_length=16)
     assert info.details.doc_stride == 128 and info.details.scheme is None
-    assert info.details.max_windows is None  # (squad_limits.DEFAULT_MAX_WINDOWS when served)
+    assert info.details.max_windows is None  # (request_windows.DEFAULT_MAX_WINDOWS when served)
     again = TaskInfo.from_json(info.to_json(), "task.json")
     assert again == info and again.to_json()["labels"] == ["O", "B-PER"]
     for bad, reason in (

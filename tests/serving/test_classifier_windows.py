@@ -1,4 +1,4 @@
-"""The long-document classifier's SavedModel (albert_tf.serving.classifier_windows): raw
+"""The long-document classifier's SavedModel (albert_tf.serving.tasks.classifier.modules): raw
 movie reviews in, the windows of run_classifier's --doc_stride cut in the graph, outputs
 per document equal to the Python path (features → model → aggregate), in a fresh process;
 a request beyond its window limit is one clear error."""
@@ -66,7 +66,7 @@ def test_windowed_savedmodel_equals_the_python_path_on_movie_reviews(tmp_path, s
 def test_window_counts_equal_the_runners_spans():
     import tensorflow as tf
 
-    from albert_tf.serving.classifier_windows import window_counts
+    from albert_tf.serving.request_windows import window_counts
     from data_pipeline.classification.long_documents import document_spans
 
     pieces = np.arange(0, 300, 7)

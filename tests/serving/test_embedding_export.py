@@ -132,10 +132,11 @@ def test_litert_runner_in_a_fresh_process_answers_as_the_savedmodel(
 def test_litert_vectors_compute_length_sorted_groups_and_equal_the_python_embedder(
     exported, encoder_checkpoint
 ):
-    """`LiteModel.vectors` (albert_tf.serving.lite_vectors): the same 49 mixed-length rows as
-    the SavedModel's `vectors` above give the Python embeddings in the request's order, the
-    file called on groups of 8 sorted by token count (so each group is padded to its own
-    longest row); a request of 8 rows or fewer is one call, and 0 rows give [0, H]."""
+    """`LiteModel.vectors` (albert_tf.serving.tasks.encoder.lite_runner): the same 49
+    mixed-length rows as the SavedModel's `vectors` above give the Python embeddings in the
+    request's order, the file called on groups of 8 sorted by token count (so each group is
+    padded to its own longest row); a request of 8 rows or fewer is one call, and 0 rows
+    give [0, H]."""
     from albert_tf.serving.tflite_predict import LiteModel
 
     first, second = _sentences()

@@ -86,7 +86,7 @@ def test_an_export_dir_that_cannot_be_one_is_one_line_and_nothing_is_written(
 
 def test_export_max_windows_reaches_the_classifier_and_is_checked(classifier, capsys):
     """`--max_windows` is the classifier's own field too (a long-document classifier's
-    per-request limit, classifier_limits): given, it replaces the directory's; below 1,
+    per-request limit, request_windows): given, it replaces the directory's; below 1,
     refused naming the flag (the command line) or the field (the library)."""
     from albert_tf.serving.export import main
     from albert_tf.serving.resolve import resolve

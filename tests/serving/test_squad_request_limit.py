@@ -1,4 +1,4 @@
-"""The bounded cost of a SQuAD request (albert_tf.serving.squad_windows, squad_limits): the
+"""The bounded cost of a SQuAD request (albert_tf.serving.tasks.squad.windows, request_windows): the
 SavedModel's answers equal the runner's own windows, model and post-processing on real
 SQuAD dev contexts, long ones of many windows included; a 400 KB context is refused with
 an error naming the limit and its size by a serving process that stays small and answers
@@ -167,7 +167,7 @@ def test_serving_process_refuses_a_400kb_context_and_answers_the_next(tmp_path):
 def test_request_bytes_are_refused_before_tokenization(tok):
     """A request of more bytes than max_request_bytes: the byte check's error, although
     its text (whitespace) would fill one window."""
-    from albert_tf.serving.squad_limits import max_request_bytes
+    from albert_tf.serving.request_windows import max_request_bytes
 
     module = _serving(_model("bert"), tok, {"max_windows": 2})
     limit = max_request_bytes(2, S)
@@ -188,7 +188,7 @@ def test_on_device_runner_counts_windows_as_its_features_and_refuses_beyond(tok)
     """check_python_request counts the windows convert_squad_examples builds (real dev
     contexts, long ones included), and refuses one window more with a one-line
     ValueError naming the limit and the request's size."""
-    from albert_tf.serving.squad_limits import check_python_request
+    from albert_tf.serving.tasks.squad.lite_runner import check_python_request
     from data_pipeline.squad.examples import SquadExample
     from data_pipeline.squad.features import convert_squad_examples
 
@@ -252,7 +252,7 @@ def _serving(model, tok, fields: dict):
     """The SQuAD SavedModel module of `model` with the German SentencePiece model and the
     SQuAD settings `fields` (the kind's defaults for the rest)."""
     from albert_tf.checkpoints.task_info import TaskInfo
-    from albert_tf.serving.tasks.squad import SquadServing
+    from albert_tf.serving.tasks.squad.modules import SquadServing
     from albert_tf.serving.text_tokenizer import TextTokenizer
     from data_pipeline.tokenization.spec import TokenizerSpec
 

@@ -139,7 +139,7 @@ def test_litert_runner_answers_the_savedmodel_tags(conll):
 
     lite = LiteModel(conll["paths"][1])
     assert lite.task == "token_classifier" and lite.metadata["doc_stride"] == DOC_STRIDE
-    assert lite.metadata["max_windows"] == 4096  # (squad_limits.DEFAULT_MAX_WINDOWS)
+    assert lite.metadata["max_windows"] == 4096  # (request_windows.DEFAULT_MAX_WINDOWS)
     got = lite.tag(conll["texts"], batch_size=5)
     found = 0
     for text, sentence, want, row in zip(conll["texts"], conll["sentences"], conll["want"], got):
@@ -184,7 +184,7 @@ LIMIT = 2  # windows: conll texts 1 and 15 need one each, text 0 needs three
 @pytest.fixture(scope="module")
 def limited(conll, tmp_path_factory):
     """The conll model exported by the command line with --max_windows 2: the SavedModel
-    (loaded) and the LiteRT runner, and the limits' errors (classifier_limits)."""
+    (loaded) and the LiteRT runner, and the limits' errors (request_windows)."""
     import tensorflow as tf
 
     from albert_tf.serving.export import main
@@ -250,14 +250,14 @@ def test_export_max_windows_bounds_the_litert_runner(conll, limited, monkeypatch
     feature is built (the command line's: naming the input lines); within the limit it
     answers the Python path's tags; a file of before the limit reads 4096."""
     import data_pipeline.tagging.features as features
-    from albert_tf.serving.lite_tagging import tag_texts
+    from albert_tf.serving.tasks.token_classifier.lite_runner import tag_texts
     from albert_tf.serving.tflite_predict import answer_lines
 
     texts, want, lite = conll["texts"], conll["want"], limited["lite"]
     assert lite.metadata["max_windows"] == LIMIT
     assert [r["tags"] for r in lite.tag([texts[1], texts[15]])] == [want[1], want[15]]
     old = {k: v for k, v in lite.metadata.items() if k != "max_windows"}
-    (row,) = tag_texts(lite.run, old, lite._tagger_tokenizer, [texts[0]])
+    (row,) = tag_texts(lite.run, old, lite.sentencepiece(), [texts[0]])
     assert row["tags"] == want[0]
     build = features.convert_sentences
     monkeypatch.setattr(features, "convert_sentences", lambda *a, **k: pytest.fail("built"))
@@ -330,7 +330,7 @@ def test_savedmodel_tags_resume_zh_dev_character_by_character(tmp_path, wordpiec
 
 
 def test_a_scheme_the_labels_do_not_fit_is_refused_naming_the_label():
-    from albert_tf.serving.entity_spans import label_codes
+    from albert_tf.serving.tasks.token_classifier.entity_spans import label_codes
 
     with pytest.raises(ValueError, match="label 'M-PER' is not a IOB2 tag"):
         label_codes(["O", "B-PER", "M-PER"], "IOB2")
@@ -339,7 +339,7 @@ def test_a_scheme_the_labels_do_not_fit_is_refused_naming_the_label():
 def test_graph_word_split_is_the_python_rule():
     import tensorflow as tf
 
-    from albert_tf.serving.word_split import split_words
+    from albert_tf.serving.tasks.token_classifier.word_split import split_words
     from data_pipeline.tagging.text_words import split_words as reference
 
     texts = [
@@ -370,7 +370,7 @@ SCHEME_LABELS = {
 def test_graph_entities_are_metrics_entities_on_random_tags(scheme):
     import tensorflow as tf
 
-    from albert_tf.serving.entity_spans import entity_spans, label_codes
+    from albert_tf.serving.tasks.token_classifier.entity_spans import entity_spans, label_codes
     from data_pipeline.tagging.metrics import entities
 
     labels, rng = SCHEME_LABELS[scheme], random.Random(0)

@@ -1,7 +1,7 @@
 """The registry of task kinds: each task family is one module of this package (its task.json
-fields, its model, its rules; `kind.TaskKind`) and one line below. A new family (token
-classification, multi-label, ...) adds its module and its line here, and a serving module
-in `albert_tf.serving.tasks`."""
+fields, its model, its rules and hooks; `kind.TaskKind`) and one line below. A new family
+adds its module and its line here, and its serving folder `albert_tf.serving.tasks.<kind>`
+(registered in the exporters' SERVING and the on-device runner's RUNNERS)."""
 
 from __future__ import annotations
 

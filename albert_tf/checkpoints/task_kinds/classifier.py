@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from albert_tf.checkpoints.task_kinds.kind import TaskKind
+from albert_tf.checkpoints.task_kinds.kind import (
+    TaskKind,
+    TransformersHead,
+    config_labels,
+    label_maps,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,7 +34,7 @@ class ClassifierFields:
     # Long documents (data_pipeline.classification.long_documents): windows every
     # doc_stride pieces (0: truncation), the first max_document_windows of a document (0:
     # all), combined by `aggregate`; max_windows: the most windows one serving request may
-    # need (None: albert_tf.serving.squad_limits.DEFAULT_MAX_WINDOWS).
+    # need (None: albert_tf.serving.request_windows.DEFAULT_MAX_WINDOWS).
     doc_stride: int = 0
     max_document_windows: int = 0
     aggregate: str = "mean_logits"
@@ -67,11 +72,55 @@ def _check(fields: ClassifierFields) -> None:
         raise ValueError(f"'max_windows' must be ≥ 1, not {fields.max_windows}")
 
 
+def _config_out(fields: ClassifierFields) -> dict:
+    """id2label from the labels (regression: one output, "score"), and problem_type for
+    regression and multi-label."""
+    out = label_maps(["score"] if fields.regression else fields.labels)
+    if fields.regression:
+        out["problem_type"] = "regression"
+    elif fields.multi_label:
+        out["problem_type"] = "multi_label_classification"
+    return out
+
+
+def _task_in(hf: dict) -> dict:
+    """labels from id2label in id order; one output or problem_type "regression" is a
+    regression; problem_type "multi_label_classification": multi_label (thresholds 0.5);
+    pairs allowed (the config does not say)."""
+    labels = config_labels(hf)
+    multi_label = hf.get("problem_type") == "multi_label_classification"
+    regression = not multi_label and (len(labels) == 1 or hf.get("problem_type") == "regression")
+    task = {"labels": [] if regression else labels, "regression": regression, "text_pair": True}
+    return dict(task, multi_label=True) if multi_label else task
+
+
+def _keras_hub(keras_hub, backbone, model, task, vocabulary):
+    """KerasHub's AlbertTextClassifier with this head (and a preprocessor at the model's
+    sequence length when the vocabulary ships); a regression's head is not written."""
+    if task.details.regression:
+        return backbone, ["classifier_head (regression)"]
+    preprocessor = None
+    if vocabulary:
+        tokenizer = keras_hub.models.AlbertTokenizer(proto=vocabulary)
+        preprocessor = keras_hub.models.AlbertTextClassifierPreprocessor(
+            tokenizer, sequence_length=task.max_seq_length or 512
+        )
+    preset = keras_hub.models.AlbertTextClassifier(
+        backbone, len(task.details.labels), preprocessor=preprocessor, dropout=0.0
+    )
+    head = model.classifier_head.dense
+    preset.output_dense.kernel.assign(head.kernel.numpy())
+    preset.output_dense.bias.assign(head.bias.numpy())
+    return preset, []
+
+
 KIND = TaskKind(
     name="classifier",
     title="classifier",
     fields=ClassifierFields,
     build_model=_model,
     check=_check,
-    transformers_class="AlbertForSequenceClassification",
+    transformers=TransformersHead("AlbertForSequenceClassification", True, _config_out, _task_in),
+    keras_hub=_keras_hub,
+    export_options=("max_windows",),
 )

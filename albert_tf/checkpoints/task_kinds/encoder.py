@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from albert_tf.checkpoints.task_kinds.kind import TaskKind
+from albert_tf.checkpoints.task_kinds.kind import TaskKind, TransformersHead
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +39,7 @@ KIND = TaskKind(
     fields=EncoderFields,
     build_model=_model,
     check=_check,
-    finetuned=False,
-    transformers_class="AlbertModel",
+    any_checkpoint=lambda restored, path: None,  # (every checkpoint has the encoder)
+    transformers=TransformersHead("AlbertModel"),
+    export_options=("pooling", "normalize", "encoder_outputs"),
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from albert_tf.checkpoints.task_kinds.kind import TaskKind
+from albert_tf.checkpoints.task_kinds.kind import TaskKind, TransformersHead
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,12 +28,22 @@ def _model(config, fields: FillMaskFields):
     return AlbertPretrainer(config)
 
 
+def _any_checkpoint(restored, path: str) -> None:
+    """A plain checkpoint serves fill-mask only with its masked-LM head."""
+    if "mlm_head" not in restored:
+        raise ValueError(
+            f"{path} has no masked-LM head (restored: {', '.join(restored)}); "
+            "--task fill_mask needs a pretraining checkpoint"
+        )
+
+
 KIND = TaskKind(
     name="fill_mask",
     title="fill-mask",
     fields=FillMaskFields,
     build_model=_model,
     check=_check,
-    finetuned=False,
-    transformers_class="AlbertForMaskedLM",
+    any_checkpoint=_any_checkpoint,
+    transformers=TransformersHead("AlbertForMaskedLM"),
+    export_options=("top_k",),
 )

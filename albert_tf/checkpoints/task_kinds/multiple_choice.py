@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from albert_tf.checkpoints.task_kinds.kind import TaskKind
+from albert_tf.checkpoints.task_kinds.kind import TaskKind, TransformersHead, backbone_only
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,5 +30,6 @@ KIND = TaskKind(
     title="multiple-choice",
     fields=MultipleChoiceFields,
     build_model=_model,
-    transformers_class="AlbertForMultipleChoice",
+    transformers=TransformersHead("AlbertForMultipleChoice"),
+    keras_hub=backbone_only("choice_head"),
 )

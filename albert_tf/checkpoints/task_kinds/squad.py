@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from albert_tf.checkpoints.task_kinds.kind import TaskKind
+from albert_tf.checkpoints.task_kinds.kind import TaskKind, TransformersHead, sentencepiece_only
 
 HEADS = ("bert", "albert")
 
@@ -26,7 +26,7 @@ class SquadFields:
     start_n_top: int = 5
     end_n_top: int = 5
     # The most windows one serving request may need (None: the serving default,
-    # albert_tf.serving.squad_limits.DEFAULT_MAX_WINDOWS); `export --max_windows` sets it.
+    # albert_tf.serving.request_windows.DEFAULT_MAX_WINDOWS); `export --max_windows` sets it.
     max_windows: int | None = None
 
 
@@ -46,13 +46,35 @@ def _check(fields: SquadFields) -> None:
             raise ValueError(f"{name!r} must be ≥ 1, not {getattr(fields, name)}")
 
 
+def _config_out(fields: SquadFields) -> dict:
+    if fields.squad_head == "albert":
+        raise ValueError(
+            "the official ALBERT SQuAD v2.0 head (--squad_head albert) has no Hugging Face "
+            "class (AlbertForQuestionAnswering is the start/end head: --squad_head bert)"
+        )
+    return {}
+
+
+def _keras_hub(keras_hub, backbone, model, task, vocabulary):
+    """KerasHub has no ALBERT question-answering model: the backbone alone."""
+    return backbone, ["squad_v2_head" if task.details.squad_head == "albert" else "span_head"]
+
+
 KIND = TaskKind(
     name="squad",
     title="SQuAD",
     fields=SquadFields,
     build_model=_model,
     check=_check,
-    on_device_wordpiece=False,
-    transformers_class="AlbertForQuestionAnswering",
-    transformers_pooler=False,
+    on_device=sentencepiece_only,
+    transformers=TransformersHead("AlbertForQuestionAnswering", False, _config_out),
+    keras_hub=_keras_hub,
+    export_options=(
+        "doc_stride",
+        "max_query_length",
+        "max_answer_length",
+        "n_best_size",
+        "null_score_diff_threshold",
+        "max_windows",
+    ),
 )

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from albert_tf.checkpoints.task_kinds.kind import TaskKind
+from albert_tf.checkpoints.task_kinds.kind import (
+    TaskKind,
+    TransformersHead,
+    backbone_only,
+    config_labels,
+    label_maps,
+    sentencepiece_only,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,7 +25,7 @@ class TokenClassifierFields:
     does). scheme: the strict tag scheme entities are read with
     (data_pipeline.tagging.metrics.SCHEMES), None for seqeval's default lenient reading.
     max_windows: the most windows one serving request may need (None:
-    albert_tf.serving.squad_limits.DEFAULT_MAX_WINDOWS); `export --max_windows` sets it."""
+    albert_tf.serving.request_windows.DEFAULT_MAX_WINDOWS); `export --max_windows` sets it."""
 
     task_name: str = "ner"
     labels: tuple[str, ...] = ()
@@ -54,7 +61,13 @@ KIND = TaskKind(
     fields=TokenClassifierFields,
     build_model=_model,
     check=_check,
-    on_device_wordpiece=False,
-    transformers_class="AlbertForTokenClassification",
-    transformers_pooler=False,
+    on_device=sentencepiece_only,
+    transformers=TransformersHead(
+        "AlbertForTokenClassification",
+        pooler=False,
+        config_out=lambda fields: label_maps(fields.labels),
+        task_in=lambda hf: {"labels": config_labels(hf)},  # (tags: never a regression)
+    ),
+    keras_hub=backbone_only("classifier_head (token classification: no KerasHub task)"),
+    export_options=("max_windows",),
 )

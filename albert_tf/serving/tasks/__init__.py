@@ -1,32 +1,5 @@
-"""The serving registry: each task kind's serving modules (SavedModel and LiteRT) live in
-one module of this package, found here by the kind's name (the task kinds themselves, with
-their task.json fields and models, are `albert_tf.checkpoints.task_kinds`). A new task
-family adds its module and one line below."""
-
-from __future__ import annotations
-
-from albert_tf.serving.base import ServingTask
-from albert_tf.serving.tasks import (
-    classifier,
-    encoder,
-    fill_mask,
-    multiple_choice,
-    squad,
-    token_classifier,
-)
-
-SERVING: dict[str, ServingTask] = {
-    "classifier": classifier.TASK,
-    "multiple_choice": multiple_choice.TASK,
-    "squad": squad.TASK,
-    "token_classifier": token_classifier.TASK,
-    "encoder": encoder.TASK,
-    "fill_mask": fill_mask.TASK,
-}
-
-
-def serving_task(kind: str) -> ServingTask:
-    """The serving builders of `kind`; ValueError (one line) for a kind with none."""
-    if kind not in SERVING:
-        raise ValueError(f"--task {kind!r} is not one of {', '.join(SERVING)}")
-    return SERVING[kind]
+"""Each task kind's serving code, one folder a kind: `modules` (its SavedModel and LiteRT
+modules, TensorFlow; registered in `albert_tf.serving.export.SERVING`), `lite_runner` (its
+side of the on-device runner, no TensorFlow; registered in
+`albert_tf.serving.tflite_predict.RUNNERS`) and its own helpers. The task kinds themselves
+(task.json fields, models, hooks) are `albert_tf.checkpoints.task_kinds`."""

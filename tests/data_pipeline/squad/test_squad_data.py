@@ -353,7 +353,7 @@ def test_serving_answers_on_bucketed_windows_as_on_padded_ones(tok, shared_data,
     and a batch whose long context needs several windows; so does the SavedModel."""
     import tensorflow as tf
 
-    from albert_tf.serving.tasks.squad import SquadServing
+    from albert_tf.serving.tasks.squad.modules import SquadServing
     from data_pipeline.length_buckets import bucket_sizes
 
     examples = read_squad(str(shared_data / "squad" / "dev-v1.1.json"))[:40:4]

@@ -2,7 +2,7 @@
 over the few windows that can hold a token, the model run a group of windows at a time,
 and the request's limit.
 
-The SQuAD SavedModel (albert_tf.serving.tasks.squad) windows each context as the runner does
+The SQuAD SavedModel (`modules`) windows each context as the runner does
 (data_pipeline.windows.doc_spans). A request's windows are one flat list [W, S] (W =
 the sum of its rows' windows, row by row, window by window), not a [rows, most windows]
 grid: a batch of one long and many short contexts costs its windows, not rows × the
@@ -11,15 +11,17 @@ hold it (at most `candidate_windows`: a window holds `room` ≤ S − 3 tokens a
 starts `step` tokens later), not at every window of its context: a [W, S, C] tensor
 instead of [W, S, W], which grew with the square of the context. The model sees at most
 `WINDOW_GROUP` windows at once. Every tensor is then linear in the request's windows and
-bytes, and `max_windows` (albert_tf.serving.squad_limits) bounds both: beyond it the request is an
-InvalidArgumentError naming the limit and the request's size.
+bytes, and `max_windows` (albert_tf.serving.request_windows, in SQuAD's words) bounds
+both: beyond it the request is an InvalidArgumentError naming the limit and the request's
+size.
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from albert_tf.serving.squad_limits import bytes_message, max_request_bytes, windows_message
+from albert_tf.serving.request_windows import bytes_message, max_request_bytes
+from albert_tf.serving.tasks.squad.lite_runner import WORDING
 
 # Windows the model scores at once: its activations are those of this many windows
 # however long the request (an xxlarge model's attention of 16 × 384² × 64 heads is
@@ -33,22 +35,10 @@ def check_request_bytes(question, context, max_windows: int, max_seq_length: int
     limit = max_request_bytes(max_windows, max_seq_length)
     length = lambda x: tf.reduce_sum(tf.cast(tf.strings.length(x), tf.int64))  # noqa: E731
     size = length(question) + length(context)
-    message = tf.strings.format(bytes_message("{}", max_windows, max_seq_length), [size])
+    message = tf.strings.format(bytes_message("{}", max_windows, max_seq_length, WORDING), [size])
     check = tf.debugging.Assert(size <= limit, [message])
     with tf.control_dependencies([check]):
         return tf.identity(question), tf.identity(context)
-
-
-def check_windows(windows, max_windows: int, max_seq_length: int):
-    """`windows` (int32 [B], each row's) after an InvalidArgumentError unless their sum
-    is at most `max_windows`."""
-    total = tf.reduce_sum(windows)
-    message = tf.strings.format(
-        windows_message("{}", "{}", max_windows, max_seq_length), [total, tf.size(windows)]
-    )
-    check = tf.debugging.Assert(total <= max_windows, [message])
-    with tf.control_dependencies([check]):
-        return tf.identity(windows)
 
 
 def candidate_windows(max_seq_length: int, doc_stride: int, max_query_length: int) -> int:
@@ -57,13 +47,6 @@ def candidate_windows(max_seq_length: int, doc_stride: int, max_query_length: in
     S − max_query_length − 3))."""
     step = max(1, min(doc_stride, max_seq_length - max_query_length - 3))
     return -(-(max_seq_length - 3) // step)
-
-
-def window_rows(windows):
-    """(row, k) int32 [W]: the row and index within it of each window of the request, row
-    by row (the windows of row b are k = 0 .. windows[b] − 1)."""
-    k = tf.ragged.range(windows)
-    return tf.cast(k.value_rowids(), tf.int32), tf.cast(k.flat_values, tf.int32)
 
 
 def max_context(j, k, w_start_of, w_len_of, windows_of, step, candidates: int):

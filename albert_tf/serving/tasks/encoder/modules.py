@@ -175,4 +175,4 @@ def _litert(resolved, fixed_length: bool):
     return module, meta, {}
 
 
-TASK = ServingTask(saved_model=_saved_model, litert=_litert)
+TASK = ServingTask("encoder", saved_model=_saved_model, litert=_litert)

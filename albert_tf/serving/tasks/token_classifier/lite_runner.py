@@ -1,6 +1,6 @@
-"""The on-device runner's token classification: raw texts → words, tags and entities around a
-LiteRT file that maps windows of ids to per-token logits (albert_tf.serving.tasks.
-token_classifier.LiteTagger). Every step but the model is data_pipeline.tagging's own
+"""The token classifier's side of the on-device runner (albert_tf.serving.tflite_predict):
+raw texts → words, tags and entities around a LiteRT file that maps windows of ids to
+per-token logits (`modules.LiteTagger`). Every step but the model is data_pipeline.tagging's own
 Python code, as the runner's evaluation runs it: words (text_words.split_words: the
 SavedModel's rule), pieces and windows (features.convert_sentences), each word's
 max-context window (predictions.word_predictions), entities (metrics.entities with the
@@ -9,7 +9,7 @@ task's scheme). So the file answers the SavedModel's tags on the same texts.
 Scores as the SavedModel's: a word's is the probability of its tag at its first piece, an
 entity's the mean of its words'.
 
-Limits as the SavedModel's (classifier_limits, the file's metadata `max_windows`): the
+Limits as the SavedModel's (request_windows, the file's metadata `max_windows`): the
 request's bytes are checked before its words are split, its windows (counted from its
 pieces, linear in the text) before any feature is built or the model runs; beyond
 either, one ValueError naming the limit and the request's size."""
@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from albert_tf.serving.request_windows import DEFAULT_MAX_WINDOWS, Wording
+
 INPUTS = ("input_ids", "input_mask", "segment_ids")
-NOUN = "token classifier"  # how the limits' errors name the model (classifier_limits)
+WORDING = Wording("token classifier")  # how the limits' errors name the model
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
@@ -71,11 +73,10 @@ def tag_texts(
     "score"}]}] per text: start/end are character offsets (end exclusive) of the text.
     `run`: the file's serving_default; `metadata`: its albert_metadata (labels,
     doc_stride, scheme, max_seq_length, fixed_length, max_windows: files written before
-    it have squad_limits.DEFAULT_MAX_WINDOWS); `tokenizer`: the Python tokenizer of the
+    it have request_windows.DEFAULT_MAX_WINDOWS); `tokenizer`: the Python tokenizer of the
     SentencePiece model the file carries. A request beyond the limits: ValueError
     ("`where`: ..." when given, e.g. the input lines)."""
-    from albert_tf.serving.classifier_limits import check_python_request, check_python_windows
-    from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
+    from albert_tf.serving.request_windows import check_python_request, check_python_windows
     from data_pipeline.tagging.data import TaggedSentence
     from data_pipeline.tagging.features import convert_sentences
     from data_pipeline.tagging.metrics import entities
@@ -84,14 +85,14 @@ def tag_texts(
     labels, S = metadata["labels"], metadata["max_seq_length"]
     limit = int(metadata.get("max_windows", DEFAULT_MAX_WINDOWS))
     try:  # the bytes before the words are split, the windows before they are built
-        check_python_request(texts, limit, S, NOUN)
+        check_python_request(texts, limit, S, WORDING)
         words = [split_words(t) for t in texts]
         sentences = [
             TaggedSentence(tuple(w for w, _, _ in ws), ("O",) * len(ws), i)
             for i, ws in enumerate(words)
         ]
         counts = window_counts(sentences, tokenizer, S, metadata["doc_stride"])
-        check_python_windows(counts, limit, S, NOUN)
+        check_python_windows(counts, limit, S, WORDING)
     except ValueError as e:
         raise ValueError(f"{where}: {e}" if where else str(e)) from None
     features = convert_sentences(sentences, tokenizer, S, metadata["doc_stride"], None)
@@ -124,3 +125,31 @@ def tag_texts(
             }
         )
     return out
+
+
+class TaggerRunner:
+    """The runner of a token-classifier file (`model`: its tflite_predict.LiteModel): `tag`,
+    and `answers` for the command line (a text a line)."""
+
+    KIND = "token_classifier"
+
+    def __init__(self, model):
+        self.model = model
+        self._tokenizer = None
+
+    @staticmethod
+    def takes_ids(metadata: dict) -> bool:
+        return True
+
+    def tag(self, texts, batch_size: int = 8, where: str = "") -> list[dict]:
+        """[{"words", "tags", "tag_scores", "entities"}] per text (`tag_texts` around the
+        file's per-token logits; its limits' errors: "`where`: ")."""
+        if self._tokenizer is None:
+            self._tokenizer = self.model.sentencepiece()
+        texts = [self.model.text(t) for t in texts]
+        return tag_texts(
+            self.model.run, self.model.metadata, self._tokenizer, texts, batch_size, where
+        )
+
+    def answers(self, chunk, source: str, where: str, batch_size: int):
+        yield from self.tag([line for _, line in chunk], batch_size, where)

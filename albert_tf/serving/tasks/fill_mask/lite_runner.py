@@ -1,6 +1,7 @@
-"""The on-device runner's fill-mask: texts with one or more "[MASK]" → for each mask the
-top-k pieces, their ids, probabilities and the filled-in texts, around a LiteRT file that
-maps ids and mask positions to the top-k (albert_tf.serving.tasks.fill_mask.LiteFillMask).
+"""The fill-mask side of the on-device runner (albert_tf.serving.tflite_predict): texts with
+one or more "[MASK]" → for each mask the top-k pieces, their ids, probabilities and the
+filled-in texts, around a LiteRT file that maps ids and mask positions to the top-k
+(`modules.LiteFillMask`).
 
 The text side is the Python rule itself (data_pipeline.tokenization.masked_text:
 `encode_masked`, `filled_text`) with the tokenizer the file carries (its SentencePiece
@@ -77,3 +78,31 @@ def fill_texts(run, metadata: dict, tokenizer, texts, batch_size: int = 8, names
                 per_mask.append(candidates)
             out.append(per_mask)
     return out
+
+
+class FillMaskRunner:
+    """The runner of a fill-mask file (`model`: its tflite_predict.LiteModel): `fill`, and
+    `answers` for the command line (a text with "[MASK]"s a line: {"masks"})."""
+
+    KIND = "fill_mask"
+
+    def __init__(self, model):
+        self.model = model
+        self._tokenizer = None
+
+    @staticmethod
+    def takes_ids(metadata: dict) -> bool:
+        return True
+
+    def fill(self, texts, batch_size: int = 8, names=None) -> list[list[list[dict]]]:
+        """Per text, per "[MASK]": the top-k candidates (`fill_texts`)."""
+        model = self.model
+        if self._tokenizer is None:
+            self._tokenizer = file_tokenizer(model.metadata, model.spm_model, model.vocab)
+        texts = [model.text(t) for t in texts]
+        return fill_texts(model.run, model.metadata, self._tokenizer, texts, batch_size, names)
+
+    def answers(self, chunk, source: str, where: str, batch_size: int):
+        names = [f"{source}:{n}" for n, _ in chunk]
+        batch = [line for _, line in chunk]
+        yield from ({"masks": m} for m in self.fill(batch, batch_size, names))

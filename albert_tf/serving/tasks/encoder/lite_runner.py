@@ -1,6 +1,8 @@
-"""The encoder LiteRT file's sentence vectors in length-sorted groups, as the SavedModel's
-`vectors` signature groups a request (`text_ops.by_length(exact=True)`), done by the runner
-because the file takes one request at one padded length.
+"""The encoder's side of the on-device runner (albert_tf.serving.tflite_predict): `embed`
+(the file's signature: text in, tensorflow-text's custom ops tokenize in it) and sentence
+vectors in length-sorted groups, as the SavedModel's `vectors` signature groups a request
+(`text_ops.by_length(exact=True)`), done by the runner because the file takes one request
+at one padded length.
 
 The file pads a call to its longest row, so one call of B texts computes B × (the longest)
 positions; sorting the request by token count and calling the file on `group` texts at a
@@ -37,3 +39,33 @@ def grouped_vectors(run, texts: np.ndarray, group: int = LITE_GROUP) -> np.ndarr
     out = np.empty((len(texts), parts[0].shape[-1]), parts[0].dtype)
     out[order] = np.concatenate(parts)
     return out
+
+
+class EncoderRunner:
+    """The runner of an encoder file (`model`: its tflite_predict.LiteModel): `embed`,
+    `vectors`, and `answers` for the command line (a sentence a line: the embedding chosen
+    at export and the pooled output)."""
+
+    KIND = "encoder"
+
+    def __init__(self, model):
+        self.model = model
+
+    @staticmethod
+    def takes_ids(metadata: dict) -> bool:
+        return False
+
+    def embed(self, texts) -> dict:
+        return self.model.run("embed", text=self.model.text_in(texts))
+
+    def vectors(self, texts) -> np.ndarray:
+        """embeddings [B, H] as `embed`'s, computed in length-sorted groups."""
+        return grouped_vectors(self.model.run, self.model.text_in(texts))
+
+    def answers(self, chunk, source: str, where: str, batch_size: int):
+        out = self.embed([line for _, line in chunk])
+        for i in range(len(chunk)):
+            yield {
+                "embedding": out["embeddings"][i].tolist(),
+                "pooled_output": out["pooled_output"][i].tolist(),
+            }

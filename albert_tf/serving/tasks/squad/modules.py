@@ -17,11 +17,11 @@ ops on a batch:
   2. Windows: `[CLS] question [SEP] context window [SEP]`, the question cut to
      `max_query_length` tokens, `max_seq_length - len(question) - 3` context tokens every
      `doc_stride` tokens, each row's own windows, the request's in one flat list
-     (albert_tf.serving.squad_windows: every tensor linear in the request's windows and
-     bytes). A request of more than `max_windows` windows (the export's setting, default
+     (`windows`: every tensor linear in the request's windows and bytes). A request of
+     more than `max_windows` windows (the export's setting, default
      `DEFAULT_MAX_WINDOWS`) or more bytes than `max_request_bytes` is an
      InvalidArgumentError naming the limit and the request's size, before the model runs
-     (albert_tf.serving.squad_limits).
+     (albert_tf.serving.request_windows).
   3. The model scores every window, `WINDOW_GROUP` at a time, cut to the request's bucket: the
      smallest of the training buckets (data_pipeline.length_buckets, `bucket_length`)
      that holds the longest window, so a short paragraph costs what its length costs
@@ -40,15 +40,14 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_tf.serving.base import LiteWindows, Serving, ServingTask
-from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
-from albert_tf.serving.squad_windows import (
+from albert_tf.serving.request_windows import DEFAULT_MAX_WINDOWS, check_windows, window_rows
+from albert_tf.serving.tasks.squad.lite_runner import WORDING
+from albert_tf.serving.tasks.squad.windows import (
     best_per_row,
     candidate_windows,
     check_request_bytes,
-    check_windows,
     forward_in_groups,
     max_context,
-    window_rows,
 )
 from albert_tf.serving.text_ops import at_least_one_row, bucket_length, same_rows, valid_utf8
 
@@ -170,7 +169,7 @@ class SquadServing(Serving):
         room = S - lq - 3  # [B]
         step = tf.minimum(self.doc_stride, room)
         windows = tf.where(lt > room, (lt - room + step - 1) // step + 1, 1)  # [B]
-        windows = check_windows(windows, self.max_windows, S)
+        windows = check_windows(windows, self.max_windows, S, WORDING)
         # The request's windows, flat [W]: row by row, window by window.
         row, k = window_rows(windows)
         of_row = lambda x: tf.gather(x, row)  # noqa: E731
@@ -350,4 +349,4 @@ def _litert(resolved, fixed_length: bool):
     return module, meta, {SPM_NAME: resolved.python_tokenizer.model_proto}
 
 
-TASK = ServingTask(saved_model=_saved_model, litert=_litert)
+TASK = ServingTask("squad", saved_model=_saved_model, litert=_litert)

@@ -1,17 +1,17 @@
 """The fill-mask SavedModel (`FillMaskServing`): raw text with one or more "[MASK]" → the
 top-k pieces at each mask, their ids, probabilities and the filled-in texts, as
 `albert_tf.training.fill_mask.MaskFiller` answers (the text side in the graph:
-`albert_tf.serving.masked_text_ops`). Each mask is predicted alone, the other masks kept;
+`masked_text_ops`). Each mask is predicted alone, the other masks kept;
 a mask is one piece (whole words that take several pieces are out of scope). Its LiteRT
 file (`LiteFillMask`) takes ids and mask positions; the on-device runner does the text side
-with the Python rule (albert_tf.serving.lite_fill_mask)."""
+with the Python rule (`lite_runner`)."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 
 from albert_tf.serving.base import Serving, ServingTask, model_inputs
-from albert_tf.serving.masked_text_ops import (
+from albert_tf.serving.tasks.fill_mask.masked_text_ops import (
     GraphMaskedText,
     SentencePieceGlued,
     WordPieceGlued,
@@ -162,4 +162,4 @@ def _litert(resolved, fixed_length: bool):
     return module, {"top_k": top_k, "mask_id": python.mask_id}, entries
 
 
-TASK = ServingTask(saved_model=_saved_model, litert=_litert)
+TASK = ServingTask("fill_mask", saved_model=_saved_model, litert=_litert)

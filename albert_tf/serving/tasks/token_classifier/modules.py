@@ -7,7 +7,7 @@ The SavedModel repeats the runner's steps (data_pipeline.tagging) as TensorFlow 
 batch of texts:
 
   1. Words: whitespace tokens, a token holding a CJK character cut into its characters
-     (albert_tf.serving.word_split; data_pipeline.tagging.text_words is the Python rule).
+     (`word_split`; data_pipeline.tagging.text_words is the Python rule).
   2. Pieces: each word tokenized on its own (the in-graph tokenizer, ids equal to the
      Python tokenizer's); a word with no piece gets one unknown-token piece
      (alignment.word_pieces).
@@ -21,13 +21,14 @@ batch of texts:
      that piece the most context (alignment.best_window: min(left, right) + 0.01 × length,
      the earliest on ties, in float64 as Python computes it).
   5. Entities: data_pipeline.tagging.metrics' reading of the tags (the task's `scheme`;
-     None: seqeval's default) in the graph (albert_tf.serving.entity_spans).
+     None: seqeval's default) in the graph (`entity_spans`).
 
 Limits: a request may hold at most `max_request_bytes` bytes of text, checked before its
 words are split, and need at most `max_windows` windows (the export's setting,
-squad_limits.DEFAULT_MAX_WINDOWS unless given), checked before the model runs; beyond
+request_windows.DEFAULT_MAX_WINDOWS unless given), checked before the model runs; beyond
 either, an InvalidArgumentError naming the limit and the request's size
-(classifier_limits' messages). The LiteRT runner (lite_tagging) refuses the same requests.
+(albert_tf.serving.request_windows). The LiteRT runner (`lite_runner`) refuses the same
+requests.
 
 Scores: a word's score is the softmax probability of its tag at its first piece; an
 entity's score is the mean of its words' scores, as Hugging Face's
@@ -39,16 +40,15 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from albert_tf.serving import classifier_windows as cw
+from albert_tf.serving import request_windows as rw
 from albert_tf.serving.base import LiteWindows, Serving, ServingTask
-from albert_tf.serving.entity_spans import entity_spans, label_codes
-from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
-from albert_tf.serving.squad_windows import window_rows
+from albert_tf.serving.request_windows import DEFAULT_MAX_WINDOWS, Wording, window_rows
+from albert_tf.serving.tasks.token_classifier.entity_spans import entity_spans, label_codes
+from albert_tf.serving.tasks.token_classifier.word_split import split_words
 from albert_tf.serving.text_ops import at_least_one_row, bucket_length, by_length, valid_utf8
-from albert_tf.serving.word_split import split_words
 from data_pipeline.squad.graph_words import word_substrings
 
-NOUN = "token classifier"  # how the limits' errors name the model (classifier_limits)
+WORDING = Wording("token classifier")  # how the limits' errors name the model
 
 
 def window_plan(max_seq_length: int, doc_stride: int) -> tuple[int, int, int]:
@@ -103,7 +103,7 @@ class TaggerServing(Serving):
 
     def tag(self, text):
         rows, S = tf.shape(text)[0], self.max_seq_length
-        text = cw.check_text_bytes(text, self.max_windows, S, NOUN)
+        text = rw.check_text_bytes(text, self.max_windows, S, WORDING)
         text = valid_utf8(at_least_one_row(text))
         words = split_words(text)  # [B, (W)]
         word_row = tf.cast(words.text.value_rowids(), tf.int32)  # [N]
@@ -117,7 +117,7 @@ class TaggerServing(Serving):
         # Windows, flat [W]: row by row (alignment.windows).
         room, step = self.room, self.step
         windows = tf.where(n > room, (n - room + step - 1) // step + 1, 1)  # [B]
-        windows = cw.check_windows(windows, self.max_windows, S, NOUN)
+        windows = rw.check_windows(windows, self.max_windows, S, WORDING)
         row, k = window_rows(windows)
         w_start = k * step
         w_len = tf.clip_by_value(tf.gather(n, row) - w_start, 0, room)
@@ -226,4 +226,4 @@ def _litert(resolved, fixed_length: bool):
     return module, meta, {SPM_NAME: resolved.python_tokenizer.model_proto}
 
 
-TASK = ServingTask(saved_model=_saved_model, litert=_litert)
+TASK = ServingTask("token_classifier", saved_model=_saved_model, litert=_litert)

@@ -121,4 +121,4 @@ def _litert(resolved, fixed_length: bool):
     return module, {}, {}
 
 
-TASK = ServingTask(saved_model=_saved_model, litert=_litert)
+TASK = ServingTask("multiple_choice", saved_model=_saved_model, litert=_litert)

@@ -1,16 +1,16 @@
 """The classifier's serving modules: the SavedModel (`ClassifierServing`: text in, label and
-probabilities out, rows computed in length-sorted groups) and the LiteRT file
-(`LiteClassifier`), and their builders (`TASK`). A multi-label classifier returns each
-label's sigmoid probability and the labels at or over their thresholds
-(`multi_label_outputs`)."""
+probabilities out, rows computed in length-sorted groups; long documents windowed in the
+graph) and the LiteRT file (`LiteClassifier`, or windows of ids in for long documents),
+and their builders (`TASK`). A multi-label classifier returns each label's sigmoid
+probability and the labels at or over their thresholds (`multi_label_outputs`)."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from albert_tf.serving import classifier_windows as cw
+from albert_tf.serving import request_windows as rw
 from albert_tf.serving.base import LiteModule, LiteWindows, Serving, ServingTask, string_spec
-from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
+from albert_tf.serving.request_windows import DEFAULT_MAX_WINDOWS
 from albert_tf.serving.text_ops import at_least_one_row, by_length, pack, same_rows
 
 
@@ -47,11 +47,24 @@ def classifier_outputs(logits, labels, regression: bool, thresholds=None) -> dic
     }
 
 
+def aggregate(logits, row, rows, how: str):
+    """float32 window logits [W, L] of rows `row` [W] (ascending, each present) →
+    document logits [rows, L]: the mean (mean_logits) or the largest log-probability
+    (max_prob), as long_documents.aggregate_logits."""
+    if how == "mean_logits":
+        return tf.math.unsorted_segment_mean(logits, row, rows)
+    if how == "max_prob":
+        return tf.math.unsorted_segment_max(tf.nn.log_softmax(logits), row, rows)
+    raise ValueError(f"aggregate={how!r} is not one of mean_logits, max_prob")
+
+
 class ClassifierServing(Serving):
     """serving_default(text_a [B] (, text_b [B])) → probabilities [B, L], label [B],
     logits [B, L] (regression: score [B]; multi-label, `thresholds` [L] given:
     `multi_label_outputs`); tokenize. `fields` with a doc_stride: each text_a read as the
-    windows training made, their logits combined (classifier_windows) before the outputs."""
+    windows training made, their logits combined (`aggregate`) before the outputs, every
+    tensor linear in the request's windows (albert_tf.serving.request_windows: at most
+    `max_windows` windows and their bytes a request)."""
 
     def __init__(
         self, model, text, max_seq_length, labels, regression, text_pair, thresholds=None,
@@ -66,17 +79,17 @@ class ClassifierServing(Serving):
         self.max_windows = (fields and fields.max_windows) or DEFAULT_MAX_WINDOWS
 
     def classify_windows(self, text):
-        """The per-document outputs of long texts [B] (classifier_windows)."""
+        """The per-document outputs of long texts [B] (request_windows, `aggregate`)."""
         w, S = self.windows, self.max_seq_length
-        text = at_least_one_row(cw.check_text_bytes(text, self.max_windows, S))
+        text = at_least_one_row(rw.check_text_bytes(text, self.max_windows, S))
         ids = self._ids(text)
-        counts = cw.window_counts(
+        counts = rw.window_counts(
             tf.cast(ids.row_lengths(), tf.int32), S - 2, w.doc_stride, w.max_document_windows
         )
-        counts = cw.check_windows(counts, self.max_windows, S)
-        inputs, row = cw.windowed_inputs(ids, S - 2, w.doc_stride, counts, self.cls_id, self.sep_id)
+        counts = rw.check_windows(counts, self.max_windows, S)
+        inputs, row = rw.windowed_inputs(ids, S - 2, w.doc_stride, counts, self.cls_id, self.sep_id)
         logits = by_length(self._logits, *inputs, S)
-        return cw.aggregate(logits, row, tf.size(counts), w.aggregate)
+        return aggregate(logits, row, tf.size(counts), w.aggregate)
 
     def classify(self, text_a, text_b):
         if self.windows is not None:  # (single texts: text_b is never given)
@@ -216,4 +229,4 @@ def _litert_windows(resolved, fixed_length: bool, fields):
     return module, meta, {SPM_NAME: resolved.python_tokenizer.model_proto}
 
 
-TASK = ServingTask(saved_model=_saved_model, litert=_litert)
+TASK = ServingTask("classifier", saved_model=_saved_model, litert=_litert)

@@ -75,9 +75,14 @@ def kind_branches(source: str, kinds) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+# Registries: one line per kind or fine-tuning family, keyed by its name by design.
+REGISTRIES = (ROOT / "albert_tf" / "runners" / "families" / "__init__.py",)
+
+
 def _own_files(kinds) -> set[pathlib.Path]:
-    """Each kind's own files: its task_kinds module and its serving folder."""
-    own = set()
+    """Each kind's own files (its task_kinds module and its serving folder) and the
+    registries."""
+    own = set(REGISTRIES)
     for name in kinds:
         own.add(ROOT / "albert_tf" / "checkpoints" / "task_kinds" / f"{name}.py")
         own.update((ROOT / "albert_tf" / "serving" / "tasks" / name).glob("**/*.py"))

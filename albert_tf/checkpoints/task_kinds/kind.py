@@ -63,6 +63,9 @@ class TaskKind:
     on_device: whether any on-device (LiteRT) file of it is written.
     transformers_pooler: whether that class has the pooler (AlbertForQuestionAnswering and
       AlbertForTokenClassification do not: none is written, none is expected).
+    from_task: (TaskInfo of another kind's directory, its path) → this kind's TaskInfo, or
+      ValueError: a kind exported from another kind's directory (zero-shot from an NLI
+      classifier); None: only from its own.
     """
 
     name: str
@@ -75,6 +78,7 @@ class TaskKind:
     transformers_class: str | None = None
     on_device: bool = True
     transformers_pooler: bool = True
+    from_task: Callable | None = None
 
     def fields_from_json(self, data: dict):
         """The kind's fields from task.json's keys (absent: the default); ValueError with a

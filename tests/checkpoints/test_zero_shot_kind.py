@@ -85,3 +85,22 @@ def test_task_json_fields_are_checked():
     ]:
         with pytest.raises(ValueError, match=says):
             TaskInfo.build("zero_shot", **dict(base, **bad))
+
+
+def test_a_zero_shot_directory_does_not_leave_as_a_hugging_face_class(tmp_path):
+    """(Its export's assets.extra/finetuned is one: the NLI classifier it was made from
+    converts, this does not, rather than a config.json naming no class.)"""
+    from albert_tf.checkpoints import CheckpointError
+    from albert_tf.checkpoints.export_transformers import export_transformers
+    from albert_tf.checkpoints.finetuned import save_finetuned
+    from tests.support.harness import tiny_config
+
+    info = TaskInfo.build(
+        "zero_shot", labels=["contradiction", "entailment"], entailment_id=1, contradiction_id=0
+    )
+    model = info.model(tiny_config())
+    model.build()
+    save_finetuned(model, str(tmp_path / "zs"), info, None)
+    with pytest.raises(CheckpointError, match="a zero-shot classifier directory has no Hugging"):
+        export_transformers(str(tmp_path / "zs"), str(tmp_path / "hf"))
+    assert not (tmp_path / "hf" / "config.json").exists()

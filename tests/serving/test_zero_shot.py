@@ -284,3 +284,16 @@ def test_an_rte_classifier_serves_with_its_not_entailment_as_contradiction(tmp_p
     want = 1 / (1 + np.exp(-(logits[..., 0] - logits[..., 1])))
     np.testing.assert_allclose(got["scores"], want, atol=1e-6)
     assert got["scores"].shape == (2, 3) and logits.shape == (2, 3, 2)
+
+
+def test_no_on_device_file_is_written(tmp_path):
+    from albert_tf.serving.export import export_formats
+
+    directory = _classifier_dir(tmp_path, labels=["contradiction", "entailment", "neutral"])
+    with pytest.raises(ValueError) as e:
+        export_formats("zero_shot", directory, str(tmp_path / "serving"), ("savedmodel", "tflite"))
+    assert str(e.value) == (
+        f"{directory}: no on-device zero-shot classifier file is written yet; export the "
+        "savedmodel format"
+    )
+    assert not (tmp_path / "serving" / "1").exists()

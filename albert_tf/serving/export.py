@@ -94,6 +94,7 @@ from albert_tf.serving.tasks.fill_mask import modules as fill_mask
 from albert_tf.serving.tasks.multiple_choice import modules as multiple_choice
 from albert_tf.serving.tasks.squad import modules as squad
 from albert_tf.serving.tasks.token_classifier import modules as token_classifier
+from albert_tf.serving.tasks.zero_shot import modules as zero_shot
 from data_pipeline.io import filesystem
 
 # The serving registry: each task kind's builders, one line a kind.
@@ -106,6 +107,7 @@ SERVING: dict[str, ServingTask] = {
         token_classifier.TASK,
         encoder.TASK,
         fill_mask.TASK,
+        zero_shot.TASK,
     )
 }
 TASKS = tuple(SERVING)

@@ -77,6 +77,8 @@ def resolve(
     from albert_tf.checkpoints import finetuned
 
     info = TaskInfo.read(init_checkpoint) if is_finetuned_dir(init_checkpoint) else None
+    if info is not None and info.kind != kind and task_kind(kind).from_task is not None:
+        info = task_kind(kind).from_task(info, init_checkpoint)  # (zero-shot from NLI)
     standalone = not task_kind(kind).finetuned  # (a kind any checkpoint serves)
     if info is None and not standalone:
         raise ValueError(

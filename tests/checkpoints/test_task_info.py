@@ -119,6 +119,9 @@ def test_each_kind_builds_its_model_and_keeps_its_rules():
     outputs = {}
     for name in KINDS:
         extra = {"labels": ["a", "b", "c"]} if name in ("classifier", "token_classifier") else {}
+        if name == "zero_shot":
+            extra = {"labels": ["contradiction", "entailment"], "entailment_id": 1}
+            extra["contradiction_id"] = 0
         model = TaskInfo.build(name, **extra).model(config)
         model.build()
         outputs[name] = type(model).__name__
@@ -129,14 +132,16 @@ def test_each_kind_builds_its_model_and_keeps_its_rules():
         "token_classifier": "AlbertTokenClassifier",
         "encoder": "AlbertEncoder",
         "fill_mask": "AlbertPretrainer",
+        "zero_shot": "AlbertClassifier",
     }
     v2 = TaskInfo.build("squad", squad_head="albert").model(config)
     assert type(v2).__name__ == "AlbertQuestionAnsweringV2"
-    assert FINETUNED_KINDS == ("classifier", "multiple_choice", "squad", "token_classifier")
+    finetuned = ("classifier", "multiple_choice", "squad", "token_classifier", "zero_shot")
+    assert FINETUNED_KINDS == finetuned
     refused = {n for n, k in KINDS.items() if k.on_device_refusal(wordpiece=True)}
-    assert refused == {"squad", "token_classifier"}
+    assert refused == {"squad", "token_classifier", "zero_shot"}
     refused = {n for n, k in KINDS.items() if k.on_device_refusal(wordpiece=False)}
-    assert refused == set()
+    assert refused == {"zero_shot"}
     assert "on-device SQuAD files of WordPiece models" in KINDS["squad"].on_device_refusal(True)
 
 

@@ -12,6 +12,7 @@ from albert_tf.checkpoints.task_kinds import (
     multiple_choice,
     squad,
     token_classifier,
+    zero_shot,
 )
 from albert_tf.checkpoints.task_kinds.kind import TaskKind
 
@@ -24,6 +25,7 @@ KINDS: dict[str, TaskKind] = {
         token_classifier.KIND,
         encoder.KIND,
         fill_mask.KIND,
+        zero_shot.KIND,
     )
 }
 # The kinds a fine-tuned model directory (task.json) may hold.

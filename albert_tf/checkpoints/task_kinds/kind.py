@@ -118,6 +118,9 @@ class TaskKind:
     keras_hub: (keras_hub, backbone, model, task, vocabulary) → (the preset to save, the
       heads not written), None when KerasHub has nothing for it.
     export_options: its fields the export command (`albert_tf.serving.export`) may set.
+    from_task: (TaskInfo of another kind's directory, its path) → this kind's TaskInfo, or
+      ValueError: a kind exported from another kind's directory (zero-shot from an NLI
+      classifier); None: only from its own.
     """
 
     name: str
@@ -130,6 +133,7 @@ class TaskKind:
     transformers: TransformersHead | None = None
     keras_hub: Callable | None = None
     export_options: tuple[str, ...] = ()
+    from_task: Callable | None = None
 
     def __post_init__(self):
         unknown = sorted(set(self.export_options) - set(self.field_names()))

@@ -50,7 +50,7 @@ COMMANDS = {
     "albert-pretraining-data": _module_command("data_pipeline.pretraining.create_pretraining_data"),
     "albert-convert": _module_command("albert_tf.checkpoints.convert"),
     "albert-export-encoder": _module_command("albert_tf.checkpoints.export_encoder"),
-    "albert-export": _module_command("albert_tf.serving.export"),
+    "albert-export": _module_command("albert_tf.serving.export_command"),
     "albert-tflite-predict": _tflite,
     "albert-analysis": _module_command("albert_tf.tools.analysis"),
 }
@@ -59,7 +59,7 @@ ARGPARSE = {
     "albert-squad-eval": ("data_file", "pred_file", "--na_prob_file", "--na_prob_thresh"),
     "albert-cmrc-eval": ("data_file", "pred_file"),
 }
-NOT_YET = {"albert-export": "export's CLI is converted with the kinds' options"}
+NOT_YET: dict[str, str] = {}
 
 
 def scripts() -> dict[str, str]:

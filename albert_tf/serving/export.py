@@ -84,8 +84,6 @@ from albert_tf.serving.formats import (
     DEFAULT_QUANTIZE,
     FORMATS,
     LITERT_DIR,
-    define_format_flags,
-    formats_from_flags,
 )
 from albert_tf.serving.resolve import resolve
 from albert_tf.serving.tasks.classifier import modules as classifier
@@ -111,9 +109,6 @@ SERVING: dict[str, ServingTask] = {
     )
 }
 TASKS = tuple(SERVING)
-# The encoder's embedding flags (albert_tf.modeling.pooling.POOLINGS, listed here so that
-# --help needs no TensorFlow; tests/serving/test_embedding_export.py checks they agree).
-POOLING_CHOICES = ("pooler", "cls", "mean", "max")
 
 
 def serving_task(kind: str) -> ServingTask:
@@ -217,156 +212,41 @@ def export_trained(
         return export_formats(task.kind, directory, export_dir, formats, quantize, **options)
 
 
-def _define_flags(fv) -> None:
-    from absl import flags
-
-    flags.DEFINE_enum("task", None, list(TASKS), "What the SavedModel does.", flag_values=fv)
-    flags.DEFINE_string(
-        "init_checkpoint",
-        None,
-        "A fine-tuned model directory (a runner's "
-        "--export_dir), or any checkpoint for --task encoder.",
-        flag_values=fv,
-    )
-    flags.DEFINE_string(
-        "albert_config_file",
-        None,
-        "Config (encoder exports of plain checkpoints; found beside the checkpoint otherwise).",
-        flag_values=fv,
-    )
-    flags.DEFINE_string(
-        "spm_model_file",
-        None,
-        "SentencePiece model (default: the fine-tuned directory's).",
-        flag_values=fv,
-    )
-    flags.DEFINE_string(
-        "vocab_file",
-        None,
-        "WordPiece vocab.txt, instead of --spm_model_file (default: the fine-tuned directory's).",
-        flag_values=fv,
-    )
-    flags.DEFINE_string(
-        "export_dir",
-        None,
-        f"SavedModel versions are written as EXPORT_DIR/N, LiteRT files in "
-        f"EXPORT_DIR/{LITERT_DIR}/.",
-        flag_values=fv,
-    )
-    define_format_flags(fv)
-    flags.DEFINE_bool(
-        "fixed_length",
-        False,
-        "tflite: pad every request to max_seq_length (static shapes, for delegates that "
-        "need them) instead of to its longest row.",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "max_seq_length",
-        None,
-        "Default: the fine-tuned model's or the pretraining run's (else 128).",
-        flag_values=fv,
-    )
-    flags.DEFINE_bool(
-        "do_lower_case",
-        None,
-        "Default: the fine-tuned model's or the pretraining run's (else True).",
-        flag_values=fv,
-    )
-    flags.DEFINE_enum(
-        "pooling",
-        None,
-        list(POOLING_CHOICES),
-        "encoder: the sentence embedding of embed/similarity (default mean): pooler = "
-        "tanh(dense(h_[CLS])), cls = h_[CLS], mean/max over the real tokens.",
-        flag_values=fv,
-    )
-    flags.DEFINE_bool(
-        "normalize", None, "encoder: L2-normalize the embeddings (default no).", flag_values=fv
-    )
-    flags.DEFINE_bool(
-        "encoder_outputs",
-        None,
-        "encoder: embed also returns every block's output, encoder_outputs [B, N, S, H].",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "top_k", None, "fill_mask: candidates per mask (default 5).", flag_values=fv
-    )
-    flags.DEFINE_integer(
-        "doc_stride", None, "squad: default the model's (else 128).", flag_values=fv
-    )
-    flags.DEFINE_integer(
-        "max_query_length", None, "squad: default the model's (else 64).", flag_values=fv
-    )
-    flags.DEFINE_integer(
-        "max_answer_length",
-        None,
-        "squad: longest answer in tokens (default the model's, else 30).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "n_best_size",
-        None,
-        "squad: start/end candidates per window (default the model's, else 20).",
-        flag_values=fv,
-    )
-    flags.DEFINE_float(
-        "null_score_diff_threshold",
-        None,
-        "squad v2.0: default the model's (else 0).",
-        flag_values=fv,
-    )
-    flags.DEFINE_integer(
-        "max_windows",
-        None,
-        "squad, token_classifier, classifier (with a doc_stride): the most windows one "
-        "request may need (default the model's, else "
-        "albert_tf.serving.request_windows.DEFAULT_MAX_WINDOWS); beyond, an error.",
-        lower_bound=1,
-        flag_values=fv,
-    )
-
-
 def main(argv=None) -> int:
-    from absl import flags
+    """`python -m albert_tf.serving.export`: the console command's (export_command.main)."""
+    from albert_tf.serving.export_command import main as command_main
 
-    from data_pipeline.cli import parse_tool_flags
+    return command_main(argv)
 
-    fv = flags.FlagValues()
-    _define_flags(fv)
-    if not parse_tool_flags(fv, argv, ["task", "init_checkpoint", "export_dir"]):
-        return 2
+
+def run_export(s) -> int:
+    """The export of parsed settings `s` (export_command's): exit 1 and one `error:`
+    line for a bad export."""
     from albert_tf.checkpoints import CheckpointError
     from albert_tf.checkpoints.task_kinds import task_kind
     from albert_tf.modeling.config import AlbertConfig, ConfigError
     from data_pipeline.tokenization.spec import TokenizerSpec
 
     # The kind's own fields this command sets (its `export_options`; the others: ignored).
-    details = {k: fv[k].value for k in task_kind(fv.task).export_options}
+    details = {k: getattr(s, k) for k in task_kind(s.task).export_options}
     try:
-        config = (
-            AlbertConfig.from_json_file(fv.albert_config_file) if fv.albert_config_file else None
-        )
+        config = AlbertConfig.from_json_file(s.albert_config_file) if s.albert_config_file else None
         paths = export_formats(
-            fv.task,
-            fv.init_checkpoint,
-            fv.export_dir,
-            fixed_length=fv.fixed_length,
+            s.task,
+            s.init_checkpoint,
+            s.export_dir,
+            fixed_length=s.fixed_length,
             albert_config=config,
-            tokenizer=TokenizerSpec.optional(fv.spm_model_file, fv.vocab_file),
-            max_seq_length=fv.max_seq_length,
-            do_lower_case=fv.do_lower_case,
-            **formats_from_flags(fv),
+            tokenizer=TokenizerSpec.optional(s.spm_model_file, s.vocab_file),
+            max_seq_length=s.max_seq_length,
+            do_lower_case=s.do_lower_case,
+            formats=tuple(s.export_format),
+            quantize=tuple(s.export_quantize),
             **details,
         )
     except (ValueError, OSError, CheckpointError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     for path in paths:
-        print(f"exported {fv.task}: {path}")
+        print(f"exported {s.task}: {path}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

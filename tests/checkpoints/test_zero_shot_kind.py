@@ -101,6 +101,7 @@ def test_a_zero_shot_directory_does_not_leave_as_a_hugging_face_class(tmp_path):
     model = info.model(tiny_config())
     model.build()
     save_finetuned(model, str(tmp_path / "zs"), info, None)
-    with pytest.raises(CheckpointError, match="a zero-shot classifier directory has no Hugging"):
+    refused = "the zero-shot classifier kind has no Hugging Face class"
+    with pytest.raises(CheckpointError, match=refused):
         export_transformers(str(tmp_path / "zs"), str(tmp_path / "hf"))
     assert not (tmp_path / "hf" / "config.json").exists()

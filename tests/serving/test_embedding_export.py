@@ -195,7 +195,7 @@ def test_each_pooling_ignores_padding(encoder_checkpoint, pooling):
 def test_pooling_flag_and_task_fields_are_checked():
     from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.modeling.pooling import POOLINGS
-    from albert_tf.serving.export import POOLING_CHOICES
+    from albert_tf.serving.export_command import POOLING_CHOICES
 
     assert POOLING_CHOICES == POOLINGS
     with pytest.raises(ValueError, match="pooling 'sum'") as e:

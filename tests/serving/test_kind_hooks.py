@@ -27,17 +27,16 @@ def test_every_kind_has_its_serving_builders_and_on_device_runner():
 
 
 def test_each_kinds_export_options_are_the_export_commands_flags():
-    from absl import flags
+    from albert_tf.serving.export import SERVING
+    from albert_tf.serving.export_command import TASKS, command
 
-    from albert_tf.serving.export import _define_flags
-
-    fv = flags.FlagValues()
-    _define_flags(fv)
+    assert TASKS == tuple(SERVING)  # (listed without TensorFlow for --help)
+    fv = {name for _, field, _ in command("").fields() for name in [field.name]}
     options = {n: set(k.export_options) for n, k in KINDS.items()}
     assert all(o <= set(fv) for o in options.values()), options
     per_kind = {"pooling", "normalize", "encoder_outputs", "top_k", "max_windows"}
     per_kind |= {"doc_stride", "max_query_length", "max_answer_length", "n_best_size"}
-    per_kind |= {"null_score_diff_threshold"}
+    per_kind |= {"null_score_diff_threshold", "max_pairs"}
     assert set().union(*options.values()) == per_kind
     assert options["squad"] >= {"doc_stride", "max_windows"} and options["classifier"] == {
         "max_windows"

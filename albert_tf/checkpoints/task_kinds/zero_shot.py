@@ -30,7 +30,7 @@ class ZeroShotFields:
       [contradiction, entailment] logits per candidate).
     hypothesis_template: the template a request's "" template stands for.
     max_pairs: the most (text, candidate label) pairs one request may hold, each one row
-      of the model (None: albert_tf.serving.squad_limits.DEFAULT_MAX_WINDOWS).
+      of the model (None: albert_tf.serving.request_windows.DEFAULT_MAX_WINDOWS).
     task_name: the classifier's task (mnli, rte, ...), kept for the record."""
 
     labels: tuple[str, ...] = ()
@@ -130,5 +130,6 @@ KIND = TaskKind(
     build_model=_model,
     check=_check,
     on_device=no_on_device,
+    export_options=("max_pairs",),
     from_task=from_classifier,
 )

@@ -16,9 +16,9 @@ from __future__ import annotations
 import tensorflow as tf
 
 from albert_tf.serving.base import Serving, ServingTask
-from albert_tf.serving.squad_limits import DEFAULT_MAX_WINDOWS
-from albert_tf.serving.text_ops import at_least_one_row, by_length
+from albert_tf.serving.request_windows import DEFAULT_MAX_WINDOWS
 from albert_tf.serving.tasks.zero_shot.pairs import check_request, hypotheses, pair_inputs
+from albert_tf.serving.text_ops import at_least_one_row, by_length
 
 
 def zero_shot_outputs(logits, labels, entailment_id: int, contradiction_id: int, multi_label):

@@ -11,9 +11,9 @@ the NLI classifier reads them.
 
 A pair costs what a window of a windowed export costs (one model row of at most
 max_seq_length tokens), so a request is bounded as those are: `max_pairs` rows
-(squad_limits.DEFAULT_MAX_WINDOWS unless the export sets another), and the bytes to
+(request_windows.DEFAULT_MAX_WINDOWS unless the export sets another), and the bytes to
 tokenize (texts once, labels and the template once per label) at
-squad_limits.max_request_bytes of that many rows.
+request_windows.max_request_bytes of that many rows.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from albert_tf.checkpoints.task_kinds.zero_shot import SLOT
-from albert_tf.serving.squad_limits import BYTES_PER_WINDOW_POSITION, max_request_bytes
+from albert_tf.serving.request_windows import BYTES_PER_WINDOW_POSITION, max_request_bytes
 from albert_tf.serving.text_ops import pack
 
 # A template the graph accepts: one "{}" and no other brace (task_kinds.zero_shot's rule).

@@ -6,7 +6,7 @@
   `LiteModule`  the same for a LiteRT file: the model plus `litert_text`'s builtin-op front
                 end; its `functions()` are what `litert.convert` converts;
   `ServingTask` what each kind's `albert_tf.serving.tasks.<kind>.modules` gives the
-                exporters (their registry: `albert_tf.serving.export.SERVING`).
+                exporters (their registry: `albert_tf.serving.registry.SERVING`).
 
 Each is built from a `resolve.ResolvedModel` (model, TaskInfo, tokenizer, sequence length),
 never by reading settings back out of another module.

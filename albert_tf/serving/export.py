@@ -12,7 +12,8 @@ precisions and their defaults are albert_tf.serving.formats'.)
 
 The model is resolved once (`albert_tf.serving.resolve`: task.json read once, weights
 restored once) and handed to each format's writer (`saved_model`, `litert`); each task's
-modules are in its folder of `albert_tf.serving.tasks`, found through `SERVING`.
+modules are in its folder of `albert_tf.serving.tasks`, found through the registry
+(`albert_tf.serving.registry.SERVING`). This module imports no TensorFlow until it exports.
 
 The tokenization the model was trained with runs inside the graph: ALBERT's normalization
 and SentencePiece (tensorflow-text;
@@ -77,7 +78,6 @@ from __future__ import annotations
 import os
 import sys
 
-from albert_tf.serving.base import ServingTask
 from albert_tf.serving.export_dir import check_export_dir
 from albert_tf.serving.formats import (
     DEFAULT_FORMATS,
@@ -86,33 +86,14 @@ from albert_tf.serving.formats import (
     LITERT_DIR,
 )
 from albert_tf.serving.resolve import resolve
-from albert_tf.serving.tasks.classifier import modules as classifier
-from albert_tf.serving.tasks.encoder import modules as encoder
-from albert_tf.serving.tasks.fill_mask import modules as fill_mask
-from albert_tf.serving.tasks.multiple_choice import modules as multiple_choice
-from albert_tf.serving.tasks.squad import modules as squad
-from albert_tf.serving.tasks.token_classifier import modules as token_classifier
-from albert_tf.serving.tasks.zero_shot import modules as zero_shot
 from data_pipeline.io import filesystem
 
-# The serving registry: each task kind's builders, one line a kind.
-SERVING: dict[str, ServingTask] = {
-    t.kind: t
-    for t in (
-        classifier.TASK,
-        multiple_choice.TASK,
-        squad.TASK,
-        token_classifier.TASK,
-        encoder.TASK,
-        fill_mask.TASK,
-        zero_shot.TASK,
-    )
-}
-TASKS = tuple(SERVING)
 
+def serving_task(kind: str):
+    """The serving builders of `kind` (albert_tf.serving.registry); ValueError (one line)
+    for a kind with none."""
+    from albert_tf.serving.registry import SERVING
 
-def serving_task(kind: str) -> ServingTask:
-    """The serving builders of `kind`; ValueError (one line) for a kind with none."""
     if kind not in SERVING:
         raise ValueError(f"--task {kind!r} is not one of {', '.join(SERVING)}")
     return SERVING[kind]
@@ -213,10 +194,14 @@ def export_trained(
 
 
 def main(argv=None) -> int:
-    """`python -m albert_tf.serving.export`: the console command's (export_command.main)."""
-    from albert_tf.serving.export_command import main as command_main
+    """`albert-export`: the command line parsed once (albert_tf.serving.export_command;
+    --help and a bad flag before TensorFlow loads: exit 0 / 2), then `run_export`."""
+    from albert_tf.serving.export_command import COMMAND
 
-    return command_main(argv)
+    s = COMMAND.parse_tool(argv)
+    if s is None:
+        return 2
+    return run_export(s)
 
 
 def run_export(s) -> int:

@@ -125,14 +125,3 @@ COMMAND = command(
     "SavedModels (and LiteRT files) that take raw text; the signatures of each task are "
     "in albert_tf/serving/export.py's docstring."
 )
-
-
-def main(argv=None) -> int:
-    """`albert-export`: the command line parsed once (--help and a bad flag before
-    TensorFlow loads: exit 0 / 2), then the export (albert_tf.serving.export.run_export)."""
-    s = COMMAND.parse_tool(argv)
-    if s is None:
-        return 2
-    from albert_tf.serving.export import run_export
-
-    return run_export(s)

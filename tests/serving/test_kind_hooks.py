@@ -13,7 +13,7 @@ from albert_tf.checkpoints.task_kinds.kind import TaskKind
 
 
 def test_every_kind_has_its_serving_builders_and_on_device_runner():
-    from albert_tf.serving.export import SERVING
+    from albert_tf.serving.registry import SERVING
     from albert_tf.serving.tflite_predict import RUNNERS
 
     assert set(SERVING) == set(KINDS)
@@ -27,8 +27,8 @@ def test_every_kind_has_its_serving_builders_and_on_device_runner():
 
 
 def test_each_kinds_export_options_are_the_export_commands_flags():
-    from albert_tf.serving.export import SERVING
     from albert_tf.serving.export_command import TASKS, command
+    from albert_tf.serving.registry import SERVING
 
     assert TASKS == tuple(SERVING)  # (listed without TensorFlow for --help)
     fv = {name for _, field, _ in command("").fields() for name in [field.name]}

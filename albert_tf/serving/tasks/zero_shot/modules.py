@@ -102,4 +102,4 @@ def _litert(resolved, fixed_length: bool):
     raise ValueError(resolved.task.task_kind.on_device_refusal(resolved.tokenizer.is_wordpiece))
 
 
-TASK = ServingTask(saved_model=_saved_model, litert=_litert)
+TASK = ServingTask("zero_shot", saved_model=_saved_model, litert=_litert)

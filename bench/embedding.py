@@ -134,20 +134,29 @@ def main() -> int:
         encoder.build()
         save_checkpoint(encoder, os.path.join(tmp, "enc"))
         version = export(
-            "encoder", os.path.join(tmp, "enc"), os.path.join(tmp, "serving"),
-            tokenizer=TokenizerSpec.from_files(spm), max_seq_length=128,
-            pooling="mean", normalize=True,
-        )  # fmt: skip
+            "encoder",
+            os.path.join(tmp, "enc"),
+            os.path.join(tmp, "serving"),
+            tokenizer=TokenizerSpec.from_files(spm),
+            max_seq_length=128,
+            pooling="mean",
+            normalize=True,
+        )
         lite = {}
         if args.lite:
             from albert_tf.serving.export import export_tflite
             from albert_tf.serving.tflite_predict import LiteModel
 
             files = export_tflite(
-                "encoder", os.path.join(tmp, "enc"), os.path.join(tmp, "lite"), tuple(args.lite),
-                tokenizer=TokenizerSpec.from_files(spm), max_seq_length=128,
-                pooling="mean", normalize=True,
-            )  # fmt: skip
+                "encoder",
+                os.path.join(tmp, "enc"),
+                os.path.join(tmp, "lite"),
+                tuple(args.lite),
+                tokenizer=TokenizerSpec.from_files(spm),
+                max_seq_length=128,
+                pooling="mean",
+                normalize=True,
+            )
             lite = {q: LiteModel(f) for q, f in zip(args.lite, files)}
         del encoder
         signatures = tf.saved_model.load(version).signatures
@@ -277,8 +286,10 @@ def main() -> int:
     ours_v, theirs_v = "albert_tf vectors", "transformers + mean"
     fewer = flops[theirs_v] / flops[ours_v]
     faster = (flops[ours_v] / sum(times[ours_v])) / (flops[theirs_v] / sum(times[theirs_v]))
-    print(f"ratio {ours_v} / transformers = {fewer:.2f} (their encoder FLOPs / ours) × "
-          f"{faster:.2f} (our GFLOP/s / theirs)")  # fmt: skip
+    print(
+        f"ratio {ours_v} / transformers = {fewer:.2f} (their encoder FLOPs / ours) × "
+        f"{faster:.2f} (our GFLOP/s / theirs)"
+    )
     print(f"peak RSS: {rss_ours:.0f} MB after albert_tf, {rss_both:.0f} MB with both loaded")
     load_end = os.getloadavg()[0]
     print(f"load average (1 min): {load_start[0]:.1f} at the start, {load_end:.1f} at the end")

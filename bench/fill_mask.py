@@ -104,10 +104,14 @@ def main() -> int:
         assign_official(model, weights, directory)
         save_checkpoint(model, os.path.join(directory, "pretrainer"))
         version, lite_file = export_formats(
-            "fill_mask", os.path.join(directory, "pretrainer"), os.path.join(directory, "sm"),
-            ("savedmodel", "tflite"), tokenizer=TokenizerSpec.from_files(spm),
-            max_seq_length=128, top_k=args.top_k,
-        )  # fmt: skip
+            "fill_mask",
+            os.path.join(directory, "pretrainer"),
+            os.path.join(directory, "sm"),
+            ("savedmodel", "tflite"),
+            tokenizer=TokenizerSpec.from_files(spm),
+            max_seq_length=128,
+            top_k=args.top_k,
+        )
         saved = tf.saved_model.load(version).signatures["fill_mask"]
         lite = LiteModel(lite_file, args.threads or None)
 

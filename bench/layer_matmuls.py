@@ -67,8 +67,9 @@ def _time_layer(m, shapes, kernels, biases, tf_w, tf_b, linears, buffer, args, r
     interpreter = Interpreter(model_content=converter.convert(), num_threads=args.threads)
     interpreter.allocate_tensors()
     for detail in interpreter.get_input_details():  # its own input order
-        interpreter.set_tensor(detail["index"], np.asarray(
-            rng.standard_normal(detail["shape"]), "float32"))  # fmt: skip
+        interpreter.set_tensor(
+            detail["index"], np.asarray(rng.standard_normal(detail["shape"]), "float32")
+        )
 
     def torch_layer():
         with torch.inference_mode():

@@ -103,10 +103,17 @@ def _rss_mib() -> float:
 
 def run_case(args, method, mode) -> dict:
     command = [
-        sys.executable, os.path.abspath(__file__), "--child", f"--preset={args.preset}",
-        f"--cases={method}:{mode}", f"--batch={args.batch}", f"--seq={args.seq}",
-        f"--steps={args.steps}", f"--rank={args.rank}", f"--targets={args.targets}",
-    ]  # fmt: skip
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        f"--preset={args.preset}",
+        f"--cases={method}:{mode}",
+        f"--batch={args.batch}",
+        f"--seq={args.seq}",
+        f"--steps={args.steps}",
+        f"--rank={args.rank}",
+        f"--targets={args.targets}",
+    ]
     return run_child(command)
 
 

@@ -53,11 +53,21 @@ DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "sha
 SPM = os.path.join(DATA, "spm", "de-30k-clean.model")
 CONLL = os.path.join(DATA, "ner", "conll2003")
 CONFIGS = {
-    "base": dict(embedding_size=128, hidden_size=768, num_hidden_layers=12,
-                 num_attention_heads=12, intermediate_size=3072),
-    "tiny": dict(embedding_size=128, hidden_size=312, num_hidden_layers=4,
-                 num_attention_heads=12, intermediate_size=1248),
-}  # fmt: skip
+    "base": dict(
+        embedding_size=128,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+    ),
+    "tiny": dict(
+        embedding_size=128,
+        hidden_size=312,
+        num_hidden_layers=4,
+        num_attention_heads=12,
+        intermediate_size=1248,
+    ),
+}
 
 # The fresh client process: tensorflow and tensorflow_text only (nothing of this project).
 OURS = """\
@@ -190,11 +200,19 @@ def main(argv=None) -> int:
     p.add_argument("--batches", default="32,1")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--output_dir", default="/tmp/albert_tf_bench_ner")
-    p.add_argument("--lite", nargs="?", const="float32", default="",
-                   help="also these LiteRT files' runner: float32 (the default), int8, or both "
-                        "comma-separated")  # fmt: skip
-    p.add_argument("--floor", action="store_true",
-                   help="also the two models' forward passes alone on token ids")  # fmt: skip
+    p.add_argument(
+        "--lite",
+        nargs="?",
+        const="float32",
+        default="",
+        help="also these LiteRT files' runner: float32 (the default), int8, or both "
+        "comma-separated",
+    )
+    p.add_argument(
+        "--floor",
+        action="store_true",
+        help="also the two models' forward passes alone on token ids",
+    )
     args = p.parse_args(argv)
     args.lite = [q for q in args.lite.split(",") if q]
 
@@ -230,14 +248,28 @@ def main(argv=None) -> int:
                 script, model = mine[system]
                 cmd = [sys.executable, script, model, texts_file, str(batch), str(args.reps)]
             else:
-                cmd = [sys.executable, peer, "--model", hf, "--texts", texts_file,
-                       "--batch", str(batch), "--reps", str(args.reps),
-                       "--quantize", "int8" if system == "hf-int8" else "float32"]  # fmt: skip
+                cmd = [
+                    sys.executable,
+                    peer,
+                    "--model",
+                    hf,
+                    "--texts",
+                    texts_file,
+                    "--batch",
+                    str(batch),
+                    "--reps",
+                    str(args.reps),
+                    "--quantize",
+                    "int8" if system == "hf-int8" else "float32",
+                ]
                 cmd += ["--model_only"] if system == "hf-model" else []
             r = run(cmd, ROOT if system.startswith(("lite", "ours-")) else "")
             rows[system].append(r)
-            print(f"{batch:>5}  {system:<11} {r['texts_per_s']:>9.1f} {r['entities']:>9} "
-                  f"{r['peak_rss_mb']:>12.0f}", flush=True)  # fmt: skip
+            print(
+                f"{batch:>5}  {system:<11} {r['texts_per_s']:>9.1f} {r['entities']:>9} "
+                f"{r['peak_rss_mb']:>12.0f}",
+                flush=True,
+            )
         peer_median = statistics.median([r["texts_per_s"] for r in rows["hf"]])
         for system in ("ours", *lites):
             for r in rows[system]:
@@ -249,9 +281,11 @@ def main(argv=None) -> int:
         if args.floor:
             ours_model = rows["ours-model"][0]["texts_per_s"]
             what = "the zero-overhead bound" if batch == 1 else "padded, where ours packs"
-            print(f"{batch:>5}  ours-model / hf = {ours_model / peer_median:.2f} ({what}); "
-                  f"ours-model / hf-model = "
-                  f"{ours_model / rows['hf-model'][0]['texts_per_s']:.2f}")  # fmt: skip
+            print(
+                f"{batch:>5}  ours-model / hf = {ours_model / peer_median:.2f} ({what}); "
+                f"ours-model / hf-model = "
+                f"{ours_model / rows['hf-model'][0]['texts_per_s']:.2f}"
+            )
         print(f"{batch:>5}  load average {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 

@@ -86,19 +86,34 @@ def ours(args) -> dict:
         keras.utils.set_random_seed(0)
         seed = 12345
         config = TrainerConfig(
-            output_dir=os.path.join(work, "run"), num_train_steps=total,
-            learning_rate=LEARNING_RATE, optimizer="adamw", steps_per_loop=1,
-            save_checkpoints_steps=10**9, seed=seed,
-        )  # fmt: skip
-        task = TokenClassificationTask(AlbertConfig(vocab_size=30000, **CONFIGS[args.config]),
-                                       len(labels))  # fmt: skip
+            output_dir=os.path.join(work, "run"),
+            num_train_steps=total,
+            learning_rate=LEARNING_RATE,
+            optimizer="adamw",
+            steps_per_loop=1,
+            save_checkpoints_steps=10**9,
+            seed=seed,
+        )
+        task = TokenClassificationTask(
+            AlbertConfig(vocab_size=30000, **CONFIGS[args.config]), len(labels)
+        )
 
         def batches(ctx=None):
-            return data.dataset(args.batch, is_training=True, seed=seed, input_context=ctx,
-                                length_buckets=LENGTH_BUCKETS)  # fmt: skip
+            return data.dataset(
+                args.batch,
+                is_training=True,
+                seed=seed,
+                input_context=ctx,
+                length_buckets=LENGTH_BUCKETS,
+            )
 
-        trainer = Trainer(task, config, make_strategy("default"), batches,
-                          log=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
+        trainer = Trainer(
+            task,
+            config,
+            make_strategy("default"),
+            batches,
+            log=lambda line: print(line, file=sys.stderr, flush=True),
+        )
         trainer.train()
         with open(os.path.join(config.output_dir, "metrics.jsonl")) as f:
             rows = [json.loads(line) for line in f if '"train"' in line]
@@ -146,10 +161,17 @@ def main(argv=None) -> int:
     for name in ("config", "batch", "steps", "reps", "warmup", "limit"):
         common += [f"--{name}", str(getattr(args, name))]
     commands = {
-        "hf": [sys.executable, os.path.join(ROOT, "bench", "peers", "ner_train_hf.py"),
-               "--conll", os.path.join(CONLL, "train.txt"), "--spm", SPM, *common],
+        "hf": [
+            sys.executable,
+            os.path.join(ROOT, "bench", "peers", "ner_train_hf.py"),
+            "--conll",
+            os.path.join(CONLL, "train.txt"),
+            "--spm",
+            SPM,
+            *common,
+        ],
         "ours": [sys.executable, "-m", "bench.ner_train", "--case", "ours", *common],
-    }  # fmt: skip
+    }
     envs = {
         "hf": dict(os.environ, PYTHONPATH=""),
         "ours": dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3"),
@@ -161,11 +183,16 @@ def main(argv=None) -> int:
         r = run(commands[system], envs[system])
         rows.append(r)
         share = r["tokens_computed"] / max(1, r["tokens_present"])
-        print(f"{system:<5} {r['examples_per_s']:>10.2f} {share:>24.2f} "
-              f"{r['peak_rss_mb']:>12.0f}  [{time.strftime('%H:%M:%S')}]", flush=True)  # fmt: skip
+        print(
+            f"{system:<5} {r['examples_per_s']:>10.2f} {share:>24.2f} "
+            f"{r['peak_rss_mb']:>12.0f}  [{time.strftime('%H:%M:%S')}]",
+            flush=True,
+        )
     peer = statistics.median([rows[0]["examples_per_s"], rows[2]["examples_per_s"]])
-    print(f"ours / hf = {rows[1]['examples_per_s'] / peer:.2f} (target ≥ 2), "
-          f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(
+        f"ours / hf = {rows[1]['examples_per_s'] / peer:.2f} (target ≥ 2), "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
     return 0
 
 

@@ -203,12 +203,17 @@ def summarize(args, results: dict, task, case, batch, dtype) -> dict:
             for c in found
         }
     row.update(
-        task=task, case=case, batch=batch, dtype=dtype, found=found, tokens=tokens,
+        task=task,
+        case=case,
+        batch=batch,
+        dtype=dtype,
+        found=found,
+        tokens=tokens,
         best=max((row[p] or 0 for p in args.peers), default=0) or None,
         rss={c: max((r["peak_rss_mib"] for r in found[c]), default=None) for c in found},
         p50={c: median(found[c], "latency_ms_p50") for c in found},
         p95={c: median(found[c], "latency_ms_p95") for c in found},
-    )  # fmt: skip
+    )
     return row
 
 

@@ -38,9 +38,14 @@ def _config(name: str):
 
     if name == "tiny":
         return AlbertConfig(
-            vocab_size=30000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-            num_attention_heads=2, intermediate_size=64, max_position_embeddings=512,
-        )  # fmt: skip
+            vocab_size=30000,
+            embedding_size=16,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=512,
+        )
     if name.endswith(".json"):
         return AlbertConfig.from_json_file(name)
     return AlbertConfig.preset(name)
@@ -77,9 +82,14 @@ def squad_predict_case(config_name="base", batch=32, limit=200, rounds=2, seq=38
         """(answers, outputs, tokens computed): one whole prediction, as run_squad's."""
         dataset = features.prediction_dataset(batch, LENGTH_BUCKETS if aware else None)
         out = predict_logits(
-            model, dataset, ("start_logits", "end_logits"), carry=PREDICTION_KEYS,
-            order_by="feature_index", per_token=PER_TOKEN_FILL, length=seq,
-        )  # fmt: skip
+            model,
+            dataset,
+            ("start_logits", "end_logits"),
+            carry=PREDICTION_KEYS,
+            order_by="feature_index",
+            per_token=PER_TOKEN_FILL,
+            length=seq,
+        )
         answers = postprocess(examples, out, out["start_logits"], out["end_logits"])[0]
         return answers, out, dataset
 

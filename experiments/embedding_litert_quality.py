@@ -46,11 +46,16 @@ def main() -> int:
     log = report_logger(args.output_dir)
     config = args.albert_config_file and AlbertConfig.from_json_file(args.albert_config_file)
     files = export_tflite(
-        "encoder", args.init_checkpoint, os.path.join(args.output_dir, "lite"),
-        ("float32", "int8"), albert_config=config,
+        "encoder",
+        args.init_checkpoint,
+        os.path.join(args.output_dir, "lite"),
+        ("float32", "int8"),
+        albert_config=config,
         tokenizer=TokenizerSpec.from_files(args.spm_model_file),
-        max_seq_length=args.max_seq_length, pooling="mean", normalize=True,
-    )  # fmt: skip
+        max_seq_length=args.max_seq_length,
+        pooling="mean",
+        normalize=True,
+    )
     with open(os.path.join(DATA, "glue", "STS-B", "dev.tsv"), encoding="utf-8") as f:
         rows = [line.rstrip("\n").split("\t") for line in f][1:]
     a, b = [r[7] for r in rows], [r[8] for r in rows]

@@ -157,8 +157,10 @@ def main() -> int:
         extra = SETTINGS[name] + ([f"--export_dir={export}"] if name == "plain" else [])
         results[name] = run_setting(name, extra, args, model)
     if "distill" in names:
-        student = [f"--spm_model_file={spm}",
-                   f"--albert_config_file={_write(student_config, args, 'student')}"]  # fmt: skip
+        student = [
+            f"--spm_model_file={spm}",
+            f"--albert_config_file={_write(student_config, args, 'student')}",
+        ]
         teacher = os.path.join(export, "run_0", _latest(os.path.join(export, "run_0")))
         results["student"] = run_setting("student", [], args, student)
         results["distill"] = run_setting(

@@ -106,8 +106,10 @@ def main() -> int:
         with open(config, "w") as f:
             json.dump(CONFIG, f)
         args.model = [f"--spm_model_file={SPM}", f"--albert_config_file={config}"]
-    log(f"movie_reviews, {args.steps} steps at batch 32, max_seq_length {args.max_seq_length}, "
-        f"doc_stride {args.doc_stride}, from {args.pretrained_dir or 'scratch'}")  # fmt: skip
+    log(
+        f"movie_reviews, {args.steps} steps at batch 32, max_seq_length {args.max_seq_length}, "
+        f"doc_stride {args.doc_stride}, from {args.pretrained_dir or 'scratch'}"
+    )
     results = {"truncation": [], "windows, mean_logits": [], "windows, max_prob": []}
     for s in range(args.seeds):
         seed = 12345 + s
@@ -120,16 +122,20 @@ def main() -> int:
         r = run_classifier(out, args, seed, *windows, "--aggregate=max_prob")
         results["windows, max_prob"].append(r)
         for name, rows in results.items():
-            log(f"seed {seed} {name:<22} accuracy {rows[-1]['accuracy']:.4f} "
+            log(
+                f"seed {seed} {name:<22} accuracy {rows[-1]['accuracy']:.4f} "
                 f"({rows[-1]['tokens_per_document']:.0f} tokens/document, "
-                f"{rows[-1]['seconds']:.0f}s)")  # fmt: skip
+                f"{rows[-1]['seconds']:.0f}s)"
+            )
     with open(os.path.join(args.output_dir, "results.json"), "w") as f:
         json.dump({"args": vars(args), "results": results}, f, indent=1)
     log(f"\n{'setting':<24}{'median':>8}{'min':>8}{'max':>8}{'tokens/doc':>12}")
     for name, rows in results.items():
         values = sorted(r["accuracy"] for r in rows)
-        log(f"{name:<24}{values[len(values) // 2]:>8.4f}{values[0]:>8.4f}{values[-1]:>8.4f}"
-            f"{rows[0]['tokens_per_document']:>12.0f}")  # fmt: skip
+        log(
+            f"{name:<24}{values[len(values) // 2]:>8.4f}{values[0]:>8.4f}{values[-1]:>8.4f}"
+            f"{rows[0]['tokens_per_document']:>12.0f}"
+        )
     return 0
 
 

@@ -69,8 +69,10 @@ def main() -> int:
         assert all(len(t) == len(g) for t, g in zip(tags[q], gold)), "a word lost its tag"
         m = tagging_metrics(gold, tags[q], trained["scheme"])
         size = os.path.getsize(path) / 2**20
-        log(f"{os.path.basename(path):<34}{size:>6.1f}{m['precision']:>8.4f}{m['recall']:>8.4f}"
-            f"{m['f1']:>8.4f}{m['accuracy']:>9.4f}")  # fmt: skip
+        log(
+            f"{os.path.basename(path):<34}{size:>6.1f}{m['precision']:>8.4f}{m['recall']:>8.4f}"
+            f"{m['f1']:>8.4f}{m['accuracy']:>9.4f}"
+        )
     words = sum(len(g) for g in gold)
     same = sum(a == b for fa, fb in zip(tags["float32"], tags["int8"]) for a, b in zip(fa, fb))
     log(f"int8 tag equal to float32's: {same}/{words} words ({same / words:.2%})")

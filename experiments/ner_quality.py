@@ -90,14 +90,25 @@ def run(name: str, out: str, args, start: str = "small", extra=()) -> dict:
             json.dump(small_config(size), f)
         tokenizer.append(f"--albert_config_file={config}")
     cmd = [
-        sys.executable, os.path.join(ROOT, "run_ner.py"), f"--data_dir={data_dir}",
-        f"--output_dir={os.path.join(out, 'run')}", *tokenizer,
-        "--max_seq_length=128", "--doc_stride=64", "--train_batch_size=32",
-        f"--train_step={args.steps}", "--warmup_proportion=0.1",
-        f"--learning_rate={args.learning_rate}", "--steps_per_loop=100",
-        "--save_checkpoints_steps=100000", "--eval_batch_size=128", f"--seed={args.seed}",
-        "--do_train", "--do_eval", *extra,
-    ]  # fmt: skip
+        sys.executable,
+        os.path.join(ROOT, "run_ner.py"),
+        f"--data_dir={data_dir}",
+        f"--output_dir={os.path.join(out, 'run')}",
+        *tokenizer,
+        "--max_seq_length=128",
+        "--doc_stride=64",
+        "--train_batch_size=32",
+        f"--train_step={args.steps}",
+        "--warmup_proportion=0.1",
+        f"--learning_rate={args.learning_rate}",
+        "--steps_per_loop=100",
+        "--save_checkpoints_steps=100000",
+        "--eval_batch_size=128",
+        f"--seed={args.seed}",
+        "--do_train",
+        "--do_eval",
+        *extra,
+    ]
     start = time.time()
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if done.returncode:
@@ -136,8 +147,10 @@ def main() -> int:
             rows[key] = run(name, os.path.join(args.output_dir, key.replace(" ", "-")), args, start)
     with open(os.path.join(args.output_dir, "results.json"), "w") as f:
         json.dump({"args": vars(args), "results": rows}, f, indent=1)
-    log(f"{args.steps} steps at batch 32, dev set, final step; small: small_config from scratch; "
-        "pretrained(-scratch): the CPU-pretrained model (from a random start)")  # fmt: skip
+    log(
+        f"{args.steps} steps at batch 32, dev set, final step; small: small_config from scratch; "
+        "pretrained(-scratch): the CPU-pretrained model (from a random start)"
+    )
     log(f"{'dataset':<30}{'scheme':<7}{'P':>8}{'R':>8}{'F1':>8}{'tok acc':>9}{'time':>8}")
     for name, r in rows.items():
         e = r["eval"]

@@ -101,9 +101,14 @@ def prepare(out: str, args, log) -> dict:
         ("eval_sop", heldout_files, 1),
     ):
         paths[name] = write_instances(
-            os.path.join(out, name), files, dupe, log, vocab_file=vocab,
-            sentence_order="sop", zh_whole_word_mask=args.zh_whole_word_mask,
-        )  # fmt: skip
+            os.path.join(out, name),
+            files,
+            dupe,
+            log,
+            vocab_file=vocab,
+            sentence_order="sop",
+            zh_whole_word_mask=args.zh_whole_word_mask,
+        )
     return paths
 
 
@@ -125,9 +130,11 @@ def main() -> int:
     p.add_argument("--max_eval_batches", type=int, default=50)
     p.add_argument("--max_articles", type=int, default=0, help="0: all (a smoke run: fewer)")
     p.add_argument(
-        "--zh_whole_word_mask", action=argparse.BooleanOptionalAction, default=True,
+        "--zh_whole_word_mask",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="mask jieba words whole (default); --no-zh_whole_word_mask: single characters",
-    )  # fmt: skip
+    )
     args = p.parse_args()
     if args.steps < 1 or args.batch_size < 1:
         p.error("--steps and --batch_size must be >= 1")
@@ -144,8 +151,10 @@ def main() -> int:
         final = json.load(f)
     heldout = evaluate(run_dir, config_file, paths["eval_sop"], args.max_eval_batches)
     train = final["train"]
-    log(f"\n{final['step']} steps × batch {args.batch_size}, zh_whole_word_mask "
-        f"{args.zh_whole_word_mask}")  # fmt: skip
+    log(
+        f"\n{final['step']} steps × batch {args.batch_size}, zh_whole_word_mask "
+        f"{args.zh_whole_word_mask}"
+    )
     log(f"{'':<28}{'MLM acc':>9}{'SOP acc':>9}")
     log(f"{'train (last loop)':<28}{train['mlm_accuracy']:>9.1%}{train['sop_accuracy']:>9.1%}")
     log(

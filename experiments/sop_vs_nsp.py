@@ -77,9 +77,14 @@ def prepare(out: str, log) -> dict:
         ("eval_nsp", heldout_files(), "nsp", 1),
     ):
         paths[name] = write_instances(
-            os.path.join(out, name), files, dupe, log,
-            spm_model_file=paths["spm"], sentence_order=order, split_sentences=True,
-        )  # fmt: skip
+            os.path.join(out, name),
+            files,
+            dupe,
+            log,
+            spm_model_file=paths["spm"],
+            sentence_order=order,
+            split_sentences=True,
+        )
     return paths
 
 

@@ -46,12 +46,17 @@ def runner(out: str, args, *extra) -> dict:
         else [f"--vocab_file={args.vocab_file}"]
     )
     cmd = [
-        sys.executable, os.path.join(ROOT, "run_embedding.py"), f"--output_dir={out}",
+        sys.executable,
+        os.path.join(ROOT, "run_embedding.py"),
+        f"--output_dir={out}",
         f"--init_checkpoint={args.init_checkpoint}",
-        f"--albert_config_file={args.albert_config_file}", *tokenizer,
-        f"--max_seq_length={args.max_seq_length}", f"--eval_file={args.eval_file}",
-        "--eval_batch_size=64", *extra,
-    ]  # fmt: skip
+        f"--albert_config_file={args.albert_config_file}",
+        *tokenizer,
+        f"--max_seq_length={args.max_seq_length}",
+        f"--eval_file={args.eval_file}",
+        "--eval_batch_size=64",
+        *extra,
+    ]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
@@ -101,19 +106,31 @@ def main() -> int:
     start = time.time()
     schedule = [f"--train_step={args.train_step}"] if args.train_step else []
     tuned = runner(
-        os.path.join(args.output_dir, "cosine_mean"), args, "--do_train",
-        f"--train_file={train}", "--objective=cosine", "--pooling=mean",
-        f"--num_train_epochs={args.num_train_epochs}", *schedule,
-        f"--train_batch_size={args.train_batch_size}", f"--learning_rate={args.learning_rate}",
-        "--warmup_proportion=0.1", "--steps_per_loop=100", "--save_checkpoints_steps=100000",
-        f"--seed={args.seed}", f"--num_runs={args.seeds}",
-    )  # fmt: skip
+        os.path.join(args.output_dir, "cosine_mean"),
+        args,
+        "--do_train",
+        f"--train_file={train}",
+        "--objective=cosine",
+        "--pooling=mean",
+        f"--num_train_epochs={args.num_train_epochs}",
+        *schedule,
+        f"--train_batch_size={args.train_batch_size}",
+        f"--learning_rate={args.learning_rate}",
+        "--warmup_proportion=0.1",
+        "--steps_per_loop=100",
+        "--save_checkpoints_steps=100000",
+        f"--seed={args.seed}",
+        f"--num_runs={args.seeds}",
+    )
     seconds = time.time() - start
     per_run = tuned.get("per_run") or [tuned["final"]]
     values = [r["spearman"] for r in per_run]
     summary = (tuned.get("summary") or {}).get("spearman") or {
-        "median": values[0], "min": values[0], "max": values[0], "std": 0.0,
-    }  # fmt: skip
+        "median": values[0],
+        "min": values[0],
+        "max": values[0],
+        "std": 0.0,
+    }
     with open(os.path.join(args.output_dir, "results.json"), "w") as f:
         json.dump({"args": vars(args), "unsupervised": unsupervised, "cosine": tuned}, f, indent=1)
     log(f"STS-B dev Spearman of cosine ({args.eval_file}), {args.init_checkpoint}")

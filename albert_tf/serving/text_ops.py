@@ -94,9 +94,15 @@ GROUP_POSITIONS = 1024
 
 
 def by_length(
-    forward, input_ids, input_mask, segment_ids, max_seq_length: int, group=LENGTH_GROUP,
-    exact=False, positions=GROUP_POSITIONS,
-):  # fmt: skip
+    forward,
+    input_ids,
+    input_mask,
+    segment_ids,
+    max_seq_length: int,
+    group=LENGTH_GROUP,
+    exact=False,
+    positions=GROUP_POSITIONS,
+):
     """`forward(input_ids, input_mask, segment_ids)` → float32 [rows, ...] computed on the
     request's rows sorted by length, in groups of consecutive rows, each cut to its own
     bucket (`bucket_length` of its longest row; with `exact`, to that longest row itself:

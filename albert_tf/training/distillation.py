@@ -89,9 +89,13 @@ class DistillationTask(Task):
 
         m = _labelled(batch)
         loss, kl, ce = distillation_loss(
-            outputs["logits"], batch[TEACHER_LOGITS], batch["label_ids"], self.temperature,
-            self.alpha, m,
-        )  # fmt: skip
+            outputs["logits"],
+            batch[TEACHER_LOGITS],
+            batch["label_ids"],
+            self.temperature,
+            self.alpha,
+            m,
+        )
         logits = tf.cast(outputs["logits"], tf.float32)
         right = tf.equal(
             tf.argmax(logits, -1, output_type=tf.int32), tf.cast(batch["label_ids"], tf.int32)

@@ -56,10 +56,11 @@ def main():
         )
     if args.model_only:
         batches = [
-            tagger.tokenizer(texts[i : i + args.batch], padding=True, truncation=True,
-                             return_tensors="pt")
+            tagger.tokenizer(
+                texts[i : i + args.batch], padding=True, truncation=True, return_tensors="pt"
+            )
             for i in range(0, len(texts), args.batch)
-        ]  # fmt: skip
+        ]
 
         def one_pass():
             with torch.inference_mode():

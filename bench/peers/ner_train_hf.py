@@ -32,11 +32,13 @@ import time
 from process_memory import peak_rss_mb
 
 SIZES = {  # bench/ner_serving.py's CONFIGS
-    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                 intermediate_size=3072),
-    "tiny": dict(hidden_size=312, num_hidden_layers=4, num_attention_heads=12,
-                 intermediate_size=1248),
-}  # fmt: skip
+    "base": dict(
+        hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072
+    ),
+    "tiny": dict(
+        hidden_size=312, num_hidden_layers=4, num_attention_heads=12, intermediate_size=1248
+    ),
+}
 
 
 def read_conll(path: str) -> list[tuple[list[str], list[str]]]:
@@ -91,9 +93,12 @@ def main():
     tokenizer = transformers.AlbertTokenizer.from_pretrained(folder)
     shutil.rmtree(folder)
     config = transformers.AlbertConfig(
-        vocab_size=30000, embedding_size=128, num_labels=len(labels),
-        attn_implementation="sdpa", **SIZES[args.config],
-    )  # fmt: skip
+        vocab_size=30000,
+        embedding_size=128,
+        num_labels=len(labels),
+        attn_implementation="sdpa",
+        **SIZES[args.config],
+    )
     model = transformers.AlbertForTokenClassification(config)
 
     words = [sentences[i][0] for i in order]

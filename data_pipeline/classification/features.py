@@ -166,16 +166,27 @@ def classifier_dataset(
             for k in ("input_ids", "input_mask", "segment_ids")
         }
         out["label_ids"] = (
-            f["label_ids"] if multi_hot else
-            f["label_ids"][:, 0] if regression else tf.cast(f["label_ids"][:, 0], tf.int32)
-        )  # fmt: skip
+            f["label_ids"]
+            if multi_hot
+            else f["label_ids"][:, 0]
+            if regression
+            else tf.cast(f["label_ids"][:, 0], tf.int32)
+        )
         out["example_index"] = tf.cast(f["example_index"][:, 0], tf.int32)
         return out
 
     return record_dataset(
-        record_path, batch_size, parse, is_training, seed, input_context, drop_remainder,
-        length_buckets, SEQUENCE_FEATURES, max_seq_length,
-    )  # fmt: skip
+        record_path,
+        batch_size,
+        parse,
+        is_training,
+        seed,
+        input_context,
+        drop_remainder,
+        length_buckets,
+        SEQUENCE_FEATURES,
+        max_seq_length,
+    )
 
 
 SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
@@ -224,9 +235,14 @@ class TaskFeatures:
     def dataset(self, batch_size: int, **options):
         """`classifier_dataset` of these records (their own shape and label kind)."""
         return classifier_dataset(
-            self.path, batch_size, self.max_seq_length, self.regression, self.num_choices,
-            multi_hot=self.multi_label, **options,
-        )  # fmt: skip
+            self.path,
+            batch_size,
+            self.max_seq_length,
+            self.regression,
+            self.num_choices,
+            multi_hot=self.multi_label,
+            **options,
+        )
 
 
 def task_features(
@@ -290,9 +306,16 @@ def task_features(
         if windows and windows.enabled and not choices:
             shuffle = seed if trained else None  # (long_documents: training order)
             return convert_windowed(
-                examples, tokenizer, max_seq_length, labels, windows, info, source, shuffle,
+                examples,
+                tokenizer,
+                max_seq_length,
+                labels,
+                windows,
+                info,
+                source,
+                shuffle,
                 spec.multi_label,
-            )  # fmt: skip
+            )
         if choices:
             return convert_multiple_choice(examples, tokenizer, max_seq_length, choices, info)
         return convert_examples(examples, tokenizer, max_seq_length, labels, info, spec.multi_label)

@@ -109,9 +109,12 @@ def scored_pairs(
             raise ValueError(f"{path}:{e.line}: score {score} is outside [0, {max_score}]")
         scores.append(score)
     return TextPairs(
-        path, [e.text_a for e in examples], [e.text_b for e in examples], scores,
+        path,
+        [e.text_a for e in examples],
+        [e.text_b for e in examples],
+        scores,
         [e.line for e in examples],
-    )  # fmt: skip
+    )
 
 
 def positive_pairs(
@@ -145,6 +148,9 @@ def positive_pairs(
         column = "the label" if fmt in BENCHMARKS else f"column {label_column!r}"
         raise ValueError(f"{path}: no positive pairs ({column} is never {positive_label!r})")
     return TextPairs(
-        path, [e.text_a for e in kept], [e.text_b for e in kept], [max_score] * len(kept),
+        path,
+        [e.text_a for e in kept],
+        [e.text_b for e in kept],
+        [max_score] * len(kept),
         [e.line for e in kept],
-    )  # fmt: skip
+    )

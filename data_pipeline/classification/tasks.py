@@ -74,9 +74,13 @@ def _delimited(delimiter: str) -> Callable[[TaskSpec, str, str], list]:
 
 def _jsonl(spec: TaskSpec, split: str, path: str) -> list:
     return user_files.read_jsonl(
-        path, spec.text_a_column, spec.text_b_column, spec.label_column, spec.regression,
+        path,
+        spec.text_a_column,
+        spec.text_b_column,
+        spec.label_column,
+        spec.regression,
         spec.label_delimiter if spec.multi_label else None,
-    )  # fmt: skip
+    )
 
 
 FAMILIES: dict[str, TaskFamily] = {

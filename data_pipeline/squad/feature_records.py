@@ -74,9 +74,17 @@ def squad_dataset(
 
     sequences = tuple(k for k in SEQUENCE_FEATURES if k in wanted)
     return record_dataset(
-        record_path, batch_size, parse, is_training, seed, input_context, drop_remainder,
-        length_buckets, sequences, max_seq_length,
-    )  # fmt: skip
+        record_path,
+        batch_size,
+        parse,
+        is_training,
+        seed,
+        input_context,
+        drop_remainder,
+        length_buckets,
+        sequences,
+        max_seq_length,
+    )
 
 
 # Bumped when the cached `info` gains a field older caches lack (2: max_seq_length).

@@ -41,8 +41,9 @@ def windows(num_pieces: int, max_pieces: int, doc_stride: int) -> list[tuple[int
     `doc_stride` pieces, the last ending at the last piece (one window, maybe empty, for
     a sentence that fits)."""
     if max_pieces < 1 or doc_stride < 1:
-        raise ValueError(f"windows need max_pieces >= 1 and doc_stride >= 1, got "
-                         f"{max_pieces} and {doc_stride}")  # fmt: skip
+        raise ValueError(
+            f"windows need max_pieces >= 1 and doc_stride >= 1, got {max_pieces} and {doc_stride}"
+        )
     spans, start = [], 0
     while True:
         length = min(num_pieces - start, max_pieces)

@@ -83,9 +83,11 @@ def convert_sentences(
                     word_index[p - start + 1] = word
             n = length + 2
             rows["input_ids"].append(
-                [tokenizer.cls_id] + ids[start : start + length] + [tokenizer.sep_id]
+                [tokenizer.cls_id]
+                + ids[start : start + length]
+                + [tokenizer.sep_id]
                 + [0] * (max_seq_length - n)
-            )  # fmt: skip
+            )
             rows["input_mask"].append([1] * n + [0] * (max_seq_length - n))
             rows["segment_ids"].append([0] * max_seq_length)
             rows["label_ids"].append(label_ids)
@@ -143,9 +145,17 @@ def tagging_dataset(
         return {k: (v - 1 if k in _SHIFTED else v) for k, v in batch.items()}
 
     ds = record_dataset(
-        record_path, batch_size, parse, is_training, seed, input_context, drop_remainder,
-        length_buckets, SEQUENCE_FEATURES, max_seq_length,
-    )  # fmt: skip
+        record_path,
+        batch_size,
+        parse,
+        is_training,
+        seed,
+        input_context,
+        drop_remainder,
+        length_buckets,
+        SEQUENCE_FEATURES,
+        max_seq_length,
+    )
     return ds.map(unshift, num_parallel_calls=tf.data.AUTOTUNE)
 
 
@@ -188,9 +198,14 @@ def tagging_features(
     if not filesystem.exists(source):
         raise FileNotFoundError(f"tagging {split} file not found: {source}")
     key = fingerprint(
-        source, tokenizer, split=split, labels=labels, max_seq_length=max_seq_length,
-        doc_stride=doc_stride, cache_format=CACHE_FORMAT,
-    )  # fmt: skip
+        source,
+        tokenizer,
+        split=split,
+        labels=labels,
+        max_seq_length=max_seq_length,
+        doc_stride=doc_stride,
+        cache_format=CACHE_FORMAT,
+    )
     info = {}
 
     def build():

@@ -161,8 +161,13 @@ def detect_scheme(labels) -> str | None:
     """The strict scheme a label list is written in (BMES for B/M/E/S, IOBES for B/I/E/S,
     BILOU, IOE2 for I/E, IOB2 for B/I), or None when it fits none (IO: I- tags only)."""
     prefixes = {tag[:1] for tag in labels} - {"O"}
-    for scheme, marks in (("IOB2", "B"), ("IOE2", "E"), ("IOBES", "ES"), ("BMES", "BMES"),
-                          ("BILOU", "LU")):  # fmt: skip
+    for scheme, marks in (
+        ("IOB2", "B"),
+        ("IOE2", "E"),
+        ("IOBES", "ES"),
+        ("BMES", "BMES"),
+        ("BILOU", "LU"),
+    ):
         if prefixes <= set(_ROLES[scheme]) - {"O"} and prefixes & set(marks):
             return scheme
     return None
@@ -194,18 +199,23 @@ def _mean(scores: list[Score], weights: list[int] | None) -> Score:
         return sum(w * getattr(s, name) for s, w in zip(scores, weights)) / total if total else 0.0
 
     return Score(
-        avg("precision"), avg("recall"), avg("f1"),
-        sum(s.support for s in scores), sum(s.predicted for s in scores),
+        avg("precision"),
+        avg("recall"),
+        avg("f1"),
+        sum(s.support for s in scores),
+        sum(s.predicted for s in scores),
         sum(s.correct for s in scores),
-    )  # fmt: skip
+    )
 
 
 def entity_report(gold, pred, scheme: str | None = None) -> EntityReport:
     """Entity scores of predicted tags `pred` against `gold` (both tags per sentence)."""
     _check_shapes(gold, pred)
     gold_by_type, pred_by_type = {}, {}
-    for chunks, by_type in ((entities(gold, scheme), gold_by_type),
-                            (entities(pred, scheme), pred_by_type)):  # fmt: skip
+    for chunks, by_type in (
+        (entities(gold, scheme), gold_by_type),
+        (entities(pred, scheme), pred_by_type),
+    ):
         for kind, start, end in chunks:
             by_type.setdefault(kind, set()).add((start, end))
     per_type = {}
@@ -214,9 +224,10 @@ def entity_report(gold, pred, scheme: str | None = None) -> EntityReport:
         per_type[kind] = _score(len(g & p), len(p), len(g))
     scores = list(per_type.values())
     micro = _score(
-        sum(s.correct for s in scores), sum(s.predicted for s in scores),
+        sum(s.correct for s in scores),
+        sum(s.predicted for s in scores),
         sum(s.support for s in scores),
-    )  # fmt: skip
+    )
     return EntityReport(
         per_type, micro, _mean(scores, None), _mean(scores, [s.support for s in scores])
     )

@@ -15,10 +15,13 @@ from tests.support.tiny import tiny_fields
 SMALL = {
     "model_type": "albert",
     **tiny_fields(
-        vocab_size=100, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        vocab_size=100,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
         max_position_embeddings=512,
     ),
-}  # fmt: skip
+}
 
 
 def _random(path, size, seed):

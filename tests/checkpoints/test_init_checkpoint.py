@@ -15,9 +15,13 @@ from tests.support.tiny import tiny_fields
 
 # vocab 30000: the shared de-30k SentencePiece model feeds the runner checks.
 TINY = tiny_fields(
-    vocab_size=30000, num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=128,
-    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-)  # fmt: skip
+    vocab_size=30000,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    max_position_embeddings=128,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
 
 
 @pytest.fixture(scope="module")

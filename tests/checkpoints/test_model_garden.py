@@ -125,9 +125,14 @@ def test_converted_model_gives_model_gardens_outputs(reference, tmp_path, case):
 
 def test_a_checkpoint_without_config_names_the_flag(reference, tmp_path):
     run = run_cli(
-        *CONVERT, "--source", "model_garden", "--input", reference / "pretrainer_v2",
-        "--output_dir", tmp_path / "out",
-    )  # fmt: skip
+        *CONVERT,
+        "--source",
+        "model_garden",
+        "--input",
+        reference / "pretrainer_v2",
+        "--output_dir",
+        tmp_path / "out",
+    )
     assert run.returncode == 1, run.report()
     error = run.stderr.strip().splitlines()[-1]
     assert "num_hidden_layers" in error and "--albert_config_file" in error
@@ -141,9 +146,16 @@ def test_a_config_with_another_head_count_is_refused(reference, tmp_path):
     path = tmp_path / "albert_config.json"
     path.write_text(json.dumps(config))
     run = run_cli(
-        *CONVERT, "--source", "model_garden", "--input", reference / "pretrainer",
-        "--output_dir", tmp_path / "out", "--albert_config_file", path,
-    )  # fmt: skip
+        *CONVERT,
+        "--source",
+        "model_garden",
+        "--input",
+        reference / "pretrainer",
+        "--output_dir",
+        tmp_path / "out",
+        "--albert_config_file",
+        path,
+    )
     assert run.returncode == 1, run.report()
     error = run.stderr.strip().splitlines()[-1]
     assert str(path) in error and "num_attention_heads=4 (weights: 2)" in error
@@ -151,9 +163,14 @@ def test_a_config_with_another_head_count_is_refused(reference, tmp_path):
 
 def test_tfhub_v2_needs_a_saved_model_and_model_garden_an_object_checkpoint(reference, tmp_path):
     run = run_cli(
-        *CONVERT, "--source", "tfhub_v2", "--input", reference / "pretrainer",
-        "--output_dir", tmp_path / "a",
-    )  # fmt: skip
+        *CONVERT,
+        "--source",
+        "tfhub_v2",
+        "--input",
+        reference / "pretrainer",
+        "--output_dir",
+        tmp_path / "a",
+    )
     assert run.returncode == 1 and "saved_model.pb not found" in run.stderr, run.report()
 
 
@@ -214,8 +231,14 @@ def test_a_tf1_checkpoint_is_refused_with_the_source_to_use(tmp_path):
     prefix = tmp_path / "model.ckpt"
     write_tf1_checkpoint(str(prefix), {"bert/pooler/dense/bias": np.zeros(4, np.float32)})
     run = run_cli(
-        *CONVERT, "--source", "model_garden", "--input", prefix, "--output_dir", tmp_path / "out",
-    )  # fmt: skip
+        *CONVERT,
+        "--source",
+        "model_garden",
+        "--input",
+        prefix,
+        "--output_dir",
+        tmp_path / "out",
+    )
     assert run.returncode == 1, run.report()
     error = run.stderr.strip().splitlines()[-1]
     assert str(prefix) in error and "--source tf1" in error

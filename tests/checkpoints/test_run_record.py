@@ -93,9 +93,10 @@ def test_record_round_trips_and_keeps_every_segment(tmp_path):
     on_disk = json.loads((tmp_path / RUN_RECORD_FILE).read_text())
     assert on_disk["a"] == 1 and on_disk["identity"]["task"] == "mrpc"
     second = read.with_segment(
-        Segment(20, "2026-01-02T00:00:00Z", dict(SETTINGS, num_train_steps=40)), {"a": 2},
+        Segment(20, "2026-01-02T00:00:00Z", dict(SETTINGS, num_train_steps=40)),
+        {"a": 2},
         _identity(data=None),  # (an identity that does not know its data keeps the recorded)
-    )  # fmt: skip
+    )
     second.write(str(tmp_path))
     again = RunRecord.read(str(tmp_path))
     assert [s.start_step for s in again.segments] == [0, 20]
@@ -118,8 +119,11 @@ def test_a_record_of_before_the_typed_record_reads_with_its_identity(tmp_path):
     assert record.identity.runner == "run_pretraining"
     assert record.identity.tokenizer["sha256"] == "c" * 64
     assert record.settings == {
-        "learning_rate": 0.1, "num_train_steps": 9, "replicas": 1, "train_batch_size": 8,
-    }  # fmt: skip
+        "learning_rate": 0.1,
+        "num_train_steps": 9,
+        "replicas": 1,
+        "train_batch_size": 8,
+    }
     assert record.albert_config == tiny_config().to_dict()
 
 

@@ -218,9 +218,13 @@ def _pretraining_losses(tmp_path, recompute, steps=50):
         return ds.batch(ctx.get_per_replica_batch_size(4), drop_remainder=True)
 
     config = TrainerConfig(
-        output_dir=str(tmp_path / recompute), num_train_steps=steps, learning_rate=1e-3,
-        steps_per_loop=1, save_checkpoints_steps=steps, recompute=recompute,
-    )  # fmt: skip
+        output_dir=str(tmp_path / recompute),
+        num_train_steps=steps,
+        learning_rate=1e-3,
+        steps_per_loop=1,
+        save_checkpoints_steps=steps,
+        recompute=recompute,
+    )
     task = PretrainingTask(tiny_config(**CONFIG), seq, positions)
     Trainer(task, config, tf.distribute.get_strategy(), fn, log=lambda *_: None).train()
     rows = [json.loads(line) for line in open(os.path.join(config.output_dir, "metrics.jsonl"))]

@@ -310,10 +310,18 @@ def test_pack_pads_a_request_to_its_bucket_not_to_max_seq_length():
     from albert_tf.serving.text_ops import bucket_length, pack
 
     for longest, max_len, want in [
-        (1, 128, 16), (16, 128, 16), (17, 128, 32), (100, 128, 112), (113, 128, 128),
-        (128, 128, 128), (300, 384, 320), (321, 384, 384), (385, 512, 448), (20, 24, 24),
+        (1, 128, 16),
+        (16, 128, 16),
+        (17, 128, 32),
+        (100, 128, 112),
+        (113, 128, 128),
+        (128, 128, 128),
+        (300, 384, 320),
+        (321, 384, 384),
+        (385, 512, 448),
+        (20, 24, 24),
         (10, 12, 12),
-    ]:  # fmt: skip
+    ]:
         assert int(bucket_length(longest, max_len)) == want, (longest, max_len)
     ids_a = tf.ragged.constant([[5, 6, 7], list(range(10, 50))], tf.int32)
     ids_b = tf.ragged.constant([[], [9, 9]], tf.int32)
@@ -401,8 +409,12 @@ def test_by_length_groups_sorted_rows_and_returns_them_in_order():
         return tf.cast(tf.reduce_sum(i * m, -1), tf.float32)
 
     out = by_length(
-        choices, tf.constant(mc_ids), tf.constant(mc_mask), tf.zeros_like(mc_mask), 128,
+        choices,
+        tf.constant(mc_ids),
+        tf.constant(mc_mask),
+        tf.zeros_like(mc_mask),
+        128,
         positions=512,
-    )  # fmt: skip
+    )
     np.testing.assert_array_equal(out.numpy(), (mc_ids * mc_mask).sum(-1))
     assert sum(r for r, _, _ in seen) == 6 and all(r * 2 * w <= 512 or r == 1 for r, _, w in seen)

@@ -34,9 +34,13 @@ def _finetuned(directory, labels, spec, vocab_size, scheme=None):
     from albert_tf.checkpoints.task_info import TaskInfo
 
     info = TaskInfo.build(
-        "token_classifier", labels=labels, max_seq_length=MAX_SEQ_LENGTH,
-        doc_stride=DOC_STRIDE, do_lower_case=True, scheme=scheme,
-    )  # fmt: skip
+        "token_classifier",
+        labels=labels,
+        max_seq_length=MAX_SEQ_LENGTH,
+        doc_stride=DOC_STRIDE,
+        do_lower_case=True,
+        scheme=scheme,
+    )
     keras.utils.set_random_seed(0)
     model = info.model(tiny_config(vocab_size=vocab_size, max_position_embeddings=64))
     model.build()
@@ -66,11 +70,15 @@ def _rows(out, i):
     text = lambda v: v.decode() if isinstance(v, bytes) else v  # noqa: E731
     n, e = int(out["num_words"][i]), int(out["num_entities"][i])
     entities = [
-        (text(out["entity_type"][i][k]), text(out["entity_text"][i][k]),
-         int(out["entity_start"][i][k]), int(out["entity_end"][i][k]),
-         float(out["entity_score"][i][k]))
+        (
+            text(out["entity_type"][i][k]),
+            text(out["entity_text"][i][k]),
+            int(out["entity_start"][i][k]),
+            int(out["entity_end"][i][k]),
+            float(out["entity_score"][i][k]),
+        )
         for k in range(e)
-    ]  # fmt: skip
+    ]
     words = [text(w) for w in out["words"][i][:n]]
     tags = [text(t) for t in out["tags"][i][:n]]
     return words, tags, [float(s) for s in out["tag_scores"][i][:n]], entities
@@ -104,9 +112,12 @@ def conll(tmp_path_factory, tok):
     spec = TokenizerSpec.from_files(str(SHARED_DATA / "spm" / "de-30k-clean.model"))
     model, directory = _finetuned(root / "finetuned", labels, spec, 30000)
     paths = export_formats(
-        "token_classifier", directory, str(root / "serving"), ("savedmodel", "tflite"),
+        "token_classifier",
+        directory,
+        str(root / "serving"),
+        ("savedmodel", "tflite"),
         ("float32",),
-    )  # fmt: skip
+    )
     texts = [" ".join(s.tokens) for s in sentences]
     want, windowed = _python_tags(model, sentences, tok, labels)
     assert windowed >= 4  # the windows are exercised
@@ -192,10 +203,15 @@ def limited(conll, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("ner-limited")
     argv = [
-        "export", "--task=token_classifier", f"--init_checkpoint={conll['root'] / 'finetuned'}",
-        f"--export_dir={root}", f"--max_windows={LIMIT}", "--export_format=savedmodel",
-        "--export_format=tflite", "--export_quantize=float32",
-    ]  # fmt: skip
+        "export",
+        "--task=token_classifier",
+        f"--init_checkpoint={conll['root'] / 'finetuned'}",
+        f"--export_dir={root}",
+        f"--max_windows={LIMIT}",
+        "--export_format=savedmodel",
+        "--export_format=tflite",
+        "--export_quantize=float32",
+    ]
     assert main(argv) == 0
     noun, S = "this token classifier reads at most", MAX_SEQ_LENGTH
     return dict(
@@ -343,9 +359,14 @@ def test_graph_word_split_is_the_python_rule():
     from data_pipeline.tagging.text_words import split_words as reference
 
     texts = [
-        "EU rejects German call", "吴重阳，2009年毕业于MIT大学 ok", "", "  a\x00b  ü\tnaïve   中 x",
-        "单", "tab\tand\u3000ideographic\u00a0space", "😀 emoji,𠀀x",
-    ]  # fmt: skip
+        "EU rejects German call",
+        "吴重阳，2009年毕业于MIT大学 ok",
+        "",
+        "  a\x00b  ü\tnaïve   中 x",
+        "单",
+        "tab\tand\u3000ideographic\u00a0space",
+        "😀 emoji,𠀀x",
+    ]
     w = split_words(tf.constant(texts))
     for i, text in enumerate(texts):
         words = [x.decode() for x in w.text[i].numpy()]
@@ -380,9 +401,12 @@ def test_graph_entities_are_metrics_entities_on_random_tags(scheme):
         ids = [[rng.randrange(len(labels)) for _ in range(n)] for n in lengths]
         rows = [b for b, r in enumerate(ids) for _ in r]
         first, last, kind = entity_spans(
-            tf.constant([i for r in ids for i in r], tf.int32), tf.constant(rows, tf.int32),
-            tf.constant(lengths, tf.int32), codes, scheme,
-        )  # fmt: skip
+            tf.constant([i for r in ids for i in r], tf.int32),
+            tf.constant(rows, tf.int32),
+            tf.constant(lengths, tf.int32),
+            codes,
+            scheme,
+        )
         got = list(zip([codes.names[k] for k in kind.numpy()], first.numpy(), last.numpy()))
         # the reference lays sentences end to end with one slot between them
         want, offset, words = [], 0, 0

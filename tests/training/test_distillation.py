@@ -93,9 +93,11 @@ def test_teacher_logits_follow_example_index_through_shuffled_batches():
     index = rng.permutation(np.arange(3, 3 + n)).astype(np.int32)  # not 0..n-1, not in order
     ids = rng.integers(5, 99, (n, 4)).astype(np.int32)
     data = {
-        "input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids),
+        "input_ids": ids,
+        "input_mask": np.ones_like(ids),
+        "segment_ids": np.zeros_like(ids),
         "example_index": index,
-    }  # fmt: skip
+    }
 
     class Fake:  # logits that name their example: (first id, 2·first id)
         def __call__(self, inputs, training=False):

@@ -101,13 +101,19 @@ def _trainer(tmp_path, name, steps=12, **kw):
     settings = dict(early_stopping_patience=2, early_stopping_min_delta=1.0, eval_every=2)
     settings.update(kw)
     config = TrainerConfig(
-        output_dir=str(tmp_path / name), num_train_steps=steps, learning_rate=1e-3,
-        optimizer="adamw", steps_per_loop=2, save_checkpoints_steps=2, **settings,
-    )  # fmt: skip
+        output_dir=str(tmp_path / name),
+        num_train_steps=steps,
+        learning_rate=1e-3,
+        optimizer="adamw",
+        steps_per_loop=2,
+        save_checkpoints_steps=2,
+        **settings,
+    )
     albert = tiny_config(max_position_embeddings=SEQ)
     task = ClassificationTask(albert, num_labels=2, dropout=0.1)
-    return Trainer(task, config, tf.distribute.get_strategy(), fn, evaluate_fn=evaluate,
-                   log=lambda *_: None)  # fmt: skip
+    return Trainer(
+        task, config, tf.distribute.get_strategy(), fn, evaluate_fn=evaluate, log=lambda *_: None
+    )
 
 
 def test_interrupted_and_resumed_run_stops_at_the_uninterrupted_step(tmp_path):
@@ -146,9 +152,11 @@ def test_bad_values_are_one_line(tmp_path):
     cases = [
         (dict(early_stopping_patience=3), "--early_stopping_patience=3 needs --eval_every > 0"),
         (dict(early_stopping_patience=-1, eval_every=2), "early_stopping_patience=-1"),
-        (dict(early_stopping_patience=1, eval_every=2, early_stopping_min_delta=-0.1),
-         "early_stopping_min_delta=-0.1"),
-    ]  # fmt: skip
+        (
+            dict(early_stopping_patience=1, eval_every=2, early_stopping_min_delta=-0.1),
+            "early_stopping_min_delta=-0.1",
+        ),
+    ]
     for settings, message in cases:
         with pytest.raises(ValueError, match=message) as e:
             TrainerConfig(**base, **settings)
@@ -163,8 +171,14 @@ def test_bad_values_are_one_line(tmp_path):
         Trainer(classify, config, strategy, lambda ctx: data, log=lambda *_: None)
     regression = ClassificationTask(tiny_config(), num_labels=1)
     with pytest.raises(ValueError, match="this task has no metric to follow"):
-        Trainer(regression, config, strategy, lambda ctx: data, evaluate_fn=lambda m: {},
-                log=lambda *_: None)  # fmt: skip
+        Trainer(
+            regression,
+            config,
+            strategy,
+            lambda ctx: data,
+            evaluate_fn=lambda m: {},
+            log=lambda *_: None,
+        )
 
 
 def test_a_resumed_run_keeps_its_patience_unless_allowed_and_never_turns_it_on_or_off():
@@ -172,13 +186,27 @@ def test_a_resumed_run_keeps_its_patience_unless_allowed_and_never_turns_it_on_o
     from albert_tf.runners.controls import resume_rules
 
     RULES = resume_rules()
-    record = RunRecord(RunIdentity("run_classifier"), (Segment(0, None, {
-        "early_stopping_patience": 2, "early_stopping_min_delta": 0.0, "layer_lr_decay": 0.8,
-    }),))  # fmt: skip
+    record = RunRecord(
+        RunIdentity("run_classifier"),
+        (
+            Segment(
+                0,
+                None,
+                {
+                    "early_stopping_patience": 2,
+                    "early_stopping_min_delta": 0.0,
+                    "layer_lr_decay": 0.8,
+                },
+            ),
+        ),
+    )
     same = dict(record.settings)
     assert record.check_settings(same, (), RULES) == []
-    for name, value in (("early_stopping_patience", 3), ("early_stopping_min_delta", 0.01),
-                        ("layer_lr_decay", 0.9)):  # fmt: skip
+    for name, value in (
+        ("early_stopping_patience", 3),
+        ("early_stopping_min_delta", 0.01),
+        ("layer_lr_decay", 0.9),
+    ):
         changed = dict(same, **{name: value})
         with pytest.raises(ValueError, match=f"--allow_changed={name}"):
             record.check_settings(changed, (), RULES)

@@ -34,15 +34,22 @@ def _train(tmp_path, task, pairs, dev, steps):
     from albert_tf.training.sentence_similarity import cosine_spearman
 
     config = TrainerConfig(
-        output_dir=str(tmp_path / task.objective), num_train_steps=steps, learning_rate=2e-3,
-        optimizer="adamw", steps_per_loop=steps, eval_every=steps, save_checkpoints_steps=steps,
-    )  # fmt: skip
+        output_dir=str(tmp_path / task.objective),
+        num_train_steps=steps,
+        learning_rate=2e-3,
+        optimizer="adamw",
+        steps_per_loop=steps,
+        eval_every=steps,
+        save_checkpoints_steps=steps,
+    )
     trainer = Trainer(
-        task, config, tf.distribute.get_strategy(),
+        task,
+        config,
+        tf.distribute.get_strategy(),
         lambda ctx: pair_dataset(pairs, 16, seed=0, input_context=ctx),
         evaluate_fn=lambda model: {"spearman": cosine_spearman(model, dev)},
         log=lambda *_: None,
-    )  # fmt: skip
+    )
     batch = next(iter(pair_dataset(pairs, 32, seed=1)))
 
     def loss():
@@ -81,10 +88,14 @@ def test_cosine_regression_on_sts_b_lowers_the_loss_and_reports_spearman(tmp_pat
 
     save_checkpoint(trainer.model.encoder, str(tmp_path / "trained"))
     version = export(
-        "encoder", str(tmp_path / "trained"), str(tmp_path / "serving"),
-        tokenizer=TokenizerSpec.from_files(str(SPM)), max_seq_length=LENGTH,
-        pooling="mean", normalize=True,
-    )  # fmt: skip
+        "encoder",
+        str(tmp_path / "trained"),
+        str(tmp_path / "serving"),
+        tokenizer=TokenizerSpec.from_files(str(SPM)),
+        max_seq_length=LENGTH,
+        pooling="mean",
+        normalize=True,
+    )
     texts = [line.split("\t")[7] for line in (GLUE / "STS-B" / "dev.tsv").open()][1:5]
     got = tf.saved_model.load(version).signatures["embed"](text=tf.constant(texts))
     want = trainer.model({k: v[:4] for k, v in dev.first.items()}, training=False)

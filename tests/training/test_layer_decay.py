@@ -117,13 +117,19 @@ def test_one_step_equals_the_official_update_at_each_variables_rate(name):
     for v, w, g, n in zip(variables, before, grads, names):
         slots = [(np.zeros_like(w), np.zeros_like(w))]
         rate = lr * scales[v.path]
-        (expected,) = _reference_step([w], [g.numpy().astype(np.float64)], slots, rate, [n],
-                                      lamb=name == "lamb")  # fmt: skip
+        (expected,) = _reference_step(
+            [w], [g.numpy().astype(np.float64)], slots, rate, [n], lamb=name == "lamb"
+        )
         np.testing.assert_allclose(v.numpy(), expected, atol=1e-6, rtol=1e-5, err_msg=v.path)
         if scales[v.path] < 1 and np.abs(g.numpy()).max() > 1e-3:
-            (plain,) = _reference_step([w], [g.numpy().astype(np.float64)],
-                                       [(np.zeros_like(w), np.zeros_like(w))], lr, [n],
-                                       lamb=name == "lamb")  # fmt: skip
+            (plain,) = _reference_step(
+                [w],
+                [g.numpy().astype(np.float64)],
+                [(np.zeros_like(w), np.zeros_like(w))],
+                lr,
+                [n],
+                lamb=name == "lamb",
+            )
             assert not np.allclose(plain, expected, atol=1e-7), v.path
 
 
@@ -145,14 +151,20 @@ def test_the_trainer_sets_every_variables_rate(tmp_path):
 
     from albert_tf.training import ClassificationTask, Trainer, TrainerConfig
 
-    config = TrainerConfig(output_dir=str(tmp_path), num_train_steps=1, learning_rate=1e-3,
-                           optimizer="adamw", layer_lr_decay=D)  # fmt: skip
+    config = TrainerConfig(
+        output_dir=str(tmp_path),
+        num_train_steps=1,
+        learning_rate=1e-3,
+        optimizer="adamw",
+        layer_lr_decay=D,
+    )
     task = ClassificationTask(tiny_config(), num_labels=2, dropout=0.0)
     data = tf.data.Dataset.from_tensors(
         {"input_ids": tf.ones([2, 8], tf.int32), "label_ids": tf.zeros([2], tf.int32)}
     ).repeat()
-    trainer = Trainer(task, config, tf.distribute.get_strategy(), lambda ctx: data,
-                      log=lambda *_: None)  # fmt: skip
+    trainer = Trainer(
+        task, config, tf.distribute.get_strategy(), lambda ctx: data, log=lambda *_: None
+    )
     factors = trainer.inner_optimizer.lr_scales
     assert len(factors) == len(trainer.variables)
     assert sorted(set(factors.values())) == pytest.approx([D**2, D, 1.0])

@@ -50,9 +50,7 @@ def test_training_batches_are_full_bucketed_shuffled_and_cover_every_example(rec
 
     path, data = records
     n, batch = len(data["label_ids"]), 8
-    ds = classifier_dataset(
-        path, batch, SEQ, is_training=True, seed=1, length_buckets=BUCKETS
-    )  # fmt: skip
+    ds = classifier_dataset(path, batch, SEQ, is_training=True, seed=1, length_buckets=BUCKETS)
     batches = [b for _, b in zip(range(3 * n // batch), ds)]
     shapes = [tuple(b["input_ids"].shape) for b in batches]
     assert {s[0] for s in shapes} == {batch}  # full batches only
@@ -69,9 +67,7 @@ def test_training_batches_are_full_bucketed_shuffled_and_cover_every_example(rec
     seen = np.concatenate([b["example_index"].numpy() for b in batches[: n // batch]])
     assert n - len(set(seen)) <= len(bucket_sizes(SEQ, BUCKETS)) * (batch - 1)
     # Over three epochs every example has been seen, about equally often.
-    counts = np.bincount(
-        np.concatenate([b["example_index"].numpy() for b in batches]), minlength=n
-    )  # fmt: skip
+    counts = np.bincount(np.concatenate([b["example_index"].numpy() for b in batches]), minlength=n)
     assert counts.min() >= 2 and counts.max() <= 4
     # Buckets interleave (batch lengths are not sorted or blocked) ...
     lengths = [s[1] for s in shapes]
@@ -97,9 +93,13 @@ def _trainer(tmp_path, name, batches, micro_batch, accum, steps):
         return ds.repeat()
 
     config = TrainerConfig(
-        output_dir=str(tmp_path / name), num_train_steps=steps, learning_rate=1e-2,
-        optimizer="adamw", grad_accum_steps=accum, steps_per_loop=steps,
-    )  # fmt: skip
+        output_dir=str(tmp_path / name),
+        num_train_steps=steps,
+        learning_rate=1e-2,
+        optimizer="adamw",
+        grad_accum_steps=accum,
+        steps_per_loop=steps,
+    )
     albert = tiny_config(
         max_position_embeddings=SEQ, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
     )

@@ -56,9 +56,13 @@ def _trainer(tmp_path, name, base, steps=4):
         return ds.batch(ctx.get_per_replica_batch_size(8), drop_remainder=True)
 
     config = TrainerConfig(
-        output_dir=str(tmp_path / name), num_train_steps=steps, learning_rate=1e-2,
-        optimizer="adamw", steps_per_loop=2, save_checkpoints_steps=2,
-    )  # fmt: skip
+        output_dir=str(tmp_path / name),
+        num_train_steps=steps,
+        learning_rate=1e-2,
+        optimizer="adamw",
+        steps_per_loop=2,
+        save_checkpoints_steps=2,
+    )
     settings = LoraSettings(lora_rank=2, lora_alpha=4.0, lora_targets=("query", "value", "ffn"))
     task = LoraTask(ClassificationTask(_albert(), num_labels=2, dropout=0.1), settings, seed=5)
     return Trainer(

@@ -84,9 +84,13 @@ def _trainer(tmp_path, name, micro, accum=1, steps=1, lr=0.0):
         )
 
     config = TrainerConfig(
-        output_dir=str(tmp_path / name), num_train_steps=steps, learning_rate=lr,
-        optimizer="adamw", grad_accum_steps=accum, steps_per_loop=steps,
-    )  # fmt: skip
+        output_dir=str(tmp_path / name),
+        num_train_steps=steps,
+        learning_rate=lr,
+        optimizer="adamw",
+        grad_accum_steps=accum,
+        steps_per_loop=steps,
+    )
     task = TokenClassificationTask(_config(), LABELS, dropout=0.0)
     return Trainer(task, config, tf.distribute.get_strategy(), fn, log=lambda *_: None)
 

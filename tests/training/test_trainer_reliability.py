@@ -52,9 +52,14 @@ def test_nonfinite_loss_stops_naming_the_step_and_writes_nothing_from_it(tmp_pat
     from albert_tf.training.trainer import NonFiniteLoss
 
     t = _trainer(
-        tmp_path, "nan", 8, steps=8, data=_nan_at_step(5), steps_per_loop=2,
+        tmp_path,
+        "nan",
+        8,
+        steps=8,
+        data=_nan_at_step(5),
+        steps_per_loop=2,
         save_checkpoints_steps=2,
-    )  # fmt: skip
+    )
     with pytest.raises(NonFiniteLoss, match=r"NaN/inf at step 5: stopped") as e:
         t.train()
     assert "\n" not in str(e.value) and "ckpt-4" in str(e.value)
@@ -70,9 +75,15 @@ def test_nonfinite_loss_stops_naming_the_step_and_writes_nothing_from_it(tmp_pat
 def test_skip_step_skips_the_nonfinite_step_and_counts_it(tmp_path):
     logs = []
     t = _trainer(
-        tmp_path, "skip", 8, steps=6, data=_nan_at_step(3), steps_per_loop=3,
-        on_nonfinite="skip_step", log=logs.append,
-    )  # fmt: skip
+        tmp_path,
+        "skip",
+        8,
+        steps=6,
+        data=_nan_at_step(3),
+        steps_per_loop=3,
+        on_nonfinite="skip_step",
+        log=logs.append,
+    )
     result = t.train()
     assert t.step == 6 and result["step"] == 6  # the skipped step still counts
     assert any("skipped 1 step(s)" in line for line in logs), logs
@@ -99,9 +110,15 @@ def three_checkpoints(tmp_path):
 
     def make(**kw):
         return _trainer(
-            tmp_path, "run", 8, steps=kw.pop("steps", 6), steps_per_loop=2,
-            save_checkpoints_steps=2, log=logs.append, **kw,
-        )  # fmt: skip
+            tmp_path,
+            "run",
+            8,
+            steps=kw.pop("steps", 6),
+            steps_per_loop=2,
+            save_checkpoints_steps=2,
+            log=logs.append,
+            **kw,
+        )
 
     make().train()
     out = tmp_path / "run"
@@ -190,13 +207,19 @@ def _classifier_trainer(tmp_path, name, steps=6, dropout=0.1, **kw):
         return ds.batch(ctx.get_per_replica_batch_size(8), drop_remainder=True)
 
     config = TrainerConfig(
-        output_dir=str(tmp_path / name), num_train_steps=steps, learning_rate=1e-3,
-        optimizer="adamw", steps_per_loop=2, save_checkpoints_steps=2, **kw,
-    )  # fmt: skip
+        output_dir=str(tmp_path / name),
+        num_train_steps=steps,
+        learning_rate=1e-3,
+        optimizer="adamw",
+        steps_per_loop=2,
+        save_checkpoints_steps=2,
+        **kw,
+    )
     albert = tiny_config(
-        max_position_embeddings=SEQ, hidden_dropout_prob=dropout,
+        max_position_embeddings=SEQ,
+        hidden_dropout_prob=dropout,
         attention_probs_dropout_prob=dropout,
-    )  # fmt: skip
+    )
     task = ClassificationTask(albert, num_labels=2, dropout=dropout)
     return Trainer(task, config, tf.distribute.get_strategy(), fn, log=lambda *_: None)
 

@@ -474,12 +474,18 @@ def test_a_nonfinite_fine_tuning_run_writes_no_best_and_no_predictions(data, tmp
     dev_file.write_text("text,label\nba ke,pos\nke ba,neg\n")
     run = run_cli(
         *_classifier(
-            data, out, "--learning_rate=1e30", "--train_step=4", "--steps_per_loop=2",
-            "--do_predict", f"--test_file={test_file}", f"--dev_file={dev_file}",
+            data,
+            out,
+            "--learning_rate=1e30",
+            "--train_step=4",
+            "--steps_per_loop=2",
+            "--do_predict",
+            f"--test_file={test_file}",
+            f"--dev_file={dev_file}",
             f"--export_dir={tmp_path / 'export'}",
         ),
         timeout=240,
-    )  # fmt: skip
+    )
     assert run.returncode == 1, run.report()
     lines = [line for line in run.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "NaN/inf at step" in lines[0], run.report()

@@ -196,17 +196,32 @@ def test_a_fresh_process_answers_raw_chinese_text_as_the_runners(chain):
         for row in (chain["afqmc"] / "AFQMC.tsv").read_text(encoding="utf-8").splitlines()[1:41]
     ]
     data = json.loads(chain["cmrc_dev"].read_text(encoding="utf-8"))
-    qas = [(qa["id"], qa["question"], p["context"]) for a in data["data"]
-           for p in a["paragraphs"] for qa in p["qas"]][:30]  # fmt: skip
+    qas = [
+        (qa["id"], qa["question"], p["context"])
+        for a in data["data"]
+        for p in a["paragraphs"]
+        for qa in p["qas"]
+    ][:30]
     (tmp / "pairs.json").write_text(json.dumps(pairs, ensure_ascii=False), encoding="utf-8")
     questions = [(q, c) for _, q, c in qas]
     (tmp / "questions.json").write_text(json.dumps(questions, ensure_ascii=False), "utf-8")
     run = subprocess.run(
-        [sys.executable, "-c", FRESH, str(chain["chnsenticorp_serving"]),
-         str(chain["afqmc_serving"]), str(chain["cmrc_serving"]), str(tmp / "sentences.json"),
-         str(tmp / "pairs.json"), str(tmp / "questions.json")],
-        capture_output=True, text=True, timeout=300, cwd=tmp,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            FRESH,
+            str(chain["chnsenticorp_serving"]),
+            str(chain["afqmc_serving"]),
+            str(chain["cmrc_serving"]),
+            str(tmp / "sentences.json"),
+            str(tmp / "pairs.json"),
+            str(tmp / "questions.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     got = json.loads(run.stdout.strip().splitlines()[-1])
     assert got["sentiment"] == felt

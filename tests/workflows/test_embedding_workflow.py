@@ -18,10 +18,17 @@ LENGTH = 32
 
 def _args(out, config, *extra):
     return [
-        "run_embedding.py", f"--output_dir={out}", f"--spm_model_file={SPM}",
-        f"--albert_config_file={config}", f"--max_seq_length={LENGTH}", "--train_batch_size=16",
-        "--steps_per_loop=20", "--save_checkpoints_steps=20", "--learning_rate=3e-4", *extra,
-    ]  # fmt: skip
+        "run_embedding.py",
+        f"--output_dir={out}",
+        f"--spm_model_file={SPM}",
+        f"--albert_config_file={config}",
+        f"--max_seq_length={LENGTH}",
+        "--train_batch_size=16",
+        "--steps_per_loop=20",
+        "--save_checkpoints_steps=20",
+        "--learning_rate=3e-4",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -47,18 +54,34 @@ def runs(data):
     """Both objectives' runs at once: cosine (evaluated, exported) and contrastive."""
     config = data / "albert_config.json"
     cosine = Cli(
-        *_args(data / "cosine", config, "--do_train", f"--train_file={data / 'train.tsv'}",
-               f"--eval_file={data / 'dev.tsv'}", "--train_step=40", "--eval_every=20",
-               f"--export_dir={data / 'export'}"),
+        *_args(
+            data / "cosine",
+            config,
+            "--do_train",
+            f"--train_file={data / 'train.tsv'}",
+            f"--eval_file={data / 'dev.tsv'}",
+            "--train_step=40",
+            "--eval_every=20",
+            f"--export_dir={data / 'export'}",
+        ),
         timeout=900,
-    )  # fmt: skip
+    )
     contrastive = Cli(
-        *_args(data / "contrastive", config, "--do_train", "--objective=contrastive",
-               f"--train_file={data / 'mrpc.tsv'}", "--train_format=mrpc", "--train_step=20",
-               "--steps_per_loop=10", "--save_checkpoints_steps=10", "--num_runs=2",
-               f"--eval_file={data / 'dev.tsv'}"),
+        *_args(
+            data / "contrastive",
+            config,
+            "--do_train",
+            "--objective=contrastive",
+            f"--train_file={data / 'mrpc.tsv'}",
+            "--train_format=mrpc",
+            "--train_step=20",
+            "--steps_per_loop=10",
+            "--save_checkpoints_steps=10",
+            "--num_runs=2",
+            f"--eval_file={data / 'dev.tsv'}",
+        ),
         timeout=900,
-    )  # fmt: skip
+    )
     for run in (cosine, contrastive):
         run.wait()
         assert run.returncode == 0, run.report()
@@ -158,9 +181,12 @@ def test_the_export_is_the_best_checkpoint_in_a_fresh_process(runs, data, tmp_pa
     (tmp_path / "texts.json").write_text(json.dumps([pairs.texts_a, pairs.texts_b]))
     (tmp_path / "child.py").write_text(CHILD)
     served = Cli(
-        tmp_path / "child.py", version, tmp_path / "texts.json", tmp_path / "out.npz",
+        tmp_path / "child.py",
+        version,
+        tmp_path / "texts.json",
+        tmp_path / "out.npz",
         cwd=tmp_path,
-    )  # fmt: skip
+    )
     tokenizer = AlbertTokenizer(str(SPM))
     first = single_sentence_features(pairs.texts_a, tokenizer, LENGTH)
     second = single_sentence_features(pairs.texts_b, tokenizer, LENGTH)
@@ -186,14 +212,24 @@ def test_bad_input_is_one_line_naming_flag_file_and_line(data, tmp_path):
     negatives = tmp_path / "negatives.tsv"
     negatives.write_text("sentence1\tsentence2\tlabel\na\tb\t0\n")
     cases = [
-        (["--do_train", f"--train_file={bad_score}"],
-         f"error: --train_file: {bad_score}:3: score 'about 4' (column 'score') is not a number"),
-        (["--do_train", "--objective=contrastive", f"--train_file={missing}"],
-         f"error: --train_file: {missing}:2: text_b_column='sentence2' is not a key"),
-        (["--do_train", "--objective=contrastive", f"--train_file={negatives}",
-          "--label_column=label"],
-         f"error: --train_file: {negatives}: no positive pairs (column 'label' is never '1')"),
-    ]  # fmt: skip
+        (
+            ["--do_train", f"--train_file={bad_score}"],
+            f"error: --train_file: {bad_score}:3: score 'about 4' (column 'score') is not a number",
+        ),
+        (
+            ["--do_train", "--objective=contrastive", f"--train_file={missing}"],
+            f"error: --train_file: {missing}:2: text_b_column='sentence2' is not a key",
+        ),
+        (
+            [
+                "--do_train",
+                "--objective=contrastive",
+                f"--train_file={negatives}",
+                "--label_column=label",
+            ],
+            f"error: --train_file: {negatives}: no positive pairs (column 'label' is never '1')",
+        ),
+    ]
     started = [
         (Cli(*_args(tmp_path / f"o{i}", config, *extra), timeout=300), message)
         for i, (extra, message) in enumerate(cases)
@@ -249,10 +285,17 @@ def test_a_finished_run_resumes_to_zero_steps_and_keeps_its_figures(runs, data):
     out, config = data / "cosine", data / "albert_config.json"
     before = json.loads((out / "eval_results.json").read_text())
     again = run_cli(
-        *_args(out, config, "--do_train", f"--train_file={data / 'train.tsv'}",
-               f"--eval_file={data / 'dev.tsv'}", "--train_step=40", "--eval_every=20"),
+        *_args(
+            out,
+            config,
+            "--do_train",
+            f"--train_file={data / 'train.tsv'}",
+            f"--eval_file={data / 'dev.tsv'}",
+            "--train_step=40",
+            "--eval_every=20",
+        ),
         timeout=600,
-    )  # fmt: skip
+    )
     assert again.returncode == 0, again.report()
     assert "resumed from" in again.stdout and "/40 |" not in again.stdout
     after = json.loads((out / "eval_results.json").read_text())

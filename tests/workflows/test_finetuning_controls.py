@@ -94,17 +94,19 @@ def test_bad_values_are_one_line_and_write_nothing(tmp_path, shared_data):
     """(The processes start together: each is mostly TensorFlow's start-up.)"""
     cases = [
         (["--class_weights=1,2,3"], "--class_weights=1,2,3: 3 weight(s) for 2 labels"),
-        (["--early_stopping_patience=2", "--eval_every=0"],
-         "--early_stopping_patience=2 needs --eval_every > 0"),
+        (
+            ["--early_stopping_patience=2", "--eval_every=0"],
+            "--early_stopping_patience=2 needs --eval_every > 0",
+        ),
         (["--layer_lr_decay=0.8", "--optimizer=adamw_keras"], "--layer_lr_decay=0.8 needs"),
-    ]  # fmt: skip
+    ]
     outs = [tmp_path / f"out{i}" for i in range(len(cases))]
     started = [
         start(
             _args(tmp_path, shared_data, out, *extra),
             tmp_path / f"bad{i}",
             script="run_classifier.py",
-        )  # fmt: skip
+        )
         for i, (out, (extra, _)) in enumerate(zip(outs, cases))
     ]
     for proc, out, (_, message) in zip(started, outs, cases):

@@ -52,9 +52,14 @@ def test_windows_train_evaluate_predict_and_export_per_document(tmp_path, shared
     _slice(shared_data, tmp_path / "data", 8)
     out = tmp_path / "out"
     run = _run(
-        tmp_path, shared_data, out, "--do_train", "--do_eval", "--do_predict",
+        tmp_path,
+        shared_data,
+        out,
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
         f"--export_dir={tmp_path / 'export'}",
-    )  # fmt: skip
+    )
     assert run.returncode == 0, run.report()
     assert "jsonl dev: 16 documents in 192 windows of max_seq_length=64" in run.stdout
     assert "16 of more than one, 16 cut to --max_document_windows" in run.stdout
@@ -69,8 +74,10 @@ def test_windows_train_evaluate_predict_and_export_per_document(tmp_path, shared
         (tmp_path / "export" / "1" / "assets.extra" / "finetuned" / "task.json").read_text()
     )
     assert (task["doc_stride"], task["max_document_windows"], task["aggregate"]) == (
-        48, 12, "mean_logits",
-    )  # fmt: skip
+        48,
+        12,
+        "mean_logits",
+    )
     assert task["text_pair"] is False
     # The other aggregation, on the same model and cached windows.
     again = _run(tmp_path, shared_data, out, "--do_eval", "--aggregate=max_prob")

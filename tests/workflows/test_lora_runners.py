@@ -100,9 +100,11 @@ def test_ner_lora_run_trains_adapters_and_head_and_exports_them_merged(base):
     out, export = root / "ner", root / "ner_export"
     run = run_cli(
         *_conll_args(data, out, config, "--do_train", "--train_step=6", "--steps_per_loop=3"),
-        f"--init_checkpoint={encoder}", f"--export_dir={export}", *LORA,
+        f"--init_checkpoint={encoder}",
+        f"--export_dir={export}",
+        *LORA,
         "--class_weights=auto",
-    )  # fmt: skip
+    )
     assert run.returncode == 0, run.report()
     record = json.loads((out / "run_config.json").read_text())
     labels = record["labels"]
@@ -131,12 +133,24 @@ def test_squad_lora_run_trains_adapters_and_head_and_exports_them_merged(base):
     train.write_text(json.dumps({"version": squad["version"], "data": squad["data"][:1]}))
     out, export = root / "squad", root / "squad_export"
     run = run_cli(
-        "run_squad.py", f"--output_dir={out}", f"--spm_model_file={SPM}",
-        f"--albert_config_file={config}", "--max_seq_length=64", "--doc_stride=32",
-        "--max_query_length=16", "--train_batch_size=16", "--learning_rate=1e-3",
-        "--steps_per_loop=3", "--train_step=6", f"--train_file={train}", "--do_train",
-        f"--init_checkpoint={encoder}", f"--export_dir={export}", *LORA, timeout=600,
-    )  # fmt: skip
+        "run_squad.py",
+        f"--output_dir={out}",
+        f"--spm_model_file={SPM}",
+        f"--albert_config_file={config}",
+        "--max_seq_length=64",
+        "--doc_stride=32",
+        "--max_query_length=16",
+        "--train_batch_size=16",
+        "--learning_rate=1e-3",
+        "--steps_per_loop=3",
+        "--train_step=6",
+        f"--train_file={train}",
+        "--do_train",
+        f"--init_checkpoint={encoder}",
+        f"--export_dir={export}",
+        *LORA,
+        timeout=600,
+    )
     assert run.returncode == 0, run.report()
     task = SquadTask(AlbertConfig.from_dict(WORKFLOW_CONFIG))
     _check_lora_run(out, export, encoder, task, {"span_head"})

@@ -34,10 +34,20 @@ def test_lora_run_exports_the_merged_model_of_its_predictions(tmp_path, shared_d
 
     out, export = tmp_path / "sst2", tmp_path / "export"
     run = _run(
-        tmp_path, shared_data, "sst-2", "SST-2", out, "--do_train", "--do_predict",
-        f"--init_checkpoint={_encoder(tmp_path)}", "--lora_rank=4", "--lora_alpha=8",
-        "--lora_targets=query,value,ffn", f"--export_dir={export}", "--train_step=10",
-    )  # fmt: skip
+        tmp_path,
+        shared_data,
+        "sst-2",
+        "SST-2",
+        out,
+        "--do_train",
+        "--do_predict",
+        f"--init_checkpoint={_encoder(tmp_path)}",
+        "--lora_rank=4",
+        "--lora_alpha=8",
+        "--lora_targets=query,value,ffn",
+        f"--export_dir={export}",
+        "--train_step=10",
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     latest = tf.train.latest_checkpoint(str(out / "checkpoints"))
     assert _model_children(latest) == {"lora", "classifier_head"}
@@ -110,12 +120,21 @@ def test_distillation_run_trains_on_the_teachers_soft_targets(tmp_path, shared_d
     text = tmp_path / "unlabelled.txt"
     text.write_text("".join(r.split("\t")[0] + "\n" for r in rows.splitlines()[1:41]))
     run = _run(
-        tmp_path, shared_data, "sst-2", "SST-2", out, "--do_train", "--train_step=10",
-        "--max_train_examples=256", f"--teacher_checkpoint={teacher}",
-        "--distill_temperature=3", "--distill_alpha=0.8",
-        f"--init_checkpoint={_encoder(tmp_path)}", "--lora_rank=2",
+        tmp_path,
+        shared_data,
+        "sst-2",
+        "SST-2",
+        out,
+        "--do_train",
+        "--train_step=10",
+        "--max_train_examples=256",
+        f"--teacher_checkpoint={teacher}",
+        "--distill_temperature=3",
+        "--distill_alpha=0.8",
+        f"--init_checkpoint={_encoder(tmp_path)}",
+        "--lora_rank=2",
         f"--distill_unlabelled_file={text}",
-    )  # fmt: skip
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "--distill_unlabelled_file: 40 unlabelled examples" in run.stdout
     assert "sst-2 train+unlabelled: 296 examples" in run.stdout  # 256 labelled + 40
@@ -134,10 +153,14 @@ def test_distillation_run_trains_on_the_teachers_soft_targets(tmp_path, shared_d
     # resumed with another rank (never allowed) or teacher (guarded): one line, no change
     shutil.copytree(teacher, tmp_path / "teacher-copy")
     student = [
-        "--do_train", "--train_step=10", "--max_train_examples=256", "--distill_temperature=3",
-        "--distill_alpha=0.8", f"--init_checkpoint={tmp_path / 'encoder'}",
+        "--do_train",
+        "--train_step=10",
+        "--max_train_examples=256",
+        "--distill_temperature=3",
+        "--distill_alpha=0.8",
+        f"--init_checkpoint={tmp_path / 'encoder'}",
         f"--distill_unlabelled_file={text}",
-    ]  # fmt: skip
+    ]
     before = sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*"))
     for changed, message in (
         (["--lora_rank=4", f"--teacher_checkpoint={teacher}"], "lora_rank: 2 → 4"),
@@ -154,9 +177,14 @@ def test_distillation_run_trains_on_the_teachers_soft_targets(tmp_path, shared_d
     assert sorted((p.name, p.stat().st_mtime_ns) for p in out.rglob("*")) == before
     wrong = _teacher(tmp_path, shared_data, ["0", "1", "2"])
     bad = _run(
-        tmp_path, shared_data, "sst-2", "SST-2", tmp_path / "bad", "--do_train",
+        tmp_path,
+        shared_data,
+        "sst-2",
+        "SST-2",
+        tmp_path / "bad",
+        "--do_train",
         f"--teacher_checkpoint={wrong}",
-    )  # fmt: skip
+    )
     assert bad.returncode == 1, bad.stderr[-2000:]
     assert "its labels ['0', '1', '2'] are not the task's ['0', '1']" in bad.stderr
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())

@@ -186,10 +186,12 @@ def test_auto_class_weights_are_negatives_over_positives_of_the_training_records
     labels = record["labels"]
     (path,) = (out / "cache").glob("*train-fit*.tfrecord")
     spec = {"label_ids": tf.io.FixedLenFeature([len(labels)], tf.float32)}
-    hot = np.stack([
-        tf.io.parse_single_example(r, spec)["label_ids"].numpy()
-        for r in tf.data.TFRecordDataset(str(path))
-    ])  # fmt: skip
+    hot = np.stack(
+        [
+            tf.io.parse_single_example(r, spec)["label_ids"].numpy()
+            for r in tf.data.TFRecordDataset(str(path))
+        ]
+    )
     assert hot.shape == (320, len(labels))
     positives = hot.sum(0).astype(np.float64)
     expected = np.where(positives > 0, (320 - positives) / np.maximum(positives, 1), 100.0)

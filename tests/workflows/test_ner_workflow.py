@@ -27,11 +27,22 @@ def _sentences(path, n):
 
 def _conll_args(data, out, config, *extra):
     return [
-        "run_ner.py", f"--data_dir={data}", f"--output_dir={out}", f"--spm_model_file={SPM}",
-        f"--albert_config_file={config}", "--nodo_lower_case", "--max_seq_length=64",
-        "--doc_stride=32", "--train_batch_size=16", "--train_step=150", "--steps_per_loop=75",
-        "--eval_batch_size=64", "--learning_rate=1e-3", "--length_buckets=32", *extra,
-    ]  # fmt: skip
+        "run_ner.py",
+        f"--data_dir={data}",
+        f"--output_dir={out}",
+        f"--spm_model_file={SPM}",
+        f"--albert_config_file={config}",
+        "--nodo_lower_case",
+        "--max_seq_length=64",
+        "--doc_stride=32",
+        "--train_batch_size=16",
+        "--train_step=150",
+        "--steps_per_loop=75",
+        "--eval_batch_size=64",
+        "--learning_rate=1e-3",
+        "--length_buckets=32",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +101,9 @@ def test_eval_results_are_the_metrics_of_the_written_predictions(trained, conll)
     assert "converted" in run.stdout
     results = json.loads((out / "eval_results.json").read_text())
     assert results["tag_scheme"] == "IOB2" and results["labels"][0] == "O"
-    assert set(results["labels"]) == {"O"} | {f"{p}-{t}" for p in "BI" for t in
-                                              ("PER", "LOC", "ORG", "MISC")}  # fmt: skip
+    assert set(results["labels"]) == {"O"} | {
+        f"{p}-{t}" for p in "BI" for t in ("PER", "LOC", "ORG", "MISC")
+    }
     assert results["best"]["metric"] == "f1" and results["step"] == 150
     written = _read_predictions(out / "predictions.conll")
     dev = read_conll(str(data / "dev.txt"))
@@ -161,15 +173,23 @@ def test_bad_inputs_are_one_line_and_write_nothing(conll, tmp_path):
     lines[6] = lines[6].split(" ")[0] + " B-FOOD\n"
     (bad / "dev.txt").write_text("".join(lines))
     cases = [
-        (_conll_args(bad, tmp_path / "o1", config, "--do_eval"),
-         f"error: {bad / 'dev.txt'}:7: tag 'B-FOOD' is not one of the 9 labels"),
-        (_conll_args(data, tmp_path / "o2", config, "--do_train", "stray"),
-         "error: unexpected arguments ['stray']"),
-        (_conll_args(data, tmp_path / "o3", config, "--do_train", "--class_weights=1,2"),
-         "error: --class_weights=1,2: 2 weight(s) for 9 labels (O, B-LOC,"),
-        (_conll_args(data, tmp_path / "o4", config, "--do_train", "--lora_rank=2"),
-         "error: --lora_rank=2 needs --init_checkpoint"),
-    ]  # fmt: skip
+        (
+            _conll_args(bad, tmp_path / "o1", config, "--do_eval"),
+            f"error: {bad / 'dev.txt'}:7: tag 'B-FOOD' is not one of the 9 labels",
+        ),
+        (
+            _conll_args(data, tmp_path / "o2", config, "--do_train", "stray"),
+            "error: unexpected arguments ['stray']",
+        ),
+        (
+            _conll_args(data, tmp_path / "o3", config, "--do_train", "--class_weights=1,2"),
+            "error: --class_weights=1,2: 2 weight(s) for 9 labels (O, B-LOC,",
+        ),
+        (
+            _conll_args(data, tmp_path / "o4", config, "--do_train", "--lora_rank=2"),
+            "error: --lora_rank=2 needs --init_checkpoint",
+        ),
+    ]
     for args, message in cases:
         run = run_cli(*args)
         assert run.returncode == 1, run.report()
@@ -219,13 +239,22 @@ def test_resume_zh_bmes_one_character_a_line_with_wordpiece(tmp_path):
     config.write_text(json.dumps(dict(TINY, vocab_size=len(special) + len(chars))))
     out = tmp_path / "out"
     run = run_cli(
-        "run_ner.py", f"--data_dir={data}", f"--output_dir={out}",
-        f"--vocab_file={tmp_path / 'vocab.txt'}", f"--albert_config_file={config}",
-        "--max_seq_length=64", "--doc_stride=32", "--train_batch_size=16", "--train_step=60",
-        "--steps_per_loop=60", "--eval_batch_size=64", "--learning_rate=1e-3", "--do_train",
+        "run_ner.py",
+        f"--data_dir={data}",
+        f"--output_dir={out}",
+        f"--vocab_file={tmp_path / 'vocab.txt'}",
+        f"--albert_config_file={config}",
+        "--max_seq_length=64",
+        "--doc_stride=32",
+        "--train_batch_size=16",
+        "--train_step=60",
+        "--steps_per_loop=60",
+        "--eval_batch_size=64",
+        "--learning_rate=1e-3",
+        "--do_train",
         "--pad_to_max_seq_length",
         "--do_eval",
-    )  # fmt: skip
+    )
     assert run.returncode == 0, run.report()
     assert "0 words without pieces" in run.stdout
     results = json.loads((out / "eval_results.json").read_text())

@@ -188,9 +188,13 @@ def test_data_writer_output_on_ram_equals_local(tmp_path, workers):
     local_corpus = tmp_path / "corpus"
     filesystem.copy_tree(f"{root}/corpus", str(local_corpus))
     settings = dict(
-        spm_model_file=spm["model_file"], max_seq_length=32, max_predictions_per_seq=5,
-        dupe_factor=1, num_output_shards=3, block_size=2000,
-    )  # fmt: skip
+        spm_model_file=spm["model_file"],
+        max_seq_length=32,
+        max_predictions_per_seq=5,
+        dupe_factor=1,
+        num_output_shards=3,
+        block_size=2000,
+    )
     local = DataConfig.from_flags(
         input_file=f"{local_corpus}/*.txt", output_dir=str(tmp_path / "out"), **settings
     )

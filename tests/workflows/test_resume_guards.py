@@ -220,10 +220,16 @@ def test_run_squad_ctrl_c_is_one_line_exit_130_and_resumes_exactly(tmp_path, sha
             f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
             f"--albert_config_file={tmp_path / 'albert_config.json'}",
             f"--train_file={train}",
-            "--do_train", "--max_seq_length=128", "--doc_stride=64", "--max_query_length=32",
-            "--train_batch_size=8", "--learning_rate=1e-3", "--steps_per_loop=5",
-            "--save_checkpoints_steps=10", "--train_step=60",
-        ]  # fmt: skip
+            "--do_train",
+            "--max_seq_length=128",
+            "--doc_stride=64",
+            "--max_query_length=32",
+            "--train_batch_size=8",
+            "--learning_rate=1e-3",
+            "--steps_per_loop=5",
+            "--save_checkpoints_steps=10",
+            "--train_step=60",
+        ]
 
     whole, out = tmp_path / "whole", tmp_path / "interrupted"
     run = run_cli("run_squad.py", *args(whole), timeout=900)

@@ -512,9 +512,16 @@ def test_tpu_strategy_path_has_static_shapes_and_gives_the_padded_run(tmp_path, 
     driver.write_text(tpu_driver("run_classifier", str(record)))
     common = ("--do_train", "--do_eval", "--classifier_dropout=0")
     tpu = _run(
-        tmp_path, shared_data, "mrpc", "MRPC", tmp_path / "tpu", *common,
-        "--strategy=tpu", "--tpu=local", script=driver,
-    )  # fmt: skip
+        tmp_path,
+        shared_data,
+        "mrpc",
+        "MRPC",
+        tmp_path / "tpu",
+        *common,
+        "--strategy=tpu",
+        "--tpu=local",
+        script=driver,
+    )
     assert tpu.returncode == 0, tpu.stderr[-2000:]
     seen = json.loads(record.read_text())
     assert seen["resolver"] == ["local"] and seen["initialize"] == 1
@@ -522,9 +529,14 @@ def test_tpu_strategy_path_has_static_shapes_and_gives_the_padded_run(tmp_path, 
     assert [32, 64] in shapes and [128, 64] in shapes, seen  # train and eval batches
     assert all(None not in shape for shape in shapes), seen
     padded = _run(
-        tmp_path, shared_data, "mrpc", "MRPC", tmp_path / "padded", *common,
+        tmp_path,
+        shared_data,
+        "mrpc",
+        "MRPC",
+        tmp_path / "padded",
+        *common,
         "--pad_to_max_seq_length",
-    )  # fmt: skip
+    )
     assert padded.returncode == 0, padded.stderr[-2000:]
     final = {
         name: json.loads((tmp_path / name / "eval_results.json").read_text())["final"]

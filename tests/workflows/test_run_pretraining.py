@@ -450,9 +450,17 @@ def test_sigkill_resume_with_dropout_is_bit_identical(workdir, reference, strate
         json.dumps(dict(TINY, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1))
     )
     args = [
-        "--flagfile", workdir / "run.flags", "--albert_config_file", config,
-        "--num_train_steps", DROPOUT_STEPS, "--eval_input_file", "", "--strategy", strategy,
-    ]  # fmt: skip
+        "--flagfile",
+        workdir / "run.flags",
+        "--albert_config_file",
+        config,
+        "--num_train_steps",
+        DROPOUT_STEPS,
+        "--eval_input_file",
+        "",
+        "--strategy",
+        strategy,
+    ]
     script = "run_pretraining.py"
     if strategy == "mirrored":
         script = workdir / "mirrored_dropout_driver.py"

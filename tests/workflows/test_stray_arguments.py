@@ -26,29 +26,51 @@ def _commands(shards, out):
     expanded = ["--input_file", *shards]  # what the shell makes of --input_file data/*
     return {
         "run_pretraining": [
-            "run_pretraining.py", *expanded, f"--output_dir={out}", "--preset=base",
+            "run_pretraining.py",
+            *expanded,
+            f"--output_dir={out}",
+            "--preset=base",
         ],
         "run_classifier": [
-            "run_classifier.py", "--task_name=csv", f"--output_dir={out}", "--preset=base",
-            "--do_train", "--spm_model_file", *shards,
+            "run_classifier.py",
+            "--task_name=csv",
+            f"--output_dir={out}",
+            "--preset=base",
+            "--do_train",
+            "--spm_model_file",
+            *shards,
         ],
         "run_squad": [
-            "run_squad.py", f"--output_dir={out}", "--preset=base", "--do_train",
-            "--train_file", *shards,
+            "run_squad.py",
+            f"--output_dir={out}",
+            "--preset=base",
+            "--do_train",
+            "--train_file",
+            *shards,
         ],
         "run_ner": [
-            "run_ner.py", f"--output_dir={out}", "--preset=base", "--do_train",
-            "--train_file", *shards,
+            "run_ner.py",
+            f"--output_dir={out}",
+            "--preset=base",
+            "--do_train",
+            "--train_file",
+            *shards,
         ],
         "run_embedding": [
-            "run_embedding.py", f"--output_dir={out}", "--preset=base", "--do_train",
-            "--train_file", *shards,
+            "run_embedding.py",
+            f"--output_dir={out}",
+            "--preset=base",
+            "--do_train",
+            "--train_file",
+            *shards,
         ],
         "train_tokenizer": [
-            "-m", "data_pipeline.tokenization.train_tokenizer", *expanded,
+            "-m",
+            "data_pipeline.tokenization.train_tokenizer",
+            *expanded,
             f"--model_prefix={out}/spm",
         ],
-    }  # fmt: skip
+    }
 
 
 def test_stray_arguments_are_refused(shards, tmp_path):

@@ -103,15 +103,20 @@ def test_bad_sweeps_are_one_line_and_write_nothing(tmp_path, shared_data):
     cases = [
         (["--sweep=seed=1,2"], "--sweep=seed=1,2: seed cannot be swept"),
         (["--sweep=learning_rate=1e-3,-1"], "--sweep point learning_rate=-1.0: --learning_rate"),
-        (["--sweep=learning_rate=1e-3", f"--export_dir={tmp_path / 'e'}"],
-         "--sweep with --export_dir"),
-    ]  # fmt: skip
+        (
+            ["--sweep=learning_rate=1e-3", f"--export_dir={tmp_path / 'e'}"],
+            "--sweep with --export_dir",
+        ),
+    ]
     outs = [tmp_path / f"out{i}" for i in range(len(cases))]
     started = [
-        start(_args(tmp_path, shared_data, out, *extra), tmp_path / f"bad{i}",
-              script="run_classifier.py")
+        start(
+            _args(tmp_path, shared_data, out, *extra),
+            tmp_path / f"bad{i}",
+            script="run_classifier.py",
+        )
         for i, (out, (extra, _)) in enumerate(zip(outs, cases))
-    ]  # fmt: skip
+    ]
     for proc, out, (_, message) in zip(started, outs, cases):
         r = proc.wait()
         assert message in error_line(r), r.report()

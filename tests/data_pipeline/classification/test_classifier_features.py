@@ -125,9 +125,12 @@ def test_length_aware_evaluation_gives_the_padded_predictions_in_order(tok, shar
     features = convert_examples(examples, tok, 128, label_names("sst-2"), {})
     path, count, _ = cached_features(str(tmp_path / "sst2"), "k", lambda: features)
     config = tiny_config(
-        vocab_size=tok.vocab_size, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=128,
-    )  # fmt: skip
+        vocab_size=tok.vocab_size,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
     model = AlbertClassifier(config, 2)
     model.build()
 
@@ -170,9 +173,12 @@ def test_length_aware_multiple_choice_gives_the_padded_logits(tok, shared_data, 
     examples, longest = [examples[i] for i in keep], longest[keep]
     path, count, _ = cached_features(str(tmp_path / "race"), "k", lambda: f)
     config = tiny_config(
-        vocab_size=tok.vocab_size, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=512,
-    )  # fmt: skip
+        vocab_size=tok.vocab_size,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+    )
     model = AlbertMultipleChoice(config)
     model.build()
 

@@ -69,22 +69,40 @@ def test_user_files_tsv_csv_jsonl(tmp_path):
 @pytest.mark.parametrize(
     "content, call, message",
     [
-        ("sentence1\tsentence2\tscore\na\tb\t4\nc\t\t3\n", "scored",
-         r"p\.tsv:3: the pair's second text is missing or empty"),
-        ("sentence1\tsentence2\tscore\na\tb\tfour\n", "scored",
-         r"p\.tsv:2: score 'four' \(column 'score'\) is not a number"),
-        ("sentence1\tsentence2\tscore\na\tb\t5.5\n", "scored",
-         r"p\.tsv:2: score 5\.5 is outside \[0, 5\.0\]"),
+        (
+            "sentence1\tsentence2\tscore\na\tb\t4\nc\t\t3\n",
+            "scored",
+            r"p\.tsv:3: the pair's second text is missing or empty",
+        ),
+        (
+            "sentence1\tsentence2\tscore\na\tb\tfour\n",
+            "scored",
+            r"p\.tsv:2: score 'four' \(column 'score'\) is not a number",
+        ),
+        (
+            "sentence1\tsentence2\tscore\na\tb\t5.5\n",
+            "scored",
+            r"p\.tsv:2: score 5\.5 is outside \[0, 5\.0\]",
+        ),
         ("sentence1\tsentence2\tscore\na\tb\tnan\n", "scored", r"p\.tsv:2: score nan is outside"),
-        ("sentence1\tsentence2\nab\tcd\n", "scored",
-         r"p\.tsv:1: label_column='score' is not a column"),
-        ("sentence1\tsentence2\tlabel\na\tb\t0\nc\td\t0\n", "positive",
-         r"p\.tsv: no positive pairs \(column 'label' is never '1'\)"),
-        ("sentence1\tsentence2\tlabel\na\tb\t0\n \tx\t1\n", "positive",
-         r"p\.tsv:3: the pair's first text is missing or empty"),
+        (
+            "sentence1\tsentence2\nab\tcd\n",
+            "scored",
+            r"p\.tsv:1: label_column='score' is not a column",
+        ),
+        (
+            "sentence1\tsentence2\tlabel\na\tb\t0\nc\td\t0\n",
+            "positive",
+            r"p\.tsv: no positive pairs \(column 'label' is never '1'\)",
+        ),
+        (
+            "sentence1\tsentence2\tlabel\na\tb\t0\n \tx\t1\n",
+            "positive",
+            r"p\.tsv:3: the pair's first text is missing or empty",
+        ),
         ("sentence1\tsentence2\tlabel\na\tb\n", "positive", r"p\.tsv:2: 2 fields, expected 3"),
     ],
-)  # fmt: skip
+)
 def test_bad_rows_name_file_and_line(tmp_path, content, call, message):
     path = tmp_path / "p.tsv"
     path.write_text(content)
@@ -104,5 +122,7 @@ def test_a_format_without_what_the_objective_needs_is_refused(tmp_path):
     with pytest.raises(ValueError, match="format 'xml' is not one of"):
         pair_files.resolve_format(path, "xml")
     assert [pair_files.resolve_format(p, "auto") for p in ("a.JSONL", "b.csv", "c.txt")] == [
-        "jsonl", "csv", "tsv",
-    ]  # fmt: skip
+        "jsonl",
+        "csv",
+        "tsv",
+    ]

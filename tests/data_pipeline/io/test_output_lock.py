@@ -302,9 +302,13 @@ def pretraining_flags(tmp_path_factory):
         progress_every=1e9,
     )
     write_tiny_config(
-        root / "albert_config.json", vocab_size=30000, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=64,
-    )  # fmt: skip
+        root / "albert_config.json",
+        vocab_size=30000,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     flags = {
         "input_file": f"{root}/records/*.tfrecord",
         "albert_config_file": root / "albert_config.json",

@@ -301,9 +301,15 @@ def test_length_buckets_cut_instances_to_their_bucket(corpus_records, kind):
     if kind == "dynamic":
         masker = NgramMasker.from_tokenizer(tok, max_predictions_per_seq=PREDS)
     ds = pretraining_dataset(
-        files, 8, SEQ, PREDS, seed=1, dynamic_masker=masker, length_buckets=(16, 32, 48),
+        files,
+        8,
+        SEQ,
+        PREDS,
+        seed=1,
+        dynamic_masker=masker,
+        length_buckets=(16, 32, 48),
         special_ids=(tok.cls_id, tok.sep_id),
-    )  # fmt: skip
+    )
     records = {_ids(e)[: sum(_ids(e, "input_mask"))] for e in _all_records(corpus_records[kind])}
     lengths = set()
     for batch in (b for _, b in zip(range(40), ds)):

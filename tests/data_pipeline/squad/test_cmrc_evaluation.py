@@ -13,8 +13,16 @@ from data_pipeline.squad import evaluation as squad_eval
 def test_mixed_segmentation():
     seg = cmrc.mixed_segmentation
     assert seg(" CMRC 2018是中文阅读理解 ", True) == [
-        "cmrc", "2018", "是", "中", "文", "阅", "读", "理", "解",
-    ]  # fmt: skip
+        "cmrc",
+        "2018",
+        "是",
+        "中",
+        "文",
+        "阅",
+        "读",
+        "理",
+        "解",
+    ]
     # Listed punctuation is a segment, or with removal gone without ending the run.
     assert seg("1:30", False) == ["1", ":", "30"]
     assert seg("1:30", True) == ["130"]

@@ -279,9 +279,12 @@ def _tiny_qa(vocab_size, max_position_embeddings=384):
 
     keras.utils.set_random_seed(5)
     config = tiny_config(
-        vocab_size=vocab_size, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        vocab_size=vocab_size,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
         max_position_embeddings=max_position_embeddings,
-    )  # fmt: skip
+    )
     model = AlbertQuestionAnswering(config)
     model.build()
     return model
@@ -308,9 +311,14 @@ def test_length_aware_prediction_gives_the_padded_logits_and_answers(tok, shared
     def run(buckets):
         ds = features.prediction_dataset(16, length_buckets=buckets)
         out = predict_logits(
-            model, ds, ("start_logits", "end_logits"), carry=PREDICTION_KEYS,
-            order_by="feature_index", per_token=PER_TOKEN_FILL, length=384,
-        )  # fmt: skip
+            model,
+            ds,
+            ("start_logits", "end_logits"),
+            carry=PREDICTION_KEYS,
+            order_by="feature_index",
+            per_token=PER_TOKEN_FILL,
+            length=384,
+        )
         answers = postprocess(examples, out, out["start_logits"], out["end_logits"])
         return ds, out, answers
 

@@ -92,8 +92,10 @@ def test_round_trip_on_dev(shared_data, request, name, kind, max_seq_length, doc
     words = sum(len(s.tokens) for s in sentences)
     assert (features["word_index"] != IGNORED).sum() == words
     assert stats["features"] == len(features["input_ids"]) >= len(sentences)
-    print(f"{name} {kind} {max_seq_length}/{doc_stride}: {len(sentences):,} sentences, "
-          f"{words:,} words, {stats}")  # fmt: skip
+    print(
+        f"{name} {kind} {max_seq_length}/{doc_stride}: {len(sentences):,} sentences, "
+        f"{words:,} words, {stats}"
+    )
     if max_seq_length == 16:  # most sentences need several windows, and the trip holds
         assert stats["windowed_sentences"] > len(sentences) // 3
     # the pieces of each word are its own encoding: the first pieces in order

@@ -68,8 +68,9 @@ def _corruptions(gold, scheme, rates, seed=0):
     letters = sorted({t[0] for t in labels if t != "O"})
     out = {"perfect": [list(t) for t in gold]}
     for rate in rates:
-        out[f"flip{rate}"] = [[rng.choice(labels) if rng.random() < rate else t for t in tags]
-                              for tags in gold]  # fmt: skip
+        out[f"flip{rate}"] = [
+            [rng.choice(labels) if rng.random() < rate else t for t in tags] for tags in gold
+        ]
     shifted, swapped, dropped = [], [], []
     for tags in gold:
         s, w, d = list(tags), list(tags), list(tags)
@@ -90,11 +91,18 @@ def _corruptions(gold, scheme, rates, seed=0):
     out.update(shift=shifted, type_swap=swapped, dropped_edge=dropped)
     # ill-formed: letters replaced at random by any letter of the scheme (I after O,
     # E without B, M after S, ...), types kept
-    out["ill_formed"] = [[f"{rng.choice(letters)}-{t[2:]}" if t != "O" and rng.random() < 0.3
-                          else t for t in tags] for tags in gold]  # fmt: skip
+    out["ill_formed"] = [
+        [f"{rng.choice(letters)}-{t[2:]}" if t != "O" and rng.random() < 0.3 else t for t in tags]
+        for tags in gold
+    ]
     # lenient-only: I-/E- from nowhere inside O runs (spurious starts)
-    out["spurious"] = [[f"{rng.choice(letters)}-{rng.choice(kinds)}" if t == "O" and
-                        rng.random() < 0.05 else t for t in tags] for tags in gold]  # fmt: skip
+    out["spurious"] = [
+        [
+            f"{rng.choice(letters)}-{rng.choice(kinds)}" if t == "O" and rng.random() < 0.05 else t
+            for t in tags
+        ]
+        for tags in gold
+    ]
     return out
 
 
@@ -106,8 +114,9 @@ def _reference(gold, pred, scheme):
             gold, pred, output_dict=True, zero_division=0
         )
     if scheme == "BMES":
-        gold, pred = ([[("I" + t[1:]) if t[:1] == "M" else t for t in s] for s in x]
-                      for x in (gold, pred))  # fmt: skip
+        gold, pred = (
+            [[("I" + t[1:]) if t[:1] == "M" else t for t in s] for s in x] for x in (gold, pred)
+        )
     return v1.classification_report(
         gold, pred, output_dict=True, zero_division=0, scheme=SEQEVAL_SCHEME[scheme]
     )

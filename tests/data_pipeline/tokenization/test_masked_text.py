@@ -43,15 +43,33 @@ def test_sentencepiece_cases(tok):
     # Inside a word: the glued fragment has no word-start "▁".
     got = encode_masked(tok, "Pa[MASK]s ist [MASK] schön")
     assert pieces(tok, got.input_ids) == [
-        "[CLS]", "▁", "pa", "[MASK]", "s", "▁ist", "[MASK]", "▁schon", "[SEP]"
-    ]  # fmt: skip
+        "[CLS]",
+        "▁",
+        "pa",
+        "[MASK]",
+        "s",
+        "▁ist",
+        "[MASK]",
+        "▁schon",
+        "[SEP]",
+    ]
     assert got.mask_positions == [3, 6]
     # Adjacent masks; the official "<digit>," split also in a glued fragment.
     got = encode_masked(tok, "[MASK][MASK] kam 1995,[MASK]12,5, an")
     assert pieces(tok, got.input_ids) == [
-        "[CLS]", "[MASK]", "[MASK]", "▁kam", "▁1995", ",", "[MASK]", "1", "2,5", ",", "▁an",
+        "[CLS]",
+        "[MASK]",
+        "[MASK]",
+        "▁kam",
+        "▁1995",
+        ",",
+        "[MASK]",
+        "1",
+        "2,5",
+        ",",
+        "▁an",
         "[SEP]",
-    ]  # fmt: skip
+    ]
     assert got.mask_positions == [1, 2, 6]
     # Lower-case "[mask]" is text, not a mask.
     got = encode_masked(tok, "[mask] und [MASK]")
@@ -63,8 +81,19 @@ def test_wordpiece_cases(wordpiece_vocab):
 
     wp = WordPieceTokenizer(wordpiece_vocab)
     got = encode_masked(wp, "北京是中国的[MASK]都。")
-    assert pieces(wp, got.input_ids) == ["[CLS]", "北", "京", "是", "中", "国", "的", "[MASK]",
-                                         "都", "。", "[SEP]"]  # fmt: skip
+    assert pieces(wp, got.input_ids) == [
+        "[CLS]",
+        "北",
+        "京",
+        "是",
+        "中",
+        "国",
+        "的",
+        "[MASK]",
+        "都",
+        "。",
+        "[SEP]",
+    ]
     got = encode_masked(wp, "The [MASK] of the people.")
     assert got.input_ids == [wp.cls_id] + wp.encode("The") + [wp.mask_id] + wp.encode(
         "of the people."

@@ -67,9 +67,16 @@ class ClassifierServing(Serving):
     `max_windows` windows and their bytes a request)."""
 
     def __init__(
-        self, model, text, max_seq_length, labels, regression, text_pair, thresholds=None,
+        self,
+        model,
+        text,
+        max_seq_length,
+        labels,
+        regression,
+        text_pair,
+        thresholds=None,
         fields=None,
-    ):  # fmt: skip
+    ):
         super().__init__(model, text, max_seq_length)
         self.regression = regression
         self.thresholds = None if thresholds is None else tf.constant(thresholds, tf.float32)
@@ -131,9 +138,16 @@ class ClassifierServing(Serving):
 
 class LiteClassifier(LiteModule):
     def __init__(
-        self, model, tokenizer, max_seq_length, labels, regression, text_pair, thresholds=None,
+        self,
+        model,
+        tokenizer,
+        max_seq_length,
+        labels,
+        regression,
+        text_pair,
+        thresholds=None,
         **kw,
-    ):  # fmt: skip
+    ):
         super().__init__(model, tokenizer, max_seq_length, **kw)
         self.labels = tf.constant(list(labels or [""]))
         self.regression, self.text_pair = regression, text_pair

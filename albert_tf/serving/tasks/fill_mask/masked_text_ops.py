@@ -175,10 +175,12 @@ class WordPieceGlued(tf.Module):
         too_long = tf.strings.length(head, unit="UTF8_CHAR") > MAX_WORD_CHARS
         pieces = self.inside.tokenize(tf.where(too_long, "[UNK]", head))  # [N, (K)]
         inside = tf.concat(
-            [pieces.with_flat_values(tf.gather(self.inside_ids, pieces.flat_values)),
-             self.tokenizer(rest)],
+            [
+                pieces.with_flat_values(tf.gather(self.inside_ids, pieces.flat_values)),
+                self.tokenizer(rest),
+            ],
             axis=1,
-        )  # fmt: skip
+        )
         n = tf.shape(flat)[0]
         chosen = tf.where(head != "", tf.range(n) + n, tf.range(n))
         return tf.gather(tf.concat([self.tokenizer(flat), inside], axis=0), chosen)

@@ -64,8 +64,9 @@ def label_codes(labels, scheme: str | None) -> LabelCodes:
             kind = tag[1:].strip("-") or "_"
         kinds.append(kind)
     names = sorted(set(kinds) | {"_"})
-    return LabelCodes(tuple(roles), tuple(names.index(k) for k in kinds), tuple(names),
-                      names.index("_"))  # fmt: skip
+    return LabelCodes(
+        tuple(roles), tuple(names.index(k) for k in kinds), tuple(names), names.index("_")
+    )
 
 
 def _in(x, *codes):

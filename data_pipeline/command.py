@@ -135,13 +135,18 @@ class Command:
 
     def settings_class(self) -> type:
         """The frozen dataclass of this command's settings (one field per setting, with
-        its metadata)."""
+        its metadata); one class per command, so that two of its values compare."""
+        made = self.__dict__.get("_settings_class")
+        if made is not None:
+            return made
         spec = []
         for _, field, hint in self.fields():
             copy = dataclasses.field(default=self.default(field), metadata=field.metadata)
             spec.append((field.name, hint, copy))
         name = "".join(p.capitalize() for p in self.name.replace("-", "_").split("_"))
-        return dataclasses.make_dataclass(f"{name}Settings", spec, bases=(Settings,), frozen=True)
+        made = dataclasses.make_dataclass(f"{name}Settings", spec, bases=(Settings,), frozen=True)
+        object.__setattr__(self, "_settings_class", made)
+        return made
 
     def flag_values(self) -> flags.FlagValues:
         """A new flag set with one flag per setting."""

@@ -1,28 +1,21 @@
-"""data_pipeline.cli: flags generated from a dataclass carry each field's help, default,
-choices and range; an out-of-range flag is the one-line error the dataclass gives for the
-same value (with `--`); the config built from the flags equals the one built directly.
-Then the same for the real TrainerConfig and the runners' flag sets, and the parser of the
-module tools."""
+"""The one parser (data_pipeline.command) over settings dataclasses (data_pipeline.cli.
+setting): each field becomes its flag with its help, default, choices and range; an
+out-of-range value is the one-line error the dataclass gives for the same value (with
+`--`); the value built from argv equals the dataclass built directly. Then the same for the
+real TrainerConfig and the runners' commands, and the module tools' way to fail."""
 
 import dataclasses
 
 import pytest
-from absl import flags
 
-from data_pipeline.cli import (
-    Bounds,
-    check_fields,
-    check_flag_ranges,
-    check_no_positional,
-    config_from_flags,
-    define_flags_from,
-    parse_tool_flags,
-    setting,
-)
+from data_pipeline.cli import Bounds, check_fields, check_no_positional, setting
+from data_pipeline.command import Command, UsageError
 
 
 @dataclasses.dataclass(frozen=True)
 class Example:
+    """The example group."""
+
     name: str = setting(help="A required name.")
     steps: int = setting(100, "Optimizer steps.", minimum=1)
     rate: float = setting(0.5, "A rate.", above=0)
@@ -36,15 +29,16 @@ class Example:
         check_fields(self)
 
 
-def _parsed(*args, cls=Example, **define):
-    fv = flags.FlagValues()
-    define_flags_from(cls, fv, **define)
-    fv(["prog", *args])
-    return fv
+def _command(**options):
+    return Command("tool", "A tool.", (Example,), **options)
+
+
+def _parsed(*args, **options):
+    return _command(**options).parse(["prog", *args])
 
 
 def test_each_field_becomes_its_flag():
-    fv = _parsed()
+    fv = _command().flag_values()
     for field in dataclasses.fields(Example):
         flag = fv[field.name]
         assert flag.help.endswith(field.metadata["help"])  # (an enum: "<a|b>: help")
@@ -57,18 +51,18 @@ def test_each_field_becomes_its_flag():
     assert fv["dropout"].parser.flag_type() == "float"
     assert fv["fast"].parser.flag_type() == "bool"
     assert fv["name"].parser.flag_type() == "string"
-    with pytest.raises(flags.IllegalFlagValueError):
-        fv(["prog", "--kind=c"])  # choices are absl's own enum check at parse time
+    with pytest.raises(UsageError, match="--kind"):
+        _parsed("--kind=c")  # choices: absl's own enum check at parse time, one line
 
 
-def test_only_defaults_and_bounds_change_what_is_defined():
-    fv = _parsed(only=("steps", "kind"), defaults={"steps": 3}, bounds={"steps": Bounds(0)})
-    assert sorted(fv) == ["kind", "steps"] and fv.steps == 3
-    fv.steps = 0  # in range for this command
-    check_flag_ranges(fv)
-    fv.steps = -1
-    with pytest.raises(ValueError, match=r"^--steps=-1 must be >= 0$"):
-        check_flag_ranges(fv)
+def test_a_commands_defaults_and_bounds_are_its_own():
+    s = _parsed(defaults={"steps": 3}, bounds={"steps": Bounds(0)})
+    assert s.steps == 3 and not s.given("steps")
+    assert _parsed("--steps=0", bounds={"steps": Bounds(0)}).steps == 0  # in range here
+    with pytest.raises(UsageError, match=r"^--steps=-1 must be >= 0$"):
+        _parsed("--steps=-1", bounds={"steps": Bounds(0)})
+    with pytest.raises(UsageError, match=r"^--name is required$"):
+        _parsed(required=("name",))
 
 
 @pytest.mark.parametrize(
@@ -82,46 +76,53 @@ def test_only_defaults_and_bounds_change_what_is_defined():
     ],
 )
 def test_out_of_range_is_the_same_one_line_error(arg, message):
-    fv = _parsed("--name=x", arg)
-    with pytest.raises(ValueError) as from_flags:
-        check_flag_ranges(fv)
-    assert str(from_flags.value) == f"--{message}"
-    value = fv[arg[2:].split("=")[0]].value
+    with pytest.raises(UsageError) as from_argv:
+        _parsed("--name=x", arg)
+    assert str(from_argv.value) == f"--{message}"
+    name = arg[2:].split("=")[0]
+    value = _command().flag_values()[name].parser.parse(arg.split("=")[1])
     with pytest.raises(ValueError) as direct:
-        Example(**{"name": "x", arg[2:].split("=")[0]: value})
+        Example(**{"name": "x", name: value})
     assert str(direct.value) == message
 
 
 def test_in_range_and_unset_values_pass():
-    fv = _parsed("--name=x", "--steps=1", "--rate=1e-9", "--dropout=0", "--share=1")
-    check_flag_ranges(fv)
-    check_flag_ranges(_parsed())  # dropout None: not checked
+    s = _parsed("--name=x", "--steps=1", "--rate=1e-9", "--dropout=0", "--share=1")
+    assert (s.steps, s.dropout, s.share) == (1, 0.0, 1.0)
+    assert _parsed().dropout is None  # dropout None: not checked
 
 
-def test_config_from_flags_equals_the_dataclass():
-    fv = _parsed("--name=run", "--steps=5", "--kind=b", "--fast", "--dropout=0.25")
-    built = config_from_flags(Example, fv)
+def test_the_settings_value_equals_the_dataclass():
+    command = _command()
+    s = command.parse(["prog", "--name=run", "--steps=5", "--kind=b", "--fast", "--dropout=0.25"])
+    built = s.group(Example)
     assert built == Example(name="run", steps=5, kind="b", fast=True, dropout=0.25)
-    assert config_from_flags(Example, fv, steps=9) == dataclasses.replace(built, steps=9)
+    assert s.group(Example, steps=9) == dataclasses.replace(built, steps=9)
+    assert s.replace(steps=9).group(Example) == dataclasses.replace(built, steps=9)
+    assert s.given("kind") and not s.given("free") and s.replace(steps=9).given("kind")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.steps = 1  # parsed once: a value
+    assert command.build(name="run", steps=5, kind="b", fast=True, dropout=0.25) == s
     with pytest.raises(ValueError, match="^kind='c' is not one of a, b$"):
         Example(name="x", kind="c")
 
 
 def test_trainer_config_flags_are_its_fields():
-    """The runners' generated trainer flags: TrainerConfig's help, defaults (the runner's
-    where it gives one) and ranges; the TrainerConfig built from them."""
+    """The runners' trainer settings: TrainerConfig's help, defaults (the command's where it
+    gives one) and ranges; the TrainerConfig built from them."""
     from albert_tf.training.config import TrainerConfig
 
-    fv = flags.FlagValues()
-    define_flags_from(TrainerConfig, fv, defaults={"learning_rate": 3e-5, "num_train_steps": 10})
-    fv(["prog", "--output_dir=/tmp/run", "--optimizer=adamw", "--clip_norm=0.5"])
+    command = Command(
+        "prog", "", (TrainerConfig,), defaults={"learning_rate": 3e-5, "num_train_steps": 10}
+    )
+    fv = command.flag_values()
     for field in dataclasses.fields(TrainerConfig):
         assert fv[field.name].help.endswith(field.metadata["help"]), field.name
+    s = command.parse(["prog", "--output_dir=/tmp/run", "--optimizer=adamw", "--clip_norm=0.5"])
     expected = TrainerConfig("/tmp/run", 3e-5, 10, optimizer="adamw", clip_norm=0.5)
-    assert config_from_flags(TrainerConfig, fv) == expected
-    fv.clip_norm = 0.0
-    with pytest.raises(ValueError, match=r"^--clip_norm=0.0 must be > 0$"):
-        check_flag_ranges(fv)
+    assert s.group(TrainerConfig) == expected
+    with pytest.raises(UsageError, match=r"^--clip_norm=0.0 must be > 0$"):
+        command.parse(["prog", "--output_dir=/tmp/run", "--clip_norm=0"])
     with pytest.raises(ValueError, match=r"^clip_norm=0.0 must be > 0$"):
         dataclasses.replace(expected, clip_norm=0.0)
 
@@ -197,19 +198,15 @@ def test_each_runner_flag_is_a_setting(runner):
             assert field.metadata["help"] in fv[field.name].help, field.name
 
 
-def test_parse_tool_flags_refuses_stray_arguments(capsys):
-    fv = flags.FlagValues()
-    flags.DEFINE_string("input_file", None, "Inputs.", flag_values=fv)
-    argv = ["tool", "--input_file", "data/a.tfrecord", "data/b.tfrecord", "data/c.tfrecord"]
-    assert parse_tool_flags(fv, argv, ("input_file",)) is False
+def test_a_tool_refuses_stray_arguments_in_one_line(capsys):
+    argv = ["tool", "--name", "data/a.tfrecord", "data/b.tfrecord", "data/c.tfrecord"]
+    assert _command().parse_tool(argv) is None
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith(
         "error: unexpected arguments ['data/b.tfrecord', 'data/c.tfrecord']: "
     )
     assert "quote globs" in err[0]
-    fv2 = flags.FlagValues()
-    flags.DEFINE_string("input_file", None, "Inputs.", flag_values=fv2)
-    assert parse_tool_flags(fv2, ["tool", "--input_file=data/*.tfrecord"], ("input_file",))
+    assert _command().parse_tool(["tool", "--name=data/*.tfrecord"]).name == "data/*.tfrecord"
     check_no_positional(["tool"])
     with pytest.raises(ValueError, match=r"\['x'\]"):
         check_no_positional(["tool", "x"])
@@ -218,12 +215,10 @@ def test_parse_tool_flags_refuses_stray_arguments(capsys):
         check_no_positional(["tool", *many])
 
 
-def test_parse_tool_flags_help_prints_the_flags_and_exits_0(capsys):
-    from data_pipeline.cli import parse_tool_flags
-
-    fv = flags.FlagValues()
-    flags.DEFINE_integer("steps", 3, "How many steps.", flag_values=fv)
+def test_help_prints_the_flags_grouped_and_exits_0(capsys):
     with pytest.raises(SystemExit) as e:
-        parse_tool_flags(fv, ["tool", "--help"], required=["steps"])
+        _command(required=("name",)).parse(["tool", "--help"])
     assert e.value.code == 0
-    assert "--steps: How many steps." in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.startswith("A tool.") and "\n  The example group.\n" in out
+    assert "    --steps: Optimizer steps. (default: 100)" in out

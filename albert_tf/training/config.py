@@ -3,7 +3,7 @@ evaluation, precision, seed), one frozen value the runners build from their flag
 
 Each field is declared once, with its help text and range (`data_pipeline.cli.setting`):
 the runners' flags of the same names, their defaults, their one-line range errors and the
-value built from the parsed flags all come from here (albert_tf.runners.trainer_flags)."""
+value built from the parsed command line all come from here (data_pipeline.command)."""
 
 from __future__ import annotations
 

@@ -84,12 +84,12 @@ def check(family: Family, s) -> None:
         raise ValueError(conflict)
     common.check_epochs(s)
     family.length_buckets(s)
+    s.group(_lora_settings())  # (its targets checked)
     if s.lora_rank and not s.init_checkpoint:
         raise ValueError(
             f"--lora_rank={s.lora_rank} needs --init_checkpoint: the encoder is frozen at it "
             f"(a random encoder would stay random)"
         )
-    s.group(_lora_settings())  # (its targets checked)
     if s.export_dir and "tflite" in s.export_format:
         from albert_tf.checkpoints.task_kinds import task_kind
 
@@ -143,7 +143,8 @@ def run(family: Family, s):
     s = apply_recipe(family, s)
     check(family, s)
     points = sweep_points(s)
-    check_sweep(family, s, points, lambda p: check(family, p))
+    ranges = command(family).check  # (a point's values: the command line's ranges)
+    check_sweep(family, s, points, lambda p: (ranges(p.values()), check(family, p)))
     inputs = inputs_of(s)
     data = family.read(s, inputs)
     identity = identity_of(family, s, inputs, data)
@@ -163,7 +164,7 @@ def run(family: Family, s):
                 seed=seed,
             )
             results.append(run_once(family, point, inputs, data, identity, config))
-        if len(seeds) > 1 and results and "eval" in results[0]:
+        if len(seeds) > 1 and results and results[0].get("eval"):
             _seeds_report(family, s, output_dir, seeds, results)
         return results
 

@@ -235,3 +235,7 @@ def run_export(s) -> int:
     for path in paths:
         print(f"exported {s.task}: {path}")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

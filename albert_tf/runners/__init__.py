@@ -2,4 +2,4 @@
 one driver (`driver.run(family, settings)`) runs every fine-tuning family (`families/`);
 pretraining (`pretraining.run(settings)`) shares the settings groups (`settings`,
 `controls`), the up-front checks (`checks`) and the run setup (`run_setup`). Nothing here
-reads absl's global FLAGS: values come in as arguments."""
+reads absl's global flag set: values come in as arguments."""

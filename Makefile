@@ -59,8 +59,10 @@ format: install-dev
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# The unit tier (tests/support/tiers.py): in-process, tiny configs, no conversion; a unit test
+# over its time budget fails the run.
 test-fast: install-dev
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow" tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m unit --durations=10 tests
 
 bench: bench-model bench-data bench-train bench-serving
 

@@ -15,6 +15,34 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 import pytest
 
 from tests.support.harness import SHARED_DATA
+from tests.support.tiers import UnitDurations, mark_tiers
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the markers given here
+def pytest_collection_modifyitems(config, items):
+    """Every test gets its cost tier (tests/support/tiers.py) from what it uses."""
+    mark_tiers(items)
+
+
+def pytest_configure(config):
+    """`-m unit` (make test-fast): the unit tier's durations are checked."""
+    if (config.option.markexpr or "").strip() == "unit":
+        config.pluginmanager.register(UnitDurations(), "unit_durations")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    durations = session.config.pluginmanager.get_plugin("unit_durations")
+    if durations is not None and durations.verdict() and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    durations = config.pluginmanager.get_plugin("unit_durations")
+    if durations is not None and durations.verdict():
+        terminalreporter.section("unit tests over budget")
+        for line in durations.verdict():
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture

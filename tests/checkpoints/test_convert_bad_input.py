@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from tests.support.harness import SHARED_DATA, Cli
+from tests.support.harness import SHARED_DATA
+from tests.support.in_process import run_command
 from tests.support.tiny import tiny_fields
 
 # The tiny model (tests/support/tiny.py) as a Hugging Face config.json; 512 positions, the
@@ -105,20 +106,11 @@ def test_convert_refuses_random_and_truncated_inputs_in_one_line(tmp_path):
         pytest.skip(f"real data not available: {SHARED_DATA} is absent")
     cases = _cases(tmp_path)
     runs = []
-    for i, (args, _, _) in enumerate(cases):  # two at a time (two cores)
+    for i, (args, _, _) in enumerate(cases):
         out = tmp_path / f"out{i}"
-        runs.append(
-            (
-                Cli(
-                    "-m", "albert_tf.checkpoints.convert", *args, f"--output_dir={out}", timeout=300
-                ),
-                out,
-            )
-        )
-        if len(runs) % 2 == 0:
-            runs[-2][0].wait()
+        run = run_command("-m", "albert_tf.checkpoints.convert", *args, f"--output_dir={out}")
+        runs.append((run, out))
     for (run, out), (args, named, phrase) in zip(runs, cases):
-        run.wait()
         errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
         assert run.returncode == 1, (args, run.report())
         assert "Traceback" not in run.stderr, (args, run.report())

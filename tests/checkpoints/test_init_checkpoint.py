@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.support.harness import run_cli
+from tests.support.in_process import run_command
 from tests.support.tiny import tiny_fields
 
 # vocab 30000: the shared de-30k SentencePiece model feeds the runner checks.
@@ -117,7 +117,7 @@ def test_fine_tuning_runners_start_from_a_pretraining_output_directory(
         "--train_batch_size=8",
         "--do_train",
     ]
-    run = run_cli(
+    run = run_command(
         "run_classifier.py",
         "--task_name=rte",
         f"--data_dir={shared_data / 'glue' / 'RTE'}",
@@ -133,7 +133,7 @@ def test_fine_tuning_runners_start_from_a_pretraining_output_directory(
         data = json.load(f)
     train = tmp_path / "train.json"
     train.write_text(json.dumps({"version": data["version"], "data": data["data"][:1]}))
-    run = run_cli(
+    run = run_command(
         "run_squad.py",
         f"--train_file={train}",
         f"--output_dir={tmp_path / 's'}",

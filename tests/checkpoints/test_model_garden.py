@@ -23,7 +23,8 @@ import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertPretrainer, load_checkpoint
 from albert_tf.checkpoints import save_checkpoint
-from tests.support.harness import CLI_ENV, ROOT, SHARED_DATA, run_cli
+from tests.support.harness import CLI_ENV, ROOT, SHARED_DATA
+from tests.support.in_process import run_command
 
 MG_PYTHON = pathlib.Path(
     os.environ.get("MODEL_GARDEN_PYTHON", ROOT / ".venv-modelgarden" / "bin" / "python")
@@ -88,7 +89,7 @@ def test_converted_model_gives_model_gardens_outputs(reference, tmp_path, case):
     args = ["--source", source, "--input", reference / name, "--output_dir", out]
     if with_config:
         args += ["--albert_config_file", reference / "albert_config.json"]
-    run = run_cli(*CONVERT, *args)
+    run = run_command(*CONVERT, *args)
     assert run.returncode == 0, run.report()
 
     report = json.loads((out / "conversion_report.json").read_text())
@@ -124,7 +125,7 @@ def test_converted_model_gives_model_gardens_outputs(reference, tmp_path, case):
 
 
 def test_a_checkpoint_without_config_names_the_flag(reference, tmp_path):
-    run = run_cli(
+    run = run_command(
         *CONVERT,
         "--source",
         "model_garden",
@@ -145,7 +146,7 @@ def test_a_config_with_another_head_count_is_refused(reference, tmp_path):
     config["num_attention_heads"] = 4  # still divides H, and every shape still fits
     path = tmp_path / "albert_config.json"
     path.write_text(json.dumps(config))
-    run = run_cli(
+    run = run_command(
         *CONVERT,
         "--source",
         "model_garden",
@@ -162,7 +163,7 @@ def test_a_config_with_another_head_count_is_refused(reference, tmp_path):
 
 
 def test_tfhub_v2_needs_a_saved_model_and_model_garden_an_object_checkpoint(reference, tmp_path):
-    run = run_cli(
+    run = run_command(
         *CONVERT,
         "--source",
         "tfhub_v2",
@@ -186,7 +187,7 @@ def test_our_model_leaves_for_model_garden_and_its_tfhub_export_comes_back(refer
         w.assign((1.0 if "gamma" in w.path else 0.0) + rng.normal(0, 0.2, w.shape))
     ours = tmp_path / "ours"
     save_checkpoint(model, str(ours), config)
-    run = run_cli(
+    run = run_command(
         *CONVERT, "--to", "model_garden", "--input", ours, "--output_dir", tmp_path / "mg"
     )
     assert run.returncode == 0, run.report()
@@ -204,7 +205,7 @@ def test_our_model_leaves_for_model_garden_and_its_tfhub_export_comes_back(refer
     )
     assert run.returncode == 0, run.stderr[-5000:]
     back = tmp_path / "back"
-    run = run_cli(
+    run = run_command(
         *CONVERT, "--source", "tfhub_v2", "--input", restored / "hub", "--output_dir", back
     )
     assert run.returncode == 0, run.report()
@@ -230,7 +231,7 @@ def test_a_tf1_checkpoint_is_refused_with_the_source_to_use(tmp_path):
 
     prefix = tmp_path / "model.ckpt"
     write_tf1_checkpoint(str(prefix), {"bert/pooler/dense/bias": np.zeros(4, np.float32)})
-    run = run_cli(
+    run = run_command(
         *CONVERT,
         "--source",
         "model_garden",

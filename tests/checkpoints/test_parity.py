@@ -9,7 +9,8 @@ import pytest
 
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer, load_checkpoint
 from albert_tf.checkpoints.convert import convert
-from tests.support.harness import random_batch, run_cli
+from tests.support.harness import random_batch
+from tests.support.in_process import run_command
 from tests.support.references import (
     hf_outputs,
     hf_pretraining_model,
@@ -170,7 +171,7 @@ def test_encoder_restores_from_pretrainer_checkpoint(reference, tmp_path):
 
 def test_convert_command_line(tmp_path):
     hf_model = hf_pretraining_model(tmp_path / "hf")
-    run = run_cli(
+    run = run_command(
         "-m",
         "albert_tf.checkpoints.convert",
         "--source=transformers",
@@ -190,7 +191,7 @@ def test_convert_command_line(tmp_path):
     model, _ = load_converted(tmp_path / "out")
     assert_parity(model(batch), hf_outputs(hf_model, batch))
 
-    run = run_cli(
+    run = run_command(
         "-m",
         "albert_tf.checkpoints.convert",
         "--source=tf1",

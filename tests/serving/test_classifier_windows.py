@@ -1,6 +1,6 @@
 """The long-document classifier's SavedModel (albert_tf.serving.tasks.classifier.modules): raw
 movie reviews in, the windows of run_classifier's --doc_stride cut in the graph, outputs
-per document equal to the Python path (features → model → aggregate), in a fresh process;
+per document equal to the Python path (features → model → aggregate), loaded as a client loads it;
 a request beyond its window limit is one clear error."""
 
 import json
@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from tests.serving.test_export import _finetuned, client, spm  # noqa: F401 (fixture)
+from tests.serving.test_export import _finetuned, spm  # noqa: F401 (fixture)
+from tests.support.serving_client import served
 
 S, STRIDE = 48, 20
 
@@ -35,7 +36,7 @@ def _python_path(model, spm_path, texts, windows):
     return aggregate_logits(logits, stats["document_windows"], windows.aggregate), stats
 
 
-@pytest.mark.slow  # an export and a fresh client process
+@pytest.mark.slow  # an export
 def test_windowed_savedmodel_equals_the_python_path_on_movie_reviews(tmp_path, spm, shared_data):  # noqa: F811
     import tensorflow as tf
 
@@ -47,7 +48,7 @@ def test_windowed_savedmodel_equals_the_python_path_on_movie_reviews(tmp_path, s
     expected, stats = _python_path(model, spm, texts, DocumentWindows(STRIDE))
     assert max(stats["document_windows"]) > 20 and stats["document_windows"][-1] == 1
     version = export("classifier", directory, str(tmp_path / "serving"))
-    out = client(tmp_path, version, {"text_a": texts})
+    out = served(version, {"text_a": texts})
     probs = np.exp(expected) / np.exp(expected).sum(-1, keepdims=True)
     np.testing.assert_allclose(out["logits"], expected, atol=1e-5)
     np.testing.assert_allclose(out["probabilities"], probs, atol=1e-5)

@@ -9,9 +9,9 @@ import os
 import numpy as np
 import pytest
 
-from tests.serving.test_export import client
 from tests.serving.test_litert import _client as lite_client
 from tests.support.harness import SHARED_DATA, tiny_config
+from tests.support.serving_client import served
 
 STSB = SHARED_DATA / "glue" / "STS-B" / "dev.tsv"
 SPM = SHARED_DATA / "spm" / "de-30k-clean.model"
@@ -78,7 +78,7 @@ def test_savedmodel_in_a_fresh_process_equals_the_python_embedder(
     first, second = _sentences()
     encoder = encoder_checkpoint[0]
     want, features = _python(encoder, first, "mean", True, hidden=True)
-    got = client(tmp_path, exported[0], {"text": first}, signature="embed")
+    got = served(exported[0], {"text": first}, signature="embed")
     np.testing.assert_allclose(got["embeddings"], want["embeddings"], atol=1e-5)
     np.testing.assert_allclose(np.linalg.norm(got["embeddings"], axis=-1), 1.0, atol=1e-5)
     # Every block's output, as the Python model's at the real positions, zero elsewhere.
@@ -92,7 +92,7 @@ def test_savedmodel_in_a_fresh_process_equals_the_python_embedder(
     np.testing.assert_allclose(got["encoder_outputs"][:, -1], got["sequence_output"], atol=1e-6)
     # similarity: the cosine of the Python embeddings of each pair.
     other, _ = _python(encoder, second, "mean", True)
-    sim = client(tmp_path, exported[0], {"text_a": first, "text_b": second}, "similarity")
+    sim = served(exported[0], {"text_a": first, "text_b": second}, "similarity")
     expected = np.sum(want["embeddings"] * other["embeddings"], axis=-1)
     np.testing.assert_allclose(sim["similarity"], expected, atol=1e-5)
     task = json.loads(open(os.path.join(exported[0], "assets.extra", "task.json")).read())

@@ -2,50 +2,17 @@
 would: a fresh process that imports only tensorflow and tensorflow_text, saved_model_cli,
 bad input."""
 
-import json
 import os
 
 import numpy as np
 import pytest
 
 from tests.support.harness import ROOT as HARNESS_ROOT
-from tests.support.harness import run_cli, tiny_config
+from tests.support.harness import tiny_config
+from tests.support.in_process import run_command
+from tests.support.serving_client import client
 
 ROOT = str(HARNESS_ROOT)
-
-CLIENT = """\
-import json, sys
-import numpy as np
-import tensorflow as tf
-import tensorflow_text  # noqa: F401  (the SentencePiece op kernels)
-path, signature, inputs, out = sys.argv[1:5]
-model = tf.saved_model.load(path)
-fn = model.signatures[signature]
-with open(inputs) as f:
-    args = {k: tf.constant(v) for k, v in json.load(f).items()}
-result = fn(**args)
-assert not [m for m in sys.modules if m.split(".")[0] in ("albert_tf", "data_pipeline")]
-np.savez(out, **{k: v.numpy() for k, v in result.items()})
-"""
-
-
-def client(tmp_path, saved_model, inputs, signature="serving_default"):
-    """Runs the SavedModel in a fresh process (tensorflow + tensorflow_text only)."""
-    script = tmp_path / "client.py"
-    script.write_text(CLIENT)
-    (tmp_path / "inputs.json").write_text(json.dumps(inputs))
-    out = tmp_path / "out.npz"
-    run = run_cli(
-        script,
-        saved_model,
-        signature,
-        tmp_path / "inputs.json",
-        out,
-        env=dict(os.environ, PYTHONPATH=""),
-        cwd=tmp_path,
-    )
-    assert run.returncode == 0, run.report()
-    return dict(np.load(out, allow_pickle=True))  # (string outputs are object arrays)
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +95,7 @@ def test_classifier_serves_sst2_dev_like_the_model_in_memory(tmp_path, spm, shar
         ["negative", "positive"][i] for i in logits.argmax(-1)
     ]
     # saved_model_cli lists the signatures with their string inputs.
-    cli = run_cli(
+    cli = run_command(
         "-m", "tensorflow.python.tools.saved_model_cli", "show", "--dir", version, "--all"
     )
     assert cli.returncode == 0, cli.report()
@@ -282,7 +249,7 @@ def test_multiple_choice_serving(tmp_path, spm):
 
 def test_export_command_line_errors(tmp_path, spm):
     _, directory = _finetuned(tmp_path, spm)
-    run = run_cli(
+    run = run_command(
         "-m",
         "albert_tf.serving.export",
         "--task=squad",
@@ -292,7 +259,7 @@ def test_export_command_line_errors(tmp_path, spm):
     assert run.returncode == 1
     assert f"error: {directory} holds a classifier model, not squad" in run.stderr
     assert not (tmp_path / "out" / "1").exists()
-    run = run_cli(
+    run = run_command(
         "-m",
         "albert_tf.serving.export",
         "--task=classifier",

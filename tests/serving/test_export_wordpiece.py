@@ -10,7 +10,8 @@ import os
 import numpy as np
 import pytest
 
-from tests.support.harness import SHARED_DATA, run_cli, tiny_config
+from tests.support.harness import SHARED_DATA, tiny_config
+from tests.support.in_process import run_command
 
 MAX_SEQ = 128
 LONG = 12000  # (the longest line of `_lines` has 9,093 pieces)
@@ -284,7 +285,7 @@ def pretrained(tmp_path_factory, wordpiece_vocab):
     create_pretraining_data(cfg, progress_every=1e9)
     config = tmp / "albert_config.json"
     config.write_text(json.dumps(dict(TINY, vocab_size=21128)))
-    run = run_cli(
+    run = run_command(
         "run_pretraining.py",
         f"--input_file={cfg.output_dir}/*.tfrecord",
         f"--albert_config_file={config}",

@@ -1,5 +1,5 @@
-"""`export --task fill_mask`: the SavedModel, run in a fresh process (tensorflow +
-tensorflow_text only), answers as the Python `MaskFiller` (same ids and pieces, scores
+"""`export --task fill_mask`: the SavedModel, loaded as a client loads it
+(tests/support/serving_client.py), answers as the Python `MaskFiller` (same ids and pieces, scores
 within 1e-5, same filled texts) on real sentences with one or several masks, a mask
 inside a word and at a word's start; its in-graph "[MASK]" rule gives the Python rule's
 ids; bad input is one line. SentencePiece and WordPiece; the WordPiece export also
@@ -11,8 +11,8 @@ process in tests/serving/test_fill_mask_litert.py.)"""
 import numpy as np
 import pytest
 
-from tests.serving.test_export import client
 from tests.support.harness import SHARED_DATA, tiny_config
+from tests.support.serving_client import served
 
 SPM = SHARED_DATA / "spm" / "de-30k-clean.model"
 STSB = SHARED_DATA / "glue" / "STS-B" / "dev.tsv"
@@ -116,7 +116,7 @@ def test_savedmodel_in_a_fresh_process_answers_as_python(tmp_path, pretrained):
         max_seq_length=LENGTH,
         top_k=TOP_K,
     )
-    got = client(tmp_path, version, {"text": texts}, signature="fill_mask")
+    got = served(version, {"text": texts}, signature="fill_mask")
     want = MaskFiller(pretrained[0], pretrained[2], max_seq_length=LENGTH)(texts, top_k=TOP_K)
     # The loaded graph's ids: its two SentencePiece models (the model's and the prefix-less
     # one of glued fragments) stay two once loaded.
@@ -227,7 +227,7 @@ def test_wordpiece_export_answers_as_python_hugging_face_and_its_litert_file(
     assert (tmp_path / "serving" / "1" / "assets" / "vocab.txt").read_bytes() == open(
         wordpiece_vocab, "rb"
     ).read()
-    got = client(tmp_path, version, {"text": texts}, signature="fill_mask")
+    got = served(version, {"text": texts}, signature="fill_mask")
     loaded = tf.saved_model.load(version)
     ids = {
         k: v.numpy() for k, v in loaded.signatures["encode_masked"](text=tf.constant(texts)).items()

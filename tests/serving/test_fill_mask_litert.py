@@ -15,6 +15,7 @@ import pytest
 
 from tests.serving.test_fill_mask_export import LENGTH, SPM, TOP_K, _texts
 from tests.support.harness import ROOT, run_cli, tiny_config
+from tests.support.in_process import run_command
 
 CLIENT = """\
 import json, sys
@@ -47,7 +48,7 @@ def exported(tmp_path_factory):
     model.build()
     save_checkpoint(model, str(tmp / "pre"))
     out = tmp / "export"
-    run = run_cli(
+    run = run_command(
         "-m",
         "albert_tf.serving.export",
         "--task=fill_mask",
@@ -105,7 +106,7 @@ def test_runner_answers_each_line_and_a_line_without_mask_is_one_line(tmp_path, 
     _, lite = exported
     good = tmp_path / "good.txt"
     good.write_text("Die Hauptstadt von Frankreich ist [MASK].\n\nDer [MASK] ist [MASK]gil.\n")
-    run = run_cli("-m", "albert_tf.serving.tflite_predict", "--model", lite, "--input", good)
+    run = run_command("-m", "albert_tf.serving.tflite_predict", "--model", lite, "--input", good)
     assert run.returncode == 0, run.report()
     lines = [json.loads(line) for line in run.stdout.splitlines()]
     assert [x["line"] for x in lines] == [1, 2, 3] and "masks" not in lines[1]
@@ -115,7 +116,7 @@ def test_runner_answers_each_line_and_a_line_without_mask_is_one_line(tmp_path, 
     assert first["sequence"].startswith("Die Hauptstadt von Frankreich ist ")
     path = tmp_path / "in.txt"
     path.write_text("Ein [MASK] Satz.\nkeine Maske hier\n", encoding="utf-8")
-    run = run_cli("-m", "albert_tf.serving.tflite_predict", "--model", lite, "--input", path)
+    run = run_command("-m", "albert_tf.serving.tflite_predict", "--model", lite, "--input", path)
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1] == (
         f"error: {path}:2: no [MASK] in the text to fill: 'keine Maske hier'"

@@ -13,6 +13,7 @@ import pytest
 from tests.serving.test_export import _finetuned
 from tests.support.harness import CLI_ENV, run_cli
 from tests.support.harness import ROOT as HARNESS_ROOT
+from tests.support.in_process import run_command
 
 ROOT = str(HARNESS_ROOT)
 
@@ -254,7 +255,7 @@ def test_runner_cli_predicts_from_stdin_and_names_a_bad_line(tmp_path, exported)
     bad = tmp_path / "q.jsonl"
     bad.write_text('{"question": "a", "context": "b"}\n{not json\n')
     squad = exported["squad"][2]["float32"]
-    run = run_cli("-m", "albert_tf.serving.tflite_predict", "--model", squad, "--input", bad)
+    run = run_command("-m", "albert_tf.serving.tflite_predict", "--model", squad, "--input", bad)
     assert run.returncode == 1
     assert f"{bad}:2: invalid JSON" in run.stderr
 
@@ -277,7 +278,7 @@ def test_runner_answers_exactly_one_line_per_input_line(tmp_path, exported):
     ]
     path = tmp_path / "input.txt"
     path.write_bytes(("\n".join(lines[:-1]) + "\n" + lines[-1] + "\r\n").encode("utf-8"))
-    run = run_cli(
+    run = run_command(
         "-m",
         "albert_tf.serving.tflite_predict",
         "--model",
@@ -298,7 +299,7 @@ def test_runner_answers_exactly_one_line_per_input_line(tmp_path, exported):
         want = lite.classify([a], [b])["probabilities"][0]
         got = [row["probabilities"][k] for k in ("negative", "positive")]
         np.testing.assert_allclose(got, want, atol=1e-6)
-    bad = run_cli("-m", "albert_tf.serving.tflite_predict", "--input", path)
+    bad = run_command("-m", "albert_tf.serving.tflite_predict", "--input", path)
     assert bad.returncode == 2 and "--model" in bad.stderr
 
 

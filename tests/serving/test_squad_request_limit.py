@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from tests.support.harness import SHARED_DATA, run_cli, tiny_config
+from tests.support.in_process import run_command
 
 S, STRIDE, QUERY = 64, 24, 16
 
@@ -226,7 +227,9 @@ def test_on_device_command_refuses_a_400kb_context_in_one_line(tmp_path):
     normal = json.dumps({"question": "Who wrote it?", "context": "Ada wrote it."})
     huge = json.dumps({"question": "What?", "context": " ".join(contexts)[:400_000]})
     lines.write_text(normal + "\n" + huge + "\n")
-    run = run_cli("-m", "albert_tf.serving.tflite_predict", f"--model={lite}", f"--input={lines}")
+    run = run_command(
+        "-m", "albert_tf.serving.tflite_predict", f"--model={lite}", f"--input={lines}"
+    )
     errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.report()
     assert len(errors) == 1 and errors[0].startswith(f"error: {lines}:2: the request ")

@@ -1,5 +1,5 @@
-"""Token classification served from raw text: the SavedModel (in a fresh process that imports
-only tensorflow and tensorflow_text) and the LiteRT file with its runner give the tags of
+"""Token classification served from raw text: the SavedModel (loaded as a client loads it;
+tests/support/serving_client.py) and the LiteRT file with its runner give the tags of
 the Python path (data_pipeline.tagging features → model → predictions) on real CoNLL-2003
 and resume_zh dev sentences, windowed ones included, and entities whose character spans
 are the right text; the in-graph word split and entity reading equal their Python
@@ -10,8 +10,8 @@ import random
 import numpy as np
 import pytest
 
-from tests.serving.test_export import client
 from tests.support.harness import SHARED_DATA, tiny_config
+from tests.support.serving_client import served
 
 MAX_SEQ_LENGTH, DOC_STRIDE = 24, 7  # many dev sentences need several windows
 
@@ -126,7 +126,7 @@ def conll(tmp_path_factory, tok):
 
 def test_savedmodel_tags_conll_dev_as_the_python_path_in_a_fresh_process(conll, tmp_path):
     texts = conll["texts"]
-    out = client(tmp_path, conll["paths"][0], {"text": texts})
+    out = served(conll["paths"][0], {"text": texts})
     assert out["words"].shape == out["tags"].shape == out["word_start"].shape
     tagged = 0
     for i, (text, sentence, want) in enumerate(zip(texts, conll["sentences"], conll["want"])):

@@ -13,7 +13,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the SentencePiece op kernels)
 
-from tests.support.harness import SHARED_DATA, run_cli
+from tests.support.harness import SHARED_DATA
+from tests.support.in_process import run_command
 
 S = 64  # the model's sequence length (its max_position_embeddings)
 TOL = 1e-5
@@ -92,7 +93,7 @@ def nli(tmp_path_factory):
     )
     (tmp / "hf" / "spiece.model").write_bytes(spm.read_bytes())
     convert("transformers", str(tmp / "hf"), str(tmp / "ours"))
-    run = run_cli(
+    run = run_command(
         "-m",
         "albert_tf.serving.export",
         "--task=zero_shot",

@@ -1,11 +1,12 @@
 """The tests' shared helpers: the tiny models (tests/support/tiny.py, re-exported here) and
 random batches, the ../shared/data location, and the one harness for command-line tests
-(`Cli`, `run_cli`, the two-CPU and TPU drivers)."""
+(`Cli`, `run_cli`, the two-CPU driver; tests/support/in_process.py runs a command in-process)."""
 
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import json
 import pathlib
 import shutil
 import subprocess
@@ -122,6 +123,37 @@ COMMANDS = {
 }
 
 
+def run_on_two_cpus(*commands, timeout=900) -> list:
+    """Runs each command line (as `in_process.run_command` takes it) one after the other in
+    ONE new process with two logical CPU devices (what `--strategy mirrored` needs on a CPU
+    machine); their `in_process.Ran` results, in order."""
+    from tests.support.in_process import Ran
+
+    tmp = tempfile.mkdtemp(prefix="two-cpus-")
+    try:
+        spec, out = os.path.join(tmp, "commands.json"), os.path.join(tmp, "results.json")
+        with open(spec, "w") as f:
+            json.dump([[str(a) for a in c] for c in commands], f)
+        script = os.path.join(tmp, "driver.py")
+        with open(script, "w") as f:
+            f.write(
+                "import json, sys\nimport tensorflow as tf\n"
+                "cpus = tf.config.list_physical_devices('CPU')\n"
+                "tf.config.set_logical_device_configuration(\n"
+                "    cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)\n"
+                "from tests.support.in_process import run_command\n"
+                "runs = [run_command(*c) for c in json.load(open(sys.argv[1]))]\n"
+                "json.dump([[r.returncode, r.stdout, r.stderr] for r in runs],"
+                " open(sys.argv[2], 'w'))\n"
+            )
+        run = run_cli(script, spec, out, timeout=timeout)
+        assert run.returncode == 0, run.report()
+        with open(out) as f:
+            return [Ran(c, *r) for c, r in zip(commands, json.load(f))]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def two_cpu_driver(runner: str) -> str:
     """A script running `runner` (run_pretraining, run_classifier, ...) with two logical
     CPU devices, so that `--strategy mirrored` has two replicas on a CPU machine (logical
@@ -131,54 +163,6 @@ def two_cpu_driver(runner: str) -> str:
         "cpus = tf.config.list_physical_devices('CPU')\n"
         "tf.config.set_logical_device_configuration(\n"
         "    cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)\n"
-        f"from albert_tf.runners import commands\ncommands.{COMMANDS[runner]}(sys.argv)\n"
-    )
-
-
-def tpu_driver(runner: str, record: str) -> str:
-    """A script running `runner` with `--strategy tpu` on a CPU machine: TensorFlow's TPU
-    entry points (TPUClusterResolver, experimental_connect_to_cluster,
-    initialize_tpu_system, TPUStrategy) are replaced by recorders, and the strategy by a
-    one-CPU strategy whose `distribute_datasets_from_function` and
-    `experimental_distribute_dataset` record the element shapes of every dataset the run
-    distributes (training, evaluation, prediction). The record (JSON) goes to `record` at exit: the
-    project's TPU path runs up to the point where a TPU is needed."""
-    return (
-        "import atexit, json, sys\nimport tensorflow as tf\n"
-        "record = {'resolver': [], 'connect': 0, 'initialize': 0, 'datasets': []}\n"
-        f"atexit.register(lambda: open({record!r}, 'w').write(json.dumps(record)))\n"
-        "class Resolver:\n"
-        "    def __init__(self, tpu=None, **kw):\n"
-        "        record['resolver'].append(tpu)\n"
-        "def connect(resolver):\n"
-        "    assert isinstance(resolver, Resolver)\n"
-        "    record['connect'] += 1\n"
-        "def initialize(resolver):\n"
-        "    assert isinstance(resolver, Resolver) and record['connect']\n"
-        "    record['initialize'] += 1\n"
-        "def strategy(resolver):\n"
-        "    assert record['initialize']\n"
-        "    s = tf.distribute.OneDeviceStrategy('/cpu:0')\n"
-        "    distribute = s.distribute_datasets_from_function\n"
-        "    def recorded(fn, options=None):\n"
-        "        def fn_recorded(ctx):\n"
-        "            ds = fn(ctx)\n"
-        "            record['datasets'].append(\n"
-        "                [x.shape.as_list() for x in tf.nest.flatten(ds.element_spec)])\n"
-        "            return ds\n"
-        "        return distribute(fn_recorded, options)\n"
-        "    s.distribute_datasets_from_function = recorded\n"
-        "    distribute_one = s.experimental_distribute_dataset\n"
-        "    def recorded_one(ds, options=None):\n"
-        "        record['datasets'].append(\n"
-        "            [x.shape.as_list() for x in tf.nest.flatten(ds.element_spec)])\n"
-        "        return distribute_one(ds, options)\n"
-        "    s.experimental_distribute_dataset = recorded_one\n"
-        "    return s\n"
-        "tf.distribute.cluster_resolver.TPUClusterResolver = Resolver\n"
-        "tf.config.experimental_connect_to_cluster = connect\n"
-        "tf.tpu.experimental.initialize_tpu_system = initialize\n"
-        "tf.distribute.TPUStrategy = strategy\n"
         f"from albert_tf.runners import commands\ncommands.{COMMANDS[runner]}(sys.argv)\n"
     )
 

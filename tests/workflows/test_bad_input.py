@@ -1,11 +1,12 @@
 """Bad input to the three runners: one `error: ...` line naming the flag or file, exit code
-1, no traceback, and nothing written (issue 21). One table of command lines (`CASES`), run
-as a user runs them; then the validators themselves, in-process, where that is cheap.
+1, no traceback, and nothing written. One table of command lines (`CASES`), each run
+in-process through the runner's console entry (tests.support.in_process), and the first
+case of each runner once more as a process, as a user runs it (the exit code and stderr of
+a real process); then the validators themselves.
 
 Everything the table needs is made once per session without TensorFlow: a SentencePiece
 model trained on a synthetic corpus, pretraining records of two lengths, tiny configs, a
-csv task and SQuAD files. Each subprocess is mostly TensorFlow's start-up (~5-8 s): the
-errors fire before any model is built.
+csv task and SQuAD files. The errors fire before any model is built.
 """
 
 import hashlib
@@ -15,6 +16,7 @@ import os
 import pytest
 
 from tests.support.harness import run_cli
+from tests.support.in_process import run_command
 
 VOCAB = 200  # pieces of the session's SentencePiece model
 CONFIG = {
@@ -300,12 +302,7 @@ def _snapshot(root):
     return found
 
 
-@pytest.mark.parametrize(
-    "name, command, existing, fragment", CASES, ids=[case[0] for case in CASES]
-)
-def test_bad_input_is_one_error_line_and_writes_nothing(
-    data, tmp_path, name, command, existing, fragment
-):
+def _prepare(tmp_path, name, existing):
     out = tmp_path / "out"
     if existing or name.endswith("under_a_file"):
         out.mkdir()
@@ -315,8 +312,10 @@ def test_bad_input_is_one_error_line_and_writes_nothing(
         (out / "cache").mkdir()
         (out / "run_config.json").write_text('{"earlier": true}\n')
         (out / "cache" / "kept.tfrecord").write_bytes(b"\x00" * 16)
-    before = _snapshot(tmp_path)
-    run = run_cli(*command(data, out), timeout=240)
+    return out
+
+
+def _one_error_line(run, fragment):
     assert run.returncode == 1, run.report()
     assert "Traceback" not in run.stderr, run.report()
     lines = run.stderr.rstrip("\n").splitlines()
@@ -324,6 +323,36 @@ def test_bad_input_is_one_error_line_and_writes_nothing(
     assert [line for line in lines if line.startswith("error:")] == [lines[-1]], run.report()
     assert fragment in lines[-1], run.report()
     print(lines[-1])  # (pytest -rP shows each case's message)
+
+
+@pytest.mark.parametrize(
+    "name, command, existing, fragment", CASES, ids=[case[0] for case in CASES]
+)
+def test_bad_input_is_one_error_line_and_writes_nothing(
+    data, tmp_path, name, command, existing, fragment
+):
+    out = _prepare(tmp_path, name, existing)
+    before = _snapshot(tmp_path)
+    _one_error_line(run_command(*command(data, out)), fragment)
+    assert _snapshot(tmp_path) == before
+
+
+# The first case of each runner, as a process: what a user's shell sees.
+PROCESS_CASES = [
+    next(case for case in CASES if case[0].startswith(runner))
+    for runner in ("pretraining", "classifier", "squad")
+]
+
+
+@pytest.mark.parametrize(
+    "name, command, existing, fragment", PROCESS_CASES, ids=[c[0] for c in PROCESS_CASES]
+)
+def test_bad_input_in_a_process_is_exit_1_and_one_line(
+    data, tmp_path, name, command, existing, fragment
+):
+    out = _prepare(tmp_path, name, existing)
+    before = _snapshot(tmp_path)
+    _one_error_line(run_cli(*command(data, out), timeout=240), fragment)
     assert _snapshot(tmp_path) == before
 
 
@@ -472,7 +501,7 @@ def test_a_nonfinite_fine_tuning_run_writes_no_best_and_no_predictions(data, tmp
     test_file.write_text("text\nba ke\nke ba\n")
     dev_file = tmp_path / "dev.csv"
     dev_file.write_text("text,label\nba ke,pos\nke ba,neg\n")
-    run = run_cli(
+    run = run_command(
         *_classifier(
             data,
             out,

@@ -17,7 +17,8 @@ import sys
 
 import pytest
 
-from tests.support.harness import SHARED_DATA, run_cli
+from tests.support.harness import SHARED_DATA
+from tests.support.in_process import run_command
 from tests.support.tiny import WORKFLOW, tiny_fields
 
 CONFIG = tiny_fields(WORKFLOW, vocab_size=21128, max_position_embeddings=128)  # CMRC windows of 128
@@ -56,7 +57,7 @@ def chain(tmp_path_factory, wordpiece_vocab):
     )
     assert meta["tokenizer"]["kind"] == "wordpiece" and meta["instances"] > 100
     pretrained = tmp / "pretrained"
-    run = run_cli(
+    run = run_command(
         "run_pretraining.py",
         f"--input_file={records}/*.tfrecord",
         f"--albert_config_file={config}",
@@ -75,7 +76,7 @@ def chain(tmp_path_factory, wordpiece_vocab):
     common = [vocab, f"--albert_config_file={config}", f"--init_checkpoint={pretrained}"]
     common += ["--learning_rate=1e-3", "--steps_per_loop=10", "--do_train", "--do_predict"]
     for task, data_dir in (("chnsenticorp", CHNSENTICORP), ("afqmc", AFQMC)):
-        run = run_cli(
+        run = run_command(
             "run_classifier.py",
             f"--task_name={task}",
             f"--data_dir={data_dir}",
@@ -100,7 +101,7 @@ def chain(tmp_path_factory, wordpiece_vocab):
         sliced = {"version": data["version"], "data": data["data"][a:b]}
         cmrc_files[name].write_text(json.dumps(sliced, ensure_ascii=False), encoding="utf-8")
     cmrc = tmp / "cmrc"
-    run = run_cli(
+    run = run_command(
         "run_squad.py",
         f"--output_dir={cmrc}",
         f"--train_file={cmrc_files['train']}",

@@ -1,7 +1,7 @@
 """run_embedding.py end to end on real slices: cosine regression on 480 STS-B train pairs
 evaluated on 100 STS-B dev pairs (a tiny model from scratch), in-batch negatives on MRPC
 positives; the Spearman before and after in eval_results.json (checked against scipy on the
-best checkpoint), the export answering in a fresh process as the Python AlbertEmbedder on
+best checkpoint), the export answering as a client asks it, as the Python AlbertEmbedder on
 the best checkpoint does, and bad input as one line with nothing written."""
 
 import json
@@ -9,7 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from tests.support.harness import SHARED_DATA, WORKFLOW_CONFIG, Cli
+from tests.support.harness import SHARED_DATA, WORKFLOW_CONFIG
+from tests.support.in_process import run_command
+from tests.support.serving_client import served
 
 SPM = SHARED_DATA / "spm" / "de-30k-clean.model"
 GLUE = SHARED_DATA / "glue"
@@ -51,9 +53,9 @@ def data(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def runs(data):
-    """Both objectives' runs at once: cosine (evaluated, exported) and contrastive."""
+    """Both objectives' runs: cosine (evaluated, exported) and contrastive."""
     config = data / "albert_config.json"
-    cosine = Cli(
+    cosine = run_command(
         *_args(
             data / "cosine",
             config,
@@ -66,7 +68,7 @@ def runs(data):
         ),
         timeout=900,
     )
-    contrastive = Cli(
+    contrastive = run_command(
         *_args(
             data / "contrastive",
             config,
@@ -83,7 +85,6 @@ def runs(data):
         timeout=900,
     )
     for run in (cosine, contrastive):
-        run.wait()
         assert run.returncode == 0, run.report()
     return {"cosine": cosine, "contrastive": contrastive}
 
@@ -133,20 +134,6 @@ def test_num_runs_reports_the_spread_over_seeds(runs, data):
     assert "over 2 seeds: spearman median" in runs["contrastive"].stdout
 
 
-CHILD = """\
-import json, sys
-import numpy as np
-import tensorflow as tf
-import tensorflow_text  # noqa: F401
-model = tf.saved_model.load(sys.argv[1])
-a, b = json.load(open(sys.argv[2], encoding="utf-8"))
-u = model.signatures["embed"](text=tf.constant(a))["embeddings"].numpy()
-v = model.signatures["embed"](text=tf.constant(b))["embeddings"].numpy()
-s = model.signatures["similarity"](text_a=tf.constant(a), text_b=tf.constant(b))
-np.savez(sys.argv[3], u=u, v=v, similarity=s["similarity"].numpy())
-"""
-
-
 def _best_embedder(out, normalize):
     """The AlbertEmbedder (mean pooling) restored from OUT/best, in this process."""
     import tensorflow as tf
@@ -163,8 +150,8 @@ def _best_embedder(out, normalize):
 
 
 @pytest.mark.slow
-def test_the_export_is_the_best_checkpoint_in_a_fresh_process(runs, data, tmp_path):
-    """The SavedModel, loaded by another process, embeds raw dev sentences as the Python
+def test_the_export_is_the_best_checkpoint_served(runs, data):
+    """The SavedModel, loaded as a client loads it, embeds raw dev sentences as the Python
     AlbertEmbedder on best/ does (normalized, within 1e-5); similarity is their cosine;
     the best Spearman recomputed here with scipy equals the recorded one."""
     from scipy.stats import spearmanr
@@ -178,15 +165,6 @@ def test_the_export_is_the_best_checkpoint_in_a_fresh_process(runs, data, tmp_pa
     assert (info["kind"], info["pooling"], info["normalize"]) == ("encoder", "mean", True)
     assert info["max_seq_length"] == LENGTH
     pairs = scored_pairs(str(data / "dev.tsv"))
-    (tmp_path / "texts.json").write_text(json.dumps([pairs.texts_a, pairs.texts_b]))
-    (tmp_path / "child.py").write_text(CHILD)
-    served = Cli(
-        tmp_path / "child.py",
-        version,
-        tmp_path / "texts.json",
-        tmp_path / "out.npz",
-        cwd=tmp_path,
-    )
     tokenizer = AlbertTokenizer(str(SPM))
     first = single_sentence_features(pairs.texts_a, tokenizer, LENGTH)
     second = single_sentence_features(pairs.texts_b, tokenizer, LENGTH)
@@ -195,12 +173,14 @@ def test_the_export_is_the_best_checkpoint_in_a_fresh_process(runs, data, tmp_pa
     np.testing.assert_allclose(np.linalg.norm(u, axis=1), 1.0, atol=1e-5)
     cosines = np.sum(u * v, axis=1)
     assert spearmanr(cosines, pairs.scores).statistic == pytest.approx(best["value"], abs=1e-6)
-    served.wait()
-    assert served.returncode == 0, served.report()
-    got = np.load(tmp_path / "out.npz")
-    np.testing.assert_allclose(got["u"], u, atol=1e-5)
-    np.testing.assert_allclose(got["v"], v, atol=1e-5)
-    np.testing.assert_allclose(got["similarity"], cosines, atol=1e-5)
+    got_u = served(version, {"text": pairs.texts_a}, "embed")["embeddings"]
+    got_v = served(version, {"text": pairs.texts_b}, "embed")["embeddings"]
+    both = {"text_a": pairs.texts_a, "text_b": pairs.texts_b}
+    np.testing.assert_allclose(got_u, u, atol=1e-5)
+    np.testing.assert_allclose(got_v, v, atol=1e-5)
+    np.testing.assert_allclose(
+        served(version, both, "similarity")["similarity"], cosines, atol=1e-5
+    )
 
 
 def test_bad_input_is_one_line_naming_flag_file_and_line(data, tmp_path):
@@ -231,11 +211,10 @@ def test_bad_input_is_one_line_naming_flag_file_and_line(data, tmp_path):
         ),
     ]
     started = [
-        (Cli(*_args(tmp_path / f"o{i}", config, *extra), timeout=300), message)
+        (run_command(*_args(tmp_path / f"o{i}", config, *extra)), message)
         for i, (extra, message) in enumerate(cases)
     ]
     for run, message in started:
-        run.wait()
         assert run.returncode == 1, run.report()
         assert run.stderr.strip().startswith(message), run.report()
         assert len(run.stderr.strip().splitlines()) == 1, run.report()
@@ -280,11 +259,9 @@ def test_flag_checks_and_choices(tmp_path):
 def test_a_finished_run_resumes_to_zero_steps_and_keeps_its_figures(runs, data):
     """The same command again: the trainer resumes at step 40 (no loop), the starting
     figure is read back from metrics.jsonl, not re-measured on trained weights."""
-    from tests.support.harness import run_cli
-
     out, config = data / "cosine", data / "albert_config.json"
     before = json.loads((out / "eval_results.json").read_text())
-    again = run_cli(
+    again = run_command(
         *_args(
             out,
             config,

@@ -18,7 +18,6 @@ from tests.workflows.test_run_pretraining import (
     ok,
     run,
     sigkill_after_first_checkpoint,
-    start,
 )
 
 EVERY = 5
@@ -102,14 +101,10 @@ def test_bad_values_are_one_line_and_write_nothing(tmp_path, shared_data):
     ]
     outs = [tmp_path / f"out{i}" for i in range(len(cases))]
     started = [
-        start(
-            _args(tmp_path, shared_data, out, *extra),
-            tmp_path / f"bad{i}",
-            script="run_classifier.py",
-        )
+        run(_args(tmp_path, shared_data, out, *extra), script="run_classifier.py")
         for i, (out, (extra, _)) in enumerate(zip(outs, cases))
     ]
     for proc, out, (_, message) in zip(started, outs, cases):
-        r = proc.wait()
+        r = proc
         assert message in error_line(r), r.report()
         assert not out.exists()

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.support.harness import run_cli
+from tests.support.in_process import run_command
 from tests.support.tiny import WORKFLOW as TINY
 
 
@@ -26,7 +26,7 @@ def _slice(shared_data, folder, n):
 def _run(tmp_path, shared_data, out, *extra):
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(TINY))
-    return run_cli(
+    return run_command(
         "run_classifier.py",
         "--task_name=jsonl",
         f"--data_dir={tmp_path / 'data'}",

@@ -10,7 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from tests.support.harness import SHARED_DATA, WORKFLOW_CONFIG, run_cli
+from tests.support.harness import SHARED_DATA, WORKFLOW_CONFIG
+from tests.support.in_process import run_command
 from tests.workflows.test_ner_workflow import _conll_args, _sentences
 
 SPM = SHARED_DATA / "spm" / "de-30k-clean.model"
@@ -98,7 +99,7 @@ def test_ner_lora_run_trains_adapters_and_head_and_exports_them_merged(base):
     (data / "train.txt").write_text(_sentences(source / "train.txt", 64), encoding="utf-8")
     (data / "dev.txt").write_text(_sentences(source / "dev.txt", 16), encoding="utf-8")
     out, export = root / "ner", root / "ner_export"
-    run = run_cli(
+    run = run_command(
         *_conll_args(data, out, config, "--do_train", "--train_step=6", "--steps_per_loop=3"),
         f"--init_checkpoint={encoder}",
         f"--export_dir={export}",
@@ -132,7 +133,7 @@ def test_squad_lora_run_trains_adapters_and_head_and_exports_them_merged(base):
     train = root / "train-v1.1.json"
     train.write_text(json.dumps({"version": squad["version"], "data": squad["data"][:1]}))
     out, export = root / "squad", root / "squad_export"
-    run = run_cli(
+    run = run_command(
         "run_squad.py",
         f"--output_dir={out}",
         f"--spm_model_file={SPM}",

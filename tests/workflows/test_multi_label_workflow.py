@@ -1,7 +1,7 @@
 """run_classifier.py --multi_label end to end on a slice of GoEmotions (tiny model, one run
 shared by the tests): per-label thresholds tuned on a held-out part of train, recorded in
 eval_results.json and task.json; test predictions; the SavedModel and the LiteRT file,
-each run in a fresh process, return the runner's probabilities and labels; --class_weights
+each asked as a client asks it, return the runner's probabilities and labels; --class_weights
 auto records each label's negatives/positives over the training records, clipped."""
 
 import json
@@ -9,7 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from tests.support.harness import SHARED_DATA, WORKFLOW_CONFIG, run_cli
+from tests.support.harness import SHARED_DATA, WORKFLOW_CONFIG
+from tests.support.in_process import run_command
 
 TINY = WORKFLOW_CONFIG
 TRAIN, DEV = 400, 80
@@ -54,7 +55,7 @@ def run(tmp_path_factory):
     _slice(source / "dev.tsv", data / "dev.tsv", DEV)
     _slice(source / "dev.tsv", data / "test.tsv", DEV)
     out, export = tmp / "out", tmp / "export"
-    done = run_cli(
+    done = run_command(
         *_base(tmp, data, out),
         "--multi_label",
         "--tune_thresholds=per_label",
@@ -125,14 +126,14 @@ def test_predictions_are_the_labels_over_their_thresholds(run):
 
 
 def test_savedmodel_in_a_fresh_process_returns_the_runners_predictions(run, tmp_path):
-    from tests.serving.test_export import client
+    from tests.support.serving_client import served
 
     out, export, data, _ = run
     task = json.loads((export / "1" / "assets.extra" / "finetuned" / "task.json").read_text())
     labels, thresholds = task["labels"], np.array(task["thresholds"])
     rows = _predictions(out)
     want = np.array([[r["probabilities"][n] for n in labels] for r in rows])
-    served = client(tmp_path, export / "1", {"text_a": _texts(data)})
+    served = served(export / "1", {"text_a": _texts(data)})
     np.testing.assert_allclose(served["probabilities"], want, atol=2e-5)
     predicted = served["predicted"].astype(bool)
     np.testing.assert_array_equal(predicted, served["probabilities"] >= thresholds)
@@ -147,7 +148,7 @@ def test_litert_runner_in_a_fresh_process_returns_the_runners_predictions(run, t
     assert lite.exists()
     lines = tmp_path / "lines.txt"
     lines.write_text("\n".join(_texts(data)) + "\n", encoding="utf-8")
-    done = run_cli("-m", "albert_tf.serving.tflite_predict", "--model", lite, "--input", lines)
+    done = run_command("-m", "albert_tf.serving.tflite_predict", "--model", lite, "--input", lines)
     assert done.returncode == 0, done.report()
     got = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     rows = _predictions(out)
@@ -173,7 +174,7 @@ def test_multi_label_flags_bad_input_is_one_line(tmp_path):
         (["--multi_label", "--do_train", "--train_step=1"], "dev.tsv:3: label 'fear'"),
     ]
     for extra, message in cases:
-        done = run_cli(*_base(tmp_path, data, tmp_path / "out", *extra))
+        done = run_command(*_base(tmp_path, data, tmp_path / "out", *extra))
         assert done.returncode == 1 and message in done.stderr, done.report()
         assert not (tmp_path / "out" / "eval_results.json").exists()
 

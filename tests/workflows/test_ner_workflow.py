@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from tests.support.harness import SHARED_DATA, WORKFLOW_CONFIG, run_cli
+from tests.support.harness import SHARED_DATA, WORKFLOW_CONFIG
+from tests.support.in_process import run_command
+from tests.support.serving_client import served
 
 TINY = WORKFLOW_CONFIG
 SPM = SHARED_DATA / "spm" / "de-30k-clean.model"
@@ -69,7 +71,7 @@ def trained(conll):
     """One training run (train, evaluate, predict) shared by the checks."""
     root, data, config = conll
     out = root / "out"
-    run = run_cli(
+    run = run_command(
         *_conll_args(data, out, config, "--do_train", "--do_eval", "--do_predict"),
         f"--export_dir={root / 'export'}",
     )
@@ -118,22 +120,9 @@ def test_eval_results_are_the_metrics_of_the_written_predictions(trained, conll)
     assert report.micro.correct > 0 and 0 < final["f1"] < 1
 
 
-CHILD = """\
-import json, sys
-import tensorflow as tf
-import tensorflow_text  # noqa: F401
-serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
-texts = json.load(open(sys.argv[2], encoding="utf-8"))
-out = serve(text=tf.constant(texts))
-rows = zip(out["tags"].numpy(), out["num_words"].numpy())
-tags = [[t.decode() for t in row[:n]] for row, n in rows]
-print(json.dumps(tags))
-"""
-
-
 @pytest.mark.slow
 def test_the_runners_savedmodel_tags_raw_text_as_its_predictions_file(trained, conll, tmp_path):
-    """run_ner.py --export_dir: the SavedModel, in a fresh process, given each dev
+    """run_ner.py --export_dir: the SavedModel, asked as a client asks it, given each dev
     sentence as one raw string, returns per word the tag predictions.conll holds."""
     run, out = trained
     root, _, _ = conll
@@ -141,11 +130,8 @@ def test_the_runners_savedmodel_tags_raw_text_as_its_predictions_file(trained, c
     info = json.loads((version / "assets.extra" / "finetuned" / "task.json").read_text())
     assert info["kind"] == "token_classifier" and info["doc_stride"] == 32
     written = _read_predictions(out / "predictions.conll")
-    (tmp_path / "texts.json").write_text(json.dumps([" ".join(t) for t, _, _ in written]))
-    (tmp_path / "child.py").write_text(CHILD)
-    served = run_cli(tmp_path / "child.py", version, tmp_path / "texts.json", cwd=tmp_path)
-    assert served.returncode == 0, served.report()
-    tags = json.loads(served.stdout.strip().splitlines()[-1])
+    out = served(version, {"text": [" ".join(t) for t, _, _ in written]})
+    tags = [[t.decode() for t in row[:n]] for row, n in zip(out["tags"], out["num_words"])]
     assert tags == [p for _, _, p in written]
     assert any(t != "O" for row in tags for t in row)  # entities, not only "O"
 
@@ -155,7 +141,7 @@ def test_a_finished_run_resumes_to_zero_steps(trained, conll):
     root, data, config = conll
     _, out = trained
     before = json.loads((out / "eval_results.json").read_text())["final"]
-    again = run_cli(*_conll_args(data, out, config, "--do_train", "--do_eval"))
+    again = run_command(*_conll_args(data, out, config, "--do_train", "--do_eval"))
     assert again.returncode == 0, again.report()
     assert "converted" not in again.stdout and "cached" in again.stdout
     assert "step 150/150" in trained[0].stdout and "/150 |" not in again.stdout  # no loop
@@ -191,7 +177,7 @@ def test_bad_inputs_are_one_line_and_write_nothing(conll, tmp_path):
         ),
     ]
     for args, message in cases:
-        run = run_cli(*args)
+        run = run_command(*args)
         assert run.returncode == 1, run.report()
         assert run.stderr.strip().startswith(message), run.report()
         assert len(run.stderr.strip().splitlines()) == 1, run.report()
@@ -238,7 +224,7 @@ def test_resume_zh_bmes_one_character_a_line_with_wordpiece(tmp_path):
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(dict(TINY, vocab_size=len(special) + len(chars))))
     out = tmp_path / "out"
-    run = run_cli(
+    run = run_command(
         "run_ner.py",
         f"--data_dir={data}",
         f"--output_dir={out}",

@@ -14,7 +14,8 @@ import signal
 
 import pytest
 
-from tests.support.harness import SHARED_DATA, Cli, run_cli
+from tests.support.harness import SHARED_DATA, Cli
+from tests.support.in_process import run_command
 from tests.support.tiny import WORKFLOW, write_tiny_config
 from tests.workflows.test_run_pretraining import (
     checkpoint_steps,
@@ -88,7 +89,9 @@ def finished(tmp_path_factory):
     root = tmp_path_factory.mktemp("resume_guards")
     (root / "albert_config.json").write_text(json.dumps(TINY))
     out = root / "mrpc"
-    run = run_cli("run_classifier.py", *_args(root, shared_data, "mrpc", "MRPC", out, "--do_eval"))
+    run = run_command(
+        "run_classifier.py", *_args(root, shared_data, "mrpc", "MRPC", out, "--do_eval")
+    )
     assert run.returncode == 0, run.report()
     assert checkpoint_steps(out) == [10, 20]
     return root, out
@@ -97,7 +100,9 @@ def finished(tmp_path_factory):
 def test_another_task_on_a_finished_run_is_refused_and_changes_nothing(finished, shared_data):
     root, out = finished
     before = _snapshot(out)
-    run = run_cli("run_classifier.py", *_args(root, shared_data, "rte", "RTE", out, "--do_eval"))
+    run = run_command(
+        "run_classifier.py", *_args(root, shared_data, "rte", "RTE", out, "--do_eval")
+    )
     line = _error_line(run)
     assert line.startswith(f"error: {out} holds checkpoints of another run (")
     assert 'task: "mrpc" → "rte"' in line
@@ -110,7 +115,7 @@ def test_changed_settings_are_refused_unless_allowed_and_kept_as_segments(finish
     root, out = finished
     before = _snapshot(out)
     changed = ["--learning_rate=5e-4", "--train_step=30", "--do_eval"]
-    run = run_cli("run_classifier.py", *_args(root, shared_data, "mrpc", "MRPC", out, *changed))
+    run = run_command("run_classifier.py", *_args(root, shared_data, "mrpc", "MRPC", out, *changed))
     line = _error_line(run)
     assert "learning_rate: 0.001 → 0.0005" in line and "num_train_steps: 20 → 30" in line
     # (the warmup is 10% of the steps: it changes with them, and is named too)
@@ -121,7 +126,7 @@ def test_changed_settings_are_refused_unless_allowed_and_kept_as_segments(finish
     copy = root / "mrpc_allowed"
     shutil.copytree(out, copy)
     allow = "--allow_changed=learning_rate,num_train_steps,num_warmup_steps"
-    run = run_cli(
+    run = run_command(
         "run_classifier.py", *_args(root, shared_data, "mrpc", "MRPC", copy, *changed, allow)
     )
     assert run.returncode == 0, run.report()
@@ -141,7 +146,7 @@ def test_changed_settings_are_refused_unless_allowed_and_kept_as_segments(finish
 def test_fewer_steps_on_a_finished_run_is_one_line_and_changes_nothing(finished, shared_data):
     root, out = finished
     before = _snapshot(out)
-    run = run_cli(
+    run = run_command(
         "run_classifier.py",
         *_args(root, shared_data, "mrpc", "MRPC", out, "--do_eval", "--train_step=10"),
     )
@@ -164,7 +169,7 @@ def test_fine_tuning_with_another_tokenizer_than_the_checkpoints_is_refused(fini
     new = root / "other_tokenizer"
     args = _args(root, shared_data, "mrpc", "MRPC", new, f"--init_checkpoint={out}")
     args = [a for a in args if not a.startswith("--spm_model_file")]
-    run = run_cli("run_classifier.py", *args, f"--spm_model_file={other}")
+    run = run_command("run_classifier.py", *args, f"--spm_model_file={other}")
     line = _error_line(run)
     spm = shared_data / "spm" / "de-30k-clean.model"
     sha = hashlib.sha256(spm.read_bytes()).hexdigest()[:16]
@@ -180,7 +185,7 @@ def test_ctrl_c_is_one_line_exit_130_and_the_same_command_resumes_exactly(tmp_pa
     long = ["--train_step=120", "--steps_per_loop=5", "--train_batch_size=8"]
     whole, out = tmp_path / "whole", tmp_path / "interrupted"
     whole_args = [*_args(tmp_path, shared_data, "mrpc", "MRPC", whole), *long]
-    run = run_cli("run_classifier.py", *whole_args, timeout=900)
+    run = run_command("run_classifier.py", *whole_args, timeout=900)
     assert run.returncode == 0, run.report()
     args = [*_args(tmp_path, shared_data, "mrpc", "MRPC", out), *long]
     interrupted = Cli("run_classifier.py", *args, log_prefix=tmp_path / "sigint", timeout=900)
@@ -201,7 +206,7 @@ def test_ctrl_c_is_one_line_exit_130_and_the_same_command_resumes_exactly(tmp_pa
     assert found, interrupted.report()
     step, kept = int(found.group(1)), int(found.group(2))
     assert kept == checkpoint_steps(out)[-1] and kept <= step < 120
-    resumed = run_cli("run_classifier.py", *args, timeout=900)
+    resumed = run_command("run_classifier.py", *args, timeout=900)
     assert resumed.returncode == 0, resumed.report()
     assert f"at step {kept}" in resumed.stdout, resumed.report()
     assert_same_weights(latest_checkpoint(whole), latest_checkpoint(out))
@@ -232,7 +237,7 @@ def test_run_squad_ctrl_c_is_one_line_exit_130_and_resumes_exactly(tmp_path, sha
         ]
 
     whole, out = tmp_path / "whole", tmp_path / "interrupted"
-    run = run_cli("run_squad.py", *args(whole), timeout=900)
+    run = run_command("run_squad.py", *args(whole), timeout=900)
     assert run.returncode == 0, run.report()
     interrupted = Cli("run_squad.py", *args(out), log_prefix=tmp_path / "sigint", timeout=900)
     try:
@@ -248,7 +253,7 @@ def test_run_squad_ctrl_c_is_one_line_exit_130_and_resumes_exactly(tmp_path, sha
     assert found, interrupted.report()
     kept = int(found.group(2))
     assert kept == checkpoint_steps(out)[-1] and kept <= int(found.group(1)) < 60
-    resumed = run_cli("run_squad.py", *args(out), timeout=900)
+    resumed = run_command("run_squad.py", *args(out), timeout=900)
     assert resumed.returncode == 0, resumed.report()
     assert f"at step {kept}" in resumed.stdout, resumed.report()
     assert_same_weights(latest_checkpoint(whole), latest_checkpoint(out))

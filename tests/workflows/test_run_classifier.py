@@ -5,16 +5,18 @@ import json
 
 import pytest
 
-from tests.support.harness import WORKFLOW_CONFIG, run_cli, tpu_driver, two_cpu_driver
+from tests.support.harness import WORKFLOW_CONFIG, run_on_two_cpus
+from tests.support.in_process import run_command
+from tests.support.tpu_recorder import record_tpu
 
 TINY = WORKFLOW_CONFIG
 
 
-def _run(tmp_path, shared_data, task, folder, out, *extra, script="run_classifier.py"):
+def _run(tmp_path, shared_data, task, folder, out, *extra):
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(TINY))
-    return run_cli(
-        str(script),
+    return run_command(
+        "run_classifier.py",
         f"--task_name={task}",
         f"--data_dir={shared_data / 'glue' / folder}",
         f"--output_dir={out}",
@@ -139,7 +141,7 @@ def test_users_csv_with_quotes_and_discovered_labels(tmp_path, shared_data):
         "--do_eval",
         "--do_predict",
     ]
-    run = run_cli(*cmd)
+    run = run_command(*cmd)
     assert run.returncode == 0, run.stderr[-2000:]
     config_written = json.loads((out / "run_config.json").read_text())
     assert config_written["labels"] == ["neg", "pos"]
@@ -173,7 +175,7 @@ def test_race_multiple_choice(tmp_path, shared_data):
         "--do_eval",
         "--do_predict",
     ]
-    run = run_cli(*cmd)
+    run = run_command(*cmd)
     assert run.returncode == 0, run.stderr[-2000:]
     final = json.loads((out / "eval_results.json").read_text())["final"]
     assert 0.0 <= final["accuracy"] <= 1.0
@@ -233,7 +235,7 @@ def _chnsenticorp(tmp_path, shared_data, out, tokenizer_flag, vocab_size, *extra
     the run, its evaluation and its 1,200 test predictions."""
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(dict(TINY, vocab_size=vocab_size)))
-    run = run_cli(
+    run = run_command(
         "run_classifier.py",
         "--task_name=chnsenticorp",
         f"--data_dir={shared_data / 'chinese' / 'ChnSentiCorp'}",
@@ -333,7 +335,7 @@ def test_tokenizer_flags_one_line_errors(
     test_pretraining_wordpiece.py and test_wordpiece.py; a subprocess each costs ~6 s.)"""
     files = {"vocab": f"--vocab_file={wordpiece_vocab}", "spm": "--spm_model_file=m.model"}
     args = [f"--output_dir={tmp_path / 'out'}", "--do_train", "--do_predict", *extra]
-    run = run_cli(runner, *args, *(files[t] for t in tokenizer))
+    run = run_command(runner, *args, *(files[t] for t in tokenizer))
     errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
     assert run.returncode == 1 and len(errors) == 1, run.stderr[-2000:]
     assert message in errors[0]
@@ -386,14 +388,14 @@ def test_glue_tasks_end_to_end(tmp_path, shared_data, task, folder, metric, name
 def test_export_dir_writes_a_serving_model_of_the_fine_tuned_weights(tmp_path, shared_data):
     """--export_dir writes EXPORT_DIR/1, a SavedModel that takes raw text, with the
     fine-tuned checkpoint + config + vocabulary + task.json in assets.extra/finetuned. The
-    model rebuilt from that directory and the SavedModel (in a fresh process) both give the
+    model rebuilt from that directory and the SavedModel (as a client loads it) both give the
     runner's own test-set probabilities; the same command again exports version 2 and the
     int8 LiteRT file, whose probabilities are near the runner's."""
     import numpy as np
 
     from albert_tf.checkpoints.finetuned import load_finetuned
     from data_pipeline.classification.features import classifier_dataset
-    from tests.serving.test_export import client
+    from tests.support.serving_client import served
 
     out, export = tmp_path / "sst2", tmp_path / "export"
     run = _run(
@@ -431,7 +433,7 @@ def test_export_dir_writes_a_serving_model_of_the_fine_tuned_weights(tmp_path, s
     np.testing.assert_allclose(probs, want, atol=2e-6)
     lines = (shared_data / "glue" / "SST-2" / "test.tsv").read_text().splitlines()[1:]
     sentences = [line.split("\t")[1] for line in lines]
-    served = client(tmp_path, export / "1", {"text_a": [sentences[i] for i in order]})
+    served = served(export / "1", {"text_a": [sentences[i] for i in order]})
     np.testing.assert_allclose(served["probabilities"], want, atol=1e-5)
     # The same command again (its run is finished: nothing trains) with the on-device
     # format too: version 2 of the same weights, and the LiteRT file.
@@ -490,7 +492,7 @@ def test_fine_tunes_from_a_converted_transformers_checkpoint(tmp_path, shared_da
         "--do_train",
         "--do_eval",
     ]
-    run = run_cli(*cmd)
+    run = run_command(*cmd)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "init_checkpoint: restored encoder" in run.stdout, run.stdout[-2000:]
     train = [
@@ -502,14 +504,14 @@ def test_fine_tunes_from_a_converted_transformers_checkpoint(tmp_path, shared_da
 
 
 @pytest.mark.slow
-def test_tpu_strategy_path_has_static_shapes_and_gives_the_padded_run(tmp_path, shared_data):
+def test_tpu_strategy_path_has_static_shapes_and_gives_the_padded_run(
+    tmp_path, shared_data, monkeypatch
+):
     """--strategy tpu with TensorFlow's TPU entry points recorded instead of called
-    (conftest `tpu_driver`), one CPU in the TPU's place: the resolver gets --tpu, every
+    (tests/support/tpu_recorder.py), one CPU in the TPU's place: the resolver gets --tpu, every
     dataset the run distributes (train and eval) has static [batch, max_seq_length] shapes,
     and the run equals a --pad_to_max_seq_length run on the default strategy."""
-    record = tmp_path / "record.json"
-    driver = tmp_path / "tpu_driver.py"
-    driver.write_text(tpu_driver("run_classifier", str(record)))
+    seen = record_tpu(monkeypatch)
     common = ("--do_train", "--do_eval", "--classifier_dropout=0")
     tpu = _run(
         tmp_path,
@@ -520,10 +522,8 @@ def test_tpu_strategy_path_has_static_shapes_and_gives_the_padded_run(tmp_path, 
         *common,
         "--strategy=tpu",
         "--tpu=local",
-        script=driver,
     )
     assert tpu.returncode == 0, tpu.stderr[-2000:]
-    seen = json.loads(record.read_text())
     assert seen["resolver"] == ["local"] and seen["initialize"] == 1
     shapes = [shape for dataset in seen["datasets"] for shape in dataset]
     assert [32, 64] in shapes and [128, 64] in shapes, seen  # train and eval batches
@@ -554,64 +554,61 @@ def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, share
     computation). The batches are grouped by length (the default): each replica, like each
     micro-batch, gets the next batch of 16 of the one pipeline, padded to its own bucket,
     so this is also gradient accumulation over batches of different lengths."""
-    driver = tmp_path / "driver.py"
-    driver.write_text(two_cpu_driver("run_classifier"))
-    results = {}
-    for strategy in ("default", "mirrored"):
-        out = tmp_path / strategy
-        config = tmp_path / "albert_config.json"
-        config.write_text(json.dumps(TINY))
-        cmd = [
-            str(driver),
+    config = tmp_path / "albert_config.json"
+    config.write_text(json.dumps(TINY))
+
+    def command(out, strategy, *extra):
+        return [
+            "run_classifier.py",
             "--task_name=mrpc",
             f"--data_dir={shared_data / 'glue' / 'MRPC'}",
             f"--output_dir={out}",
             f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
             f"--albert_config_file={config}",
             "--max_seq_length=64",
-            "--train_batch_size=32",
-            "--train_step=20",
-            "--steps_per_loop=10",
             "--eval_batch_size=128",
             "--learning_rate=1e-3",
             "--classifier_dropout=0",
             f"--strategy={strategy}",
-            "--do_train",
             "--do_eval",
-        ] + (["--grad_accum_steps=2"] if strategy == "default" else [])
-        run = run_cli(*cmd)
+            *extra,
+        ]
+
+    train = ("--do_train", "--train_step=20", "--steps_per_loop=10")
+    odd = tmp_path / "odd"
+    mirrored, refused, default = run_on_two_cpus(
+        command(tmp_path / "mirrored", "mirrored", *train, "--train_batch_size=32"),
+        # A global batch the two replicas cannot share: one line, before anything is written.
+        command(tmp_path / "refused", "mirrored", *train, "--train_batch_size=33"),
+        command(
+            tmp_path / "default", "default", *train, "--train_batch_size=32", "--grad_accum_steps=2"
+        ),
+    )
+    # Without --do_train the train batch is not split, so it need not suit the replicas.
+    # (A process of its own: TensorFlow's collective instances outlive a strategy, and this
+    # run's first collective is another kind than a training run's first.)
+    (evaluate_only,) = run_on_two_cpus(
+        command(
+            odd,
+            "mirrored",
+            "--train_batch_size=33",
+            f"--init_checkpoint={tmp_path / 'mirrored' / 'checkpoints'}",
+        )
+    )
+    results = {}
+    for strategy, run in (("default", default), ("mirrored", mirrored)):
+        out = tmp_path / strategy
         assert run.returncode == 0, run.stderr[-2000:]
         replicas = json.loads((out / "run_config.json").read_text())["replicas"]
         assert replicas == (2 if strategy == "mirrored" else 1)
         rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
         results[strategy] = (rows, json.loads((out / "eval_results.json").read_text())["final"])
     (ref_rows, ref_final), (rows, final) = results["default"], results["mirrored"]
-    # A global batch the two replicas cannot share: one line, before anything is written.
-    odd = tmp_path / "odd"
-    run = run_cli(
-        *[
-            a.replace(str(tmp_path / "mirrored"), str(odd)).replace(
-                "--train_batch_size=32", "--train_batch_size=33"
-            )
-            for a in cmd
-        ]
-    )
-    assert run.returncode == 1
+    assert refused.returncode == 1
     assert (
         "error: --train_batch_size=33 must be divisible by --grad_accum_steps=1 × 2 replicas"
-    ) in run.stderr, run.stderr[-2000:]
-    assert not (odd / "run_config.json").exists()
-    # Without --do_train the train batch is not split, so it need not suit the replicas.
-    evaluate_only = run_cli(
-        *[
-            a.replace(str(tmp_path / "mirrored"), str(odd)).replace(
-                "--train_batch_size=32", "--train_batch_size=33"
-            )
-            for a in cmd
-            if a != "--do_train"
-        ],
-        f"--init_checkpoint={tmp_path / 'mirrored' / 'checkpoints'}",
-    )
+    ) in refused.stderr, refused.stderr[-2000:]
+    assert not (tmp_path / "refused" / "run_config.json").exists()
     assert evaluate_only.returncode == 0, evaluate_only.stderr[-2000:]
     assert json.loads((odd / "run_config.json").read_text())["replicas"] == 2
     assert [r["step"] for r in rows] == [r["step"] for r in ref_rows]

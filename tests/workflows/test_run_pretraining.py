@@ -29,9 +29,10 @@ from tests.support.harness import (
     SHARED_DATA,
     WORKFLOW_CONFIG,
     Cli,
-    tpu_driver,
     two_cpu_driver,
 )
+from tests.support.in_process import run_command
+from tests.support.tpu_recorder import record_tpu
 
 SEQ, PRED = 64, 10
 STEPS = 60  # reference run: optimizer steps
@@ -57,8 +58,15 @@ def start(args, log_prefix, script="run_pretraining.py", env=None) -> Cli:
     return Cli(script, *args, log_prefix=log_prefix, env=env, timeout=TIMEOUT)
 
 
-def run(args, log_prefix, **kw) -> Cli:
-    return start(args, log_prefix, **kw).wait()
+def run(args, log_prefix=None, script="run_pretraining.py"):
+    """The runner `script` (run_pretraining.py, run_classifier.py, ...) with `args`, in this
+    process (tests.support.in_process; `log_prefix` is a process' and unused here)."""
+    return run_command(script, *args)
+
+
+def run_process(args, log_prefix, script="run_pretraining.py", env=None) -> Cli:
+    """`start`, waited for: a driver file (two CPUs) or another environment."""
+    return start(args, log_prefix, script=script, env=env).wait()
 
 
 def ok(r: Cli) -> Cli:
@@ -431,7 +439,7 @@ def _killed_then_resumed(args, workdir, name, script="run_pretraining.py"):
         [*args, "--output_dir", out], out, workdir / f"{name}_killed", script
     )
     assert at < DROPOUT_STEPS, f"the run ended before it could be killed: {at}"
-    r = ok(run([*args, "--output_dir", out], workdir / name, script=script))
+    r = ok(run_process([*args, "--output_dir", out], workdir / name, script=script))
     assert f"at step {at}" in r.stdout, r.report()
     return out
 
@@ -466,7 +474,7 @@ def test_sigkill_resume_with_dropout_is_bit_identical(workdir, reference, strate
         script = workdir / "mirrored_dropout_driver.py"
         script.write_text(two_cpu_driver("run_pretraining"))
     whole = workdir / f"dropout_{strategy}_whole"
-    ok(run([*args, "--output_dir", whole], whole, script=script))
+    ok(run_process([*args, "--output_dir", whole], whole, script=script))
     resumed = _killed_then_resumed(args, workdir, f"dropout_{strategy}_resumed", script)
     a, b = (
         checkpoint_values(latest_checkpoint(whole)),
@@ -514,7 +522,7 @@ def test_mirrored_on_two_cpus_matches_the_default_strategy_and_resumes(workdir, 
     args = base_args(workdir, out, "--strategy", "mirrored")
     resumed_at = sigkill_after_first_checkpoint(args, out, workdir / "mirrored_killed", driver)
     assert resumed_at < STEPS
-    r = ok(run(args, workdir / "mirrored", script=driver))
+    r = ok(run_process(args, workdir / "mirrored", script=driver))
     assert f"at step {resumed_at}" in r.stdout, r.report()
     with open(out / "run_config.json") as f:
         assert json.load(f)["replicas"] == 2
@@ -531,19 +539,16 @@ def test_mirrored_on_two_cpus_matches_the_default_strategy_and_resumes(workdir, 
     )
 
 
-def test_tpu_strategy_path_runs_up_to_the_tpu_with_static_shapes(workdir, reference):
+def test_tpu_strategy_path_runs_up_to_the_tpu_with_static_shapes(workdir, reference, monkeypatch):
     """--strategy tpu --tpu local with TensorFlow's TPU entry points recorded instead of
-    called (tests/conftest.py `tpu_driver`) and one CPU in the TPU's place: the resolver
+    called (tests/support/tpu_recorder.py) and one CPU in the TPU's place: the resolver
     gets the --tpu name, the system is connected and initialized before the strategy is
     built, every distributed dataset has static shapes, and the run is the reference run
     (one device, the same batches)."""
     ref_out, _ = reference
-    record = workdir / "tpu_record.json"
-    driver = workdir / "tpu_driver.py"
-    driver.write_text(tpu_driver("run_pretraining", str(record)))
+    seen = record_tpu(monkeypatch)
     out = workdir / "tpu"
-    ok(run(base_args(workdir, out, "--strategy", "tpu", "--tpu", "local"), out, script=driver))
-    seen = json.loads(record.read_text())
+    ok(run(base_args(workdir, out, "--strategy", "tpu", "--tpu", "local")))
     assert seen["resolver"] == ["local"] and seen["connect"] == seen["initialize"] == 1
     assert len(seen["datasets"]) == 2, seen  # train and eval
     for shapes in seen["datasets"]:
@@ -649,7 +654,7 @@ BAD_INPUTS = (
 
 @pytest.fixture(scope="module")
 def bad_runs(workdir, reference):
-    """All bad-input runs, started together (each is mostly TensorFlow start-up)."""
+    """All bad-input runs, in this process (each stops before training)."""
     import shutil
 
     ref_out, _ = reference
@@ -676,15 +681,8 @@ def bad_runs(workdir, reference):
         "batch_not_divisible": ["--train_batch_size", 7, "--grad_accum_steps", 2],
     }
     started = {
-        name: start(base_args(workdir, root / name, *short, *extra), root / name)
-        for name, extra in cases.items()
+        name: run(base_args(workdir, root / name, *short, *extra)) for name, extra in cases.items()
     }
-    try:
-        for r in started.values():
-            r.wait()
-    finally:
-        for r in started.values():
-            r.kill()
     return started, {"victim": victim, "ref_ckpt": latest_checkpoint(ref_out), "root": root}
 
 

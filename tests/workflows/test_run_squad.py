@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tests.serving.test_export import client
-from tests.support.harness import run_cli
+from tests.support.in_process import run_command
+from tests.support.serving_client import served
 
 TINY = {
     "vocab_size": 30000,
@@ -37,7 +37,7 @@ def _slices(shared_data, tmp_path, version, **ranges):
 def _run(tmp_path, shared_data, out, *extra):
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(TINY))
-    run = run_cli(
+    run = run_command(
         "run_squad.py",
         f"--output_dir={out}",
         f"--spm_model_file={shared_data / 'spm' / 'de-30k-clean.model'}",
@@ -126,14 +126,13 @@ def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
     assert {q: [c["text"] for c in v] for q, v in padded_nbest.items()} == {
         q: [c["text"] for c in v] for q, v in nbest.items()
     }
-    # The SavedModel, in a fresh process, answers every question exactly as the runner.
-    served = client(
-        tmp_path,
+    # The SavedModel, asked as a serving client asks it: every answer the runner's.
+    answers = served(
         export / "1",
         {"question": [q for _, q, _ in questions], "context": [c for _, _, c in questions]},
     )
     for (qid, _, context), answer, s, e in zip(
-        questions, served["answer"], served["start"], served["end"]
+        questions, answers["answer"], answers["start"], answers["end"]
     ):
         assert answer.decode() == predictions[qid], qid
         assert context[s:e] == predictions[qid]
@@ -142,9 +141,7 @@ def test_squad_v1_train_predict_score_and_serve(tmp_path, shared_data):
     # taken from their context; invalid UTF-8 bytes read as U+FFFD.
     long_context = " ".join(f"word{i}" for i in range(3000))
     contexts = ["", "Ada wrote it.", "Ada © wrote it.", long_context]
-    odd = client(
-        tmp_path, export / "1", {"question": ["what?", "", "who?", "where?"], "context": contexts}
-    )
+    odd = served(export / "1", {"question": ["what?", "", "who?", "where?"], "context": contexts})
     answers = [a.decode() for a in odd["answer"]]
     assert answers[0] == "" and odd["start"][0] == -1 and odd["end"][0] == -1
     for context, answer, s, e in zip(contexts[1:], answers[1:], odd["start"][1:], odd["end"][1:]):
@@ -211,12 +208,13 @@ def test_squad_v2_thresholds_are_tuned_on_held_out_data(tmp_path, shared_data, h
     # The exported v2 model uses the tuned threshold and says no answer where the runner
     # would: same answers, and a no-answer probability for each.
     questions = _questions(files["dev"])
-    served = client(
-        tmp_path,
+    answers = served(
         export / "1",
         {"question": [q for _, q, _ in questions], "context": [c for _, _, c in questions]},
     )
-    for (qid, _, _), answer, p in zip(questions, served["answer"], served["no_answer_probability"]):
+    for (qid, _, _), answer, p in zip(
+        questions, answers["answer"], answers["no_answer_probability"]
+    ):
         assert answer.decode() == applied[qid], qid
         assert 0.0 <= p <= 1.0
     lite = LiteModel(str(export / "litert" / "squad-float32.tflite"))
@@ -275,7 +273,7 @@ def test_bad_command_lines_are_clear_errors(tmp_path, shared_data):
             "error: --eval_metric cmrc2018 scores answerable questions only",
         ),
     ):
-        run = run_cli(*base, *extra)
+        run = run_command(*base, *extra)
         assert run.returncode == 1 and message in run.stderr, run.stderr[-1000:]
 
 
@@ -284,7 +282,7 @@ def test_wordpiece_vocab_larger_than_the_model_is_a_clear_error(tmp_path, wordpi
     more entries than the config's vocab_size is one line naming both; nothing is written."""
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(dict(TINY, vocab_size=21000)))
-    run = run_cli(
+    run = run_command(
         "run_squad.py",
         f"--output_dir={tmp_path / 'out'}",
         f"--vocab_file={wordpiece_vocab}",
@@ -319,7 +317,7 @@ def test_cmrc_wordpiece_train_predict_score_and_serve(tmp_path, shared_data, wor
     config = tmp_path / "albert_config.json"
     config.write_text(json.dumps(dict(TINY, vocab_size=21128)))
     out, export = tmp_path / "cmrc", tmp_path / "serving"
-    run = run_cli(
+    run = run_command(
         "run_squad.py",
         f"--output_dir={out}",
         f"--vocab_file={wordpiece_vocab}",

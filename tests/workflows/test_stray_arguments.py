@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.support.harness import Cli
+from tests.support.in_process import run_command
 
 
 @pytest.fixture()
@@ -75,10 +75,9 @@ def _commands(shards, out):
 
 def test_stray_arguments_are_refused(shards, tmp_path):
     out = tmp_path / "out"
-    runs = {name: Cli(*command, timeout=240) for name, command in _commands(shards, out).items()}
+    runs = {name: run_command(*command) for name, command in _commands(shards, out).items()}
     stray = repr(shards[1:])
     for name, run in runs.items():
-        run.wait()
         assert run.returncode != 0, (name, run.report())
         assert "Traceback" not in run.stderr, run.report()
         errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]

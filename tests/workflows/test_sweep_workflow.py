@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from tests.support.tiny import WORKFLOW as TINY
-from tests.workflows.test_run_pretraining import error_line, ok, run, start
+from tests.workflows.test_run_pretraining import error_line, ok, run
 
 POINTS = ("learning_rate=0.003", "learning_rate=1e-05")
 
@@ -110,15 +110,11 @@ def test_bad_sweeps_are_one_line_and_write_nothing(tmp_path, shared_data):
     ]
     outs = [tmp_path / f"out{i}" for i in range(len(cases))]
     started = [
-        start(
-            _args(tmp_path, shared_data, out, *extra),
-            tmp_path / f"bad{i}",
-            script="run_classifier.py",
-        )
+        run(_args(tmp_path, shared_data, out, *extra), script="run_classifier.py")
         for i, (out, (extra, _)) in enumerate(zip(outs, cases))
     ]
     for proc, out, (_, message) in zip(started, outs, cases):
-        r = proc.wait()
+        r = proc
         assert message in error_line(r), r.report()
         assert not out.exists()
     assert not (tmp_path / "e").exists()

@@ -20,6 +20,7 @@ import pytest
 from data_pipeline.io.locks import OutputLocked, output_lock, read_lock_holder
 from data_pipeline.records import read_records
 from tests.support.harness import SHARED_DATA, Cli, run_cli
+from tests.support.in_process import run_command
 from tests.support.tiny import write_tiny_config
 
 HOST = socket.gethostname()
@@ -208,7 +209,7 @@ def test_create_pretraining_data_second_run_fails_and_first_completes(tmp_path):
             "the first run took the lock",
         )
         # Another seed: mixed into the first's shards, it would be silently wrong data.
-        second = run_cli(*TOOL, *_data_args(out, dupe_factor=10, seed=7), timeout=60)
+        second = run_command(*TOOL, *_data_args(out, dupe_factor=10, seed=7))
         assert first.proc.poll() is None, "the first run ended too soon for this test"
         assert second.returncode == 1, second.report()
         assert second.stderr.startswith("error: "), second.report()
@@ -334,7 +335,7 @@ def test_run_pretraining_second_run_on_one_output_dir_fails_and_writes_nothing(
         config = (out / "run_config.json").read_bytes()
         # Paused, the first run keeps its lock without taking the CPU from the second.
         os.kill(first.proc.pid, signal.SIGSTOP)
-        second = run_cli("run_pretraining.py", *args, "--seed=8", timeout=120)
+        second = run_command("run_pretraining.py", *args, "--seed=8")
         assert first.proc.poll() is None, f"the first run ended\n{first.report()}"
     finally:
         first.kill()
@@ -410,7 +411,7 @@ def test_create_pretraining_data_refuses_a_planted_lock_link(tmp_path):
     out = tmp_path / "out"
     victim = _plant_lock_link(tmp_path, out)
     before = victim.read_bytes()
-    run = run_cli(*TOOL, *_data_args(out, dupe_factor=1, workers=2), timeout=120)
+    run = run_command(*TOOL, *_data_args(out, dupe_factor=1, workers=2))
     _assert_refused_link(run, out, victim, before)
     assert not glob.glob(f"{out}/*.tfrecord*") and not os.path.exists(out / "meta_data.json")
 
@@ -419,8 +420,6 @@ def test_run_pretraining_refuses_a_planted_lock_link(tmp_path, pretraining_flags
     out = tmp_path / "run"
     victim = _plant_lock_link(tmp_path, out)
     before = victim.read_bytes()
-    run = run_cli(
-        "run_pretraining.py", "--flagfile", pretraining_flags, "--output_dir", out, timeout=180
-    )
+    run = run_command("run_pretraining.py", "--flagfile", pretraining_flags, "--output_dir", out)
     _assert_refused_link(run, out, victim, before)
     assert sorted(os.listdir(out)) == [".lock"]  # nothing written

@@ -14,6 +14,7 @@ from data_pipeline.pretraining.local_writer import create_pretraining_data
 from data_pipeline.records import read_records
 from tests.data_pipeline.pretraining.test_create_pretraining_data import with_flags
 from tests.support.harness import SHARED_DATA, tiny_config
+from tests.support.in_process import run_command
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +159,6 @@ def test_run_pretraining_dynamic_masking_with_vocab_file(job, tmp_path):
     takes its word starts from --vocab_file)."""
     import json
 
-    from tests.support.harness import run_cli
     from tests.support.tiny import WORKFLOW as TINY
 
     cfg = dataclasses.replace(
@@ -178,7 +178,7 @@ def test_run_pretraining_dynamic_masking_with_vocab_file(job, tmp_path):
         "--steps_per_loop=2",
         "--save_checkpoints_steps=4",
     ]
-    r = run_cli("run_pretraining.py", *args, timeout=240)
+    r = run_command("run_pretraining.py", *args, timeout=240)
     assert r.returncode == 0, r.report()
     metrics = json.loads((tmp_path / "run" / "final_metrics.json").read_text())
     assert metrics, metrics
@@ -187,7 +187,7 @@ def test_run_pretraining_dynamic_masking_with_vocab_file(job, tmp_path):
     args = [a for a in args if not a.startswith("--output_dir")] + [
         f"--output_dir={tmp_path / 'run-small'}"
     ]
-    r = run_cli("run_pretraining.py", *args, timeout=240)
+    r = run_command("run_pretraining.py", *args, timeout=240)
     errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
     assert r.returncode == 1 and len(errors) == 1, r.report()
     assert f"{cfg.output_dir}/meta_data.json: the records' vocabulary has 21,128" in errors[0]

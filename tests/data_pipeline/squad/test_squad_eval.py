@@ -6,7 +6,7 @@ import json
 import pytest
 
 from data_pipeline.squad import evaluation as S
-from tests.support.harness import run_cli
+from tests.support.in_process import run_command
 
 
 def _dataset(qas, version=None):
@@ -303,7 +303,7 @@ def test_real_v2_perfect_predictions(shared_data):
 
 
 def _cli(*args):
-    return run_cli("-m", "data_pipeline.squad.evaluation", *args, timeout=120)
+    return run_command("-m", "data_pipeline.squad.evaluation", *args, timeout=120)
 
 
 def _write(path, obj):

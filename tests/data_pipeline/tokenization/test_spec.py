@@ -78,7 +78,7 @@ def test_a_file_that_is_not_a_tokenizer_is_one_line_naming_file_and_flag(tmp_pat
 
 
 def test_a_cli_given_a_broken_model_says_one_line_and_writes_nothing(tmp_path, shared_data):
-    from tests.support.harness import run_cli
+    from tests.support.in_process import run_command
 
     files = _bad_tokenizer_files(tmp_path, shared_data / "spm" / "de-30k-clean.model")
     corpus = tmp_path / "corpus.txt"
@@ -86,7 +86,7 @@ def test_a_cli_given_a_broken_model_says_one_line_and_writes_nothing(tmp_path, s
     for name in ("random bytes", "half a model"):
         path = files[name][1]
         out = tmp_path / f"out-{path.stem}"
-        run = run_cli(
+        run = run_command(
             "-m",
             "data_pipeline.pretraining.create_pretraining_data",
             f"--input_file={corpus}",

@@ -25,7 +25,7 @@ from data_pipeline.tokenization.sentencepiece_trainer import (
     vocab_text,
 )
 from data_pipeline.tokenization.train_tokenizer import main
-from tests.support.harness import run_cli
+from tests.support.in_process import run_command
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 MODULES = (
@@ -203,7 +203,7 @@ def test_same_seed_same_bytes_across_processes(tmp_path, corpus):
     first = train_sentencepiece(corpus, str(tmp_path / "a"), **options)
     assert first["sentences_valid"] > 2000
     assert first["sentences_sampled"] == 300 <= options["input_sentence_size"]
-    run = run_cli(
+    run = run_command(
         "-m",
         "data_pipeline.tokenization.train_tokenizer",
         f"--input_file={corpus}",
@@ -407,7 +407,7 @@ def test_wordpiece_vocabulary_covers_its_text_and_reruns_give_the_same_file(
     train_wordpiece(str(corpus), str(tmp_path / "b" / "vocab.txt"), 8000)
     first = (tmp_path / "a" / "vocab.txt").read_bytes()
     assert (tmp_path / "b" / "vocab.txt").read_bytes() == first
-    run = run_cli(
+    run = run_command(
         "-m",
         "data_pipeline.tokenization.train_tokenizer",
         "--kind=wordpiece",

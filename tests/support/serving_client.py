@@ -1,0 +1,73 @@
+"""A SavedModel asked as a serving client asks it: `served` in this process, `client` in a
+fresh process that imports only tensorflow and tensorflow_text (the contract a server
+relies on: nothing of this project is needed to answer). One test keeps the fresh-process
+proof (tests/serving/test_export.py); the others ask in-process, where `served` also
+refuses a graph that calls back into Python (PyFunc), the one way an in-process answer
+could depend on this process' state."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+PYTHON_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
+
+CLIENT = """\
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the SentencePiece op kernels)
+path, signature, inputs, out = sys.argv[1:5]
+model = tf.saved_model.load(path)
+fn = model.signatures[signature]
+with open(inputs) as f:
+    args = {k: tf.constant(v) for k, v in json.load(f).items()}
+result = fn(**args)
+assert not [m for m in sys.modules if m.split(".")[0] in ("albert_tf", "data_pipeline")]
+np.savez(out, **{k: v.numpy() for k, v in result.items()})
+"""
+
+
+def op_types(fn) -> set[str]:
+    """Every op type of a concrete function's graph and of the functions it calls."""
+    graph = fn.graph.as_graph_def()
+    found = {node.op for node in graph.node}
+    for function in graph.library.function:
+        found.update(node.op for node in function.node_def)
+    return found
+
+
+def served(saved_model, inputs: dict, signature: str = "serving_default") -> dict:
+    """The SavedModel's `signature` on `inputs` (name → list), loaded in this process:
+    outputs as numpy arrays (strings as object arrays of bytes), as `client` returns them."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the SentencePiece op kernels)
+
+    fn = tf.saved_model.load(str(saved_model)).signatures[signature]
+    python = op_types(fn) & PYTHON_OPS
+    assert not python, f"{saved_model} calls back into Python: {sorted(python)}"
+    result = fn(**{k: tf.constant(v) for k, v in inputs.items()})
+    return {k: v.numpy() for k, v in result.items()}
+
+
+def client(tmp_path, saved_model, inputs, signature="serving_default"):
+    """`served`, in a fresh process (tensorflow + tensorflow_text only)."""
+    from tests.support.harness import run_cli
+
+    script = tmp_path / "client.py"
+    script.write_text(CLIENT)
+    (tmp_path / "inputs.json").write_text(json.dumps(inputs))
+    out = tmp_path / "out.npz"
+    run = run_cli(
+        script,
+        saved_model,
+        signature,
+        tmp_path / "inputs.json",
+        out,
+        env=dict(os.environ, PYTHONPATH=""),
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.report()
+    return dict(np.load(out, allow_pickle=True))  # (string outputs are object arrays)

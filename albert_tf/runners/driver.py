@@ -1,15 +1,6 @@
 """The one fine-tuning driver: `run(family, settings) -> result` for every family
-(albert_tf.runners.family), in-process, and `main(family, argv)`, the console command.
-
-What it does for every family, in order: --recipe; the checks (ranges, controls the family
-does not take, the family's own, the starting checkpoint, the output directory, lengths,
-vocabulary, tokenizer) before anything is written; the files read; the run's identity
-checked against a run already in --output_dir; the features (the first writes, in
-OUTPUT_DIR/cache); then seeds (--num_runs) × sweep points (--sweep), each one run: the run
-setup (strategy, lock, run_config.json segment), the task with its controls (class weights
-and distillation inside the family's task, LoRA around it), the trainer, the family's
-evaluation and predictions, the export; the seeds' report; the sweep's selection.
-"""
+(albert_tf.runners.family), in-process, and `main(family, argv)`, the console command. What
+it does, in order, for every family: docs/design/task-families.md ("One driver")."""
 
 from __future__ import annotations
 

@@ -86,3 +86,15 @@ def length_bucketed(
         )
         .prefetch(tf.data.AUTOTUNE)
     )
+
+
+def batch_buckets(length_buckets: str, padded: bool, strategy: str) -> tuple[int, ...] | None:
+    """The lengths batches are grouped by and padded to, or None: batches padded to
+    max_seq_length (`padded`, an empty `length_buckets`, and on TPUs, `strategy` "tpu",
+    which need static shapes). A ValueError names --length_buckets."""
+    if padded or strategy == "tpu" or not length_buckets:
+        return None
+    try:
+        return parse_buckets(length_buckets)
+    except ValueError as e:
+        raise ValueError(f"--length_buckets: {e}") from None

@@ -34,13 +34,15 @@ MODULES = """
     albert_tf/checkpoints/export_encoder.py albert_tf/checkpoints/loading.py
     albert_tf/checkpoints/official.py albert_tf/training/trainer.py albert_tf/training/resume.py
     albert_tf/training/sweep.py
-    albert_tf/runners/run_setup.py albert_tf/runners/checks.py albert_tf/serving/export.py
+    albert_tf/training/run_setup.py albert_tf/training/pretraining_inputs.py
+    albert_tf/training/embedding_settings.py albert_tf/serving/export.py
     albert_tf/serving/litert.py albert_tf/serving/saved_model.py albert_tf/serving/resolve.py
     albert_tf/serving/export_dir.py albert_tf/checkpoints/task_info.py
     run_pretraining.py run_classifier.py run_squad.py run_ner.py run_embedding.py
     albert_tf/runners/driver.py albert_tf/runners/families/classifier.py
     albert_tf/runners/families/token_classifier.py albert_tf/runners/families/embedding.py
-    data_pipeline/classification/pair_files.py
+    data_pipeline/classification/pair_files.py data_pipeline/tagging/settings.py
+    data_pipeline/squad/sets.py
 """.split()
 
 PLAIN = {
@@ -90,10 +92,10 @@ LOCAL = {
         "the local temporary directory"
     ),
     ("albert_tf/checkpoints/export_encoder.py", "_export_encoder", "os.listdir"): "same",
-    ("albert_tf/runners/checks.py", "check_output_dir", "os.path.exists"): (
+    ("albert_tf/training/run_setup.py", "check_output_dir", "os.path.exists"): (
         "returns early for URLs"
     ),
-    ("albert_tf/runners/checks.py", "check_output_dir", "os.path.isdir"): "same",
+    ("albert_tf/training/run_setup.py", "check_output_dir", "os.path.isdir"): "same",
     ("albert_tf/serving/saved_model.py", "write_saved_model", "shutil.rmtree"): (
         "the local temporary directory"
     ),

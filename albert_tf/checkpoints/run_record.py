@@ -40,7 +40,7 @@ RUN_RECORD_FILE = "run_config.json"
 
 # Which settings a resumed run may change only when named (guarded) or never (fixed) is
 # metadata on the settings' fields (`setting(..., resume=...)`); the runners derive the
-# lists from their dataclasses (albert_tf.runners.controls.resume_rules) and pass them in.
+# lists from their dataclasses (albert_tf.training.resume_checks.resume_rules) and pass them in.
 
 
 def _short(value) -> str:

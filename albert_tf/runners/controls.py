@@ -13,7 +13,8 @@ ever silently ignored.
     sweep            --sweep (SweepSettings): a grid selected on held-out training data
 
 The settings a resumed run may change only with --allow_changed (resume="guarded") or never
-(resume="fixed") are marked on their fields; `resume_rules` derives the lists.
+(resume="fixed") are marked on their fields; `training.resume_checks.resume_rules` derives
+the lists.
 """
 
 from __future__ import annotations
@@ -21,13 +22,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from albert_tf.modeling.lora_settings import LoraSettings
-from albert_tf.training.class_weights import ClassWeightSettings
-from albert_tf.training.sweep import RunsSettings
-from albert_tf.training.teacher import DistillationSettings
-from data_pipeline.command import fields_with
+from albert_tf.training.resume_checks import control_groups
 
-CONTROL_GROUPS = (LoraSettings, DistillationSettings, ClassWeightSettings, RunsSettings)
+CONTROL_GROUPS = control_groups()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,25 +84,3 @@ def recorded_controls(s) -> dict:
         "distill_unlabelled_file": s.distill_unlabelled_file if teacher else None,
         "class_weights": s.class_weights or None,
     }
-
-
-@dataclasses.dataclass(frozen=True)
-class ResumeRules:
-    """The settings a resumed run may change only with --allow_changed (`guarded`) and
-    never (`fixed`), from the fields' `resume` metadata."""
-
-    guarded: tuple[str, ...]
-    fixed: tuple[str, ...]
-
-
-def resume_rules(groups=None) -> ResumeRules:
-    """The rules of `groups` (default: every fine-tuning and pretraining group), in the
-    groups' field order (the order changes are named in)."""
-    if groups is None:
-        from albert_tf.runners.settings import FinetuningSettings
-        from albert_tf.training.config import TrainerConfig
-
-        groups = (TrainerConfig, FinetuningSettings, *CONTROL_GROUPS)
-    return ResumeRules(
-        fields_with(groups, "resume", "guarded"), fields_with(groups, "resume", "fixed")
-    )

@@ -1,45 +1,33 @@
 """The one fine-tuning driver: `run(family, settings) -> result` for every family
-(albert_tf.runners.family), in-process, and `main(family, argv)`, the console command.
-
-What it does for every family, in order: --recipe; the checks (ranges, controls the family
-does not take, the family's own, the starting checkpoint, the output directory, lengths,
-vocabulary, tokenizer) before anything is written; the files read; the run's identity
-checked against a run already in --output_dir; the features (the first writes, in
-OUTPUT_DIR/cache); then seeds (--num_runs) × sweep points (--sweep), each one run: the run
-setup (strategy, lock, run_config.json segment), the task with its controls (class weights
-and distillation inside the family's task, LoRA around it), the trainer, the family's
-evaluation and predictions, the export; the seeds' report; the sweep's selection.
-"""
+(albert_tf.runners.family), in-process, and `main(family, argv)`, the console command. What
+it does, in order, for every family: docs/design/task-families.md ("One driver")."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import NamedTuple
 
-from albert_tf.runners import checks
-from albert_tf.runners import settings as common
-from albert_tf.runners.controls import (
-    CONTROL_GROUPS,
-    check_controls,
-    recorded_controls,
-    resume_rules,
-)
+from albert_tf.runners.controls import CONTROL_GROUPS, check_controls, recorded_controls
 from albert_tf.runners.family import Data, Family
+from albert_tf.serving.formats import ExportSettings
+from albert_tf.training import finetuning_settings as common
+from albert_tf.training import run_setup as checks
 from albert_tf.training.config import TrainerConfig
+from albert_tf.training.distribution import DistributionSettings
+from albert_tf.training.resume_checks import ResumeSettings
 from albert_tf.training.sweep import SweepSettings
 from data_pipeline.command import Command
 
 SHARED_GROUPS = (
     TrainerConfig,
     common.ModelSettings,
-    common.DistributionSettings,
-    common.ResumeSettings,
+    DistributionSettings,
+    ResumeSettings,
     common.FinetuningSettings,
     *CONTROL_GROUPS,
     SweepSettings,
-    common.ExportSettings,
+    ExportSettings,
 )
 
 
@@ -71,17 +59,9 @@ def check(family: Family, s) -> None:
     """Every check that needs no file read: the settings that do not go together, the
     controls the family does not take, the family's own, the starting checkpoint, what
     --allow_changed names, the epochs and the buckets."""
-    from albert_tf.checkpoints.run_record import check_allowed
-    from albert_tf.training.config import settings_conflict
-
     check_controls(family.runner, family.controls, s)
     family.check(s)
-    if s.init_checkpoint:
-        checks.check_init_checkpoint(s.init_checkpoint)
-    check_allowed(s.allow_changed or (), resume_rules().guarded)
-    conflict = settings_conflict(s)
-    if conflict:
-        raise ValueError(conflict)
+    checks.check_run_settings(s)
     common.check_epochs(s)
     family.length_buckets(s)
     s.group(_lora_settings())  # (its targets checked)
@@ -186,28 +166,20 @@ def _seeds_report(family, s, output_dir, seeds, results) -> None:
 
 def run_once(family: Family, s, inputs: Inputs, data: Data, identity, config) -> dict:
     """One fine-tuning run (one seed, one sweep point) into `config.output_dir`."""
-    from albert_tf.runners.run_setup import setup_run
     from albert_tf.training import Trainer
+    from albert_tf.training.run_setup import setup_settings_run
 
     buckets = family.length_buckets(s)
-    run = setup_run(
+    run = setup_settings_run(
         family.runner,
         config,
-        strategy_name=s.strategy,
-        tpu=s.tpu,
-        num_gpus=s.num_gpus,
-        train_batch_size=s.train_batch_size,
+        s,
+        inputs.albert_config,
+        buckets,
         training=s.do_train,
         identity=identity,
-        allow_changed=tuple(s.allow_changed or ()),
-        rules=resume_rules(),
         controls=recorded_controls(s),
-        run_config={
-            "flags": s.values(),
-            "albert_config": inputs.albert_config.to_dict(),
-            "input_pipeline": {"length_buckets": None if buckets is None else list(buckets)},
-            **data.recorded,
-        },
+        **data.recorded,
     )
     task = family.task(s, data, inputs.albert_config)
     if s.lora_rank:
@@ -253,16 +225,10 @@ def _lora_settings():
 def main(family: Family, doc: str, argv=None) -> int:
     """The family's console command: parse argv once (--help: its flags, grouped, before
     TensorFlow), run, print the result as JSON; the exit code (1: one `error:` line)."""
-    from albert_tf.runners.run_setup import run_main
 
-    def body():
-        s = command(family, doc).parse(sys.argv if argv is None else argv)
-        from absl import logging
-
-        logging.set_verbosity(logging.WARNING)
+    def run_family(s):
         result = run(family, s)
         if not s.sweep:
             print(json.dumps(result, default=str))
-        return 0
 
-    return run_main(body)
+    return checks.run_command(command(family, doc), run_family, argv)

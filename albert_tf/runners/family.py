@@ -98,7 +98,7 @@ class Family:
         return data.train.count if data.train is not None else 0
 
     def length_buckets(self, s):
-        from albert_tf.runners.settings import length_buckets
+        from albert_tf.training.finetuning_settings import length_buckets
 
         return length_buckets(s)
 
@@ -128,10 +128,13 @@ class Family:
 
     def export(self, s, data: Data, trainer, model, inputs, export_dir: str) -> list[str]:
         """--export_dir: the trained `model` with its task.json; the paths written."""
-        from albert_tf.runners.export import export_trained
+        from albert_tf.serving.export import export_trained, print_exports
+        from albert_tf.serving.formats import export_formats
 
         info = self.task_info(s, data, trainer)
-        return export_trained(model, export_dir, info, inputs.tokenizer_spec, s)
+        paths = export_trained(model, export_dir, info, inputs.tokenizer_spec, **export_formats(s))
+        print_exports(paths, finetuned=True)
+        return paths
 
     def seeds_report(self, results: list[dict]) -> list[dict]:
         """The per-seed figures the --num_runs report summarizes."""

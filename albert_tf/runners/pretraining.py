@@ -20,69 +20,24 @@ import dataclasses
 import json
 import os
 
-from albert_tf.runners import settings as common
-from albert_tf.runners.controls import resume_rules
+from albert_tf.serving.formats import ExportSettings
 from albert_tf.training.config import TrainerConfig
-from data_pipeline.cli import setting
+from albert_tf.training.distribution import DistributionSettings
+from albert_tf.training.finetuning_settings import ModelSettings
+from albert_tf.training.pretraining_inputs import PretrainingSettings, length_buckets
+from albert_tf.training.resume_checks import ResumeSettings
 from data_pipeline.command import Command
-
-FROM_RECORDS = (
-    "As the records were written (default: their meta_data.json, else their first record)."
-)
-
-
-@dataclasses.dataclass(frozen=True)
-class PretrainingSettings:
-    """run_pretraining.py's own settings: the records and how to read them, the batches,
-    the tokenizer (dynamic masking, --export_dir) and the export."""
-
-    input_file: str | None = setting(None, "Training TFRecords: comma-separated globs.")
-    eval_input_file: str | None = setting(None, "Evaluation TFRecords (held-out documents).")
-    max_seq_length: int | None = setting(None, FROM_RECORDS, minimum=1)
-    max_predictions_per_seq: int | None = setting(None, FROM_RECORDS, minimum=1)
-    train_batch_size: int = setting(
-        4096, "Global batch size of one update.", minimum=1, resume="guarded"
-    )
-    eval_batch_size: int = setting(64, "Global evaluation batch size.", minimum=1)
-    dynamic_masking: bool | None = setting(
-        None,
-        "Records written with --dynamic_masking: draw masks each epoch (default: as their "
-        "meta_data.json says).",
-    )
-    spm_model_file: str | None = setting(
-        None,
-        "SentencePiece model of the records (needed for dynamic masking and --export_dir); "
-        "or --vocab_file.",
-    )
-    vocab_file: str | None = setting(
-        None,
-        "WordPiece vocab.txt of the records (needed for dynamic masking and --export_dir); "
-        "or --spm_model_file.",
-    )
-    length_buckets: str = setting(
-        "",
-        "Train on batches of instances grouped by length and padded to these lengths "
-        "(e.g. 128,256,384; max_seq_length is always one) instead of max_seq_length: for "
-        "corpora whose documents are short (the last instance of a document, and "
-        "short_seq_prob's, are short). Off by default (static shapes, as the official code).",
-    )
-    do_lower_case: bool | None = setting(
-        None,
-        "--export_dir: the casing of the vocabulary (default: the records' meta_data.json, "
-        "else lower-cased).",
-    )
-
 
 COMMAND = Command(
     "run_pretraining",
     __doc__,
     (
         TrainerConfig,
-        common.ModelSettings,
-        common.DistributionSettings,
-        common.ResumeSettings,
+        ModelSettings,
+        DistributionSettings,
+        ResumeSettings,
         PretrainingSettings,
-        common.ExportSettings,
+        ExportSettings,
     ),
     defaults={
         "learning_rate": 0.00176,
@@ -96,24 +51,12 @@ COMMAND = Command(
 )
 
 
-def length_buckets(s) -> tuple[int, ...] | None:
-    """--length_buckets (None: static shapes, the default, and on TPUs)."""
-    return common.batch_buckets(s.length_buckets, False, s.strategy)
-
-
 def check(s) -> None:
     """The checks that need no file: the settings that do not go together, the starting
     checkpoint, --allow_changed, the length buckets and the output directory."""
-    from albert_tf.checkpoints.run_record import check_allowed
-    from albert_tf.runners import checks
-    from albert_tf.training.config import settings_conflict
+    from albert_tf.training import run_setup as checks
 
-    if s.init_checkpoint:
-        checks.check_init_checkpoint(s.init_checkpoint)
-    check_allowed(s.allow_changed or (), resume_rules().guarded)
-    conflict = settings_conflict(s)
-    if conflict:
-        raise ValueError(conflict)
+    checks.check_run_settings(s)
     length_buckets(s)
     checks.check_output_dir(s.output_dir)
 
@@ -121,9 +64,9 @@ def check(s) -> None:
 def run(s) -> dict:
     """One pretraining invocation with settings `s` (COMMAND's value): the final metrics."""
     from albert_tf.checkpoints.run_identity import records_identity, run_identity
-    from albert_tf.runners.export import print_exports
-    from albert_tf.runners.pretraining_inputs import pretraining_dataset_fn, pretraining_inputs
-    from albert_tf.runners.run_setup import setup_run
+    from albert_tf.serving.export import print_exports
+    from albert_tf.training.pretraining_inputs import pretraining_dataset_fn, pretraining_inputs
+    from albert_tf.training.run_setup import setup_settings_run
     from data_pipeline.io.atomic import write_json
     from data_pipeline.pretraining.meta_data import find_corrupt
 
@@ -141,26 +84,18 @@ def run(s) -> dict:
         inputs.tokenizer or data.tokenizer,
         data=records_identity(files),
     )
-    run = setup_run(
+    run = setup_settings_run(
         "run_pretraining",
         trainer_config,
-        strategy_name=s.strategy,
-        tpu=s.tpu,
-        num_gpus=s.num_gpus,
-        train_batch_size=s.train_batch_size,
+        s,
+        albert_config,
+        buckets,
         training=True,
         identity=identity,
-        allow_changed=tuple(s.allow_changed or ()),
-        rules=resume_rules(),
-        run_config={
-            "flags": s.values(),
-            "albert_config": albert_config.to_dict(),
-            "input_pipeline": {"length_buckets": None if buckets is None else list(buckets)},
-            "input_files": files,
-            "data_meta": data.summary,
-            "data": dataclasses.asdict(data),
-            "sop_weight": data.sop_weight,
-        },
+        input_files=files,
+        data_meta=data.summary,
+        data=dataclasses.asdict(data),
+        sop_weight=data.sop_weight,
     )
     import tensorflow as tf
 
@@ -210,16 +145,6 @@ def run(s) -> dict:
 
 def main(argv=None) -> int:
     """The console command `albert-pretrain`: parse once, run; the exit code."""
-    import sys
+    from albert_tf.training.run_setup import run_command
 
-    from albert_tf.runners.run_setup import run_main
-
-    def body():
-        s = COMMAND.parse(sys.argv if argv is None else argv)
-        from absl import logging
-
-        logging.set_verbosity(logging.WARNING)  # TF's INFO lines would drown the progress
-        run(s)
-        return 0
-
-    return run_main(body)
+    return run_command(COMMAND, run, argv)

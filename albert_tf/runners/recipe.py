@@ -26,7 +26,7 @@ def apply_recipe(family, s):
     task = family.recipe_task(s)
     if task is None:
         raise ValueError(family.no_recipe(s))
-    from albert_tf.runners.settings import finetuning_config
+    from albert_tf.training.finetuning_settings import finetuning_config
     from albert_tf.training.recipes import UnknownRecipeTask, model_size, paper_recipe
 
     config = finetuning_config(s)

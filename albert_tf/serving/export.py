@@ -193,6 +193,19 @@ def export_trained(
         return export_formats(task.kind, directory, export_dir, formats, quantize, **options)
 
 
+def print_exports(paths, finetuned: bool = False) -> None:
+    """One line per export: `LiteRT: PATH`, or `SavedModel: PATH` (`finetuned`: with the
+    fine-tuned model directory inside it, N/assets.extra/finetuned)."""
+    for path in paths:
+        if path.endswith(".tflite"):
+            print(f"LiteRT: {path}", flush=True)
+        elif finetuned:
+            inside = os.path.join(path, "assets.extra", "finetuned")
+            print(f"SavedModel: {path} (fine-tuned checkpoint in {inside})", flush=True)
+        else:
+            print(f"SavedModel: {path}", flush=True)
+
+
 def main(argv=None) -> int:
     """`albert-export`: the command line parsed once (albert_tf.serving.export_command;
     --help and a bad flag before TensorFlow loads: exit 0 / 2), then `run_export`."""

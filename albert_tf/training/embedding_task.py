@@ -18,9 +18,9 @@ int32 [B, S]; `score` float32 [B] (cosine only). Each side is encoded alone,
 
 from __future__ import annotations
 
+from albert_tf.training.embedding_settings import OBJECTIVES
 from albert_tf.training.tasks import Task
 
-OBJECTIVES = ("cosine", "contrastive")
 SIDES = ("first", "second")
 INPUTS = ("input_ids", "input_mask", "segment_ids")
 

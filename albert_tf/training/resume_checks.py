@@ -11,6 +11,7 @@ import os
 from typing import TYPE_CHECKING
 
 from data_pipeline.cli import setting
+from data_pipeline.command import fields_with
 from data_pipeline.io import filesystem
 
 if TYPE_CHECKING:
@@ -101,4 +102,37 @@ class ResumeSettings:
         "Resuming a run (--output_dir with its checkpoints): the settings that may differ "
         "from its last segment's (e.g. learning_rate,num_train_steps); any other change is "
         "an error. Each segment is kept in run_config.json.",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ResumeRules:
+    """The settings a resumed run may change only with --allow_changed (`guarded`) and
+    never (`fixed`), from the fields' `resume` metadata."""
+
+    guarded: tuple[str, ...]
+    fixed: tuple[str, ...]
+
+
+def control_groups() -> tuple[type, ...]:
+    """The fine-tuning controls' settings groups (albert_tf.runners.controls): LoRA's,
+    distillation's, the class weights', --num_runs'."""
+    from albert_tf.modeling.lora_settings import LoraSettings
+    from albert_tf.training.class_weights import ClassWeightSettings
+    from albert_tf.training.sweep import RunsSettings
+    from albert_tf.training.teacher import DistillationSettings
+
+    return (LoraSettings, DistillationSettings, ClassWeightSettings, RunsSettings)
+
+
+def resume_rules(groups=None) -> ResumeRules:
+    """The rules of `groups` (default: every fine-tuning and pretraining group), in the
+    groups' field order (the order changes are named in)."""
+    if groups is None:
+        from albert_tf.training.config import TrainerConfig
+        from albert_tf.training.finetuning_settings import FinetuningSettings
+
+        groups = (TrainerConfig, FinetuningSettings, *control_groups())
+    return ResumeRules(
+        fields_with(groups, "resume", "guarded"), fields_with(groups, "resume", "fixed")
     )

@@ -1,5 +1,5 @@
 """The ways a training run stops before its last step, each an exception the runners turn
-into one line and an exit code (`albert_tf.runners.run_setup.run_main`): preemption (143),
+into one line and an exit code (`albert_tf.training.run_setup.run_main`): preemption (143),
 Ctrl-C (130), a NaN/inf loss (1, a ValueError)."""
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from data_pipeline.classification import (
     multiple_choice,
     user_files,
 )
+from data_pipeline.cli import setting
 from data_pipeline.io import filesystem
 
 
@@ -93,6 +94,35 @@ FAMILIES: dict[str, TaskFamily] = {
         lambda spec, split, path: multiple_choice.read_multiple_choice_jsonl(path), "jsonl", True
     ),
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassificationTaskSettings:
+    """The task: which one, and where and how its files are (TaskSpec's fields)."""
+
+    task_name: str | None = setting(
+        None,
+        "cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, chnsenticorp, afqmc; race, "
+        "multiple_choice_jsonl; csv, tsv, jsonl.",
+    )
+    data_dir: str | None = setting(None, "The task's directory (its train/dev/test files).")
+    train_file: str | None = setting(
+        None, "csv/tsv/jsonl/race tasks: the training file (default DATA_DIR/train.EXT)."
+    )
+    dev_file: str | None = setting(None, "... the dev file (default DATA_DIR/dev.EXT).")
+    test_file: str | None = setting(None, "... the test file (default DATA_DIR/test.EXT).")
+    text_a_column: str = setting("text_a", "csv/tsv/jsonl: first text column.")
+    text_b_column: str | None = setting(None, "csv/tsv/jsonl: second text column, if any.")
+    label_column: str = setting("label", "csv/tsv/jsonl: label column.")
+    regression: bool = setting(False, "csv/tsv/jsonl: the label is a number (MSE).")
+    num_choices: int = setting(4, "race/multiple_choice_jsonl: choices per question.", minimum=1)
+    multi_label: bool = setting(
+        False,
+        "csv/tsv/jsonl: any number of labels an example (sigmoid + binary cross-entropy; "
+        "--threshold, --tune_thresholds), the label column holding them separated by "
+        "--label_delimiter (jsonl: or a JSON list).",
+    )
+    label_delimiter: str = setting(",", "--multi_label: what separates the labels of a cell.")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,7 @@ from albert_tf.checkpoints.tokenizer_record import (
     check_tokenizer,
     recorded_tokenizer,
 )
-from albert_tf.runners.controls import resume_rules
+from albert_tf.training.resume_checks import resume_rules
 from tests.support.harness import SHARED_DATA
 from tests.support.tiny import tiny_config, tiny_fields
 

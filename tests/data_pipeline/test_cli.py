@@ -128,13 +128,16 @@ def test_trainer_config_flags_are_its_fields():
 
 
 RUNNER_SETTINGS = {
-    "run_pretraining": ("settings.ModelSettings", "pretraining.PretrainingSettings"),
+    "run_pretraining": (
+        "albert_tf.training.finetuning_settings.ModelSettings",
+        "albert_tf.training.pretraining_inputs.PretrainingSettings",
+    ),
     "classifier": (
-        "settings.ModelSettings",
-        "settings.FinetuningSettings",
-        "families.classifier.ClassificationTaskSettings",
+        "albert_tf.training.finetuning_settings.ModelSettings",
+        "albert_tf.training.finetuning_settings.FinetuningSettings",
+        "data_pipeline.classification.tasks.ClassificationTaskSettings",
         "families.classifier.ClassifierSettings",
-        "families.multi_label.MultiLabelSettings",
+        "albert_tf.training.label_modes.MultiLabelSettings",
         "albert_tf.training.teacher.DistillationSettings",
         "albert_tf.training.class_weights.ClassWeightSettings",
         "albert_tf.training.sweep.RunsSettings",
@@ -143,8 +146,8 @@ RUNNER_SETTINGS = {
         "albert_tf.training.sweep.SweepSettings",
     ),
     "squad": (
-        "settings.ModelSettings",
-        "settings.FinetuningSettings",
+        "albert_tf.training.finetuning_settings.ModelSettings",
+        "albert_tf.training.finetuning_settings.FinetuningSettings",
         "families.squad.SquadSettings",
         "data_pipeline.windows.WindowSettings",
         "albert_tf.training.sweep.SweepSettings",
@@ -154,9 +157,9 @@ RUNNER_SETTINGS = {
         "albert_tf.modeling.lora_settings.LoraSettings",
     ),
     "embedding": (
-        "settings.ModelSettings",
-        "settings.FinetuningSettings",
-        "families.embedding.EmbeddingSettings",
+        "albert_tf.training.finetuning_settings.ModelSettings",
+        "albert_tf.training.finetuning_settings.FinetuningSettings",
+        "albert_tf.training.embedding_settings.EmbeddingSettings",
         "albert_tf.training.sweep.SweepSettings",
         "albert_tf.training.teacher.DistillationSettings",
         "albert_tf.training.class_weights.ClassWeightSettings",
@@ -176,8 +179,10 @@ def test_each_runner_flag_is_a_setting(runner):
     from albert_tf.runners.driver import command
     from albert_tf.runners.families import FAMILIES
     from albert_tf.runners.pretraining import COMMAND
-    from albert_tf.runners.settings import DistributionSettings, ExportSettings, ResumeSettings
+    from albert_tf.serving.formats import ExportSettings
     from albert_tf.training.config import TrainerConfig
+    from albert_tf.training.distribution import DistributionSettings
+    from albert_tf.training.resume_checks import ResumeSettings
 
     classes = [TrainerConfig, DistributionSettings, ResumeSettings, ExportSettings]
     for name in RUNNER_SETTINGS[runner]:

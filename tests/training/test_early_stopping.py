@@ -183,7 +183,7 @@ def test_bad_values_are_one_line(tmp_path):
 
 def test_a_resumed_run_keeps_its_patience_unless_allowed_and_never_turns_it_on_or_off():
     from albert_tf.checkpoints.run_record import RunIdentity, RunRecord, Segment
-    from albert_tf.runners.controls import resume_rules
+    from albert_tf.training.resume_checks import resume_rules
 
     RULES = resume_rules()
     record = RunRecord(

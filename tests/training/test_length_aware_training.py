@@ -153,7 +153,7 @@ def test_static_shapes_where_they_must_be(records):
     """--pad_to_max_seq_length and --strategy tpu: every batch [B, max_seq_length]."""
     from albert_tf.runners.driver import command
     from albert_tf.runners.families import FAMILIES
-    from albert_tf.runners.settings import length_buckets
+    from albert_tf.training.finetuning_settings import length_buckets
     from data_pipeline.classification.features import classifier_dataset
 
     s = command(FAMILIES["classifier"]).build(

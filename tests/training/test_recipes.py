@@ -118,8 +118,8 @@ CLASSIFIER = ("--output_dir=/nonexistent/out", "--spm_model_file=spm.model", "--
 
 
 def test_recipe_paper_sets_the_flags_and_the_frozen_configs(capsys):
-    from albert_tf.runners import settings as common
     from albert_tf.runners.recipe import apply_recipe
+    from albert_tf.training import finetuning_settings as common
     from albert_tf.training.config import TrainerConfig
     from albert_tf.training.recipes import paper_recipe
 
@@ -146,8 +146,8 @@ def test_recipe_paper_sets_the_flags_and_the_frozen_configs(capsys):
 
 
 def test_flags_given_on_the_command_line_win(capsys):
-    from albert_tf.runners import settings as common
     from albert_tf.runners.recipe import apply_recipe
+    from albert_tf.training import finetuning_settings as common
 
     given = ("--learning_rate=1e-3", "--num_train_epochs=2", "--albert_dropout=0.2")
     args = ("--task_name=rte", "--preset=large", "--recipe=paper", *CLASSIFIER, *given)

@@ -360,7 +360,7 @@ def test_bad_input_in_a_process_is_exit_1_and_one_line(
 
 
 def test_check_output_dir(tmp_path):
-    from albert_tf.runners.checks import check_output_dir
+    from albert_tf.training.run_setup import check_output_dir
 
     check_output_dir(str(tmp_path))  # exists, writable
     check_output_dir(str(tmp_path / "new" / "deeper"))  # creatable
@@ -383,7 +383,7 @@ def test_check_output_dir(tmp_path):
 
 def test_check_sequence_length_and_vocab_size():
     from albert_tf.modeling.config import AlbertConfig
-    from albert_tf.runners.checks import check_sequence_length, check_vocab_size
+    from albert_tf.training.run_setup import check_sequence_length, check_vocab_size
 
     config = AlbertConfig(**CONFIG)
     check_sequence_length(config, 64, source="c.json")

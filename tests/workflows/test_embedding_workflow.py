@@ -227,8 +227,8 @@ def test_flag_checks_and_choices(tmp_path):
     from albert_tf.modeling.pooling import POOLINGS
     from albert_tf.runners.driver import check, command
     from albert_tf.runners.families import FAMILIES
-    from albert_tf.runners.families import embedding as ef
     from albert_tf.runners.recipe import apply_recipe
+    from albert_tf.training import embedding_settings as ef
     from albert_tf.training.embedding_task import OBJECTIVES
     from data_pipeline.classification.pair_files import PAIR_FORMATS
 

@@ -187,8 +187,8 @@ def test_bad_inputs_are_one_line_and_write_nothing(conll, tmp_path):
 def test_tag_scheme_and_recipe_choices():
     from albert_tf.runners.driver import command
     from albert_tf.runners.families import FAMILIES
-    from albert_tf.runners.families.token_classifier import resolve_tag_scheme
     from albert_tf.runners.recipe import apply_recipe
+    from data_pipeline.tagging.settings import resolve_tag_scheme
 
     bio = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]
     bmes = ["O", "B-NAME", "E-NAME", "M-NAME", "S-NAME"]

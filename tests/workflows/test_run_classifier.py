@@ -621,7 +621,7 @@ def test_mirrored_on_two_cpus_gives_the_default_strategy_metrics(tmp_path, share
 
 
 def test_micro_batch_size_must_divide_exactly():
-    from albert_tf.runners.run_setup import micro_batch_size
+    from albert_tf.training.run_setup import micro_batch_size
 
     assert micro_batch_size(32, 2, 2) == 16
     assert micro_batch_size(24, 3, 8) == 8

@@ -16,39 +16,11 @@ import dataclasses
 import os
 
 from albert_tf.runners.controls import ALL_CONTROLS
-from albert_tf.runners.families.multi_label import MultiLabelSettings
 from albert_tf.runners.family import Data, Family
+from albert_tf.training.label_modes import MultiLabelSettings
 from data_pipeline.classification.long_documents import DocumentWindows
+from data_pipeline.classification.tasks import ClassificationTaskSettings
 from data_pipeline.cli import setting
-
-
-@dataclasses.dataclass(frozen=True)
-class ClassificationTaskSettings:
-    """The task: which one, and where and how its files are (TaskSpec's fields)."""
-
-    task_name: str | None = setting(
-        None,
-        "cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, chnsenticorp, afqmc; race, "
-        "multiple_choice_jsonl; csv, tsv, jsonl.",
-    )
-    data_dir: str | None = setting(None, "The task's directory (its train/dev/test files).")
-    train_file: str | None = setting(
-        None, "csv/tsv/jsonl/race tasks: the training file (default DATA_DIR/train.EXT)."
-    )
-    dev_file: str | None = setting(None, "... the dev file (default DATA_DIR/dev.EXT).")
-    test_file: str | None = setting(None, "... the test file (default DATA_DIR/test.EXT).")
-    text_a_column: str = setting("text_a", "csv/tsv/jsonl: first text column.")
-    text_b_column: str | None = setting(None, "csv/tsv/jsonl: second text column, if any.")
-    label_column: str = setting("label", "csv/tsv/jsonl: label column.")
-    regression: bool = setting(False, "csv/tsv/jsonl: the label is a number (MSE).")
-    num_choices: int = setting(4, "race/multiple_choice_jsonl: choices per question.", minimum=1)
-    multi_label: bool = setting(
-        False,
-        "csv/tsv/jsonl: any number of labels an example (sigmoid + binary cross-entropy; "
-        "--threshold, --tune_thresholds), the label column holding them separated by "
-        "--label_delimiter (jsonl: or a JSON list).",
-    )
-    label_delimiter: str = setting(",", "--multi_label: what separates the labels of a cell.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +56,7 @@ class Classifier(Family):
         return s.group(TaskSpec, name=s.task_name)
 
     def check(self, s) -> None:
-        from albert_tf.runners.families.multi_label import check_multi_label
+        from albert_tf.training.label_modes import check_multi_label
 
         if not (s.do_train or s.do_eval or s.do_predict):
             raise ValueError("nothing to do: give --do_train, --do_eval and/or --do_predict")
@@ -123,14 +95,14 @@ class Classifier(Family):
         return Data(labels, spec.source("train"), identity, extra=extra)
 
     def features(self, s, inputs, data: Data) -> Data:
-        from albert_tf.runners.families.multi_label import held_out
-        from albert_tf.runners.settings import length_buckets
         from albert_tf.training import teacher as distillation
         from albert_tf.training.class_weights import (
             label_counts,
             multi_label_counts,
             resolve_class_weights,
         )
+        from albert_tf.training.finetuning_settings import length_buckets
+        from albert_tf.training.label_modes import held_out
         from albert_tf.training.sweep import HELD_OUT
         from data_pipeline.classification.features import task_features
 
@@ -192,7 +164,7 @@ class Classifier(Family):
         return data.train or dev or data.splits["test"]
 
     def task(self, s, data: Data, albert_config):
-        from albert_tf.runners.families.label_modes import label_mode
+        from albert_tf.training.label_modes import label_mode
         from albert_tf.training.teacher import distill_task
 
         mode = data.extra["mode"] = label_mode(data.extra["spec"], data.labels, s)
@@ -210,7 +182,7 @@ class Classifier(Family):
 
     def predict(self, s, features, model, strategy):
         """(logits, label_ids) of `features`, per document when they are windows."""
-        from albert_tf.runners.settings import length_buckets
+        from albert_tf.training.finetuning_settings import length_buckets
         from albert_tf.training.task_predictions import classifier_logits
         from data_pipeline.classification.long_documents import document_outputs
 

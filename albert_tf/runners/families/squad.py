@@ -121,7 +121,7 @@ class QuestionAnswering(Family):
         return Data(None, s.train_file, identity)
 
     def features(self, s, inputs, data: Data) -> Data:
-        from albert_tf.runners.squad_inputs import squad_sets
+        from data_pipeline.squad.sets import squad_sets
 
         train, predict, tune = squad_sets(s, inputs.tokenizer)
         data.splits = {"train": train, "predict": predict, "tune": tune}

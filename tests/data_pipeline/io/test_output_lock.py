@@ -355,7 +355,7 @@ def test_setup_run_locks_each_run_directory_reentrantly(tmp_path):
     script = textwrap.dedent(
         """
         import os, sys, time
-        from albert_tf.runners.run_setup import setup_run
+        from albert_tf.training.run_setup import setup_run
         from albert_tf.training import TrainerConfig
         out = sys.argv[1]
         for d in (out, out + "/run_0", out + "/run_1", out):

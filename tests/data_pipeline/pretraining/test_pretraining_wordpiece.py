@@ -138,7 +138,7 @@ def test_beam_writer_writes_the_same_bytes(job):
 def test_records_name_their_tokenizer_to_run_pretraining(job, tok):
     """run_pretraining's checks: the records' tokenizer (meta_data.json) against the one
     given, and their vocab_size against the config's (a smaller one: see the run below)."""
-    from albert_tf.runners import checks as shared_flags
+    from albert_tf.training import run_setup as shared_flags
     from data_pipeline.pretraining.meta_data import pretraining_data
 
     out = job["cfg"].output_dir

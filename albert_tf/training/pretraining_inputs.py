@@ -1,14 +1,62 @@
-"""What run_pretraining.py trains on, resolved from its settings and checked before anything
-is written: the model config, the record files and how to read them (their meta_data.json:
-data_pipeline.pretraining.meta_data), the tokenizer when one is needed (dynamic masking,
---export_dir) and the dynamic masker; and the tf.data input of the trainer from them."""
+"""What run_pretraining.py trains on: its own settings (`PretrainingSettings`), and what is
+resolved from them and checked before anything is written: the model config, the record
+files and how to read them (their meta_data.json: data_pipeline.pretraining.meta_data), the
+tokenizer when one is needed (dynamic masking, --export_dir) and the dynamic masker; and
+the tf.data input of the trainer from them."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from albert_tf.runners import checks
-from albert_tf.runners.settings import albert_config, config_source
+from albert_tf.training import run_setup as checks
+from albert_tf.training.finetuning_settings import albert_config, config_source
+from data_pipeline.cli import setting
+
+FROM_RECORDS = (
+    "As the records were written (default: their meta_data.json, else their first record)."
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingSettings:
+    """run_pretraining.py's own settings: the records and how to read them, the batches,
+    the tokenizer (dynamic masking, --export_dir) and the export."""
+
+    input_file: str | None = setting(None, "Training TFRecords: comma-separated globs.")
+    eval_input_file: str | None = setting(None, "Evaluation TFRecords (held-out documents).")
+    max_seq_length: int | None = setting(None, FROM_RECORDS, minimum=1)
+    max_predictions_per_seq: int | None = setting(None, FROM_RECORDS, minimum=1)
+    train_batch_size: int = setting(
+        4096, "Global batch size of one update.", minimum=1, resume="guarded"
+    )
+    eval_batch_size: int = setting(64, "Global evaluation batch size.", minimum=1)
+    dynamic_masking: bool | None = setting(
+        None,
+        "Records written with --dynamic_masking: draw masks each epoch (default: as their "
+        "meta_data.json says).",
+    )
+    spm_model_file: str | None = setting(
+        None,
+        "SentencePiece model of the records (needed for dynamic masking and --export_dir); "
+        "or --vocab_file.",
+    )
+    vocab_file: str | None = setting(
+        None,
+        "WordPiece vocab.txt of the records (needed for dynamic masking and --export_dir); "
+        "or --spm_model_file.",
+    )
+    length_buckets: str = setting(
+        "",
+        "Train on batches of instances grouped by length and padded to these lengths "
+        "(e.g. 128,256,384; max_seq_length is always one) instead of max_seq_length: for "
+        "corpora whose documents are short (the last instance of a document, and "
+        "short_seq_prob's, are short). Off by default (static shapes, as the official code).",
+    )
+    do_lower_case: bool | None = setting(
+        None,
+        "--export_dir: the casing of the vocabulary (default: the records' meta_data.json, "
+        "else lower-cased).",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +127,13 @@ def pretraining_inputs(s) -> PretrainingInputs:
             tokenizer, max_predictions_per_seq=data.max_predictions_per_seq, **data.masking
         )
     return PretrainingInputs(config, files, eval_files, data, spec, tokenizer, masker)
+
+
+def length_buckets(s) -> tuple[int, ...] | None:
+    """--length_buckets (None: static shapes, the default, and on TPUs)."""
+    from data_pipeline.length_buckets import batch_buckets
+
+    return batch_buckets(s.length_buckets, False, s.strategy)
 
 
 def pretraining_dataset_fn(

@@ -1,7 +1,7 @@
-"""The settings groups every runner shares (flags generated from them by
-`data_pipeline.command`): where the model comes from, how it is distributed, what a resume
-may change, the fine-tuning schedule and tokenizer, the export; and what is built from a
-settings value: the AlbertConfig, the TokenizerSpec, the length buckets, the schedule.
+"""The fine-tuning settings every family shares (flags generated from them by
+`data_pipeline.command`): where the model comes from, the schedule, sequence length,
+tokenizer and batches; and what is built from a settings value: the AlbertConfig, the
+TokenizerSpec, the length buckets, the schedule (steps, warmup).
 
 Nothing here imports TensorFlow at module level: `--help` and range errors come first."""
 
@@ -9,12 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from albert_tf.serving.formats import ExportSettings
-from albert_tf.training.distribution import DistributionSettings
-from albert_tf.training.resume_checks import ResumeSettings
 from data_pipeline.cli import Bounds, setting
-
-__all__ = ["DistributionSettings", "ExportSettings", "ResumeSettings"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,22 +123,10 @@ def tokenizer_spec(s):
     return TokenizerSpec.from_files(s.spm_model_file, s.vocab_file, s.do_lower_case)
 
 
-def batch_buckets(length_buckets: str, padded: bool, strategy: str) -> tuple[int, ...] | None:
-    """The lengths batches are grouped by and padded to (data_pipeline.length_buckets), or
-    None: batches padded to max_seq_length (`padded`, an empty `length_buckets`, and on
-    TPUs, `strategy` "tpu", which need static shapes). A ValueError names --length_buckets."""
-    from data_pipeline.length_buckets import parse_buckets
-
-    if padded or strategy == "tpu" or not length_buckets:
-        return None
-    try:
-        return parse_buckets(length_buckets)
-    except ValueError as e:
-        raise ValueError(f"--length_buckets: {e}") from None
-
-
 def length_buckets(s) -> tuple[int, ...] | None:
     """The fine-tuning batches' buckets, or None (padded to max_seq_length)."""
+    from data_pipeline.length_buckets import batch_buckets
+
     return batch_buckets(s.length_buckets, s.pad_to_max_seq_length, s.strategy)
 
 

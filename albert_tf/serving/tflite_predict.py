@@ -43,6 +43,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 
 import numpy as np
 
@@ -103,7 +104,16 @@ class LiteModel:
     """A .tflite ALBERT with its metadata and its kind's runner (`runner`, from `RUNNERS`),
     whose methods it answers (`classify`, `answer`, `tag`, ...). `num_threads`: the
     interpreter's threads (None: every core; ai-edge-litert's own default is one thread,
-    half the speed on 2 cores)."""
+    half the speed on 2 cores).
+
+    One object is safe to share between threads (a threaded web server's request
+    handlers): a LiteRT interpreter keeps one set of input tensors, so each call's
+    resize, set, invoke and read of the outputs is one step under the model's lock
+    (`run`); calls from several threads take turns at the interpreter, each getting its
+    own answer, while their tokenizing and decoding outside `run` overlap. Without it,
+    concurrent calls overwrote each other's inputs and shapes: other requests' rows, or
+    a crash in the interpreter. For calls that truly run in parallel, give each thread
+    its own LiteModel (bench/lite_threads.py compares the two)."""
 
     def __init__(self, path: str, num_threads: int | None = None):
         entries = read_metadata(path)
@@ -136,6 +146,7 @@ class LiteModel:
         self.spm_model, self.vocab = entries.get(SPM_NAME), entries.get(VOCAB_NAME)
         self.signatures = self.interpreter.get_signature_list()
         self._runners = {}
+        self._lock = threading.Lock()  # one interpreter: one call at a time (class docstring)
         self.runner = RUNNERS[self.task](self)
 
     def __getattr__(self, name):
@@ -147,7 +158,14 @@ class LiteModel:
         return getattr(runner, name)
 
     def run(self, signature: str = "serving_default", **inputs) -> dict:
-        """One call of a signature: numpy inputs → numpy outputs."""
+        """One call of a signature: numpy inputs → numpy outputs (copies, the caller's own),
+        under the model's lock so that concurrent callers never share the interpreter's
+        tensors."""
+        with self._lock:
+            return self._run_locked(signature, inputs)
+
+    def _run_locked(self, signature: str, inputs: dict) -> dict:
+        """`run` with the lock held: resize, set, invoke and read one signature."""
         if signature not in self._runners:
             self._runners[signature] = self.interpreter.get_signature_runner(signature)
         if inputs and all(len(v) == 0 for v in inputs.values()):

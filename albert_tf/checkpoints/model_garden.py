@@ -169,6 +169,21 @@ def _renamed_from(renamed: dict, official: str) -> str:
     return next(k for k, v in renamed.items() if v == official)
 
 
+def model_garden_name(official: str) -> str:
+    """The name Model Garden saves the variable of the official name `official` under, in
+    BertPretrainerV2's form (`bert/cls/predictions/...`, `output_bias/bias`): `MG_NAMES`
+    read backwards, so that what `export_model_garden` writes is what this reader reads
+    (object-based restoring matches by path and never looks at the names). KeyError for
+    a name Model Garden has no variable for."""
+    for pattern, template in MG_NAMES.items():
+        form = pattern.replace("(?:bert/)?", "bert/").replace("(?:/bias)?", "/bias")
+        group = re.search(r"\(([^?)][^)]*)\)", form)
+        for leaf in group.group(1).split("|") if group else [None]:
+            if template.format(leaf) == official:
+                return form if group is None else form[: group.start()] + leaf + form[group.end() :]
+    raise KeyError(official)
+
+
 def _official_name(name: str) -> str | None:
     for pattern, template in MG_NAMES.items():
         m = re.fullmatch(pattern, name)

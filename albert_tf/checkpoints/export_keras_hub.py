@@ -54,6 +54,7 @@ def export_keras_hub(
         transformers_files,
         write_weights,
     )
+    from albert_tf.checkpoints.fresh_output import check_fresh_output
     from albert_tf.modeling.encoder import AlbertEncoder
     from data_pipeline.io.locks import output_lock
 
@@ -91,6 +92,7 @@ def export_keras_hub(
             except ValueError as e:
                 raise CheckpointError(str(e)) from None
         with output_lock(output_dir, "albert_tf.checkpoints.convert --to keras_hub"):
+            check_fresh_output(output_dir)
             preset.save_to_preset(output_dir)
             if vocabulary and getattr(preset, "preprocessor", None) is None:
                 keras_hub.models.AlbertTokenizer(proto=vocabulary).save_to_preset(output_dir)

@@ -133,6 +133,7 @@ def export_model_garden(
     {output_dir, written, not_written, vocabulary}. The vocabulary is not part of a Model
     Garden checkpoint: a `tokenizer` (TokenizerSpec) is refused rather than ignored."""
     from albert_tf.checkpoints.export_transformers import _our_model
+    from albert_tf.checkpoints.fresh_output import check_fresh_output
     from albert_tf.checkpoints.model_garden import model_garden_name
     from albert_tf.checkpoints.official import official_name_map
     from albert_tf.modeling.encoder import AlbertEncoder
@@ -164,6 +165,7 @@ def export_model_garden(
         values[("masked_lm", "embedding_table")] = word
     not_written = sorted({e.component for e in table.values()} - set(written) - set(absent))
     with output_lock(output_dir, "albert_tf.checkpoints.convert"):
+        check_fresh_output(output_dir)
         # save(), not write(): with the save_counter and `checkpoint` state file that a
         # Model Garden checkpoint has (restoring checks that every object matched).
         prefix = _tree(values).save(os.path.join(output_dir, "ckpt"))

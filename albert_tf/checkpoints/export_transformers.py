@@ -140,6 +140,7 @@ def export_transformers(
     lock, each file atomically; returns a report {architecture, tensors, vocabulary}.
     `tokenizer` (a TokenizerSpec): the vocabulary to ship, else the fine-tuned
     directory's."""
+    from albert_tf.checkpoints.fresh_output import check_fresh_output
     from data_pipeline.io.atomic import write_json
     from data_pipeline.io.locks import output_lock
 
@@ -154,6 +155,7 @@ def export_transformers(
     lower = True if task is None else task.do_lower_case
     shipped = None if vocabulary is None else ("vocab.txt" if wordpiece else "spiece.model")
     with output_lock(output_dir, "albert_tf.checkpoints.convert --to transformers"):
+        check_fresh_output(output_dir)
         write_weights(output_dir, config, state)
         if shipped:
             tmp = os.path.join(output_dir, f".{shipped}.tmp")

@@ -73,16 +73,26 @@ RUNNERS = {
 
 
 def read_metadata(path: str) -> dict:
-    """{name: bytes} of the file's metadata table (ai-edge-litert's flatbuffer schema)."""
+    """{name: bytes} of the file's metadata table (ai-edge-litert's flatbuffer schema).
+    ValueError (one line naming `path`) for a file that is not a LiteRT model (no "TFL3"
+    identifier) or whose tables point outside it (a truncated or damaged file), rather
+    than the flatbuffer reader's struct.error."""
+    import struct
+
     from ai_edge_litert import schema_py_generated as schema
 
     with open(path, "rb") as f:
         buf = f.read()
-    model = schema.Model.GetRootAs(buf, 0)
-    out = {}
-    for i in range(model.MetadataLength()):
-        entry = model.Metadata(i)
-        out[entry.Name().decode()] = model.Buffers(entry.Buffer()).DataAsNumpy().tobytes()
+    if buf[4:8] != b"TFL3":
+        raise ValueError(f"{path}: not a LiteRT (.tflite) file (no TFL3 identifier)")
+    try:
+        model = schema.Model.GetRootAs(buf, 0)
+        out = {}
+        for i in range(model.MetadataLength()):
+            entry = model.Metadata(i)
+            out[entry.Name().decode()] = model.Buffers(entry.Buffer()).DataAsNumpy().tobytes()
+    except (struct.error, IndexError, UnicodeDecodeError, AttributeError, TypeError) as e:
+        raise ValueError(f"{path}: a damaged LiteRT file ({type(e).__name__}: {e})") from None
     return out
 
 

@@ -39,7 +39,7 @@ def expand_input_files(spec: str | Sequence[str]) -> list[str]:
 
     Each pattern's matches are sorted so that the order (and so the output) does not depend
     on the file system. A pattern matching nothing is an error: a typo must not silently
-    shrink a corpus.
+    shrink a corpus; a directory says so, with the glob to give instead.
     """
     patterns = spec.split(",") if isinstance(spec, str) else list(spec)
     files, seen = [], set()
@@ -47,6 +47,11 @@ def expand_input_files(spec: str | Sequence[str]) -> list[str]:
         if not pattern:
             continue
         matches = sorted(m for m in filesystem.glob(pattern) if filesystem.isfile(m))
+        if not matches and filesystem.isdir(pattern):
+            raise FileNotFoundError(
+                f"input pattern {pattern!r} is a directory, not a file; give its files as a "
+                f"glob ({filesystem.join(pattern, '*.txt')!r})"
+            )
         if not matches:
             raise FileNotFoundError(f"input pattern {pattern!r} matches no file")
         for m in matches:

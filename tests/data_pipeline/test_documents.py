@@ -49,6 +49,19 @@ def test_expand_input_files_pattern_matching_nothing_is_an_error(tmp_path):
         D.expand_input_files(f"{tmp_path}/a.txt,{tmp_path}/dir_only")
 
 
+def test_a_directory_as_input_pattern_says_so_with_the_glob(tmp_path):
+    """P21: a directory as --input_file was "matches no file", as for a typo."""
+    _touch(tmp_path / "corpus" / "a.txt")
+    with pytest.raises(FileNotFoundError) as e:
+        D.expand_input_files(str(tmp_path / "corpus"))
+    message = str(e.value)
+    assert "\n" not in message and "is a directory, not a file" in message
+    assert repr(str(tmp_path / "corpus" / "*.txt")) in message
+    assert D.expand_input_files(str(tmp_path / "corpus" / "*.txt")) == [
+        str(tmp_path / "corpus" / "a.txt")
+    ]
+
+
 def test_file_format():
     assert D.file_format("x.txt") == "text"
     assert D.file_format("x.txt.gz") == "text"

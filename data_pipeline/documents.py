@@ -212,6 +212,8 @@ def _documents_from_lines(
                 record = json.loads(line)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from None
+            except RecursionError:  # (arrays or objects nested too deep for the parser)
+                raise ValueError(f"{where}: JSON nested too deeply to read") from None
             if not isinstance(record, dict) or not isinstance(record.get("text"), str):
                 raise ValueError(f"{where}: expected an object with a string 'text' field")
             doc = [s for para in record["text"].splitlines() for s in split_sentences(para)]

@@ -40,6 +40,8 @@ def json_object(path, number, line) -> dict:
         obj = json.loads(line)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}:{number}: invalid JSON ({e.msg})") from None
+    except RecursionError:  # (arrays or objects nested too deep for the parser)
+        raise ValueError(f"{path}:{number}: JSON nested too deeply to read") from None
     if not isinstance(obj, dict):
         raise ValueError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
     return obj

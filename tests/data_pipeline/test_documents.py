@@ -210,6 +210,21 @@ def test_invalid_json_names_file_and_line(tmp_path, compress):
         _read_all([str(wrong)], 1 << 20)
 
 
+def test_json_nested_too_deep_names_file_and_line(tmp_path):
+    """Q05: a JSONL line nested 100,000 deep was a RecursionError reported against the
+    output shard; the data files' JSON lines reader (text_lines) names it as well."""
+    from data_pipeline.io.text_lines import json_object
+
+    deep = "[" * 100_000 + "]" * 100_000
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"text": "ok."}\n{"text": ' + deep + "}\n")
+    with pytest.raises(ValueError) as e:
+        _read_all([str(path)], 1 << 20)
+    assert str(e.value) == f"{path}:2: JSON nested too deeply to read"
+    with pytest.raises(ValueError, match=rf"^{path}:2: JSON nested too deeply to read$"):
+        json_object(str(path), 2, '{"text": ' + deep + "}")
+
+
 def test_invalid_utf8_is_replaced_and_counted(tmp_path):
     data = (
         b"Good line one.\nBad \xff\xfe line.\n\nAnother good.\nAlso \xc3( bad.\n"

@@ -27,6 +27,7 @@ import dataclasses
 import gzip
 import json
 import re
+import zlib
 from collections.abc import Iterator, Sequence
 
 from data_pipeline.io import filesystem
@@ -239,6 +240,25 @@ def _documents_from_lines(
     return docs
 
 
+def _gzip_lines(f, path: str) -> Iterator[bytes]:
+    """The lines of an open gzip stream; a truncated or damaged stream is a ValueError
+    naming the input file and the last line read, not gzip's EOFError (which the writers
+    would report against the output shard they were filling)."""
+    lines = iter(f)
+    count = 0
+    while True:
+        try:
+            raw = next(lines)
+        except StopIteration:
+            return
+        except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+            raise ValueError(
+                f"{path}: a truncated or damaged gzip file (after line {count}: {e})"
+            ) from None
+        count += 1
+        yield raw
+
+
 def read_block(
     block: Block, block_size: int, split: bool = False, stats: ReadStats | None = None
 ) -> Iterator[tuple[int, list[list[str]]]]:
@@ -274,7 +294,7 @@ def read_block(
     part, buffered, size, line_no, part_first = 0, [], 0, 0, 1
     seen_blank, any_text = False, False
     with filesystem.open(block.path, "rb") as raw_file, gzip.open(raw_file, "rb") as f:
-        for raw in f:
+        for raw in _gzip_lines(f, block.path):
             line_no += 1
             blank = not raw.strip()
             any_text = any_text or not blank

@@ -225,6 +225,18 @@ def test_json_nested_too_deep_names_file_and_line(tmp_path):
         json_object(str(path), 2, '{"text": ' + deep + "}")
 
 
+def test_a_truncated_gzip_input_names_the_input(tmp_path):
+    """B05: a truncated .gz input was gzip's EOFError, reported against the output shard."""
+    lines = [f"Sentence number {i} of the corpus." for i in range(4000)]
+    data = gzip.compress(("\n".join(lines) + "\n").encode())
+    path = tmp_path / "trunc.txt.gz"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError) as e:
+        _read_all([str(path)], 1 << 20)
+    message = str(e.value)
+    assert "\n" not in message and message.startswith(f"{path}: a truncated or damaged gzip")
+
+
 def test_invalid_utf8_is_replaced_and_counted(tmp_path):
     data = (
         b"Good line one.\nBad \xff\xfe line.\n\nAnother good.\nAlso \xc3( bad.\n"

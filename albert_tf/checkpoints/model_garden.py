@@ -36,7 +36,12 @@ import re
 
 import numpy as np
 
-from albert_tf.checkpoints.own import CheckpointError, checkpoint_reader, resolve_checkpoint
+from albert_tf.checkpoints.own import (
+    CheckpointError,
+    checkpoint_reader,
+    resolve_checkpoint,
+    unreadable,
+)
 
 MODEL_GARDEN_SOURCES = ("model_garden", "tfhub_v2")
 _BLOCK = "bert/encoder/transformer/group_0/inner_group_0"
@@ -85,7 +90,17 @@ class SourceVariable:
 def read_object_graph(prefix: str) -> list[SourceVariable]:
     """Every variable reachable from the root of the object-based checkpoint at `prefix`.
 
-    Raises CheckpointError (naming `prefix`) for a name-based (TF1) checkpoint."""
+    Raises CheckpointError (naming `prefix`) for a name-based (TF1) checkpoint, or one
+    whose files do not read (`own.unreadable`)."""
+    import tensorflow as tf
+
+    try:
+        return _read_object_graph(prefix)
+    except (tf.errors.OpError, IndexError) as e:  # a random or truncated .index / .data file
+        raise unreadable(prefix, e) from None
+
+
+def _read_object_graph(prefix: str) -> list[SourceVariable]:
     from tensorflow.core.protobuf import trackable_object_graph_pb2
 
     reader = checkpoint_reader(prefix)

@@ -27,6 +27,7 @@ import dataclasses
 import gzip
 import json
 import re
+import zlib
 from collections.abc import Iterator, Sequence
 
 from data_pipeline.io import filesystem
@@ -39,7 +40,7 @@ def expand_input_files(spec: str | Sequence[str]) -> list[str]:
 
     Each pattern's matches are sorted so that the order (and so the output) does not depend
     on the file system. A pattern matching nothing is an error: a typo must not silently
-    shrink a corpus.
+    shrink a corpus; a directory says so, with the glob to give instead.
     """
     patterns = spec.split(",") if isinstance(spec, str) else list(spec)
     files, seen = [], set()
@@ -47,6 +48,11 @@ def expand_input_files(spec: str | Sequence[str]) -> list[str]:
         if not pattern:
             continue
         matches = sorted(m for m in filesystem.glob(pattern) if filesystem.isfile(m))
+        if not matches and filesystem.isdir(pattern):
+            raise FileNotFoundError(
+                f"input pattern {pattern!r} is a directory, not a file; give its files as a "
+                f"glob ({filesystem.join(pattern, '*.txt')!r})"
+            )
         if not matches:
             raise FileNotFoundError(f"input pattern {pattern!r} matches no file")
         for m in matches:
@@ -207,6 +213,8 @@ def _documents_from_lines(
                 record = json.loads(line)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from None
+            except RecursionError:  # (arrays or objects nested too deep for the parser)
+                raise ValueError(f"{where}: JSON nested too deeply to read") from None
             if not isinstance(record, dict) or not isinstance(record.get("text"), str):
                 raise ValueError(f"{where}: expected an object with a string 'text' field")
             doc = [s for para in record["text"].splitlines() for s in split_sentences(para)]
@@ -230,6 +238,25 @@ def _documents_from_lines(
     stats.documents += len(docs)
     stats.sentences += sum(len(d) for d in docs)
     return docs
+
+
+def _gzip_lines(f, path: str) -> Iterator[bytes]:
+    """The lines of an open gzip stream; a truncated or damaged stream is a ValueError
+    naming the input file and the last line read, not gzip's EOFError (which the writers
+    would report against the output shard they were filling)."""
+    lines = iter(f)
+    count = 0
+    while True:
+        try:
+            raw = next(lines)
+        except StopIteration:
+            return
+        except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+            raise ValueError(
+                f"{path}: a truncated or damaged gzip file (after line {count}: {e})"
+            ) from None
+        count += 1
+        yield raw
 
 
 def read_block(
@@ -267,7 +294,7 @@ def read_block(
     part, buffered, size, line_no, part_first = 0, [], 0, 0, 1
     seen_blank, any_text = False, False
     with filesystem.open(block.path, "rb") as raw_file, gzip.open(raw_file, "rb") as f:
-        for raw in f:
+        for raw in _gzip_lines(f, block.path):
             line_no += 1
             blank = not raw.strip()
             any_text = any_text or not blank

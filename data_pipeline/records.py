@@ -278,24 +278,21 @@ def fingerprint(source_file: str, tokenizer, **settings) -> str:
 
 
 def complete_records(record_path: str, count: int) -> bool:
-    """Whether `record_path` is exactly `count` whole TFRecords (their length headers are
-    followed to the end of the file; the data itself is not read)."""
-    size = filesystem.getsize(record_path)
-    position = records = 0
-    with filesystem.open(record_path, "rb") as f:
-        while position < size:
-            f.seek(position)
-            header = f.read(8)
-            if len(header) < 8:
-                return False
-            position += 16 + struct.unpack("<Q", header)[0]  # length, 2 CRCs, data
+    """Whether `record_path` is exactly `count` whole, intact TFRecords: both CRCs of each
+    checked (`read_records`), so that a cache with one flipped bit is rebuilt here rather
+    than failing as tf.data's DataLossError in the middle of training or evaluation."""
+    records = 0
+    try:
+        for _ in read_records(record_path):
             records += 1
-    return position == size and records == count
+    except ValueError:
+        return False
+    return records == count
 
 
 def cached_features(path: str, key: str, build, info: dict | None = None) -> tuple[str, int, bool]:
     """`path`.tfrecord for fingerprint `key`: reused when `path`.json holds the same key and
-    the file holds that many whole records (`complete_records`), else rebuilt from `build()`
+    the file holds that many whole, intact records (`complete_records`), else rebuilt from `build()`
     (→ feature arrays) atomically. `info` (filled by `build`, e.g. truncation counts) is
     stored in `path`.json and, on reuse, read back into `info`.
     Returns (tfrecord path, number of records, reused?)."""
@@ -308,10 +305,11 @@ def cached_features(path: str, key: str, build, info: dict | None = None) -> tup
                 if info is not None:
                     info.update(meta.get("info", {}))
                 return record_path, meta["count"], True
-            # Records that do not match their metadata (a copy cut short, a full disk) are
-            # rebuilt rather than trusted: tf.data would fail on them mid-training.
+            # Records that do not match their metadata (a copy cut short, a full disk, a
+            # flipped bit) are rebuilt rather than trusted: tf.data would fail on them
+            # mid-training.
             print(
-                f"note: {record_path} does not hold the {meta['count']:,} records its "
+                f"note: {record_path} does not hold the {meta['count']:,} intact records its "
                 f"metadata says: rebuilding",
                 flush=True,
             )

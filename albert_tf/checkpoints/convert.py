@@ -30,7 +30,9 @@ assets/*.model), an encoder or pretraining conversion records it in `DIR/tokeniz
 (`albert_tf.checkpoints.tokenizer_record`; a fine-tuned directory holds the file itself),
 and fine-tuning from `DIR` checks its tokenizer against it. `DIR` is locked while
 the conversion runs (`data_pipeline.io.locks.output_lock`): a second writer on it fails at
-once, and a failed conversion leaves no new directory behind.
+once, and a failed conversion leaves no new directory behind. `DIR` must be new or empty,
+for `--to` too (`albert_tf.checkpoints.fresh_output`): a directory holding another
+conversion is refused in one line rather than overwritten.
 """
 
 from __future__ import annotations
@@ -95,11 +97,13 @@ def convert(
         not an ALBERT model.
       OutputLocked: another writer holds `output_dir` (an OSError).
     """
+    from albert_tf.checkpoints.fresh_output import check_fresh_output
     from data_pipeline.io.locks import output_lock
 
     if source not in SOURCES:
         raise ValueError(f"--source={source!r} must be one of {SOURCES}")
     with output_lock(output_dir, "albert_tf.checkpoints.convert"):
+        check_fresh_output(output_dir)
         return _convert(source, input_path, output_dir, albert_config_file)
 
 

@@ -12,8 +12,10 @@ project: only this export uses it).
 The route: the backbone's Hugging Face directory of `export_transformers` (the one name
 mapping), read by KerasHub's own Hugging Face loader, then the task kind's `keras_hub` hook
 (albert_tf.checkpoints.task_kinds: a classifier's AlbertTextClassifier gets its head) and
-KerasHub's `save_to_preset`. What has no KerasHub counterpart is not written and is named
-in the report: the MLM and SOP heads (KerasHub has no SOP head), multiple choice, SQuAD and
+KerasHub's `save_to_preset`. A pretraining checkpoint's masked-LM head (with or without
+the SOP head: Model Garden and TF-Hub v2 imports have none) becomes KerasHub's
+AlbertMaskedLM (`masked_lm`). What has no KerasHub counterpart is not written and is named
+in the report: the SOP head (KerasHub has none), multiple choice, SQuAD and
 token-classification heads (no ALBERT task models for them), and activations other than
 the tanh GELU (KerasHub's AlbertBackbone has no option).
 
@@ -52,10 +54,11 @@ def export_keras_hub(
         transformers_files,
         write_weights,
     )
+    from albert_tf.checkpoints.fresh_output import check_fresh_output
     from albert_tf.modeling.encoder import AlbertEncoder
     from data_pipeline.io.locks import output_lock
 
-    model, task, found = _our_model(input_path, albert_config_file)
+    model, task, found, absent = _our_model(input_path, albert_config_file)
     chosen = chosen_vocabulary(found, tokenizer)
     if chosen is not None and chosen.is_wordpiece:
         raise CheckpointError(
@@ -76,8 +79,11 @@ def export_keras_hub(
         # The backbone as Hugging Face weights, for KerasHub's own loader.
         write_weights(hf_dir, *transformers_files(encoder, None))
         backbone = keras_hub.models.AlbertBackbone.from_preset(hf_dir)
-        if task is None:
-            preset, not_written = backbone, ["mlm_head", "sop_head"] if encoder is not model else []
+        if task is None and encoder is not model:  # the masked-LM head: AlbertMaskedLM
+            preset = masked_lm(keras_hub, backbone, model)
+            not_written = [h for h in ("sop_head",) if h not in absent]
+        elif task is None:
+            preset, not_written = backbone, []
         else:  # the kind's task model with its head, or the backbone and what stays behind
             try:
                 preset, not_written = task.task_kind.keras_hub_preset(
@@ -86,8 +92,9 @@ def export_keras_hub(
             except ValueError as e:
                 raise CheckpointError(str(e)) from None
         with output_lock(output_dir, "albert_tf.checkpoints.convert --to keras_hub"):
+            check_fresh_output(output_dir)
             preset.save_to_preset(output_dir)
-            if vocabulary and preset is backbone:
+            if vocabulary and getattr(preset, "preprocessor", None) is None:
                 keras_hub.models.AlbertTokenizer(proto=vocabulary).save_to_preset(output_dir)
     return {
         "task": kind,
@@ -96,3 +103,23 @@ def export_keras_hub(
         "vocabulary": os.path.basename(vocabulary) if vocabulary else None,
         "output_dir": output_dir,
     }
+
+
+def masked_lm(keras_hub, backbone, model):
+    """KerasHub's AlbertMaskedLM on `backbone` with the masked-LM head of our pretraining
+    `model` (its dense, LayerNorm and output bias; the decoder is the tied word table, as
+    ours). KerasHub's MaskedLMHead normalizes with epsilon 1e-5, not ALBERT's 1e-12: its
+    logits differ from ours by a few 1e-5."""
+    from albert_tf.checkpoints.official import official_name_map
+
+    preset = keras_hub.models.AlbertMaskedLM(backbone)
+    head, table = preset.masked_lm_head, official_name_map(model)
+    for target, name in (
+        (head._intermediate_dense.kernel, "transform/dense/kernel"),
+        (head._intermediate_dense.bias, "transform/dense/bias"),
+        (head._intermediate_layer_norm.gamma, "transform/LayerNorm/gamma"),
+        (head._intermediate_layer_norm.beta, "transform/LayerNorm/beta"),
+        (head._bias, "output_bias"),
+    ):
+        target.assign(table[f"cls/predictions/{name}"].variable.numpy())
+    return preset

@@ -15,6 +15,10 @@ E != H, the shared `transformer` block, `pooler_transform`) and the block's and 
 attributes. The attention kernels get Model Garden's per-head shapes back ([H, H] →
 [H, heads, H/heads]; output [H, H] → [heads, H/heads, H]).
 
+Each variable carries the name Model Garden saves it under (`model_garden.model_garden_name`),
+so `--source model_garden` reads this output back. A checkpoint with the masked-LM head
+but no SOP head (a Model Garden or TF-Hub v2 import) keeps its head here too.
+
 Not written, and named in the report: the SOP head (`checkpoint_items` hold no
 classification logits: a ClassificationHead contributes only its `pooler_dense`) and task
 heads; configs Model Garden's AlbertEncoder cannot express (more than one group or block,
@@ -129,6 +133,8 @@ def export_model_garden(
     {output_dir, written, not_written, vocabulary}. The vocabulary is not part of a Model
     Garden checkpoint: a `tokenizer` (TokenizerSpec) is refused rather than ignored."""
     from albert_tf.checkpoints.export_transformers import _our_model
+    from albert_tf.checkpoints.fresh_output import check_fresh_output
+    from albert_tf.checkpoints.model_garden import model_garden_name
     from albert_tf.checkpoints.official import official_name_map
     from albert_tf.modeling.encoder import AlbertEncoder
     from data_pipeline.io.locks import output_lock
@@ -138,7 +144,7 @@ def export_model_garden(
             "--to model_garden writes weights only: a Model Garden checkpoint holds no "
             f"vocabulary (drop {tokenizer.flag})"
         )
-    model, task, _ = _our_model(input_path, albert_config_file)
+    model, task, _, absent = _our_model(input_path, albert_config_file)
     encoder = model if isinstance(model, AlbertEncoder) else model.encoder
     config = encoder.config
     table, paths = official_name_map(model), model_garden_paths(config)
@@ -150,14 +156,16 @@ def export_model_garden(
             continue
         value = np.asarray(entry.variable.numpy())
         value = _split_heads(value, official, config.num_attention_heads)
-        values[paths[official]] = tf.Variable(value)
+        # (named as Model Garden names it: what --source model_garden reads back)
+        values[paths[official]] = tf.Variable(value, name=model_garden_name(official))
         written.append(entry.component)
     has_mlm = "mlm_head" in written
     if has_mlm:  # MaskedLM tracks the (tied) word table too: the same variable, one node
         word = values[paths["bert/embeddings/word_embeddings"]]
         values[("masked_lm", "embedding_table")] = word
-    not_written = sorted({e.component for e in table.values()} - set(written))
+    not_written = sorted({e.component for e in table.values()} - set(written) - set(absent))
     with output_lock(output_dir, "albert_tf.checkpoints.convert"):
+        check_fresh_output(output_dir)
         # save(), not write(): with the save_counter and `checkpoint` state file that a
         # Model Garden checkpoint has (restoring checks that every object matched).
         prefix = _tree(values).save(os.path.join(output_dir, "ckpt"))

@@ -16,7 +16,10 @@ BertTokenizer): `AutoTokenizer.from_pretrained(DIR)` loads it and gives our ids.
                                 id2label and problem_type, AlbertForMultipleChoice,
                                 AlbertForQuestionAnswering and AlbertForTokenClassification,
                                 neither with a pooler: not written)
-  a pretraining checkpoint      → AlbertForPreTraining (MLM decoder tied to the embeddings)
+  a pretraining checkpoint      → AlbertForPreTraining (MLM decoder tied to the embeddings);
+                                with the masked-LM head but no SOP head (every Model Garden
+                                and TF-Hub v2 import) → AlbertForMaskedLM, whose class has
+                                no pooler (reported not written)
   an encoder checkpoint         → AlbertModel
 
 Names go through the official TF1 names (`official_name_map`, then
@@ -32,9 +35,12 @@ import numpy as np
 
 
 def _our_model(input_path: str, albert_config_file=None):
-    """(model, TaskInfo or None, the fine-tuned directory's TokenizerSpec or None) from a
-    fine-tuned model directory or a checkpoint: the pretraining model when the checkpoint
-    has both heads, else the encoder."""
+    """(model, TaskInfo or None, the fine-tuned directory's TokenizerSpec or None, absent)
+    from a fine-tuned model directory or a checkpoint: the pretraining model when the
+    checkpoint has the masked-LM head, with or without the SOP head (Model Garden's
+    pretrainer has none, so no Model Garden or TF-Hub v2 import does), else the encoder.
+    `absent`: the pretraining model's heads the checkpoint does not hold, at random
+    initialization in `model` and never exported."""
     from albert_tf.checkpoints.export_encoder import checkpoint_config
     from albert_tf.checkpoints.finetuned import load_finetuned
     from albert_tf.checkpoints.loading import load_checkpoint
@@ -44,16 +50,18 @@ def _our_model(input_path: str, albert_config_file=None):
 
     if is_finetuned_dir(input_path):
         model, task = load_finetuned(input_path)
-        return model, task, task.tokenizer()
+        return model, task, task.tokenizer(), ()
     config, _ = checkpoint_config(input_path, albert_config_file)
     model = AlbertPretrainer(config)
     model.build()
     report = load_checkpoint(model, input_path)
-    if {"mlm_head", "sop_head"} & set(report.missing):
+    absent = tuple(h for h in ("mlm_head", "sop_head") if h in report.missing)
+    if "mlm_head" in absent:
         model = AlbertEncoder(config)
         model.build()
         load_checkpoint(model, input_path)
-    return model, None, None
+        absent = ()
+    return model, None, None, absent
 
 
 def chosen_vocabulary(found, given=None):
@@ -62,9 +70,11 @@ def chosen_vocabulary(found, given=None):
     return given if given is not None else found
 
 
-def transformers_files(model, task) -> tuple[dict, dict]:
+def transformers_files(model, task, absent=()) -> tuple[dict, dict]:
     """(config.json dict, state dict of numpy arrays) of `model` (the task model of the
-    TaskInfo `task`, or a bare model when None) for Hugging Face."""
+    TaskInfo `task`, or a bare model when None) for Hugging Face. `absent`: heads of a
+    pretraining model its checkpoint does not hold (`_our_model`): without the SOP head it
+    is AlbertForMaskedLM, which has no pooler either."""
     from albert_tf.checkpoints.official import official_name_map
     from albert_tf.checkpoints.own import CheckpointError
     from albert_tf.checkpoints.transformers import (
@@ -81,20 +91,30 @@ def transformers_files(model, task) -> tuple[dict, dict]:
         except ValueError as e:
             raise CheckpointError(str(e)) from None
     encoder = model if isinstance(model, AlbertEncoder) else model.encoder
+    skipped = set(absent) | set(not_written_to_transformers(model, task, absent))
+    if head and not head.pooler:
+        skipped.add("pooler")  # AlbertForQuestionAnswering, AlbertForTokenClassification
     official = {}
     for name, entry in official_name_map(model).items():
-        if head and not head.pooler and entry.component == "pooler":
-            continue  # AlbertForQuestionAnswering, AlbertForTokenClassification: no pooler
+        if entry.component in skipped:
+            continue
         value = entry.variable.numpy().astype(np.float32)
         official[name] = value.T if entry.transpose else value
     heads = not isinstance(model, AlbertEncoder)
     config = config_to_transformers(encoder.config)
     if task is None:
-        config["architectures"] = ["AlbertForPreTraining" if heads else "AlbertModel"]
+        bare = "AlbertForMaskedLM" if "sop_head" in absent else "AlbertForPreTraining"
+        config["architectures"] = [bare if heads else "AlbertModel"]
     else:
         config["architectures"] = [head.architecture]
         config.update(head_config)
     return config, official_to_transformers(official)
+
+
+def not_written_to_transformers(model, task, absent=()) -> list[str]:
+    """The parts of a bare pretraining model Hugging Face's class for it cannot hold: a
+    masked-LM-only model (no SOP head) is AlbertForMaskedLM, which has no pooler."""
+    return ["pooler"] if task is None and "sop_head" in absent else []
 
 
 def write_weights(directory: str, config: dict, state: dict) -> None:
@@ -120,20 +140,22 @@ def export_transformers(
     lock, each file atomically; returns a report {architecture, tensors, vocabulary}.
     `tokenizer` (a TokenizerSpec): the vocabulary to ship, else the fine-tuned
     directory's."""
+    from albert_tf.checkpoints.fresh_output import check_fresh_output
     from data_pipeline.io.atomic import write_json
     from data_pipeline.io.locks import output_lock
 
-    model, task, found = _our_model(input_path, albert_config_file)
+    model, task, found, absent = _our_model(input_path, albert_config_file)
     vocabulary = chosen_vocabulary(found, tokenizer)
     wordpiece = vocabulary is not None and vocabulary.is_wordpiece
     if wordpiece:
         from data_pipeline.tokenization.wordpiece import read_vocab
 
         read_vocab(vocabulary.path)  # a BERT vocab.txt, or a one-line error naming the file
-    config, state = transformers_files(model, task)
+    config, state = transformers_files(model, task, absent)
     lower = True if task is None else task.do_lower_case
     shipped = None if vocabulary is None else ("vocab.txt" if wordpiece else "spiece.model")
     with output_lock(output_dir, "albert_tf.checkpoints.convert --to transformers"):
+        check_fresh_output(output_dir)
         write_weights(output_dir, config, state)
         if shipped:
             tmp = os.path.join(output_dir, f".{shipped}.tmp")
@@ -149,6 +171,7 @@ def export_transformers(
         "tensors": len(state),
         "vocabulary": shipped,
         "output_dir": output_dir,
+        "not_written": not_written_to_transformers(model, task, absent),
     }
 
 

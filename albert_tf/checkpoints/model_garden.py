@@ -36,7 +36,12 @@ import re
 
 import numpy as np
 
-from albert_tf.checkpoints.own import CheckpointError, checkpoint_reader, resolve_checkpoint
+from albert_tf.checkpoints.own import (
+    CheckpointError,
+    checkpoint_reader,
+    resolve_checkpoint,
+    unreadable,
+)
 
 MODEL_GARDEN_SOURCES = ("model_garden", "tfhub_v2")
 _BLOCK = "bert/encoder/transformer/group_0/inner_group_0"
@@ -85,7 +90,17 @@ class SourceVariable:
 def read_object_graph(prefix: str) -> list[SourceVariable]:
     """Every variable reachable from the root of the object-based checkpoint at `prefix`.
 
-    Raises CheckpointError (naming `prefix`) for a name-based (TF1) checkpoint."""
+    Raises CheckpointError (naming `prefix`) for a name-based (TF1) checkpoint, or one
+    whose files do not read (`own.unreadable`)."""
+    import tensorflow as tf
+
+    try:
+        return _read_object_graph(prefix)
+    except (tf.errors.OpError, IndexError) as e:  # a random or truncated .index / .data file
+        raise unreadable(prefix, e) from None
+
+
+def _read_object_graph(prefix: str) -> list[SourceVariable]:
     from tensorflow.core.protobuf import trackable_object_graph_pb2
 
     reader = checkpoint_reader(prefix)
@@ -167,6 +182,21 @@ def model_garden_to_official(variables: list[SourceVariable], source: str) -> Tr
 
 def _renamed_from(renamed: dict, official: str) -> str:
     return next(k for k, v in renamed.items() if v == official)
+
+
+def model_garden_name(official: str) -> str:
+    """The name Model Garden saves the variable of the official name `official` under, in
+    BertPretrainerV2's form (`bert/cls/predictions/...`, `output_bias/bias`): `MG_NAMES`
+    read backwards, so that what `export_model_garden` writes is what this reader reads
+    (object-based restoring matches by path and never looks at the names). KeyError for
+    a name Model Garden has no variable for."""
+    for pattern, template in MG_NAMES.items():
+        form = pattern.replace("(?:bert/)?", "bert/").replace("(?:/bias)?", "/bias")
+        group = re.search(r"\(([^?)][^)]*)\)", form)
+        for leaf in group.group(1).split("|") if group else [None]:
+            if template.format(leaf) == official:
+                return form if group is None else form[: group.start()] + leaf + form[group.end() :]
+    raise KeyError(official)
 
 
 def _official_name(name: str) -> str | None:

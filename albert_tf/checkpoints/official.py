@@ -16,7 +16,12 @@ import dataclasses
 
 import numpy as np
 
-from albert_tf.checkpoints.own import CheckpointError, checkpoint_reader, resolve_checkpoint
+from albert_tf.checkpoints.own import (
+    CheckpointError,
+    checkpoint_reader,
+    resolve_checkpoint,
+    unreadable,
+)
 from albert_tf.modeling.encoder import AlbertEncoder
 
 # Task heads and the official names of their (kernel, bias): the kernel is stored
@@ -223,10 +228,6 @@ def read_tf1_checkpoint(path: str) -> dict[str, np.ndarray]:
             if name in _SKIPPED or name.endswith(OPTIMIZER_SUFFIXES):
                 continue
             out[strip_module(name)] = reader.get_tensor(name)
-    except tf.errors.OpError as e:  # a random or truncated .index / .data file
-        lines = str(e.message).strip().splitlines()
-        raise CheckpointError(
-            f"{prefix}: not a readable TensorFlow checkpoint (truncated or corrupt?): "
-            f"{lines[0] if lines else type(e).__name__}"
-        ) from None
+    except (tf.errors.OpError, IndexError) as e:  # a random or truncated .index / .data file
+        raise unreadable(prefix, e) from None
     return out

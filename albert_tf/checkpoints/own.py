@@ -70,6 +70,18 @@ def checkpoint_reader(prefix: str):
     return tf.compat.v1.train.NewCheckpointReader(prefix)
 
 
+def unreadable(prefix: str, error: Exception) -> CheckpointError:
+    """The one-line CheckpointError of a checkpoint whose files do not read: tf.errors'
+    OpError of a random or truncated .index / .data file, or the IndexError ("Read less
+    bytes than requested") of a .data file cut short."""
+    message = getattr(error, "message", None) or str(error)
+    lines = str(message).strip().splitlines()
+    return CheckpointError(
+        f"{prefix}: not a readable TensorFlow checkpoint (truncated or corrupt?): "
+        f"{lines[0] if lines else type(error).__name__}"
+    )
+
+
 def checkpoint_variables(prefix: str) -> list[tuple[str, list[int]]]:
     """(name, shape) of every variable at `prefix`, sorted (`tf.train.list_variables`)."""
     return sorted(checkpoint_reader(prefix).get_variable_to_shape_map().items())

@@ -121,6 +121,55 @@ def check_windows(counts, max_windows: int, max_seq_length: int, words: Wording 
         return tf.identity(counts)
 
 
+def request_limit(module) -> int:
+    """The windows (rows or pairs) a serving module answers per request: its export's
+    max_windows (or a zero-shot module's max_pairs), else DEFAULT_MAX_WINDOWS."""
+    return (
+        getattr(module, "max_windows", None)
+        or getattr(module, "max_pairs", None)
+        or DEFAULT_MAX_WINDOWS
+    )
+
+
+def capped_signatures(module) -> dict:
+    """`module.signatures()` with every signature that takes text behind the one byte cap
+    of a request: the bytes of all its string inputs together at most
+    `max_request_bytes(request_limit(module), module.max_seq_length)`, else an
+    InvalidArgumentError naming the limit (`bytes_message`, in the module's `wording`),
+    checked before anything is tokenized. Signatures a module names in `checks_own_request`
+    check their request in the graph themselves, with the same `max_request_bytes` and
+    the bytes they tokenize (SQuAD, the token classifier, zero-shot's hypotheses, a
+    long-document classifier). What every text-in SavedModel is saved with
+    (albert_tf.serving.saved_model), so that no export tokenizes megabytes of text only
+    to keep its first max_seq_length tokens: time and memory grew with the text, not with
+    what the model reads."""
+    import tensorflow as tf
+
+    limit = request_limit(module)
+    length, words = module.max_seq_length, getattr(module, "wording", CLASSIFIER)
+    own = getattr(module, "checks_own_request", ())
+    out = {}
+    for name, fn in module.signatures().items():
+        args, kwargs = fn.structured_input_signature
+        specs = list(tf.nest.flatten(args)) + [kwargs[k] for k in sorted(kwargs)]
+        if name in own or kwargs or not any(spec.dtype == tf.string for spec in specs):
+            out[name] = fn
+            continue
+
+        def capped(*inputs, fn=fn):
+            texts = [x for x in inputs if x.dtype == tf.string]
+            size = tf.add_n([tf.reduce_sum(tf.cast(tf.strings.length(x), tf.int64)) for x in texts])
+            message = tf.strings.format(bytes_message("{}", limit, length, words), [size])
+            check = tf.debugging.Assert(size <= max_request_bytes(limit, length), [message])
+            with tf.control_dependencies([check]):
+                inputs = [tf.identity(x) for x in inputs]
+            return fn(*inputs)
+
+        signature = [tf.TensorSpec(spec.shape, spec.dtype, spec.name) for spec in specs]
+        out[name] = tf.function(capped, input_signature=signature).get_concrete_function()
+    return out
+
+
 def window_rows(windows):
     """(row, k) int32 [W]: the row and index within it of each window of the request, row
     by row (the windows of row b are k = 0 .. windows[b] − 1)."""

@@ -97,6 +97,7 @@ def resolve(
     run = pretraining_run(init_checkpoint) if info is None else None
     data = (run[1].get("data") or {}) if run else {}  # (the run's records' settings)
     recorded_length = info.max_seq_length if info else data.get("max_seq_length")
+    given_length = max_seq_length
     max_seq_length = max_seq_length or recorded_length or DEFAULT_MAX_SEQ_LENGTH
     if do_lower_case is None:
         do_lower_case = info.do_lower_case if info else data.get("do_lower_case")
@@ -114,6 +115,20 @@ def resolve(
         model = _standalone(task, init_checkpoint, albert_config)
     else:
         model, _ = finetuned.load_finetuned(init_checkpoint, info)
+    positions = model.config.max_position_embeddings
+    named = max_seq_length in (given_length, recorded_length)  # (not the default's)
+    if named and max_seq_length > positions:  # (it would export; long requests would fail)
+        where = (
+            "--max_seq_length"
+            if given_length
+            else f"{init_checkpoint}/task.json max_seq_length"
+            if info
+            else "the pretraining run's max_seq_length"
+        )
+        raise ValueError(
+            f"{where}={max_seq_length} is more than the model's max_position_embeddings="
+            f"{positions}; export with --max_seq_length {positions} or less"
+        )
     return ResolvedModel(
         task=task,
         model=model,

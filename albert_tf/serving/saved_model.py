@@ -42,6 +42,7 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None,
     import tempfile
 
     from albert_tf.modeling.kernels import portable_kernels
+    from albert_tf.serving.request_windows import capped_signatures
     from data_pipeline.io.locks import output_lock
 
     filesystem.makedirs(export_dir)
@@ -57,7 +58,8 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None,
             shutil.rmtree(tmp, ignore_errors=True)
         try:
             with portable_kernels():
-                tf.saved_model.save(module, tmp, signatures=module.signatures())
+                signatures = capped_signatures(module)  # (the one request-size cap)
+                tf.saved_model.save(module, tmp, signatures=signatures)
             if finetuned_dir:
                 kept = os.path.join(tmp, "assets.extra", "finetuned")
                 filesystem.copy_tree(finetuned_dir, kept)

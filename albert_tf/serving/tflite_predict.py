@@ -43,6 +43,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 
 import numpy as np
 
@@ -72,16 +73,26 @@ RUNNERS = {
 
 
 def read_metadata(path: str) -> dict:
-    """{name: bytes} of the file's metadata table (ai-edge-litert's flatbuffer schema)."""
+    """{name: bytes} of the file's metadata table (ai-edge-litert's flatbuffer schema).
+    ValueError (one line naming `path`) for a file that is not a LiteRT model (no "TFL3"
+    identifier) or whose tables point outside it (a truncated or damaged file), rather
+    than the flatbuffer reader's struct.error."""
+    import struct
+
     from ai_edge_litert import schema_py_generated as schema
 
     with open(path, "rb") as f:
         buf = f.read()
-    model = schema.Model.GetRootAs(buf, 0)
-    out = {}
-    for i in range(model.MetadataLength()):
-        entry = model.Metadata(i)
-        out[entry.Name().decode()] = model.Buffers(entry.Buffer()).DataAsNumpy().tobytes()
+    if buf[4:8] != b"TFL3":
+        raise ValueError(f"{path}: not a LiteRT (.tflite) file (no TFL3 identifier)")
+    try:
+        model = schema.Model.GetRootAs(buf, 0)
+        out = {}
+        for i in range(model.MetadataLength()):
+            entry = model.Metadata(i)
+            out[entry.Name().decode()] = model.Buffers(entry.Buffer()).DataAsNumpy().tobytes()
+    except (struct.error, IndexError, UnicodeDecodeError, AttributeError, TypeError) as e:
+        raise ValueError(f"{path}: a damaged LiteRT file ({type(e).__name__}: {e})") from None
     return out
 
 
@@ -103,7 +114,16 @@ class LiteModel:
     """A .tflite ALBERT with its metadata and its kind's runner (`runner`, from `RUNNERS`),
     whose methods it answers (`classify`, `answer`, `tag`, ...). `num_threads`: the
     interpreter's threads (None: every core; ai-edge-litert's own default is one thread,
-    half the speed on 2 cores)."""
+    half the speed on 2 cores).
+
+    One object is safe to share between threads (a threaded web server's request
+    handlers): a LiteRT interpreter keeps one set of input tensors, so each call's
+    resize, set, invoke and read of the outputs is one step under the model's lock
+    (`run`); calls from several threads take turns at the interpreter, each getting its
+    own answer, while their tokenizing and decoding outside `run` overlap. Without it,
+    concurrent calls overwrote each other's inputs and shapes: other requests' rows, or
+    a crash in the interpreter. For calls that truly run in parallel, give each thread
+    its own LiteModel (bench/lite_threads.py compares the two)."""
 
     def __init__(self, path: str, num_threads: int | None = None):
         entries = read_metadata(path)
@@ -136,6 +156,7 @@ class LiteModel:
         self.spm_model, self.vocab = entries.get(SPM_NAME), entries.get(VOCAB_NAME)
         self.signatures = self.interpreter.get_signature_list()
         self._runners = {}
+        self._lock = threading.Lock()  # one interpreter: one call at a time (class docstring)
         self.runner = RUNNERS[self.task](self)
 
     def __getattr__(self, name):
@@ -147,7 +168,14 @@ class LiteModel:
         return getattr(runner, name)
 
     def run(self, signature: str = "serving_default", **inputs) -> dict:
-        """One call of a signature: numpy inputs → numpy outputs."""
+        """One call of a signature: numpy inputs → numpy outputs (copies, the caller's own),
+        under the model's lock so that concurrent callers never share the interpreter's
+        tensors."""
+        with self._lock:
+            return self._run_locked(signature, inputs)
+
+    def _run_locked(self, signature: str, inputs: dict) -> dict:
+        """`run` with the lock held: resize, set, invoke and read one signature."""
         if signature not in self._runners:
             self._runners[signature] = self.interpreter.get_signature_runner(signature)
         if inputs and all(len(v) == 0 for v in inputs.values()):

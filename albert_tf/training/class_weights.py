@@ -31,13 +31,16 @@ FLAG = "--class_weights"
 POS_WEIGHT_CLIP = 100.0
 
 
+FLOAT32_MAX = 3.4028234663852886e38  # (numpy.finfo(numpy.float32).max)
+
+
 def parse_class_weights(
     text: str | None, labels, regression: bool, choices: int | None, multi_label: bool = False
 ):
     """What `--class_weights` asks for: None (not given), "auto", or a tuple of one weight
     per label in `labels`' order (`multi_label`: each label's positive weight). ValueError
     (one line) for a regression or multiple-choice task, a count other than the labels', a
-    weight that is no positive finite number."""
+    weight that is no positive finite number, or one float32 (the loss) cannot hold."""
     import math
 
     if not text:
@@ -57,6 +60,11 @@ def parse_class_weights(
             value = math.nan
         if not (math.isfinite(value) and value > 0):
             raise ValueError(f"{FLAG}={text}: {part!r} is not a positive number")
+        if value > FLOAT32_MAX:  # (finite here, infinite in the loss: NaN at the first step)
+            raise ValueError(
+                f"{FLAG}={text}: {part!r} is beyond float32 ({FLOAT32_MAX:.3g}), the precision "
+                f"the loss is weighted in; weights are relative: scale them down"
+            )
         weights.append(value)
     if len(weights) != len(labels):
         raise ValueError(

@@ -108,6 +108,7 @@ def ner_scores(sentences, predicted, scheme) -> tuple[dict, dict]:
     from data_pipeline.tagging.metrics import entity_report, tagging_metrics
 
     gold = [list(s.tags) for s in sentences]
+    check_gold_scheme(sentences, gold, scheme)
     flat = tagging_metrics(gold, predicted, scheme)
     report = entity_report(gold, predicted, scheme)
     per_type = {
@@ -115,3 +116,27 @@ def ner_scores(sentences, predicted, scheme) -> tuple[dict, dict]:
         for kind, s in report.per_type.items()
     }
     return flat, per_type
+
+
+def check_gold_scheme(sentences, gold, scheme) -> None:
+    """ValueError (one line naming the dev file's line and --tag_scheme) when the strict
+    `scheme` cannot read the gold tags (data_pipeline.tagging.metrics.misread): IOB1 dev
+    tags read as IOB2, or BIO ones as IOBES, would otherwise score near 0 for any model,
+    and best/ and early stopping would follow it. seqeval's default mode (--tag_scheme
+    none) reads such tags as conlleval does."""
+    from data_pipeline.tagging.metrics import misread
+
+    found = misread(gold, scheme) if scheme is not None else None
+    if found is None:
+        return
+    index, position, strict, default = found
+    line = sentences[index].line
+    line = line + position if line is not None else f"of sentence {index + 1}"
+    before = repr(gold[index][position - 1]) if position else "the sentence start"
+    raise ValueError(
+        f"the dev file's line {line}: gold tag {gold[index][position]!r} after {before} "
+        f"is not {scheme} (IOB1, or mixed schemes?): {scheme} reads {strict} of the "
+        f"{default} gold entities seqeval's default mode reads, so F1 would not measure "
+        f"the model; give --tag_scheme none (seqeval's default mode, as conlleval) or the "
+        f"scheme the files are written in"
+    )

@@ -16,7 +16,7 @@ import io
 from collections.abc import Sequence
 
 from data_pipeline.classification.examples import Example
-from data_pipeline.classification.multi_label import parse_labels
+from data_pipeline.classification.multi_label import check_delimiter, parse_labels
 from data_pipeline.io import filesystem
 from data_pipeline.io.text_lines import json_object, numbered_lines
 
@@ -87,6 +87,8 @@ def read_delimited(
         )
     if not examples:
         raise ValueError(f"{path}: no examples (only a header)")
+    if label_delimiter is not None and "label_column" in index:
+        check_delimiter(examples, label_delimiter, path, f"label_column={label_column!r}")
     return examples
 
 
@@ -169,6 +171,8 @@ def read_jsonl(
         )
     if not examples:
         raise ValueError(f"{path}: no examples (the file is empty)")
+    if label_delimiter is not None and "label_column" in index:
+        check_delimiter(examples, label_delimiter, path, f"label_column={label_column!r}")
     return examples
 
 

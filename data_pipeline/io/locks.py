@@ -222,10 +222,15 @@ def _release_for_life() -> None:
 
 def _make_dirs(directory: str) -> list[str]:
     """Creates `directory` and its missing parents; returns those it created, deepest
-    first."""
+    first. A dangling symbolic link in the way is an OSError naming it and its target."""
     missing = []
     path = os.path.abspath(directory)
     while not os.path.exists(path) and os.path.dirname(path) != path:
+        if os.path.islink(path):  # (makedirs would say only "File exists")
+            raise OSError(
+                f"{directory} cannot be created: {path} is a dangling symbolic link (to "
+                f"{os.readlink(path)}); remove it or give another directory"
+            )
         missing.append(path)
         path = os.path.dirname(path)
     try:

@@ -46,13 +46,17 @@ def read_squad(path: str) -> list[SquadExample]:
             if "context" not in paragraph or "qas" not in paragraph:
                 raise ValueError(f"{where} lacks 'context' or 'qas'")
             context = paragraph["context"]
+            if not isinstance(context, str):
+                raise ValueError(f"{where}.context is a {_kind(context)}, not a string")
             for q, qa in enumerate(paragraph["qas"]):
-                if "id" not in qa or "question" not in qa:
+                if not isinstance(qa, dict) or "id" not in qa or "question" not in qa:
                     raise ValueError(f"{where}.qas[{q}] lacks 'id' or 'question'")
-                answers = [
-                    {"text": x["text"], "answer_start": int(x["answer_start"])}
-                    for x in qa.get("answers", [])
-                ]
+                if not isinstance(qa["question"], str):
+                    raise ValueError(
+                        f"{where}.qas[{q}] (id {qa['id']!r}).question is a "
+                        f"{_kind(qa['question'])}, not a string"
+                    )
+                answers = _answers(qa, f"{where}.qas[{q}] (id {qa['id']!r})")
                 impossible = bool(qa.get("is_impossible", False))
                 examples.append(
                     SquadExample(
@@ -69,6 +73,35 @@ def read_squad(path: str) -> list[SquadExample]:
         raise ValueError(f"{path}: no questions")
     _check_unique_ids(examples, path)
     return examples
+
+
+def _kind(value) -> str:
+    """A JSON value's type as the file would call it."""
+    names = {dict: "object", list: "list", int: "number", float: "number", bool: "boolean"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _answers(qa: dict, where: str) -> list[dict]:
+    """The question's answers [{"text", "answer_start"}]: ValueError naming `where` for an
+    answer that is not an object with a string text and an integer start."""
+    answers = qa.get("answers", [])
+    if not isinstance(answers, list):
+        raise ValueError(f"{where}.answers is a {_kind(answers)}, not a list")
+    out = []
+    for i, x in enumerate(answers):
+        start = x.get("answer_start") if isinstance(x, dict) else None
+        text = x.get("text") if isinstance(x, dict) else None
+        if isinstance(start, str) and start.strip().isdigit():
+            start = int(start)  # ("12": as int() read it before)
+        if isinstance(start, float) and start.is_integer():
+            start = int(start)
+        if not isinstance(text, str) or isinstance(start, bool) or not isinstance(start, int):
+            raise ValueError(
+                f"{where}.answers[{i}] must be an object with a string 'text' and an "
+                f"integer 'answer_start'; got {json.dumps(x)[:80]}"
+            )
+        out.append({"text": text, "answer_start": start})
+    return out
 
 
 def _check_unique_ids(examples: list[SquadExample], path: str, shown: int = 5) -> None:

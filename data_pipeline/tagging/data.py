@@ -3,7 +3,8 @@
 Formats (`read_tagged` picks by the file name: `.jsonl` / `.json` is JSON lines, anything
 else column text):
 
-  CoNLL columns   one token a line, its tag in the *last* column, the token in the first
+  CoNLL columns   one token a line (LF, CRLF or CR line ends alike), its tag in the *last*
+                  column, the token in the first
                   (columns between, such as CoNLL-2003's POS and chunk tags, are ignored);
                   columns are separated by spaces or tabs only, so a token may be any other
                   character (a Chinese full-width space U+3000 stays a token); a blank line

@@ -50,6 +50,7 @@ class TokenizerTraining:
     vocab_size: int | None = setting(
         None,
         "Number of pieces (default: 30000, ALBERT's; wordpiece 21128, the Chinese vocab.txt's).",
+        minimum=1,
     )
     do_lower_case: bool = setting(
         True, "Lowercase (uncased model); use the same value when tokenizing."

@@ -49,6 +49,19 @@ def test_expand_input_files_pattern_matching_nothing_is_an_error(tmp_path):
         D.expand_input_files(f"{tmp_path}/a.txt,{tmp_path}/dir_only")
 
 
+def test_a_directory_as_input_pattern_says_so_with_the_glob(tmp_path):
+    """P21: a directory as --input_file was "matches no file", as for a typo."""
+    _touch(tmp_path / "corpus" / "a.txt")
+    with pytest.raises(FileNotFoundError) as e:
+        D.expand_input_files(str(tmp_path / "corpus"))
+    message = str(e.value)
+    assert "\n" not in message and "is a directory, not a file" in message
+    assert repr(str(tmp_path / "corpus" / "*.txt")) in message
+    assert D.expand_input_files(str(tmp_path / "corpus" / "*.txt")) == [
+        str(tmp_path / "corpus" / "a.txt")
+    ]
+
+
 def test_file_format():
     assert D.file_format("x.txt") == "text"
     assert D.file_format("x.txt.gz") == "text"
@@ -195,6 +208,33 @@ def test_invalid_json_names_file_and_line(tmp_path, compress):
     wrong.write_text('{"text": "ok"}\n{"body": "no text field"}\n')
     with pytest.raises(ValueError, match=rf"{wrong}:2: expected an object"):
         _read_all([str(wrong)], 1 << 20)
+
+
+def test_json_nested_too_deep_names_file_and_line(tmp_path):
+    """Q05: a JSONL line nested 100,000 deep was a RecursionError reported against the
+    output shard; the data files' JSON lines reader (text_lines) names it as well."""
+    from data_pipeline.io.text_lines import json_object
+
+    deep = "[" * 100_000 + "]" * 100_000
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"text": "ok."}\n{"text": ' + deep + "}\n")
+    with pytest.raises(ValueError) as e:
+        _read_all([str(path)], 1 << 20)
+    assert str(e.value) == f"{path}:2: JSON nested too deeply to read"
+    with pytest.raises(ValueError, match=rf"^{path}:2: JSON nested too deeply to read$"):
+        json_object(str(path), 2, '{"text": ' + deep + "}")
+
+
+def test_a_truncated_gzip_input_names_the_input(tmp_path):
+    """B05: a truncated .gz input was gzip's EOFError, reported against the output shard."""
+    lines = [f"Sentence number {i} of the corpus." for i in range(4000)]
+    data = gzip.compress(("\n".join(lines) + "\n").encode())
+    path = tmp_path / "trunc.txt.gz"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError) as e:
+        _read_all([str(path)], 1 << 20)
+    message = str(e.value)
+    assert "\n" not in message and message.startswith(f"{path}: a truncated or damaged gzip")
 
 
 def test_invalid_utf8_is_replaced_and_counted(tmp_path):

@@ -105,3 +105,18 @@ def test_bad_values_are_one_line():
         assert str(e.value).startswith(f"--class_weights={text}") and "\n" not in str(e.value)
     with pytest.raises(ValueError, match="label index 1 has no training example"):
         balanced_class_weights([4, 0, 2])
+
+
+def test_a_weight_float32_cannot_hold_is_refused_naming_the_flag():
+    """T12: --class_weights 1e39,1 (finite in Python, inf in the float32 loss) stopped on
+    NaN with a hint naming the learning rate."""
+    import numpy as np
+
+    from albert_tf.training.class_weights import FLOAT32_MAX, parse_class_weights
+
+    assert FLOAT32_MAX == float(np.finfo(np.float32).max)
+    with pytest.raises(ValueError) as e:
+        parse_class_weights("1e39,1", ["0", "1"], False, None)
+    assert str(e.value).startswith("--class_weights=1e39,1: '1e39' is beyond float32")
+    assert parse_class_weights("1e30,1", ["0", "1"], False, None) == (1e30, 1.0)
+    assert np.isfinite(np.float32(1e30))

@@ -196,3 +196,29 @@ def test_length_aware_multiple_choice_gives_the_padded_logits(tok, shared_data, 
     assert {s[2] for s in shapes} <= set(bucket_sizes(512)) and min(s[2] for s in shapes) < 512
     assert sum(s[0] * s[2] for s in shapes) < longest.sum() + count * 64
     assert (padded < -1e8).sum() == (bucketed < -1e8).sum()
+
+
+def test_a_cache_with_a_flipped_bit_is_rebuilt_not_read(tmp_path, capsys):
+    """R-H6: one flipped bit in a cached feature file was reused (only the length headers
+    were checked) and failed later as tf.data's DataLossError traceback."""
+    from data_pipeline.records import read_records
+
+    calls = []
+
+    def build():
+        calls.append(1)
+        return {"input_ids": np.arange(40 * 8, dtype=np.int32).reshape(40, 8)}
+
+    path, count, reused = cached_features(str(tmp_path / "dev"), "k", build)
+    assert (count, reused) == (40, False)
+    data = bytearray(open(path, "rb").read())
+    data[200] ^= 16  # inside a record's data: its length header stays whole
+    open(path, "wb").write(bytes(data))
+    _, count, reused = cached_features(str(tmp_path / "dev"), "k", build)
+    assert (count, reused, len(calls)) == (40, False, 2)
+    assert (
+        "does not hold the 40 intact records its metadata says: rebuilding"
+        in capsys.readouterr().out
+    )
+    assert len(list(read_records(path))) == 40  # rebuilt whole
+    assert cached_features(str(tmp_path / "dev"), "k", build)[2]  # and reused from then on

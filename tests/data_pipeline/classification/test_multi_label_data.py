@@ -137,3 +137,45 @@ def test_multi_hot_features_round_trip_the_cache(shared_data, tmp_path, tok):
     np.testing.assert_array_equal(batch["label_ids"].numpy(), multi_hot(examples, labels))
     again = task_features(spec, "train", tok, cache, 32, labels, held_out=HeldOut(0.25, 3, "tune"))
     assert again.reused and again.multi_label == len(labels)
+
+
+def test_json_list_cells_in_a_tsv_are_read_as_lists(tmp_path):
+    """M03: `["joy", "love"]` in a TSV cell was split at "," with the brackets kept."""
+    (tmp_path / "train.tsv").write_text(
+        'text_a\tlabel\none\t["joy", "love"]\ntwo\t["anger"]\nthree\tjoy,anger\n'
+    )
+    spec = TaskSpec("tsv", str(tmp_path), multi_label=True)
+    assert [e.label for e in spec.read("train")] == [("joy", "love"), ("anger",), ("joy", "anger")]
+    assert spec.labels() == ["anger", "joy", "love"]
+    (tmp_path / "train.tsv").write_text('text_a\tlabel\none\t["joy", love]\n')
+    with pytest.raises(
+        ValueError, match=r"train.tsv:2: labels .* look like a JSON list but are not"
+    ):
+        spec.read("train")
+
+
+def test_a_label_delimiter_that_splits_no_cell_names_file_line_and_column(tmp_path, shared_data):
+    """M12: --label_delimiter ';' on comma-separated cells made every combination a label."""
+    spec = _goemotions(shared_data, tmp_path, rows=60)
+    wrong = TaskSpec(
+        "tsv",
+        str(tmp_path),
+        text_a_column="text",
+        label_column="labels",
+        multi_label=True,
+        label_delimiter=";",
+    )
+    with pytest.raises(ValueError) as excinfo:
+        wrong.read("train")
+    message = str(excinfo.value)
+    lines = (tmp_path / "train.tsv").read_text().splitlines()
+    first = next(n for n, line in enumerate(lines, 1) if "," in line.split("\t")[1])
+    assert "\n" not in message
+    assert message.startswith(f"{tmp_path / 'train.tsv'}:{first}: label_column='labels': ")
+    assert "--label_delimiter ';' splits no label cell" in message
+    assert "give --label_delimiter ','" in message
+    # The right delimiter, and single-label cells under any delimiter, read as before.
+    assert any(len(e.label) > 1 for e in spec.read("train"))
+    (tmp_path / "one.tsv").write_text("text\tlabels\na\tjoy\nb\tvery sad\n")
+    one = wrong.read("train", str(tmp_path / "one.tsv"))
+    assert [e.label for e in one] == [("joy",), ("very sad",)]

@@ -134,6 +134,22 @@ def test_reentrant_in_one_process_and_nothing_left_behind(tmp_path):
     assert not lock.held and sorted(os.listdir(out)) == ["data"]  # kept: not empty
 
 
+@pytest.mark.parametrize("depth", ["itself", "a parent"])
+def test_a_dangling_link_as_the_output_directory_is_named(tmp_path, depth):
+    """R-C11: a dangling symbolic link as the output directory (or above it) was
+    "cannot be created: File exists", naming neither the link nor where it points."""
+    link = tmp_path / "dangling"
+    link.symlink_to(tmp_path / "nowhere")
+    out = link if depth == "itself" else link / "run"
+    with pytest.raises(OSError) as excinfo:
+        with output_lock(str(out), "test"):
+            pass
+    message = str(excinfo.value)
+    assert "\n" not in message and message.startswith(f"{out} cannot be created: ")
+    assert f"{link} is a dangling symbolic link (to {tmp_path / 'nowhere'})" in message
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_shared_holders_coexist_and_exclude_an_exclusive_one(tmp_path):
     holder = _hold(tmp_path / "out", shared=True)
     try:

@@ -3,6 +3,7 @@ the whole way back from logits to answer text (data_pipeline.squad.features/.pos
 
 import collections
 import json
+import re
 
 import numpy as np
 import pytest
@@ -103,6 +104,43 @@ def test_bad_files_are_one_line_errors(tmp_path):
     bad.write_text(json.dumps([1, 2]))
     with pytest.raises(ValueError, match="not a SQuAD file"):
         read_squad(str(bad))
+
+
+@pytest.mark.parametrize(
+    "field, value, named",
+    [
+        ("context", 12345, r"data\[0\]\.paragraphs\[1\]\.context is a number, not a string$"),
+        ("question", ["why"], r"paragraphs\[1\]\.qas\[0\] \(id 'b'\)\.question is a list, not"),
+        (
+            "answers",
+            [{"text": 5, "answer_start": 0}],
+            r"\(id 'b'\)\.answers\[0\] must be an object",
+        ),
+        ("answers", [{"text": "Paris", "answer_start": None}], r"\(id 'b'\)\.answers\[0\] must be"),
+    ],
+    ids=["context", "question", "answer-text", "answer-start"],
+)
+def test_a_field_of_the_wrong_type_names_file_paragraph_and_question(tmp_path, field, value, named):
+    """R-J10: a context that is not a string was a TypeError traceback naming nothing."""
+    path = _squad_with_ids(tmp_path / "typed.json", [["a"], ["b"]])
+    data = json.loads(open(path).read())
+    paragraph = data["data"][0]["paragraphs"][1]
+    (paragraph if field == "context" else paragraph["qas"][0])[field] = value
+    (tmp_path / "typed.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError) as excinfo:
+        read_squad(path)
+    message = str(excinfo.value)
+    assert "\n" not in message and message.startswith(f"{path}: ")
+    assert re.search(named, message), message
+    paragraph = data["data"][0]["paragraphs"][1]  # a string start, as int() read it, still reads
+    paragraph["qas"][0] = {
+        "id": "b",
+        "question": "?",
+        "answers": [{"text": "P", "answer_start": "13"}],
+    }
+    paragraph["context"] = "Tom lives in Paris."
+    (tmp_path / "typed.json").write_text(json.dumps(data))
+    assert read_squad(path)[1].answers == [{"text": "P", "answer_start": 13}]
 
 
 def _squad_with_ids(path, paragraphs):

@@ -139,3 +139,21 @@ def test_invalid_utf8_and_missing_file(tmp_path):
     _one_line_error(path, 2, "invalid UTF-8")(e)
     with pytest.raises(FileNotFoundError, match="nope.txt"):
         read_conll(str(tmp_path / "nope.txt"))
+
+
+@pytest.mark.parametrize("end", ["\r", "\r\n"])
+def test_cr_and_crlf_line_ends_read_as_lf(tmp_path, end):
+    """N09: a CR-only file was one sentence of one token (lines split at LF only)."""
+    text = "EU B-ORG\nrejects O\nGerman B-MISC\n\nPeter B-PER\nBlackburn I-PER\n"
+    lf = tmp_path / "lf.txt"
+    lf.write_bytes(text.encode())
+    other = tmp_path / "other.txt"
+    other.write_bytes(text.replace("\n", end).encode())
+    want, got = read_conll(str(lf)), read_conll(str(other))
+    assert [len(s.tokens) for s in got] == [3, 2]
+    assert got == want and [s.line for s in got] == [s.line for s in want] == [1, 5]
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(text.replace("\n", end).replace("rejects O", "rejects").encode())
+    with pytest.raises(TaggingDataError) as excinfo:
+        read_conll(str(bad))
+    _one_line_error(str(bad), 2, "one column")(excinfo)

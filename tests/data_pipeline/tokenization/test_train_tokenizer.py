@@ -435,3 +435,17 @@ def test_wordpiece_errors_are_one_line(tmp_path, shared_data, capsys):
     assert not (tmp_path / "small.txt").exists() and not (tmp_path / "none.txt").exists()
     assert main(["train_tokenizer", "--kind=wordpiece", f"--input_file={corpus}"]) == 2
     assert "--kind wordpiece writes --vocab_file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_a_vocab_size_below_one_is_refused_naming_the_flag(tmp_path, capsys, value):
+    """Q06: --vocab_size 0 silently meant the default 30,000 (`s.vocab_size or 30000`)."""
+    from data_pipeline.tokenization.train_tokenizer import main
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a b c\n")
+    argv = ["train_tokenizer", f"--input_file={corpus}", f"--model_prefix={tmp_path / 'm'}"]
+    assert main([*argv, f"--vocab_size={value}"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "vocab_size" in error and value in error
+    assert not (tmp_path / "m.model").exists()

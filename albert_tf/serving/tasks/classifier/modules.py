@@ -84,6 +84,8 @@ class ClassifierServing(Serving):
         self.text_pair = text_pair
         self.windows = fields if fields is not None and fields.doc_stride else None
         self.max_windows = (fields and fields.max_windows) or DEFAULT_MAX_WINDOWS
+        # (windows: classify_windows checks its bytes and windows in the graph)
+        self.checks_own_request = ("serving_default",) if self.windows is not None else ()
 
     def classify_windows(self, text):
         """The per-document outputs of long texts [B] (request_windows, `aggregate`)."""

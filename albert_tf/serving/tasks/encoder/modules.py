@@ -16,6 +16,7 @@ from albert_tf.checkpoints.task_kinds.encoder import EncoderFields
 from albert_tf.modeling.packing import packed_tokens
 from albert_tf.modeling.pooling import l2_normalize, pool
 from albert_tf.serving.base import LiteModule, Serving, ServingTask, model_inputs, string_spec
+from albert_tf.serving.request_windows import Wording
 from albert_tf.serving.text_ops import at_least_one_row, by_length, pack, same_rows
 
 
@@ -59,6 +60,8 @@ class EncoderServing(Serving):
     bucket); similarity(text_a [B], text_b [B]) → similarity [B], the cosine of the two
     texts' vectors; encode(input_ids, input_mask, segment_ids [B, S]) → pooled_output,
     sequence_output; tokenize."""
+
+    wording = Wording("encoder", "text", "texts", "embeds")  # (the request cap's errors)
 
     def __init__(self, model, text, max_seq_length: int, fields: EncoderFields):
         super().__init__(model, text, max_seq_length)

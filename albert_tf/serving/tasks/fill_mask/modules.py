@@ -11,6 +11,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from albert_tf.serving.base import Serving, ServingTask, model_inputs
+from albert_tf.serving.request_windows import Wording
 from albert_tf.serving.tasks.fill_mask.masked_text_ops import (
     GraphMaskedText,
     SentencePieceGlued,
@@ -29,6 +30,8 @@ class FillMaskServing(Serving):
     encode_masked(text [B]) → input_ids, input_mask [B, L], mask_positions [B, M],
     mask_count [B]: the ids, to compare with a client's own. A text without "[MASK]" or
     too long for max_seq_length fails the request (InvalidArgumentError naming it)."""
+
+    wording = Wording("fill-mask model")  # (the request cap's errors)
 
     def __init__(self, model, text, max_seq_length: int, top_k: int):
         super().__init__(model, text, max_seq_length)

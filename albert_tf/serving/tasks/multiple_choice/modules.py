@@ -8,12 +8,15 @@ import tensorflow as tf
 
 from albert_tf.serving.base import LiteModule, Serving, ServingTask, string_spec
 from albert_tf.serving.litert_text import take_rows
+from albert_tf.serving.request_windows import Wording
 from albert_tf.serving.text_ops import at_least_one_row, by_length, pack, same_rows
 
 
 class MultipleChoiceServing(Serving):
     """serving_default(passage [B], question [B], options [B, C]) → probabilities [B, C],
     logits, choice [B] int32 ("" options are padding); tokenize."""
+
+    wording = Wording("multiple-choice model", "passages, questions and options", "questions")
 
     def choose(self, passage, question, options):
         """passage, question [B]; options [B, C] ("" = no such option). No options at all

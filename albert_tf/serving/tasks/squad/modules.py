@@ -77,6 +77,9 @@ class SquadServing(Serving):
     no_answer_probability, null_odds [B]. `fields`: the task's SquadFields (windows, span
     search, head, threshold)."""
 
+    wording = WORDING  # (the request cap's errors)
+    checks_own_request = ("serving_default",)  # (its bytes and windows, in the graph)
+
     def __init__(self, model, text, max_seq_length, fields, length_aware: bool = True):
         super().__init__(model, text, max_seq_length)
         self.wordpiece_offsets = None

@@ -75,6 +75,9 @@ class TaggerServing(Serving):
     row i's real entries are its first num_words[i] / num_entities[i]. A request beyond
     its bytes or `max_windows` windows: InvalidArgumentError (module docstring)."""
 
+    wording = WORDING  # (the request cap's errors)
+    checks_own_request = ("serving_default",)  # (its bytes and windows, in the graph)
+
     def __init__(self, model, text, max_seq_length, fields):
         super().__init__(model, text, max_seq_length)
         self.labels = tf.constant(list(fields.labels))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from albert_tf.serving.base import Serving, ServingTask
-from albert_tf.serving.request_windows import DEFAULT_MAX_WINDOWS
+from albert_tf.serving.request_windows import DEFAULT_MAX_WINDOWS, Wording
 from albert_tf.serving.tasks.zero_shot.pairs import check_request, hypotheses, pair_inputs
 from albert_tf.serving.text_ops import at_least_one_row, by_length
 
@@ -49,6 +49,9 @@ class ZeroShotServing(Serving):
     a template without exactly one "{}", more than max_pairs pairs or too many bytes
     fails (InvalidArgumentError, one line) before anything is tokenized. tokenize(text_a,
     text_b) → the packed ids of any pair, as every text model has."""
+
+    wording = Wording("zero-shot classifier")  # (the request cap's errors)
+    checks_own_request = ("serving_default",)  # (pairs.check_request: its bytes)
 
     def __init__(self, model, text, max_seq_length: int, fields):
         super().__init__(model, text, max_seq_length)

@@ -81,6 +81,8 @@ class Trainer:
       evaluate_fn: `model → {metric: value}` replacing the built-in evaluation loop (task
         metrics computed on predictions, e.g. MCC); the best checkpoint follows
         `task.best_metric` in its result.
+      evaluated, on_best: `RunFiles`' (an evaluation-only run's name of what it evaluates;
+        what makes best/ servable).
     """
 
     def __init__(
@@ -93,6 +95,8 @@ class Trainer:
         init_checkpoint: str | None = None,
         log=print,
         evaluate_fn: Callable | None = None,
+        evaluated: str | None = None,
+        on_best: Callable | None = None,
     ):
         import keras
         import tensorflow as tf
@@ -110,7 +114,8 @@ class Trainer:
         self.log = log
         self.eval_dataset_fn = eval_dataset_fn
         self.evaluate_fn = evaluate_fn
-        self.files = RunFiles(config.output_dir, log)  # metrics.jsonl, best/, progress
+        # metrics.jsonl, best/, progress, the report's file
+        self.files = RunFiles(config.output_dir, log, evaluated, on_best)
         filesystem.makedirs(config.output_dir)
         set_precision(config.dtype)
         keras.utils.set_random_seed(config.seed)
@@ -172,6 +177,7 @@ class Trainer:
         )
         self.restored_from = latest
         self._saved = saved  # what best/ keeps
+        self._best_step = None  # the step of the weights `restore_best` put in the model
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, own_dir, max_to_keep=config.keep_checkpoint_max
         )
@@ -390,6 +396,20 @@ class Trainer:
     def best_record(self) -> dict | None:
         """The best evaluation so far (`RunFiles.best_record`), or None."""
         return self.files.best_record()
+
+    def restore_best(self) -> dict | None:
+        """Puts best/'s weights into the model (what best/ keeps: the whole model, or
+        LoRA's adapters and head) and returns best/best.json's record; None, the model
+        left as trained, when no evaluation kept one."""
+        best = self.files.restore_best(self._saved)
+        self._best_step = best["step"] if best is not None else None
+        return best
+
+    @property
+    def weights_step(self) -> int:
+        """The training step of the model's weights: best/'s after `restore_best`, else
+        the step reached (what task.json records as the model's step)."""
+        return self.step if self._best_step is None else self._best_step
 
 
 def _until_multiple(step: int, every: int) -> int:

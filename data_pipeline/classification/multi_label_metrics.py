@@ -124,24 +124,32 @@ def evaluate_multi_label(
 
 
 def tuned_evaluation(
-    dev: tuple, tune: tuple | None, labels: Sequence[str], mode: str, threshold: float = 0.5
+    dev: tuple,
+    tune: tuple | None,
+    labels: Sequence[str],
+    mode: str,
+    threshold: float = 0.5,
+    fixed: Sequence[float] | None = None,
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """(metrics, per label) of `dev` = (logits [N, L], gold [N, L]) decided at the
     thresholds `tune_thresholds` finds on `tune` = (logits, gold) of held-out examples
-    (mode "none": `threshold` for every label, `tune` unused).
+    (mode "none": `threshold` for every label, `tune` unused), or at `fixed` (one per
+    label: a trained model's own, mode and `tune` unused).
 
     metrics: `evaluate_multi_label`'s without the per-label F1s, plus "threshold" when one
       threshold serves every label; per label: {"thresholds": {label: t}, "f1": {label: F1}}.
     """
-    if mode != "none" and tune is None:
+    if fixed is None and mode != "none" and tune is None:
         raise ValueError(f"--tune_thresholds={mode} needs held-out predictions to tune on")
-    if mode == "none":
+    if fixed is not None:
+        thresholds = np.asarray(fixed, np.float64)
+    elif mode == "none":
         thresholds = np.full(len(labels), float(threshold))
     else:
         thresholds = tune_thresholds(sigmoid(tune[0]), tune[1], mode, threshold)
     found = evaluate_multi_label(dev[0], dev[1], labels, thresholds)
     metrics = {k: v for k, v in found.items() if not k.startswith("f1/")}
-    if mode != "per_label":
+    if mode != "per_label" and (fixed is None or len(set(thresholds.tolist())) == 1):
         metrics["threshold"] = float(thresholds[0])
     per_label = {
         "thresholds": {name: float(t) for name, t in zip(labels, thresholds)},

@@ -210,11 +210,21 @@ class Classifier(Family):
             report = {"task": s.task_name, "seed": trainer.config.seed, "step": trainer.step}
             report.update(final=result["eval"], best=trainer.best_record())
             report.update(mode.report())  # multi-label: "thresholds" and "f1" of each label
-            write_json(os.path.join(run.output_dir, "eval_results.json"), report)
+            write_json(trainer.files.results_path(), report)
         if s.do_predict:
             logits = self.predict(s, data.splits["test"], trainer.model, run.strategy)[0]
             print(f"predictions: {mode.write_predictions(run.output_dir, logits)}", flush=True)
         return result
+
+    def evaluated(self, s) -> str:
+        spec = self.spec(s)
+        return os.path.basename(spec.source(spec.dev_splits[0]))
+
+    def adopt(self, s, data: Data, directory: str) -> None:
+        self.mode(s, data).adopt(directory)
+
+    def predicted_classes(self, data: Data) -> dict | None:
+        return self.mode(None, data).predicted
 
     def task_info(self, s, data: Data, trainer):
         from albert_tf.checkpoints.task_info import TaskInfo
@@ -225,7 +235,7 @@ class Classifier(Family):
             source.text_pair,
             source.max_seq_length,
             s.do_lower_case,
-            trainer.step,
+            trainer.weights_step,
             self.mode(s, data).thresholds(),
         )
         if source.info.get("document_windows") is not None:

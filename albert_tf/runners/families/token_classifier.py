@@ -128,6 +128,8 @@ class TokenClassifier(Family):
         )
 
     def evaluate(self, s, data: Data, strategy):
+        from collections import Counter
+
         from albert_tf.training.task_predictions import ner_scores
 
         if data.splits.get("dev") is None:
@@ -137,6 +139,7 @@ class TokenClassifier(Family):
             predicted = self.tags(s, data, model, "dev", strategy)
             sentences, scheme = data.extra["sentences"]["dev"], data.extra["scheme"]
             flat, data.extra["per_type"]["dev"] = ner_scores(sentences, predicted, scheme)
+            data.extra["predicted"] = Counter(tag for tags in predicted for tag in tags)
             return flat
 
         return evaluate
@@ -150,13 +153,19 @@ class TokenClassifier(Family):
             report = {"task": "ner", "tag_scheme": data.extra["scheme"], "labels": data.labels}
             report.update(seed=trainer.config.seed, step=trainer.step, final=result["eval"])
             report.update(per_type=data.extra["per_type"]["dev"], best=trainer.best_record())
-            write_json(os.path.join(run.output_dir, "eval_results.json"), report)
+            write_json(trainer.files.results_path(), report)
         if s.do_predict:
             path = os.path.join(run.output_dir, "predictions.conll")
             predicted = self.tags(s, data, trainer.model, "test", run.strategy)
             write_conll(path, data.extra["sentences"]["test"], predicted)
             print(f"predictions: {path}", flush=True)
         return result
+
+    def evaluated(self, s) -> str:
+        return os.path.basename(ner_file(s, "dev"))
+
+    def predicted_classes(self, data: Data) -> dict | None:
+        return data.extra.get("predicted")
 
     def task_info(self, s, data: Data, trainer):
         from albert_tf.checkpoints.task_info import TaskInfo
@@ -169,5 +178,5 @@ class TokenClassifier(Family):
             doc_stride=s.doc_stride,
             do_lower_case=s.do_lower_case,
             scheme=data.extra["scheme"],
-            step=trainer.step,
+            step=trainer.weights_step,
         )

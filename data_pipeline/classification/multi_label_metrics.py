@@ -6,6 +6,9 @@ Metrics (`multi_label_metrics`, each as scikit-learn with zero_division=0):
   micro_f1 / micro_precision / micro_recall: over every (example, label) decision;
   macro_f1 / macro_precision / macro_recall: the unweighted mean over labels (a label
     never gold and never predicted scores 0, as scikit-learn's zero_division=0);
+  samples_f1: the mean over examples of each example's F1 (average="samples": how well
+    each example's label set is found); weighted_f1: the labels' F1 weighted by their gold
+    count (average="weighted": frequent labels count more);
   subset_accuracy: the fraction of examples whose predicted label set is exactly the gold
     one (`accuracy_score` on indicator matrices); hamming_loss: the fraction of wrong
     (example, label) decisions; f1/<label>: each label's F1.
@@ -67,6 +70,8 @@ def multi_label_metrics(
         )
     micro = _prf(*_counts(predicted, gold, axis=None))
     per_label = _prf(*_counts(predicted, gold, axis=0))
+    per_example = _prf(*_counts(predicted, gold, axis=1))[2]
+    support = gold.sum(axis=0)
     out = {
         "micro_precision": micro[0],
         "micro_recall": micro[1],
@@ -74,6 +79,8 @@ def multi_label_metrics(
         "macro_precision": per_label[0].mean(),
         "macro_recall": per_label[1].mean(),
         "macro_f1": per_label[2].mean(),
+        "samples_f1": per_example.mean(),
+        "weighted_f1": _ratio((per_label[2] * support).sum(), support.sum()),
         "subset_accuracy": np.mean(np.all(predicted == gold, axis=1)),
         "hamming_loss": np.mean(predicted != gold),
     }

@@ -219,6 +219,10 @@ def run_once(family: Family, s, inputs: Inputs, data: Data, identity, config) ->
         evaluated=None if s.do_train else family.evaluated(s),
         on_best=None if task.partial_checkpoints else servable,
     )
+    if s.do_train and data.recorded.get("class_weights"):
+        from albert_tf.training.class_weights import describe_class_weights
+
+        print(describe_class_weights(data.recorded["class_weights"], data.labels), flush=True)
     if not s.do_train:
         trainer.check_trained(family.untrained)
         evaluated = config.output_dir if trainer.restored_from else s.init_checkpoint

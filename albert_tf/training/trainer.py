@@ -45,6 +45,7 @@ what TPU pods and multi-GPU runs need:
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import signal
 import time
@@ -137,7 +138,9 @@ class Trainer:
             self.inner_optimizer = inner
             self.schedule = schedule
             self.variables = self.model.trainable_variables
-            apply_layer_decay(inner, self.variables, task.albert_config, config.layer_lr_decay)
+            scales = apply_layer_decay(
+                inner, self.variables, task.albert_config, config.layer_lr_decay
+            )
             self.optimizer.build(self.variables)
             self.accumulators = []
             if config.grad_accum_steps > 1:
@@ -150,6 +153,7 @@ class Trainer:
                     )
                     for v in self.variables
                 ]
+        self._log_controls(scales)
         self.train_dataset = strategy.distribute_datasets_from_function(train_dataset_fn)
         self.train_iterator = iter(self.train_dataset)
         # Multi-device strategies give a DistributedIterator, which TensorFlow cannot
@@ -213,6 +217,20 @@ class Trainer:
         self._preempted = False
         self._preemption = None  # multi-worker and TPU: created when training starts
         self._preempted_at = 0
+
+    def _log_controls(self, scales: dict) -> None:
+        """What the run trains, in its log: the trainable parameters when some are frozen
+        (LoRA: the adapters and the head), the per-group rates of layer-wise decay."""
+        from albert_tf.training.layer_decay import describe_scales
+
+        count = lambda vs: sum(math.prod(v.shape) for v in vs)  # noqa: E731
+        weights = [v for v in self.model.weights if "float" in str(v.dtype)]  # (no seeds)
+        trainable, total = count(self.variables), count(weights)
+        if trainable < total:
+            share = f"{100 * trainable / max(total, 1):.2f}%"
+            self.log(f"trainable parameters: {trainable:,} of {total:,} ({share})")
+        for line in describe_scales(scales, self.config.learning_rate):
+            self.log(line)
 
     def _load_init(self, init_checkpoint: str) -> None:
         from albert_tf.checkpoints import load_checkpoint

@@ -277,3 +277,27 @@ def test_a_run_predicting_one_class_says_so(data, tmp_path, capsys, name):  # no
     assert f"one class, {winner!r} (" in lines[0]
     assert f"{metric} {result['eval'][metric]:.4f}" in lines[0]
     print(lines[0])
+
+
+@pytest.mark.slow
+def test_the_controls_a_run_applied_are_in_its_log(data, tmp_path, capsys):  # noqa: F811
+    """LoRA's trainable parameters, the class weights and layer-wise decay's rates: each a
+    line of the run's log, with its numbers."""
+    import re
+
+    capsys.readouterr()
+    _run(data, "classifier", tmp_path / "lora", lora_rank=2, class_weights="1,3")
+    out = capsys.readouterr().out
+    found = re.search(r"trainable parameters: ([\d,]+) of ([\d,]+) \(([\d.]+)%\)", out)
+    assert found, out[-3000:]
+    trainable, total = (int(found.group(i).replace(",", "")) for i in (1, 2))
+    assert 0 < trainable < total / 10
+    assert "class weights: 0 1, 1 3" in out
+    _run(data, "classifier", tmp_path / "decay", layer_lr_decay=0.5, learning_rate=1e-3)
+    out = capsys.readouterr().out
+    rates = re.findall(r"layer-wise decay: lr ([\d.e-]+) \(x([\d.]+)\) for (\d+) variable", out)
+    assert [float(f) for _, f, _ in rates] == [0.25, 0.5, 1.0], out[-3000:]  # one group
+    assert [float(r) for r, _, _ in rates] == [0.00025, 0.0005, 0.001]
+    assert "trainable parameters" not in out  # (nothing frozen)
+    with capsys.disabled():
+        print(f"\nLoRA rank 2: {trainable:,} of {total:,} parameters trained; rates {rates}")

@@ -106,6 +106,11 @@ class SingleLabel:
     def adopt(self, directory: str) -> None:
         """One label an example decides by the largest logit: nothing to take."""
 
+    def score(self, logits, label_ids) -> dict:
+        """{metric: value} of a labelled test file's predictions, decided as they were
+        written (nothing tuned on them)."""
+        return self.spec.evaluate({"test": (logits, label_ids)})
+
     def report(self) -> dict:
         """What eval_results.json adds beside the metrics (nothing)."""
         return {}
@@ -154,6 +159,14 @@ class MultiLabel(SingleLabel):
                 outputs["dev"], predict_tune(), self.labels, self.s
             )
         self.per_label.update(details)
+        return found
+
+    def score(self, logits, label_ids) -> dict:
+        from data_pipeline.classification.multi_label_metrics import tuned_evaluation
+
+        found, _ = tuned_evaluation(
+            (logits, label_ids), None, self.labels, "none", fixed=self.thresholds()
+        )
         return found
 
     def adopt(self, directory: str) -> None:

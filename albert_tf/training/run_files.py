@@ -29,6 +29,7 @@ BEST_RECORD = "best.json"
 
 
 RESULTS_FILE = "eval_results.json"
+TEST_RESULTS = "test_results.json"
 
 
 class RunFiles:
@@ -97,6 +98,16 @@ class RunFiles:
         self.append_metrics({"step": step, "split": "eval", **result})
         if best_metric and best_metric in result:
             self.keep_best(model, step, best_metric, result[best_metric], result)
+
+    def record_test(self, evaluated: str, figures: dict, step: int, **extra) -> str:
+        """A labelled test file's scores (`figures`: {metric: value} of the predictions
+        written, by the model at `step`) as test_results.json and one log line; returns
+        the path. Never a training record: nothing is ranked on a test file."""
+        path = os.path.join(self.output_dir, TEST_RESULTS)
+        write_json(path, {"test_file": evaluated, "step": step, "scores": figures, **extra})
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in figures.items())
+        self.log(f"test {evaluated} (labelled, scored): {shown} -> {path}")
+        return path
 
     # --- best/ -------------------------------------------------------------------------------
     def best_record(self) -> dict | None:

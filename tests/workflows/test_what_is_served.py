@@ -301,3 +301,34 @@ def test_the_controls_a_run_applied_are_in_its_log(data, tmp_path, capsys):  # n
     assert "trainable parameters" not in out  # (nothing frozen)
     with capsys.disabled():
         print(f"\nLoRA rank 2: {trainable:,} of {total:,} parameters trained; rates {rates}")
+
+
+@pytest.mark.slow
+def test_a_labelled_test_file_is_scored_as_well_as_predicted(data, tmp_path):  # noqa: F811
+    """The classifier's and the tagger's test_results.json equal the scores of the very
+    predictions they wrote (accuracy from the JSONL, entity F1 from predictions.conll)."""
+    from data_pipeline.tagging.metrics import detect_scheme, entity_report
+
+    root = data[0]
+    out = tmp_path / "classifier"
+    test = root / "sst" / "dev.tsv"
+    _run(data, "classifier", out, train_step=2, do_predict=True, test_file=str(test))
+    report = json.loads((out / "test_results.json").read_text())
+    gold = [r.split("\t")[1] for r in test.read_text().splitlines()[1:]]
+    predicted = [json.loads(x)["label"] for x in open(out / "tsv_test_predictions.jsonl")]
+    right = sum(p == g for p, g in zip(predicted, gold)) / len(gold)
+    assert report["test_file"] == "dev.tsv" and report["scores"]["accuracy"] == right
+    out = tmp_path / "ner"
+    conll = root / "conll" / "dev.txt"
+    _run(data, "ner", out, train_step=2, do_predict=True, test_file=str(conll))
+    report = json.loads((out / "test_results.json").read_text())
+    sentences = [
+        [line.split(" ") for line in block.splitlines()]
+        for block in (out / "predictions.conll").read_text().strip().split("\n\n")
+    ]
+    gold = [[w[1] for w in s] for s in sentences]
+    tags = [[w[2] for w in s] for s in sentences]
+    assert len(gold) == 8 and report["test_file"] == "dev.txt"
+    scheme = report["tag_scheme"]
+    assert scheme == detect_scheme(sorted({t for s in gold for t in s}))
+    assert report["scores"]["f1"] == pytest.approx(entity_report(gold, tags, scheme).micro.f1)

@@ -7,7 +7,8 @@ control: LoRA, distillation, class weights, early stopping, layer-wise decay, re
 Files are converted once into cached TFRecords (OUTPUT_DIR/cache); evaluation computes the
 task's GLUE metrics on the dev set (per document for windows; the best checkpoint follows
 the task's metric); `--do_predict` writes the GLUE submission file and a JSONL with
-probabilities; the export is a classifier SavedModel with its labels, thresholds and windows.
+probabilities (keeping the file's own `id` column), and scores a labelled test file
+(test_results.json); the export is a classifier SavedModel with its labels, thresholds and windows.
 """
 
 from __future__ import annotations
@@ -212,8 +213,12 @@ class Classifier(Family):
             report.update(mode.report())  # multi-label: "thresholds" and "f1" of each label
             write_json(trainer.files.results_path(), report)
         if s.do_predict:
-            logits = self.predict(s, data.splits["test"], trainer.model, run.strategy)[0]
+            logits, gold = self.predict(s, data.splits["test"], trainer.model, run.strategy)
             print(f"predictions: {mode.write_predictions(run.output_dir, logits)}", flush=True)
+            spec = data.extra["spec"]
+            if all(e.label is not None for e in spec.read("test")):  # labelled: scored too
+                name = os.path.basename(spec.source("test"))
+                trainer.files.record_test(name, mode.score(logits, gold), trainer.weights_step)
         return result
 
     def evaluated(self, s) -> str:

@@ -255,10 +255,11 @@ def _learned_nothing(family: Family, s, data: Data, result: dict) -> None:
     """One line when the last evaluation predicted one class only (training.learned_nothing)."""
     from albert_tf.training.learned_nothing import one_class_line
 
+    counts = family.predicted_classes(data)
+    if not counts:  # (a family without classes may have no best metric either: SQuAD)
+        return
     metric = family.best_metric(s)
-    line = one_class_line(
-        family.predicted_classes(data), metric, (result.get("eval") or {}).get(metric)
-    )
+    line = one_class_line(counts, metric, (result.get("eval") or {}).get(metric))
     if line:
         print(line, flush=True)
 

@@ -110,7 +110,7 @@ def run_sweep(family, s, points, seeds, run_seeds, identity) -> dict:
     metric = family.best_metric(s)
     table = directory.run(points, seeds, run_point, metric, settings=settings)
     if s.export_dir:
-        table["exported"] = export_winner(family, s, table["served"])
+        table["exported"] = export_winner(s, table["served"])
     return table
 
 
@@ -124,13 +124,15 @@ def best_figures(result: dict) -> dict:
     return best["eval"]
 
 
-def export_winner(family, s, served: str) -> list[str]:
+def export_winner(s, served: str) -> list[str]:
     """--export_dir of a sweep: the winner's best checkpoint (`served`, a servable best/),
     exported as `python -m albert_tf.serving.export --init_checkpoint SERVED` does."""
+    from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.serving.export import export_formats, print_exports
     from albert_tf.serving.formats import export_formats as formats
 
     print(f"export: the sweep's winner, {served}", flush=True)
-    paths = export_formats(family.export_kind(s), served, s.export_dir, **formats(s))
+    kind = TaskInfo.read(served).kind  # (the served model's own: e.g. multiple choice)
+    paths = export_formats(kind, served, s.export_dir, **formats(s))
     print_exports(paths, finetuned=True)
     return paths

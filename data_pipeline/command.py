@@ -100,7 +100,8 @@ class Command:
     """A command's settings: `name` (its console script), `doc` (printed by --help),
     `groups` (settings dataclasses; a field name belongs to one group), `defaults` (this
     command's default for a field), `bounds` (this command's range for a field),
-    `required` (fields that must be given)."""
+    `required` (fields that must be given), `omitted` (fields of its groups it has no flag
+    for: they keep their group's default, and --name is an unknown flag, never ignored)."""
 
     name: str
     doc: str
@@ -108,6 +109,7 @@ class Command:
     defaults: Mapping = dataclasses.field(default_factory=dict)
     bounds: Mapping = dataclasses.field(default_factory=dict)
     required: tuple[str, ...] = ()
+    omitted: tuple[str, ...] = ()
 
     def fields(self) -> list[tuple[type, dataclasses.Field, object]]:
         """(group, field, resolved type) of every setting, in group order."""
@@ -115,6 +117,8 @@ class Command:
         for cls in self.groups:
             hints = typing.get_type_hints(cls)
             for field in dataclasses.fields(cls):
+                if field.name in self.omitted:
+                    continue
                 if field.name in seen:
                     raise TypeError(
                         f"{self.name}: {field.name} is in {seen[field.name].__name__} and "
@@ -163,6 +167,8 @@ class Command:
             title = (cls.__doc__ or cls.__name__).strip().splitlines()[0]
             lines += ["", f"  {title}"]
             for field in dataclasses.fields(cls):
+                if field.name in self.omitted:
+                    continue
                 default = self.default(field)
                 shown = "" if default in (None, (), "") else f" (default: {_show(default)})"
                 choices = field.metadata.get("choices")

@@ -76,6 +76,17 @@ def write_task_files(directory: str, task: TaskInfo, tokenizer: TokenizerSpec | 
     task.with_tokenizer(tokenizer).write(directory)
 
 
+def make_servable(directory: str, task: TaskInfo, tokenizer: TokenizerSpec | None, config) -> None:
+    """Turns `directory`, which holds the whole task model's checkpoint as a run writes it
+    (a run's best/), into a fine-tuned model directory: `config` (an AlbertConfig) as
+    albert_config.json, then `write_task_files` (task.json last but the vocabulary: a
+    reader sees task.json only beside the rest)."""
+    from data_pipeline.io.atomic import write_text
+
+    write_text(os.path.join(directory, CONFIG_FILE), config.to_json_string())
+    write_task_files(directory, task, tokenizer)
+
+
 def load_finetuned(directory: str, task: TaskInfo | None = None):
     """(model, task): the task model rebuilt from a fine-tuned model directory, weights
     restored (a missing head is an error, not a random head), and its TaskInfo (`task`,

@@ -29,6 +29,10 @@ SHARED_GROUPS = (
     SweepSettings,
     ExportSettings,
 )
+# Trainer settings a family's command has no flag for: --max_eval_steps caps the built-in
+# evaluation loop (run_pretraining's); a family scores its whole evaluation set with its
+# own metric (a part would change which checkpoint is best), so the flag would do nothing.
+OMITTED = ("max_eval_steps",)
 
 
 def command(family: Family, doc: str = "") -> Command:
@@ -43,6 +47,7 @@ def command(family: Family, doc: str = "") -> Command:
         defaults={"optimizer": "adamw", "num_train_steps": 0, **family.defaults},
         bounds={**common.FINETUNING_BOUNDS, **family.bounds},
         required=family.required,
+        omitted=OMITTED,
     )
 
 
@@ -119,6 +124,7 @@ def run(family: Family, s):
     its run (a list with --num_runs; the table with --sweep). One-line ValueErrors."""
     from albert_tf.runners.recipe import apply_recipe
     from albert_tf.runners.sweep import check_sweep, run_sweep, sweep_points
+    from albert_tf.training.sweep import seed_dir
 
     s = apply_recipe(family, s)
     check(family, s)
@@ -135,7 +141,7 @@ def run(family: Family, s):
         steps, warmup = common.schedule(point, family.train_count(data))
         results = []
         for i, seed in enumerate(seeds):
-            out = output_dir if len(seeds) == 1 else os.path.join(output_dir, f"run_{i}")
+            out = seed_dir(output_dir, i, len(seeds))
             config = point.group(
                 TrainerConfig,
                 output_dir=out,
@@ -149,7 +155,7 @@ def run(family: Family, s):
         return results
 
     if points:
-        return run_sweep(family, s, points, seeds, run_seeds)
+        return run_sweep(family, s, points, seeds, run_seeds, identity)
     results = run_seeds(s, s.output_dir)
     return results[-1] if len(seeds) == 1 else results
 
@@ -165,7 +171,12 @@ def _seeds_report(family, s, output_dir, seeds, results) -> None:
 
 
 def run_once(family: Family, s, inputs: Inputs, data: Data, identity, config) -> dict:
-    """One fine-tuning run (one seed, one sweep point) into `config.output_dir`."""
+    """One fine-tuning run (one seed, one sweep point) into `config.output_dir`. After
+    training, the best checkpoint (best/, when an evaluation kept one) is put back in the
+    model: the run's predictions, its SQuAD threshold and its --export_dir are of the model
+    best/ holds, which is itself servable (task.json beside it, written each time it
+    changes). An evaluation-only run reports to its own file and never writes the training
+    run's records (albert_tf.training.run_files)."""
     from albert_tf.training import Trainer
     from albert_tf.training.run_setup import setup_settings_run
 
@@ -191,6 +202,13 @@ def run_once(family: Family, s, inputs: Inputs, data: Data, identity, config) ->
         batch = ctx.get_per_replica_batch_size(run.micro_batch)
         return family.dataset(s, data, batch, config.seed, ctx, buckets)
 
+    def servable(best_dir, step):  # best/ as a fine-tuned model directory (RunFiles.on_best)
+        from albert_tf.checkpoints.finetuned import make_servable
+
+        info = family.task_info(s, data, trainer)
+        if info is not None:
+            make_servable(best_dir, info, inputs.tokenizer_spec, inputs.albert_config)
+
     trainer = Trainer(
         task,
         config,
@@ -198,13 +216,30 @@ def run_once(family: Family, s, inputs: Inputs, data: Data, identity, config) ->
         train_fn,
         init_checkpoint=s.init_checkpoint,
         evaluate_fn=family.evaluate(s, data, run.strategy),
+        evaluated=None if s.do_train else family.evaluated(s),
+        on_best=None if task.partial_checkpoints else servable,
     )
+    if s.do_train and data.recorded.get("class_weights"):
+        from albert_tf.training.class_weights import describe_class_weights
+
+        print(describe_class_weights(data.recorded["class_weights"], data.labels), flush=True)
     if not s.do_train:
         trainer.check_trained(family.untrained)
+        evaluated = config.output_dir if trainer.restored_from else s.init_checkpoint
+        if evaluated:  # (the model's own decisions, e.g. tuned thresholds)
+            family.adopt(s, data, evaluated)
     result = family.before_training(s, data, trainer)
     if s.do_train:
         result.update(trainer.train())
+        best = trainer.restore_best()
+        if best is not None:
+            result["best"] = {k: best[k] for k in ("metric", "value", "step", "eval")}
+            shown = f"{best['metric']} {best['value']:.4f}"
+            where = f"best checkpoint: step {best['step']} ({shown})"
+            print(f"{where}: the run's predictions and export", flush=True)
+            family.adopt(s, data, os.path.dirname(best["checkpoint"]))
     result = family.conclude(s, data, trainer, run, result)
+    _learned_nothing(family, s, data, result)
     if s.export_dir:
         export_dir = s.export_dir
         if config.output_dir != s.output_dir:  # --num_runs: EXPORT_DIR/run_i/N
@@ -214,6 +249,19 @@ def run_once(family: Family, s, inputs: Inputs, data: Data, identity, config) ->
         paths = family.export(s, data, trainer, model, inputs, export_dir)
         result.update(export_dir=paths[0] if paths else None, exported=paths)
     return result
+
+
+def _learned_nothing(family: Family, s, data: Data, result: dict) -> None:
+    """One line when the last evaluation predicted one class only (training.learned_nothing)."""
+    from albert_tf.training.learned_nothing import one_class_line
+
+    counts = family.predicted_classes(data)
+    if not counts:  # (a family without classes may have no best metric either: SQuAD)
+        return
+    metric = family.best_metric(s)
+    line = one_class_line(counts, metric, (result.get("eval") or {}).get(metric))
+    if line:
+        print(line, flush=True)
 
 
 def _lora_settings():

@@ -12,7 +12,10 @@ task to run it, and nothing the driver does for every task.
         dataset(s, data, batch, seed, ctx)     the training tf.data of one replica
         evaluate(s, data, model, strategy)     {metric: value} on the dev data (None: none)
         conclude(s, data, trainer, run, out)   eval_results.json, predictions
-        task_info(s, data, trainer)            the export's task.json (TaskInfo)
+        task_info(s, data, trainer)            the export's task.json (TaskInfo; None: none)
+        evaluated(s)                           what an evaluation-only run evaluates
+        adopt(s, data, directory)              decisions recorded beside a model (thresholds)
+        predicted_classes(data)                the last evaluation's predicted class counts
 
 A new family is a module with a subclass of `Family` and one line in
 `albert_tf.runners.families.FAMILIES`.
@@ -123,11 +126,29 @@ class Family:
         return result
 
     def task_info(self, s, data: Data, trainer):
-        """The TaskInfo the export writes as task.json."""
-        raise NotImplementedError
+        """The TaskInfo the export writes as task.json (and best/ keeps beside its
+        checkpoint); None: the family's model is no fine-tuned kind (best/ stays a
+        checkpoint)."""
+        return None
+
+    def evaluated(self, s) -> str:
+        """The name of what an evaluation-only run evaluates (its report is
+        eval_results.<name>.json): the evaluated file's name."""
+        return "dev"
+
+    def adopt(self, s, data: Data, directory: str) -> None:
+        """Takes the decisions recorded beside the model of `directory` (a fine-tuned model
+        directory or a run's: e.g. a multi-label model's tuned thresholds) for the model
+        now in the trainer: best/ restored, or the model an evaluation-only run reads."""
+
+    def predicted_classes(self, data: Data) -> dict | None:
+        """{class: count} of the last evaluation's predictions (None: no classes, e.g.
+        regression, spans, several labels an example)."""
+        return None
 
     def export(self, s, data: Data, trainer, model, inputs, export_dir: str) -> list[str]:
-        """--export_dir: the trained `model` with its task.json; the paths written."""
+        """--export_dir: `model` (the driver has put the best checkpoint in it) with its
+        task.json; the paths written."""
         from albert_tf.serving.export import export_trained, print_exports
         from albert_tf.serving.formats import export_formats
 

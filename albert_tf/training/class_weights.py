@@ -138,6 +138,15 @@ def resolve_class_weights(asked, labels, counts_fn, multi_label: bool = False):
     return asked
 
 
+def describe_class_weights(weights, labels) -> str | None:
+    """The log's line for the class weights a run applies (`weights` in `labels`' order;
+    None: no weights, no line)."""
+    if not weights:
+        return None
+    names = labels if labels and len(labels) == len(weights) else range(len(weights))
+    return "class weights: " + ", ".join(f"{n} {w:.4g}" for n, w in zip(names, weights))
+
+
 def weighted_cross_entropy_sums(labels, logits, weights):
     """(Σ w[y]·nll, Σ w[y]) as float32 scalars: the numerator and denominator of the
     weighted mean cross-entropy. labels: int [...]; logits: [..., C]; weights: C floats."""

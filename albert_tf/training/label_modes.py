@@ -84,6 +84,7 @@ class SingleLabel:
 
     def __init__(self, spec, labels, s=None):
         self.spec, self.labels, self.s = spec, labels, s
+        self.predicted = None  # {class: count} of the last evaluation's dev predictions
 
     def task(self, albert_config, dropout: float, class_weights):
         from albert_tf.training import ClassificationTask
@@ -93,8 +94,22 @@ class SingleLabel:
         )
 
     def evaluate(self, outputs: dict, predict_tune) -> dict:
-        """{metric: value} of {dev split: (logits, label_ids)}; `predict_tune` unused."""
+        """{metric: value} of {dev split: (logits, label_ids)}; `predict_tune` unused.
+        Keeps the first dev split's predicted classes (`predicted`; none for regression)."""
+        if not self.spec.is_regression:
+            dev = next((k for k in outputs if k.startswith("dev")), next(iter(outputs)))
+            names = self.labels or [f"choice {i}" for i in range(outputs[dev][0].shape[-1])]
+            found = outputs[dev][0].argmax(-1)
+            self.predicted = {str(names[i]): int((found == i).sum()) for i in set(found.tolist())}
         return self.spec.evaluate(outputs)
+
+    def adopt(self, directory: str) -> None:
+        """One label an example decides by the largest logit: nothing to take."""
+
+    def score(self, logits, label_ids) -> dict:
+        """{metric: value} of a labelled test file's predictions, decided as they were
+        written (nothing tuned on them)."""
+        return self.spec.evaluate({"test": (logits, label_ids)})
 
     def report(self) -> dict:
         """What eval_results.json adds beside the metrics (nothing)."""
@@ -122,6 +137,7 @@ class MultiLabel(SingleLabel):
     def __init__(self, spec, labels, s):
         super().__init__(spec, labels, s)
         self.per_label = {}  # the last evaluation's thresholds and F1 of each label
+        self.fixed = None  # the thresholds recorded with the model (`adopt`), or None
 
     def task(self, albert_config, dropout: float, class_weights):
         from albert_tf.training.multi_label import MultiLabelClassificationTask
@@ -133,9 +149,35 @@ class MultiLabel(SingleLabel):
     def evaluate(self, outputs: dict, predict_tune) -> dict:
         """Metrics of the dev predictions at the thresholds tuned on `predict_tune()` (the
         held-out training part's (logits, label_ids); None without tuning)."""
-        found, details = multi_label_evaluation(outputs["dev"], predict_tune(), self.labels, self.s)
+        from data_pipeline.classification.multi_label_metrics import tuned_evaluation
+
+        if self.fixed is not None:  # the model's own thresholds: nothing tuned again
+            dev, labels = outputs["dev"], self.labels
+            found, details = tuned_evaluation(dev, None, labels, "none", fixed=self.fixed)
+        else:
+            found, details = multi_label_evaluation(
+                outputs["dev"], predict_tune(), self.labels, self.s
+            )
         self.per_label.update(details)
         return found
+
+    def score(self, logits, label_ids) -> dict:
+        from data_pipeline.classification.multi_label_metrics import tuned_evaluation
+
+        found, _ = tuned_evaluation(
+            (logits, label_ids), None, self.labels, "none", fixed=self.thresholds()
+        )
+        return found
+
+    def adopt(self, directory: str) -> None:
+        """Decides at the thresholds recorded with the model of `directory` (its task.json,
+        else the eval_results.json of the run that trained it), not at --threshold: an
+        evaluation-only run and the best checkpoint use the thresholds tuned for that
+        model. An explicit --threshold, or nothing recorded, keeps --threshold."""
+        found = None if self.s.given("threshold") else recorded_thresholds(directory)
+        if found is not None:
+            self.fixed = tuple(found.get(name, self.s.threshold) for name in self.labels)
+            print(f"thresholds: the model's own, from {directory}", flush=True)
 
     def report(self) -> dict:
         """eval_results.json's "thresholds" and "f1" of each label."""
@@ -144,6 +186,8 @@ class MultiLabel(SingleLabel):
     def thresholds(self) -> tuple[float, ...]:
         """Each label's threshold as the final model's last evaluation found it (tuned when
         asked: training evaluates at its end), else --threshold."""
+        if self.fixed is not None:
+            return self.fixed
         found = self.per_label.get("thresholds") or {}
         return tuple(found.get(name, self.s.threshold) for name in self.labels)
 
@@ -160,6 +204,28 @@ class MultiLabel(SingleLabel):
             self.labels,
             self.thresholds(),
         )
+
+
+def recorded_thresholds(directory: str) -> dict | None:
+    """{label: threshold} recorded with the multi-label model of `directory`: a fine-tuned
+    model directory's task.json (a run's best/, an export), else a run directory's
+    eval_results.json ("thresholds", its final model's); None when neither has them."""
+    import json
+    import os
+
+    from albert_tf.checkpoints.task_info import is_finetuned_dir
+    from data_pipeline.io import filesystem
+
+    if is_finetuned_dir(directory):
+        from albert_tf.checkpoints.task_info import TaskInfo
+
+        details = TaskInfo.read(directory).details
+        found = getattr(details, "thresholds", ())
+        return dict(zip(details.labels, found)) if found else None
+    report = os.path.join(directory, "eval_results.json")
+    if not filesystem.isdir(directory) or not filesystem.exists(report):
+        return None
+    return json.loads(filesystem.read_text(report)).get("thresholds")
 
 
 def label_mode(spec, labels, s) -> SingleLabel:

@@ -100,6 +100,20 @@ def layer_scales(variables, config, decay: float) -> dict[str, float]:
     return {path: float(decay) ** (top - levels[path]) for path in paths}
 
 
+def describe_scales(scales: dict[str, float], learning_rate: float) -> list[str]:
+    """The log's lines for the rates `apply_layer_decay` set ({path: factor}): one per
+    distinct rate, lowest first, with its factor, how many variables take it and the first
+    of them — so a run's log shows the per-group learning rates it applied."""
+    groups: dict[float, list[str]] = {}
+    for path, factor in scales.items():
+        groups.setdefault(factor, []).append(path)
+    return [
+        f"layer-wise decay: lr {learning_rate * factor:.3g} (x{factor:.4g}) for "
+        f"{len(paths)} variable(s), {paths[0]}{' ...' if len(paths) > 1 else ''}"
+        for factor, paths in sorted(groups.items())
+    ]
+
+
 def apply_layer_decay(optimizer, variables, config, decay: float) -> dict[str, float]:
     """Sets the per-variable learning-rate factors of `optimizer` (an official AdamW/LAMB of
     albert_tf.training.optimization) for `variables`; returns {path: factor} ({} for

@@ -4,6 +4,12 @@ the checkpoint writes themselves (a failed write leaves nothing half-written), `
 per training loop and per evaluation), the TensorBoard evaluation events (`eval/`) and the
 console progress line. The trainer (`albert_tf.training.trainer`) decides when; this module
 decides what is written, and where.
+
+An evaluation-only run (a model evaluated without training it: `evaluated` names what it
+evaluated) never writes the training run's records: no metrics.jsonl row, no TensorBoard
+event, no best/; its report is `eval_results.<what it evaluated>.json`, never the training
+run's `eval_results.json` (`results_path`). Scores of another file, or of the same file
+with other settings, are never compared with the training run's as one metric.
 """
 
 from __future__ import annotations
@@ -22,12 +28,29 @@ BEST_DIR = "best"
 BEST_RECORD = "best.json"
 
 
-class RunFiles:
-    """The run files of `output_dir` (the worker's own directory); progress lines to `log`."""
+RESULTS_FILE = "eval_results.json"
+TEST_RESULTS = "test_results.json"
 
-    def __init__(self, output_dir: str, log=print):
+
+class RunFiles:
+    """The run files of `output_dir` (the worker's own directory); progress lines to `log`.
+    `evaluated`: the name of what an evaluation-only run evaluates (None: a training run).
+    `on_best(best_dir, step)`: called each time best/ is rewritten (the runners make it a
+    servable fine-tuned model directory: task.json, albert_config.json, vocabulary)."""
+
+    def __init__(self, output_dir: str, log=print, evaluated: str | None = None, on_best=None):
         self.output_dir = output_dir
         self.log = log
+        self.evaluated = evaluated
+        self.on_best = on_best
+
+    def results_path(self) -> str:
+        """Where this run's evaluation report goes: eval_results.json for a training run,
+        eval_results.<what it evaluated>.json for an evaluation-only run."""
+        if self.evaluated is None:
+            return os.path.join(self.output_dir, RESULTS_FILE)
+        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in self.evaluated)
+        return os.path.join(self.output_dir, f"eval_results.{name}.json")
 
     # --- checkpoints ------------------------------------------------------------------------
     def save(self, manager, step: int) -> str:
@@ -57,8 +80,14 @@ class RunFiles:
 
     def record_eval(self, step: int, result: dict, model, best_metric: str | None) -> None:
         """TensorBoard, log line, metrics.jsonl and the best checkpoint for one evaluation
-        (`result`: {metric: value}) of `model` at `step`."""
+        (`result`: {metric: value}) of `model` at `step`; the log line only in an
+        evaluation-only run (the module docstring)."""
         import tensorflow as tf
+
+        if self.evaluated is not None:
+            shown = ", ".join(f"{k} {v:.4f}" for k, v in result.items())
+            self.log(f"eval of {self.evaluated} (step {step}): {shown}")
+            return
 
         writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "eval"))
         with writer.as_default(step=step):
@@ -69,6 +98,16 @@ class RunFiles:
         self.append_metrics({"step": step, "split": "eval", **result})
         if best_metric and best_metric in result:
             self.keep_best(model, step, best_metric, result[best_metric], result)
+
+    def record_test(self, evaluated: str, figures: dict, step: int, **extra) -> str:
+        """A labelled test file's scores (`figures`: {metric: value} of the predictions
+        written, by the model at `step`) as test_results.json and one log line; returns
+        the path. Never a training record: nothing is ranked on a test file."""
+        path = os.path.join(self.output_dir, TEST_RESULTS)
+        write_json(path, {"test_file": evaluated, "step": step, "scores": figures, **extra})
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in figures.items())
+        self.log(f"test {evaluated} (labelled, scored): {shown} -> {path}")
+        return path
 
     # --- best/ -------------------------------------------------------------------------------
     def best_record(self) -> dict | None:
@@ -103,6 +142,8 @@ class RunFiles:
             {"metric": name, "value": value, "step": step, "checkpoint": path, "eval": result},
         )
         self.log(f"best {name} {value:.4f} at step {step} -> {path}")
+        if self.on_best is not None:
+            self.on_best(best_dir, step)
 
     def restore_best(self, model) -> dict | None:
         """Restores best/'s weights into `model` (written by `keep_best` as

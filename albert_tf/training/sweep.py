@@ -3,16 +3,18 @@ each point is kept, which point wins, and the summary table.
 
 Every point of the grid (the product of the swept values; each trained with every seed of
 `--num_runs`) is scored on a held-out part of the TRAINING examples, never trained on
-(`data_pipeline.classification.held_out`). The winner is the point with the highest median
-held-out metric over its seeds; `select` receives those held-out numbers and nothing else, so
-the reported dev set cannot take part in the choice. Dev figures are kept beside them for
-the table only, as they are reported without a sweep.
+(`data_pipeline.classification.held_out`), at each run's best checkpoint (best/: what the
+run serves; its evaluation's held-out and dev figures). The winner is the point with the
+highest median held-out metric over its seeds; `select` receives those held-out numbers and
+nothing else, so the reported dev set cannot take part in the choice. Dev figures are kept
+beside them for the table only, as they are reported without a sweep.
 
 Layout under the run's output directory: `sweep/<point>/` (the point's run, or its `run_i`
 per seed), `sweep/<point>/point.json` once the point is finished (a resumed sweep reads it
 and does not retrain the point), `sweep/sweep_results.json` (the table) and `sweep/best`
 (a text file naming the winner's directory; a regular file written by atomic rename, so a
-link planted at that name is replaced, never followed).
+link planted at that name is replaced, never followed). The winner's servable model is its
+best/ (`served` in the table): `export --init_checkpoint` takes it, as `--export_dir` does.
 """
 
 from __future__ import annotations
@@ -85,6 +87,12 @@ def grid(axes: list[tuple[str, tuple]]) -> list[Point]:
     """Every combination of the axes' values, the first axis varying slowest."""
     names = [name for name, _ in axes]
     return [Point(tuple(zip(names, values))) for values in itertools.product(*(v for _, v in axes))]
+
+
+def seed_dir(output_dir: str, index: int, count: int) -> str:
+    """The directory of seed `index` of `count` (--num_runs) of a run into `output_dir`:
+    `output_dir` itself for one seed, `output_dir/run_<index>` for several."""
+    return output_dir if count == 1 else filesystem.join(output_dir, f"run_{index}")
 
 
 def split_evaluation(evaluation: dict) -> tuple[dict, dict]:
@@ -191,9 +199,15 @@ class SweepDirectory:
 
     def conclude(self, records: list[dict], metric: str) -> tuple[dict, list[str]]:
         """Selects the winner from the records' held-out `metric` alone, then writes
-        sweep_results.json (every point's held-out and dev spread, the winner marked) and
-        `best` (the winner's directory name); returns (the table, its printed lines)."""
+        sweep_results.json (every point's held-out and dev spread, the winner marked, and
+        `served`: the winner's servable best/, of its seed with the best held-out figure)
+        and `best` (the winner's directory name); returns (the table, its printed lines)."""
         winner = select({r["point"]: [h[metric] for h in r["held_out"]] for r in records})
+        won = next(r for r in records if r["point"] == winner)
+        figures = [h[metric] for h in won["held_out"]]
+        seed = figures.index(max(figures))
+        point_dir = filesystem.join(self.root, winner)
+        served = filesystem.join(seed_dir(point_dir, seed, len(figures)), "best")
         rows = []
         for r in records:
             dev_metrics = sorted({k for d in r["dev"] for k in d})
@@ -208,6 +222,7 @@ class SweepDirectory:
                 }
             )
         table = {"metric": metric, "selected_on": HELD_OUT, "winner": winner, "points": rows}
+        table["served"] = served
         write_json(filesystem.join(self.root, "sweep_results.json"), table)
         write_text(filesystem.join(self.root, "best"), winner + "\n")
         return table, table_lines(table)
@@ -217,7 +232,10 @@ def table_lines(table: dict) -> list[str]:
     """The summary table as text: one line per point (held-out median [min, max], the dev
     medians), the winner starred."""
     metric = table["metric"]
-    lines = [f"sweep: selected on held-out {metric} (median over seeds); dev reported only"]
+    lines = [
+        f"sweep: selected on held-out {metric} at each run's best checkpoint (median over "
+        "seeds); dev reported only"
+    ]
     for row in table["points"]:
         h = row["held_out"]
         dev = ", ".join(f"{k} {v['median']:.4f}" for k, v in row["dev"].items())
@@ -226,7 +244,7 @@ def table_lines(table: dict) -> list[str]:
             f"{mark} {row['point']}: held-out {h['median']:.4f} [{h['min']:.4f}, "
             f"{h['max']:.4f}]; dev {dev}"
         )
-    lines.append(f"winner: {table['winner']} (sweep/best)")
+    lines.append(f"winner: {table['winner']} (sweep/best); its best checkpoint: {table['served']}")
     return lines
 
 

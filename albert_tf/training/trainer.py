@@ -45,6 +45,7 @@ what TPU pods and multi-GPU runs need:
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import signal
 import time
@@ -81,6 +82,8 @@ class Trainer:
       evaluate_fn: `model → {metric: value}` replacing the built-in evaluation loop (task
         metrics computed on predictions, e.g. MCC); the best checkpoint follows
         `task.best_metric` in its result.
+      evaluated, on_best: `RunFiles`' (an evaluation-only run's name of what it evaluates;
+        what makes best/ servable).
     """
 
     def __init__(
@@ -93,6 +96,8 @@ class Trainer:
         init_checkpoint: str | None = None,
         log=print,
         evaluate_fn: Callable | None = None,
+        evaluated: str | None = None,
+        on_best: Callable | None = None,
     ):
         import keras
         import tensorflow as tf
@@ -110,7 +115,8 @@ class Trainer:
         self.log = log
         self.eval_dataset_fn = eval_dataset_fn
         self.evaluate_fn = evaluate_fn
-        self.files = RunFiles(config.output_dir, log)  # metrics.jsonl, best/, progress
+        # metrics.jsonl, best/, progress, the report's file
+        self.files = RunFiles(config.output_dir, log, evaluated, on_best)
         filesystem.makedirs(config.output_dir)
         set_precision(config.dtype)
         keras.utils.set_random_seed(config.seed)
@@ -132,7 +138,9 @@ class Trainer:
             self.inner_optimizer = inner
             self.schedule = schedule
             self.variables = self.model.trainable_variables
-            apply_layer_decay(inner, self.variables, task.albert_config, config.layer_lr_decay)
+            scales = apply_layer_decay(
+                inner, self.variables, task.albert_config, config.layer_lr_decay
+            )
             self.optimizer.build(self.variables)
             self.accumulators = []
             if config.grad_accum_steps > 1:
@@ -145,6 +153,7 @@ class Trainer:
                     )
                     for v in self.variables
                 ]
+        self._log_controls(scales)
         self.train_dataset = strategy.distribute_datasets_from_function(train_dataset_fn)
         self.train_iterator = iter(self.train_dataset)
         # Multi-device strategies give a DistributedIterator, which TensorFlow cannot
@@ -172,6 +181,7 @@ class Trainer:
         )
         self.restored_from = latest
         self._saved = saved  # what best/ keeps
+        self._best_step = None  # the step of the weights `restore_best` put in the model
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, own_dir, max_to_keep=config.keep_checkpoint_max
         )
@@ -207,6 +217,20 @@ class Trainer:
         self._preempted = False
         self._preemption = None  # multi-worker and TPU: created when training starts
         self._preempted_at = 0
+
+    def _log_controls(self, scales: dict) -> None:
+        """What the run trains, in its log: the trainable parameters when some are frozen
+        (LoRA: the adapters and the head), the per-group rates of layer-wise decay."""
+        from albert_tf.training.layer_decay import describe_scales
+
+        count = lambda vs: sum(math.prod(v.shape) for v in vs)  # noqa: E731
+        weights = [v for v in self.model.weights if "float" in str(v.dtype)]  # (no seeds)
+        trainable, total = count(self.variables), count(weights)
+        if trainable < total:
+            share = f"{100 * trainable / max(total, 1):.2f}%"
+            self.log(f"trainable parameters: {trainable:,} of {total:,} ({share})")
+        for line in describe_scales(scales, self.config.learning_rate):
+            self.log(line)
 
     def _load_init(self, init_checkpoint: str) -> None:
         from albert_tf.checkpoints import load_checkpoint
@@ -390,6 +414,20 @@ class Trainer:
     def best_record(self) -> dict | None:
         """The best evaluation so far (`RunFiles.best_record`), or None."""
         return self.files.best_record()
+
+    def restore_best(self) -> dict | None:
+        """Puts best/'s weights into the model (what best/ keeps: the whole model, or
+        LoRA's adapters and head) and returns best/best.json's record; None, the model
+        left as trained, when no evaluation kept one."""
+        best = self.files.restore_best(self._saved)
+        self._best_step = best["step"] if best is not None else None
+        return best
+
+    @property
+    def weights_step(self) -> int:
+        """The training step of the model's weights: best/'s after `restore_best`, else
+        the step reached (what task.json records as the model's step)."""
+        return self.step if self._best_step is None else self._best_step
 
 
 def _until_multiple(step: int, every: int) -> int:

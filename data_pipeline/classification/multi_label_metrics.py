@@ -6,6 +6,9 @@ Metrics (`multi_label_metrics`, each as scikit-learn with zero_division=0):
   micro_f1 / micro_precision / micro_recall: over every (example, label) decision;
   macro_f1 / macro_precision / macro_recall: the unweighted mean over labels (a label
     never gold and never predicted scores 0, as scikit-learn's zero_division=0);
+  samples_f1: the mean over examples of each example's F1 (average="samples": how well
+    each example's label set is found); weighted_f1: the labels' F1 weighted by their gold
+    count (average="weighted": frequent labels count more);
   subset_accuracy: the fraction of examples whose predicted label set is exactly the gold
     one (`accuracy_score` on indicator matrices); hamming_loss: the fraction of wrong
     (example, label) decisions; f1/<label>: each label's F1.
@@ -67,6 +70,8 @@ def multi_label_metrics(
         )
     micro = _prf(*_counts(predicted, gold, axis=None))
     per_label = _prf(*_counts(predicted, gold, axis=0))
+    per_example = _prf(*_counts(predicted, gold, axis=1))[2]
+    support = gold.sum(axis=0)
     out = {
         "micro_precision": micro[0],
         "micro_recall": micro[1],
@@ -74,6 +79,8 @@ def multi_label_metrics(
         "macro_precision": per_label[0].mean(),
         "macro_recall": per_label[1].mean(),
         "macro_f1": per_label[2].mean(),
+        "samples_f1": per_example.mean(),
+        "weighted_f1": _ratio((per_label[2] * support).sum(), support.sum()),
         "subset_accuracy": np.mean(np.all(predicted == gold, axis=1)),
         "hamming_loss": np.mean(predicted != gold),
     }
@@ -124,24 +131,32 @@ def evaluate_multi_label(
 
 
 def tuned_evaluation(
-    dev: tuple, tune: tuple | None, labels: Sequence[str], mode: str, threshold: float = 0.5
+    dev: tuple,
+    tune: tuple | None,
+    labels: Sequence[str],
+    mode: str,
+    threshold: float = 0.5,
+    fixed: Sequence[float] | None = None,
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """(metrics, per label) of `dev` = (logits [N, L], gold [N, L]) decided at the
     thresholds `tune_thresholds` finds on `tune` = (logits, gold) of held-out examples
-    (mode "none": `threshold` for every label, `tune` unused).
+    (mode "none": `threshold` for every label, `tune` unused), or at `fixed` (one per
+    label: a trained model's own, mode and `tune` unused).
 
     metrics: `evaluate_multi_label`'s without the per-label F1s, plus "threshold" when one
       threshold serves every label; per label: {"thresholds": {label: t}, "f1": {label: F1}}.
     """
-    if mode != "none" and tune is None:
+    if fixed is None and mode != "none" and tune is None:
         raise ValueError(f"--tune_thresholds={mode} needs held-out predictions to tune on")
-    if mode == "none":
+    if fixed is not None:
+        thresholds = np.asarray(fixed, np.float64)
+    elif mode == "none":
         thresholds = np.full(len(labels), float(threshold))
     else:
         thresholds = tune_thresholds(sigmoid(tune[0]), tune[1], mode, threshold)
     found = evaluate_multi_label(dev[0], dev[1], labels, thresholds)
     metrics = {k: v for k, v in found.items() if not k.startswith("f1/")}
-    if mode != "per_label":
+    if mode != "per_label" and (fixed is None or len(set(thresholds.tolist())) == 1):
         metrics["threshold"] = float(thresholds[0])
     per_label = {
         "thresholds": {name: float(t) for name, t in zip(labels, thresholds)},

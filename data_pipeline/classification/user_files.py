@@ -20,6 +20,10 @@ from data_pipeline.classification.multi_label import check_delimiter, parse_labe
 from data_pipeline.io import filesystem
 from data_pipeline.io.text_lines import json_object, numbered_lines
 
+# A column (or key) of this name is the examples' own id: prediction files keep it
+# ("guid"; GLUE's TSV "index"), where examples without one are numbered "row-N".
+ID_COLUMN = "id"
+
 
 def read_delimited(
     path: str,
@@ -74,6 +78,8 @@ def read_delimited(
                 continue
             raise ValueError(f"{path}:1: {flag}={name!r} is not a column; the header has {header}")
         index[flag] = header.index(name)
+    if ID_COLUMN in header and ID_COLUMN not in (text_a_column, text_b_column, label_column):
+        index["id"] = header.index(ID_COLUMN)
     examples = []
     for number, fields in rows:
         if not fields or fields == [""]:
@@ -134,7 +140,9 @@ def _make_example(path, number, n, values, index, regression, label_delimiter=No
         if not isinstance(value, str):
             raise ValueError(f"{path}:{number}: {flag} value {value!r} is not a string")
         texts.append(value)
-    return Example(f"row-{n}", texts[0], texts[1], label, number)
+    given = values[index["id"]] if "id" in index else None
+    guid = str(given).strip() if given is not None and str(given).strip() else f"row-{n}"
+    return Example(guid, texts[0], texts[1], label, number)
 
 
 def read_jsonl(
@@ -156,6 +164,7 @@ def read_jsonl(
         )
         if name is not None
     }
+    used = set(index.values())
     examples = []
     for number, line in numbered_lines(path):
         if not line.strip():
@@ -166,8 +175,9 @@ def read_jsonl(
                 raise ValueError(
                     f"{path}:{number}: {flag}={name!r} is not a key; the object has {sorted(obj)}"
                 )
+        own = dict(index, id=ID_COLUMN) if ID_COLUMN in obj and ID_COLUMN not in used else index
         examples.append(
-            _make_example(path, number, len(examples), obj, index, regression, label_delimiter)
+            _make_example(path, number, len(examples), obj, own, regression, label_delimiter)
         )
     if not examples:
         raise ValueError(f"{path}: no examples (the file is empty)")

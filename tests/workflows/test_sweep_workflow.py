@@ -103,10 +103,6 @@ def test_bad_sweeps_are_one_line_and_write_nothing(tmp_path, shared_data):
     cases = [
         (["--sweep=seed=1,2"], "--sweep=seed=1,2: seed cannot be swept"),
         (["--sweep=learning_rate=1e-3,-1"], "--sweep point learning_rate=-1.0: --learning_rate"),
-        (
-            ["--sweep=learning_rate=1e-3", f"--export_dir={tmp_path / 'e'}"],
-            "--sweep with --export_dir",
-        ),
     ]
     outs = [tmp_path / f"out{i}" for i in range(len(cases))]
     started = [
@@ -117,4 +113,3 @@ def test_bad_sweeps_are_one_line_and_write_nothing(tmp_path, shared_data):
         r = proc
         assert message in error_line(r), r.report()
         assert not out.exists()
-    assert not (tmp_path / "e").exists()

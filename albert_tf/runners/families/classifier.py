@@ -7,7 +7,8 @@ control: LoRA, distillation, class weights, early stopping, layer-wise decay, re
 Files are converted once into cached TFRecords (OUTPUT_DIR/cache); evaluation computes the
 task's GLUE metrics on the dev set (per document for windows; the best checkpoint follows
 the task's metric); `--do_predict` writes the GLUE submission file and a JSONL with
-probabilities; the export is a classifier SavedModel with its labels, thresholds and windows.
+probabilities (keeping the file's own `id` column), and scores a labelled test file
+(test_results.json); the export is a classifier SavedModel with its labels, thresholds and windows.
 """
 
 from __future__ import annotations
@@ -210,11 +211,25 @@ class Classifier(Family):
             report = {"task": s.task_name, "seed": trainer.config.seed, "step": trainer.step}
             report.update(final=result["eval"], best=trainer.best_record())
             report.update(mode.report())  # multi-label: "thresholds" and "f1" of each label
-            write_json(os.path.join(run.output_dir, "eval_results.json"), report)
+            write_json(trainer.files.results_path(), report)
         if s.do_predict:
-            logits = self.predict(s, data.splits["test"], trainer.model, run.strategy)[0]
+            logits, gold = self.predict(s, data.splits["test"], trainer.model, run.strategy)
             print(f"predictions: {mode.write_predictions(run.output_dir, logits)}", flush=True)
+            spec = data.extra["spec"]
+            if all(e.label is not None for e in spec.read("test")):  # labelled: scored too
+                name = os.path.basename(spec.source("test"))
+                trainer.files.record_test(name, mode.score(logits, gold), trainer.weights_step)
         return result
+
+    def evaluated(self, s) -> str:
+        spec = self.spec(s)
+        return os.path.basename(spec.source(spec.dev_splits[0]))
+
+    def adopt(self, s, data: Data, directory: str) -> None:
+        self.mode(s, data).adopt(directory)
+
+    def predicted_classes(self, data: Data) -> dict | None:
+        return self.mode(None, data).predicted
 
     def task_info(self, s, data: Data, trainer):
         from albert_tf.checkpoints.task_info import TaskInfo
@@ -225,7 +240,7 @@ class Classifier(Family):
             source.text_pair,
             source.max_seq_length,
             s.do_lower_case,
-            trainer.step,
+            trainer.weights_step,
             self.mode(s, data).thresholds(),
         )
         if source.info.get("document_windows") is not None:

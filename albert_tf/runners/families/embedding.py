@@ -6,8 +6,8 @@ Why a family of its own, not a classifier task: the data is pairs of sentences e
 alone (no `[CLS] a [SEP] b [SEP]` packing), with a score or only a positive label and no
 label set; the model is `AlbertEmbedder` (encoder + pooling), no head; the best checkpoint
 is chosen by Spearman of cosine on scored pairs; and the export is the encoder's (`embed`,
-`similarity`), of the best checkpoint. Controls: early stopping, layer-wise decay,
-recomputation, --num_runs.
+`similarity`), of the best checkpoint (the driver's rule for every family). Controls:
+early stopping, layer-wise decay, recomputation, --num_runs.
 
 Objectives (albert_tf.training.embedding_task): `cosine` regresses cos(u, v) on the gold
 score / --max_score, in [0, 1] rather than [-1, 1] (sentence-transformers' STS-B recipe:
@@ -157,8 +157,11 @@ class Embedding(Family):
             report.update(seed=trainer.config.seed, step=trainer.step)
             report.update(unsupervised=result["unsupervised"], final=result["eval"])
             report.update(best=trainer.best_record())
-            write_json(os.path.join(run.output_dir, "eval_results.json"), report)
+            write_json(trainer.files.results_path(), report)
         return result
+
+    def evaluated(self, s) -> str:
+        return os.path.basename(s.eval_file)
 
     def seeds_report(self, results: list[dict]) -> list[dict]:
         return [{"spearman": r["eval"]["spearman"]} for r in results]
@@ -167,9 +170,9 @@ class Embedding(Family):
         return {"unsupervised": [r.get("unsupervised") for r in results]}
 
     def export(self, s, data: Data, trainer, model, inputs, export_dir: str) -> list[str]:
-        """The encoder SavedModel (and LiteRT files with --export_format tflite) of the best
-        checkpoint (the last without an evaluation), its pooling and normalization recorded
-        in its task.json."""
+        """The encoder SavedModel (and LiteRT files with --export_format tflite) of `model`
+        (the best checkpoint: the driver restored it; the last without an evaluation), its
+        pooling and normalization recorded in its task.json."""
         import tempfile
 
         from albert_tf.checkpoints import save_checkpoint
@@ -180,10 +183,6 @@ class Embedding(Family):
         from data_pipeline.io import filesystem
 
         check_export_dir(export_dir)
-        best = trainer.files.restore_best(trainer.model)  # (else the model as trained)
-        if best is not None:
-            print(f"best checkpoint: {best['checkpoint']} (spearman {best['value']:.4f})")
-        model = trainer.model
         filesystem.makedirs(export_dir)
         scratch = None if filesystem.is_url(export_dir) else export_dir
         with tempfile.TemporaryDirectory(dir=scratch, prefix=".encoder-") as tmp:

@@ -199,12 +199,15 @@ class QuestionAnswering(Family):
                 s.eval_metric,
             )
             report = {"predict_file": s.predict_file, "version": self.version(s)}
-            report.update(step=trainer.step, metric=s.eval_metric, **scores)
+            report.update(step=trainer.weights_step, metric=s.eval_metric, **scores)
             threshold = report.get("tuned_threshold", {}).get("threshold", threshold)
-            write_json(os.path.join(run.output_dir, "eval_results.json"), report)
+            write_json(trainer.files.results_path(), report)
             print(json.dumps(report), flush=True)
         data.extra["threshold"] = threshold
         return result
+
+    def evaluated(self, s) -> str:
+        return os.path.basename(s.predict_file)
 
     def task_info(self, s, data: Data, trainer):
         from albert_tf.checkpoints.task_info import TaskInfo
@@ -219,9 +222,9 @@ class QuestionAnswering(Family):
             max_query_length=s.max_query_length,
             max_answer_length=s.max_answer_length,
             n_best_size=s.n_best_size,
-            null_score_diff_threshold=data.extra["threshold"],  # v2.0: tuned when asked
+            null_score_diff_threshold=data.extra.get("threshold", s.null_score_diff_threshold),
             squad_head=self.head(s),
             start_n_top=s.start_n_top,
             end_n_top=s.end_n_top,
-            step=trainer.step,
+            step=trainer.weights_step,
         )

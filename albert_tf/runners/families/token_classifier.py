@@ -7,7 +7,8 @@ Each word is tokenized alone, its label on its first piece; a sentence longer th
 --max_seq_length is cut into windows every --doc_stride pieces, each word predicted from the
 window where it has most context. Evaluation: entity precision/recall/F1 as seqeval
 computes them, read with --tag_scheme, and token accuracy; the best checkpoint by micro F1.
---do_predict writes OUTPUT_DIR/predictions.conll. Controls: LoRA, class weights (per tag),
+--do_predict writes OUTPUT_DIR/predictions.conll and scores it against the test file's tags
+(test_results.json). Controls: LoRA, class weights (per tag),
 early stopping, layer-wise decay, recomputation, --num_runs.
 """
 
@@ -128,6 +129,8 @@ class TokenClassifier(Family):
         )
 
     def evaluate(self, s, data: Data, strategy):
+        from collections import Counter
+
         from albert_tf.training.task_predictions import ner_scores
 
         if data.splits.get("dev") is None:
@@ -137,26 +140,39 @@ class TokenClassifier(Family):
             predicted = self.tags(s, data, model, "dev", strategy)
             sentences, scheme = data.extra["sentences"]["dev"], data.extra["scheme"]
             flat, data.extra["per_type"]["dev"] = ner_scores(sentences, predicted, scheme)
+            data.extra["predicted"] = Counter(tag for tags in predicted for tag in tags)
             return flat
 
         return evaluate
 
     def conclude(self, s, data: Data, trainer, run, result: dict) -> dict:
+        from albert_tf.training.task_predictions import ner_scores
         from data_pipeline.io.atomic import write_json
         from data_pipeline.tagging.predictions import write_conll
 
+        scheme = data.extra["scheme"]
         if s.do_eval:
             result["eval"] = result.get("eval") or trainer.evaluate()  # (train() evaluates last)
             report = {"task": "ner", "tag_scheme": data.extra["scheme"], "labels": data.labels}
             report.update(seed=trainer.config.seed, step=trainer.step, final=result["eval"])
             report.update(per_type=data.extra["per_type"]["dev"], best=trainer.best_record())
-            write_json(os.path.join(run.output_dir, "eval_results.json"), report)
+            write_json(trainer.files.results_path(), report)
         if s.do_predict:
             path = os.path.join(run.output_dir, "predictions.conll")
             predicted = self.tags(s, data, trainer.model, "test", run.strategy)
             write_conll(path, data.extra["sentences"]["test"], predicted)
             print(f"predictions: {path}", flush=True)
+            scores, per_type = ner_scores(data.extra["sentences"]["test"], predicted, scheme)
+            name = os.path.basename(ner_file(s, "test"))  # (the tags' column: always labelled)
+            extra = dict(per_type=per_type, tag_scheme=scheme)
+            trainer.files.record_test(name, scores, trainer.weights_step, **extra)
         return result
+
+    def evaluated(self, s) -> str:
+        return os.path.basename(ner_file(s, "dev"))
+
+    def predicted_classes(self, data: Data) -> dict | None:
+        return data.extra.get("predicted")
 
     def task_info(self, s, data: Data, trainer):
         from albert_tf.checkpoints.task_info import TaskInfo
@@ -169,5 +185,5 @@ class TokenClassifier(Family):
             doc_stride=s.doc_stride,
             do_lower_case=s.do_lower_case,
             scheme=data.extra["scheme"],
-            step=trainer.step,
+            step=trainer.weights_step,
         )

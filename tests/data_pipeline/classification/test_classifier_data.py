@@ -332,3 +332,26 @@ def test_race_and_jsonl_values_of_the_wrong_shape_are_one_line(tmp_path):
     path = _write(tmp_path / "l.jsonl", '{"q": "a", "y": "x"}\n{"q": "b", "y": ["x", "z"]}\n')
     with pytest.raises(ValueError, match=rf"^{path}:2: label \['x', 'z'\] is not a single label$"):
         read_jsonl(path, "q", label_column="y")
+
+
+def test_the_files_own_id_column_is_kept_in_the_prediction_files(tmp_path):
+    """A column (or key) named `id` is the examples' guid, and so the prediction files'
+    "guid" and TSV index; without one the rows are numbered row-N."""
+    import numpy as np
+
+    from data_pipeline.classification.submission import write_submission
+
+    csv_path = _write(tmp_path / "t.csv", "id,review\nq-17,good\nq-3,bad\n")
+    tsv_path = _write(tmp_path / "t.tsv", "review\tid\ngood\t9\n")
+    jsonl = _write(tmp_path / "t.jsonl", '{"review": "good", "id": 41}\n{"review": "ok"}\n')
+    assert [e.guid for e in read_delimited(csv_path, "review")] == ["q-17", "q-3"]
+    assert [e.guid for e in read_delimited(tsv_path, "review", delimiter="\t")] == ["9"]
+    assert [e.guid for e in read_jsonl(jsonl, "review")] == ["41", "row-1"]
+    plain = _write(tmp_path / "p.csv", "review\ngood\n")
+    assert [e.guid for e in read_delimited(plain, "review")] == ["row-0"]
+    examples = read_delimited(csv_path, "review")
+    tsv, lines = write_submission(
+        str(tmp_path), "csv", examples, np.array([[2.0, 0.0], [0.0, 2.0]]), ["neg", "pos"]
+    )
+    assert open(tsv).read().splitlines()[1:] == ["q-17\tneg", "q-3\tpos"]
+    assert [json.loads(x)["guid"] for x in open(lines)] == ["q-17", "q-3"]

@@ -45,6 +45,8 @@ def _reference(predicted, gold):
             gold, predicted, average=average, zero_division=0
         )
         out.update({f"{average}_precision": p, f"{average}_recall": r, f"{average}_f1": f})
+    for average in ("samples", "weighted"):
+        out[f"{average}_f1"] = sk.f1_score(gold, predicted, average=average, zero_division=0)
     out["subset_accuracy"] = sk.accuracy_score(gold, predicted)
     out["hamming_loss"] = sk.hamming_loss(gold, predicted)
     return out, sk.f1_score(gold, predicted, average=None, zero_division=0)
@@ -67,12 +69,13 @@ def test_metrics_equal_scikit_learn_on_goemotions_dev(dev_gold, seed, flip):
 
 
 def test_a_label_never_gold_nor_predicted_scores_zero_as_scikit_learn():
-    gold = np.array([[1, 0], [1, 0]], bool)
-    predicted = np.array([[1, 0], [0, 0]], bool)
+    gold = np.array([[1, 0], [1, 0], [0, 0]], bool)  # (an example with no label at all)
+    predicted = np.array([[1, 0], [0, 0], [0, 0]], bool)
     ours = multi_label_metrics(predicted, gold, ["a", "b"])
     reference, _ = _reference(predicted, gold)
-    assert ours["macro_f1"] == pytest.approx(reference["macro_f1"], abs=1e-12)
-    assert ours["f1/b"] == 0.0
+    for name in ("macro_f1", "samples_f1", "weighted_f1"):
+        assert ours[name] == pytest.approx(reference[name], abs=1e-12), name
+    assert ours["f1/b"] == 0.0 and ours["samples_f1"] == pytest.approx(1 / 3)
 
 
 def _noisy_probabilities(gold, seed):

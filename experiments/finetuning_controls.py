@@ -53,7 +53,7 @@ FOLDERS = {"sst-2": "SST-2", "mrpc": "MRPC"}
 SETTINGS = {
     "plain": [],
     "early": ["--early_stopping_patience=2", "--early_stopping_min_delta=0.005"],
-    "decay": ["--layer_lr_decay=0.8"],
+    "decay": ["--layer_lr_decay=0.8", "--optimizer=adamw"],
     "lora": ["--lora_rank=8"],
 }
 

@@ -35,6 +35,15 @@ SHARED_GROUPS = (
 OMITTED = ("max_eval_steps",)
 
 
+# Fine-tuning's default optimizer: AdamW with Adam's bias correction (Keras', PyTorch's and
+# Hugging Face's AdamW). The official update (`--optimizer adamw`, no bias correction) takes
+# steps up to ~6x the learning rate on the variables without a trust ratio over its first
+# ~1/(1-beta_2) = 1,000 steps; harmless at the official 1e-5..3e-5, it left small models
+# fine-tuned at 1e-3 stuck at ln(num_labels) for some seeds (issue 47, item 14;
+# experiments.finetune_stability; docs/design/trainer.md).
+FINETUNING_OPTIMIZER = "adamw_keras"
+
+
 def command(family: Family, doc: str = "") -> Command:
     """The family's command: the shared groups (trainer, model, distribution, resume,
     fine-tuning), the family's own, the controls' (every family's command has every
@@ -44,7 +53,7 @@ def command(family: Family, doc: str = "") -> Command:
         family.runner,
         doc,
         (*SHARED_GROUPS[:5], *family.settings, *SHARED_GROUPS[5:]),
-        defaults={"optimizer": "adamw", "num_train_steps": 0, **family.defaults},
+        defaults={"optimizer": FINETUNING_OPTIMIZER, "num_train_steps": 0, **family.defaults},
         bounds={**common.FINETUNING_BOUNDS, **family.bounds},
         required=family.required,
         omitted=OMITTED,

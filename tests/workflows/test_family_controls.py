@@ -106,7 +106,7 @@ CONTROL_SETTINGS = {
     "distillation": dict(teacher_checkpoint="TEACHER"),
     "class_weights": dict(class_weights="auto"),
     "early_stopping": dict(early_stopping_patience=1, eval_every=1, train_step=3),
-    "layer_lr_decay": dict(layer_lr_decay=0.8),
+    "layer_lr_decay": dict(layer_lr_decay=0.8, optimizer="adamw"),
     "recompute": dict(recompute="layer"),
     "num_runs": dict(num_runs=2),
     "sweep": dict(sweep=("learning_rate=1e-3,2e-3",)),

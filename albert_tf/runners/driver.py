@@ -39,8 +39,8 @@ OMITTED = ("max_eval_steps",)
 # Hugging Face's AdamW). The official update (`--optimizer adamw`, no bias correction) takes
 # steps up to ~6x the learning rate on the variables without a trust ratio over its first
 # ~1/(1-beta_2) = 1,000 steps; harmless at the official 1e-5..3e-5, it left small models
-# fine-tuned at 1e-3 stuck at ln(num_labels) for some seeds (issue 47, item 14;
-# experiments.finetune_stability; docs/design/trainer.md).
+# fine-tuned at 1e-3 stuck at ln(num_labels) for some seeds (experiments.finetune_stability;
+# docs/design/trainer.md).
 FINETUNING_OPTIMIZER = "adamw_keras"
 
 

@@ -1,5 +1,5 @@
 """The fine-tuning runners' default optimizer takes Adam's bounded steps from the first
-update (issue 47, item 14).
+update.
 
 Without bias correction (the official AdamW, `--optimizer adamw`) a steady gradient moves a
 variable without a trust ratio (biases, LayerNorm) by lr·(1-β1^t)/√(1-β2^t): 3.2·lr at the

@@ -479,9 +479,8 @@ def test_truncated_caches_are_rebuilt(data, tmp_path, capsys):
         rebuilt = task_features(spec, "train", tokenizer, cache, 32, labels)
         assert not rebuilt.reused and rebuilt.count == 8
         assert os.path.getsize(rebuilt.path) == size
-        assert (
-            "does not hold the 8 intact records its metadata says: rebuilding" in capsys.readouterr().out
-        )
+        note = "does not hold the 8 intact records its metadata says: rebuilding"
+        assert note in capsys.readouterr().out
 
     squad = squad_features(str(data["squad_v1"]), tokenizer, cache, 64, 16, 16, True)
     assert not squad.reused

@@ -110,14 +110,20 @@ def tier_of(item) -> str:
 
 
 def mark_tiers(items) -> dict[str, int]:
-    """Adds each item's tier marker; the count per tier."""
+    """Adds each item's tier marker, then orders the files costliest tier first (a file's
+    tests keep their order): under `--dist loadfile` the long files start first and the
+    short ones fill the workers' ends. The count per tier."""
     import pytest
 
     counts = dict.fromkeys(TIERS, 0)
+    rank: dict[str, int] = {}
     for item in items:
         tier = tier_of(item)
         item.add_marker(getattr(pytest.mark, tier))
         counts[tier] += 1
+        path = str(item.path)
+        rank[path] = min(rank.get(path, len(TIERS)), TIERS.index(tier))
+    items.sort(key=lambda item: rank[str(item.path)])  # (stable: the order within a file)
     return counts
 
 

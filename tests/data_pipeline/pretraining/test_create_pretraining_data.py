@@ -85,18 +85,11 @@ TOOL = ("-m", "data_pipeline.pretraining.create_pretraining_data")
 
 
 def run_tool(args):
-    """create_pretraining_data with `args`, in this process (tests.support.in_process). Its
-    --num_workers > 1 fork worker processes, which a test process holding TensorFlow's
-    threads must not do: those runs are `run_tool_process`."""
-    assert not any(
-        str(a).startswith("--num_workers=") and str(a) != "--num_workers=1" for a in args
-    )
-    return run_command(*TOOL, *args)
-
-
-def run_tool_process(args, timeout=300):
-    """create_pretraining_data with `args`, in its own process (--num_workers > 1 forks)."""
-    return run_cli(*TOOL, *args, timeout=timeout)
+    """create_pretraining_data with `args`: in this process (tests.support.in_process), or,
+    when --num_workers > 1 asks for forked worker processes (which a test process holding
+    TensorFlow's threads must not fork), in a process of its own."""
+    forks = any(str(a).startswith("--num_workers=") and str(a) != "--num_workers=1" for a in args)
+    return run_cli(*TOOL, *args, timeout=300) if forks else run_command(*TOOL, *args)
 
 
 def make(cfg, **kw):
@@ -521,7 +514,7 @@ def test_reproducible_across_workers_and_tasks(repro):
     assert all(s["instances"] > 0 for s in meta["shards"])
 
     w2 = dataclasses.replace(cfg, output_dir=str(base / "w2"))
-    out = run_tool_process(cli_args(w2, num_workers=2))
+    out = run_tool(cli_args(w2, num_workers=2))
     assert out.returncode == 0, out.stderr
     assert digests(w2.output_dir) == {**ref}
 
@@ -553,7 +546,7 @@ def test_resume_of_complete_run_skips_everything(repro):
     before = digests(cfg.output_dir)
     shards = sorted(glob.glob(f"{cfg.output_dir}/*.tfrecord"))
     mtimes = [os.stat(p).st_mtime_ns for p in shards]
-    out = run_tool_process(cli_args(cfg, num_workers=2))
+    out = run_tool(cli_args(cfg, num_workers=2))
     assert out.returncode == 0, out.stderr
     assert "4 of this task's 4 already complete, 0 to write" in out.stdout
     assert digests(cfg.output_dir) == before
@@ -836,7 +829,7 @@ def test_sigkill_leaves_no_truncated_shard_and_rerun_completes(tmp_path):
     assert f"{complete} of this task's 6 already complete, {6 - complete} to write" in out.stdout
     assert not glob.glob(f"{cfg.output_dir}/*.tmp")
     fresh = dataclasses.replace(cfg, output_dir=str(tmp_path / "fresh"))
-    out = run_tool_process(cli_args(fresh, num_workers=2))
+    out = run_tool(cli_args(fresh, num_workers=2))
     assert out.returncode == 0, out.stderr
     assert digests(cfg.output_dir) == digests(fresh.output_dir)
 

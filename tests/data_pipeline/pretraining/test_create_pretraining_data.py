@@ -84,12 +84,12 @@ def cli_args(cfg: DataConfig, **extra):
 TOOL = ("-m", "data_pipeline.pretraining.create_pretraining_data")
 
 
-def run_tool(args):
+def run_tool(args, timeout=300):
     """create_pretraining_data with `args`: in this process (tests.support.in_process), or,
     when --num_workers > 1 asks for forked worker processes (which a test process holding
-    TensorFlow's threads must not fork), in a process of its own."""
+    TensorFlow's threads must not fork), in a process of its own (`timeout` seconds)."""
     forks = any(str(a).startswith("--num_workers=") and str(a) != "--num_workers=1" for a in args)
-    return run_cli(*TOOL, *args, timeout=300) if forks else run_command(*TOOL, *args)
+    return run_cli(*TOOL, *args, timeout=timeout) if forks else run_command(*TOOL, *args)
 
 
 def make(cfg, **kw):

@@ -293,7 +293,14 @@ def test_the_controls_a_run_applied_are_in_its_log(data, tmp_path, capsys):  # n
     trainable, total = (int(found.group(i).replace(",", "")) for i in (1, 2))
     assert 0 < trainable < total / 10
     assert "class weights: 0 1, 1 3" in out
-    _run(data, "classifier", tmp_path / "decay", layer_lr_decay=0.5, learning_rate=1e-3)
+    _run(
+        data,
+        "classifier",
+        tmp_path / "decay",
+        layer_lr_decay=0.5,
+        learning_rate=1e-3,
+        optimizer="adamw",
+    )
     out = capsys.readouterr().out
     rates = re.findall(r"layer-wise decay: lr ([\d.e-]+) \(x([\d.]+)\) for (\d+) variable", out)
     assert [float(f) for _, f, _ in rates] == [0.25, 0.5, 1.0], out[-3000:]  # one group

@@ -361,7 +361,7 @@ def test_run_pretraining_second_run_on_one_output_dir_fails_and_writes_nothing(
     _assert_locked_message(errors[0][len("error: ") :], out, first.proc.pid, "run_pretraining")
     assert (out / "run_config.json").read_bytes() == config  # the first's (seed 7)
     assert json.loads(config)["flags"]["seed"] == 7
-    assert not [n for n in os.listdir(out) if str(second.proc.pid) in n]  # no temp file
+    assert not [n for n in os.listdir(out) if str(os.getpid()) in n]  # no temp file (ran here)
 
 
 def test_setup_run_locks_each_run_directory_reentrantly(tmp_path):

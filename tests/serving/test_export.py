@@ -25,11 +25,11 @@ def spm(tmp_path_factory):
     return str(path)
 
 
-def _config():
-    return tiny_config(vocab_size=30000, max_position_embeddings=64)
+def _config(positions=64):
+    return tiny_config(vocab_size=30000, max_position_embeddings=positions)
 
 
-def _finetuned(tmp_path, spm, kind="classifier", **task):
+def _finetuned(tmp_path, spm, kind="classifier", positions=64, **task):
     import keras
 
     from albert_tf.checkpoints.finetuned import save_finetuned
@@ -47,7 +47,9 @@ def _finetuned(tmp_path, spm, kind="classifier", **task):
     elif kind == "squad":
         model = AlbertQuestionAnswering(_config())
     else:
-        model = AlbertClassifier(_config(), 1 if task.get("regression") else 2, dropout=0.0)
+        model = AlbertClassifier(
+            _config(positions), 1 if task.get("regression") else 2, dropout=0.0
+        )
     model.build()
     info = {
         "kind": kind,
@@ -152,7 +154,7 @@ def test_in_graph_ids_equal_python_on_a_corpus_file(tmp_path, spm, shared_data, 
     path = shared_data / "corpus" / corpus
     lines = [line for line in open(path, encoding="utf-8").read().splitlines() if line.strip()]
     assert len(lines) > 20
-    _, directory = _finetuned(tmp_path, spm)
+    _, directory = _finetuned(tmp_path, spm, positions=128)  # (packs of 128 need 128 positions)
     module = build_module("encoder", directory, max_seq_length=128)
     tok = AlbertTokenizer(spm)
     got = module.tokenize(tf.constant(lines), tf.constant([""] * len(lines)))

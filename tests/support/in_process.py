@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
+import inspect
 import io
 import os
 import sys
@@ -82,8 +83,8 @@ def run_command(*command, cwd=ROOT, **_process_options) -> Ran:
     os.chdir(cwd)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(argv)
+            try:  # (a main() without parameters reads sys.argv, as saved_model_cli's)
+                code = main(argv) if inspect.signature(main).parameters else main()
             except SystemExit as e:
                 code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
                 if not isinstance(e.code, (int, type(None))):

@@ -327,7 +327,7 @@ def test_litert_ids_equal_python_on_a_corpus_file(tmp_path, spm, shared_data, co
     from albert_tf.serving.tflite_predict import LiteModel
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
-    _, directory = _finetuned(tmp_path, spm)
+    _, directory = _finetuned(tmp_path, spm, positions=512)  # (512-token packs need 512)
     path = export_tflite("encoder", directory, str(tmp_path / "lite"), max_seq_length=512)[0]
     model = LiteModel(path)
     tok = AlbertTokenizer(spm)

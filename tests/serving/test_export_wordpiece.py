@@ -35,7 +35,9 @@ def _chnsenticorp(count=None):
 
 
 def _config():
-    return tiny_config(vocab_size=21128, max_position_embeddings=512)
+    # LONG positions: the encoder's .tflite packs every line of `_lines` untruncated (an
+    # export longer than the model's positions is refused)
+    return tiny_config(vocab_size=21128, max_position_embeddings=LONG)
 
 
 @pytest.fixture(scope="module")
@@ -231,7 +233,7 @@ def test_litert_encoder_embeds_as_in_memory(exported, models, wordpiece_vocab):
 
     tok = WordPieceTokenizer(wordpiece_vocab)
     texts = _chnsenticorp(16) + BAD[:2] + BAD[4:]
-    texts = [t for t in texts if len(tok.encode(t)) <= 510]  # (the model has 512 positions)
+    texts = [t for t in texts if len(tok.encode(t)) <= 510]  # (compared packed to 512)
     assert len(texts) > 12
     out = LiteModel(exported["encoder"][1]).embed(texts)
     inputs = _packed(tok, texts, length=512)

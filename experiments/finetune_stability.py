@@ -41,21 +41,15 @@ import statistics
 import subprocess
 import sys
 
+from experiments.finetuning_controls import TINY as CONTROLS_TINY
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.environ.get("ALBERT_TF_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 SPM = os.path.join(DATA, "spm", "de-30k-clean.model")
 
-TINY = {
-    "vocab_size": 30000,
-    "embedding_size": 32,
-    "hidden_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 128,
-    "max_position_embeddings": 64,
-    "hidden_dropout_prob": 0.0,
-    "attention_probs_dropout_prob": 0.0,
-}
+# finetuning_controls' tiny model at 64 positions, without dropout (one recipe for both)
+TINY = {**CONTROLS_TINY, "max_position_embeddings": 64}
+TINY.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 # GLUE task → (folder, column of its first sentence; None: CoLA's headerless 4th column).
 SOURCES = {
     "cola": ("CoLA", None),

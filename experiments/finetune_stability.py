@@ -7,9 +7,9 @@ AdamW; how many seeds learn and how many stay stuck at loss ln(5).
 
 Run it before landing changes to the model, the trainer, the optimizers, the data pipeline
 or the runners (docs/design/trainer.md): a change that makes fine-tuning fragile shows as
-a stuck seed or a lower median here long before a full benchmark would show it. Issue 47
-(item 14) found such a regression on a held-out news CSV: the fine-tuning default had
-become the official AdamW without bias correction, and some seeds never left ln(5).
+a stuck seed or a lower median here long before a full benchmark would show it. Such a
+regression was once found on a held-out news CSV: the fine-tuning default had become the
+official AdamW without bias correction, and some seeds never left ln(5).
 
 The proxy, built from ../shared/data only (nothing is copied into the repository):
 
@@ -19,7 +19,7 @@ The proxy, built from ../shared/data only (nothing is copied into the repository
 - task: "which GLUE corpus is this sentence from" (CoLA, SST-2, MRPC, RTE, STS-B: five
   classes of different sources and styles), 360 training and 85 dev sentences per class
   drawn with a fixed seed from each task's train and dev files: 1,800 / 425 rows, the
-  size of the issue's news CSV;
+  size of that news CSV;
 - fine-tuning: the real run_classifier.py, `--task_name csv`, lr 1e-3, batch 16,
   `--steps` steps, the default warmup (10%), each optimizer of `--optimizers` × seeds
   1..`--seeds`.

@@ -13,7 +13,6 @@ TensorFlow unimportable, and one command-line contract per console script.
 from __future__ import annotations
 
 import contextlib
-import gc
 import importlib
 import inspect
 import io
@@ -70,7 +69,7 @@ def run_command(*command, cwd=ROOT, **_process_options) -> Ran:
     """Runs `command` (as `harness.run_cli` takes it: "run_classifier.py", "--flag=value", ...
     or "-m", "module", ...) in this process from `cwd`; a SystemExit becomes the exit code,
     an uncaught exception exit code 1 with its traceback on stderr (as Python prints it).
-    Keras' global state is cleared afterwards, so the next command starts as a process
+    Keras' global state (layer names, the default graph) is cleared afterwards, so the next command starts as a process
     would. `timeout`/`env`/`log_prefix` (process options) are accepted and ignored."""
     import keras
 
@@ -95,7 +94,8 @@ def run_command(*command, cwd=ROOT, **_process_options) -> Ran:
     finally:
         os.chdir(here)
         sys.argv = saved_argv
-        keras.backend.clear_session()
+        # No forced full collection: in a worker that has run hundreds of tests, one walks
+        # every live object; the interpreter's own collector frees the command's cycles.
+        keras.backend.clear_session(free_memory=False)
         keras.config.set_dtype_policy("float32")
-        gc.collect()
     return Ran(args, 0 if code is None else int(code), out.getvalue(), err.getvalue())

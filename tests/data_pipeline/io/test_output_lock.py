@@ -217,16 +217,19 @@ def _assert_complete(out, shards=4):
 
 def test_create_pretraining_data_second_run_fails_and_first_completes(tmp_path):
     out = tmp_path / "out"
-    first = Cli(*TOOL, *_data_args(out, dupe_factor=10), timeout=120)
+    first = Cli(*TOOL, *_data_args(out, dupe_factor=2), timeout=120)
     try:
         _wait(
             lambda: (read_lock_holder(out) or {}).get("pid") == first.proc.pid,
             first,
             "the first run took the lock",
         )
+        # Paused, the first run keeps its lock however fast it would otherwise finish.
+        os.kill(first.proc.pid, signal.SIGSTOP)
         # Another seed: mixed into the first's shards, it would be silently wrong data.
-        second = run_command(*TOOL, *_data_args(out, dupe_factor=10, seed=7))
+        second = run_command(*TOOL, *_data_args(out, dupe_factor=2, seed=7))
         assert first.proc.poll() is None, "the first run ended too soon for this test"
+        os.kill(first.proc.pid, signal.SIGCONT)
         assert second.returncode == 1, second.report()
         assert second.stderr.startswith("error: "), second.report()
         _assert_locked_message(

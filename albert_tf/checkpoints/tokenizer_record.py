@@ -12,7 +12,9 @@ trained with does, and fine-tuning compares (kind and sha256 of the file):
 - an encoder export (`export_encoder`) and a `convert` output whose source ships its
   vocabulary: `tokenizer.json` beside the checkpoint ({"kind", "file", "sha256",
   "source"}), this module's file;
-- a fine-tuned model directory: its own spm.model / vocab.txt (task.json names it).
+- a fine-tuned model directory: its own spm.model / vocab.txt (task.json names it);
+- an ONNX export's directory (`albert_tf.serving.onnx_export`): tokenizer.json beside the
+  copied vocabulary, which its runner (`albert_tf.serving.onnx_predict`) tokenizes with.
 
 A plain checkpoint (official TF1 weights, a hand-made one) records nothing and is not
 checked.
@@ -56,6 +58,23 @@ def file_record(path: str, kind: str, source: str | None = None) -> dict:
         "sha256": file_sha256(path),
         "source": source or path,
     }
+
+
+def read_tokenizer_record(directory: str) -> dict | None:
+    """The record of `directory`/tokenizer.json ({"kind", "sha256", "file", ...}), or None
+    when there is none; ValueError (one line naming the file) when it is not a JSON object
+    with a sha256."""
+    path = os.path.join(directory, TOKENIZER_RECORD_FILE)
+    if not filesystem.isfile(path):
+        return None
+    with filesystem.open(path) as f:
+        try:
+            record = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+    if not isinstance(record, dict) or not record.get("sha256"):
+        raise ValueError(f"{path}: not a tokenizer record (no sha256)")
+    return record
 
 
 def _in_directory(directory: str) -> tuple[str, dict] | None:

@@ -4,7 +4,8 @@
                 `TextTokenizer` (one vocabulary asset and one sha256 for either kind), the
                 packing of `text_ops` and the `tokenize` signature every text model has;
   `LiteModule`  the same for a LiteRT file: the model plus `litert_text`'s builtin-op front
-                end; its `functions()` are what `litert.convert` converts;
+                end; its `functions()` are what `litert.convert` converts, its
+                `ids_functions()` (the same outputs from ids) what `onnx_export` converts;
   `ServingTask` what each kind's `albert_tf.serving.tasks.<kind>.modules` gives the
                 exporters (their registry: `albert_tf.serving.registry.SERVING`).
 
@@ -32,11 +33,15 @@ INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 class ServingTask:
     """One task kind's (`kind`) builders: `saved_model(resolved)` → a `Serving` with
     `signatures()`; `litert(resolved, fixed_length)` → (a `LiteModule`, the task's own
-    metadata, extra metadata entries {name: bytes}) for the on-device file."""
+    metadata, extra metadata entries {name: bytes}) for the on-device file;
+    `onnx(resolved)` → ({"serving_default": an ids-in tf.function}, the task's own
+    metadata) for the ONNX file (`albert_tf.serving.onnx_export`), or ValueError (one
+    line naming the kind) for a kind with none."""
 
     kind: str
     saved_model: Callable
     litert: Callable
+    onnx: Callable
 
 
 def model_inputs(input_ids, input_mask, segment_ids) -> dict:
@@ -94,7 +99,15 @@ def string_spec(name):
 
 class LiteModule:
     """The model plus the LiteRT text front end (`litert_text`), for `python_tokenizer` (an
-    AlbertTokenizer or WordPieceTokenizer); `functions()` are what gets converted."""
+    AlbertTokenizer or WordPieceTokenizer); `functions()` are what gets converted.
+
+    A subclass computes its outputs from packed ids in `_from_ids(ids)` (input_ids,
+    input_mask, segment_ids int32 of rank `ids_rank`: [B, S], or [B, C, S] for multiple
+    choice), which its text-in `functions()` call after the front end and `ids_functions()`
+    exposes alone: an ONNX file's graph, whose runner packs the ids in Python (ONNX has no
+    tokenizer op: docs/design/onnx.md)."""
+
+    ids_rank = 2
 
     def __init__(self, model, python_tokenizer, max_seq_length: int, fixed_length=False):
         self.model = model
@@ -127,6 +140,22 @@ class LiteModule:
         return tf.function(
             self.tokenize, input_signature=[string_spec("text_a"), string_spec("text_b")]
         )
+
+    def _from_ids(self, ids) -> dict:
+        raise NotImplementedError(f"{type(self).__name__} computes no outputs from ids")
+
+    def ids_functions(self) -> dict:
+        """{"serving_default": tf.function(input_ids, input_mask, segment_ids int32, each
+        [None] * ids_rank) → `_from_ids`' outputs}: the same outputs as `functions()`'
+        serving_default, from ids packed by the caller."""
+        specs = [tf.TensorSpec([None] * self.ids_rank, tf.int32, n) for n in INPUT_NAMES]
+        fn = tf.function(
+            lambda input_ids, input_mask, segment_ids: self._from_ids(
+                (input_ids, input_mask, segment_ids)
+            ),
+            input_signature=specs,
+        )
+        return {"serving_default": fn}
 
 
 class LiteWindows:

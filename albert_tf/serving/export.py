@@ -4,10 +4,11 @@
         token_classifier,encoder,fill_mask} \\
         --init_checkpoint C [--albert_config_file F] [--spm_model_file M | --vocab_file V] \\
         --export_dir D \\
-        [--export_format savedmodel --export_format tflite \\
-         --export_quantize float32,float16,int8]
+        [--export_format savedmodel --export_format tflite --export_format onnx \\
+         --export_quantize float32,float16,int8 --onnx_quantize float32,int8]
 
-(`--export_format tflite`: on-device LiteRT files, see albert_tf.serving.litert; the formats,
+(`--export_format tflite`: on-device LiteRT files, see albert_tf.serving.litert;
+`--export_format onnx`: ids-in ONNX files, see albert_tf.serving.onnx_export; the formats,
 precisions and their defaults are albert_tf.serving.formats'.)
 
 The model is resolved once (`albert_tf.serving.resolve`: task.json read once, weights
@@ -84,6 +85,7 @@ from albert_tf.serving.formats import (
     DEFAULT_QUANTIZE,
     FORMATS,
     LITERT_DIR,
+    ONNX_DIR,
 )
 from albert_tf.serving.resolve import resolve
 from data_pipeline.io import filesystem
@@ -137,12 +139,15 @@ def export_formats(
     formats=DEFAULT_FORMATS,
     quantize=DEFAULT_QUANTIZE,
     fixed_length: bool = False,
+    onnx_quantize=DEFAULT_QUANTIZE,
     **options,
 ) -> list[str]:
     """Each of `formats`: the SavedModel as version `export_dir/N`, the on-device files
     as `export_dir/litert/<task>-<quantize>.tflite` (albert_tf.serving.litert), one per
-    `quantize`, `fixed_length` or not, all from one resolution of the model (`resolve`).
-    Everything is checked before anything is written. Returns what was written."""
+    `quantize`, `fixed_length` or not, the ONNX files as `export_dir/onnx/<task>[-int8].onnx`
+    (albert_tf.serving.onnx_export), one per `onnx_quantize`, all from one resolution of
+    the model (`resolve`). Everything is checked before anything is written. Returns what
+    was written."""
     from albert_tf.serving.litert import write_litert
     from albert_tf.serving.saved_model import write_saved_model
 
@@ -152,7 +157,10 @@ def export_formats(
     builders = serving_task(task)
     on_device = "tflite" in formats
     check_export_dir(export_dir, LITERT_DIR if on_device else None)
+    if "onnx" in formats:
+        check_export_dir(export_dir, ONNX_DIR)
     resolved = resolve(task, init_checkpoint, on_device=on_device, **options)
+    onnx_built = builders.onnx(resolved) if "onnx" in formats else None  # (refusals first)
     paths = []
     if "savedmodel" in formats:
         module = builders.saved_model(resolved)
@@ -161,6 +169,11 @@ def export_formats(
         built = builders.litert(resolved, fixed_length)
         litert_dir = os.path.join(export_dir, LITERT_DIR)
         paths += write_litert(resolved, built, litert_dir, quantize, fixed_length)
+    if onnx_built is not None:
+        from albert_tf.serving.onnx_export import write_onnx
+
+        onnx_dir = os.path.join(export_dir, ONNX_DIR)
+        paths += write_onnx(resolved, onnx_built, onnx_dir, onnx_quantize)
     return paths
 
 
@@ -194,11 +207,13 @@ def export_trained(
 
 
 def print_exports(paths, finetuned: bool = False) -> None:
-    """One line per export: `LiteRT: PATH`, or `SavedModel: PATH` (`finetuned`: with the
-    fine-tuned model directory inside it, N/assets.extra/finetuned)."""
+    """One line per export: `LiteRT: PATH`, `ONNX: PATH`, or `SavedModel: PATH`
+    (`finetuned`: with the fine-tuned model directory inside it, N/assets.extra/finetuned)."""
     for path in paths:
         if path.endswith(".tflite"):
             print(f"LiteRT: {path}", flush=True)
+        elif path.endswith(".onnx"):
+            print(f"ONNX: {path}", flush=True)
         elif finetuned:
             inside = os.path.join(path, "assets.extra", "finetuned")
             print(f"SavedModel: {path} (fine-tuned checkpoint in {inside})", flush=True)
@@ -240,6 +255,7 @@ def run_export(s) -> int:
             do_lower_case=s.do_lower_case,
             formats=tuple(s.export_format),
             quantize=tuple(s.export_quantize),
+            onnx_quantize=tuple(s.onnx_quantize),
             **details,
         )
     except (ValueError, OSError, CheckpointError, ConfigError) as e:

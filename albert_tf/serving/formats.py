@@ -1,7 +1,8 @@
-"""The export formats and LiteRT weight precisions: one name and one default for every
-command that exports (the runners' `--export_dir`, `python -m albert_tf.serving.export`).
+"""The export formats and their weight precisions (LiteRT's, ONNX's): one name and one
+default for every command that exports (the runners' `--export_dir`, `python -m
+albert_tf.serving.export`).
 
-Defining the two flags is not reading them: each command passes its own FlagValues and reads
+Defining the flags is not reading them: each command passes its own FlagValues and reads
 the values itself."""
 
 from __future__ import annotations
@@ -10,21 +11,25 @@ import dataclasses
 
 from data_pipeline.cli import setting
 
-FORMATS = ("savedmodel", "tflite")
+FORMATS = ("savedmodel", "tflite", "onnx")
 QUANTIZATIONS = ("float32", "float16", "int8")
 DEFAULT_FORMATS = ("savedmodel",)
 DEFAULT_QUANTIZE = ("float32",)
 LITERT_DIR = "litert"  # EXPORT_DIR/litert/<task>-<quantization>.tflite
+# ONNX: float32 weights, or dynamic-range int8 weights (onnxruntime's quantize_dynamic).
+ONNX_QUANTIZATIONS = ("float32", "int8")
+ONNX_DIR = "onnx"  # EXPORT_DIR/onnx/<task>.onnx, <task>-int8.onnx
 
 
 @dataclasses.dataclass(frozen=True)
 class ExportFormats:
-    """The export's formats: SavedModel and/or on-device files, their precisions."""
+    """The export's formats: SavedModel, on-device files and/or ONNX, their precisions."""
 
     export_format: tuple[str, ...] = setting(
         DEFAULT_FORMATS,
-        "savedmodel (EXPORT_DIR/N: TF Serving, TensorFlow) and/or tflite (on-device LiteRT "
-        "files in EXPORT_DIR/litert/, one per --export_quantize).",
+        "savedmodel (EXPORT_DIR/N: TF Serving, TensorFlow), tflite (on-device LiteRT "
+        "files in EXPORT_DIR/litert/, one per --export_quantize) and/or onnx (ids-in ONNX "
+        "files in EXPORT_DIR/onnx/, one per --onnx_quantize, the vocabulary beside them).",
         choices=FORMATS,
         repeatable=True,
     )
@@ -33,6 +38,13 @@ class ExportFormats:
         "--export_format tflite: the weights' precisions, any of "
         f"{', '.join(QUANTIZATIONS)} (float16 weights; dynamic-range int8 weights).",
         choices=QUANTIZATIONS,
+    )
+    onnx_quantize: tuple[str, ...] = setting(
+        DEFAULT_QUANTIZE,
+        "--export_format onnx: the weights' precisions, any of "
+        f"{', '.join(ONNX_QUANTIZATIONS)} (int8: dynamic-range int8 weights, "
+        "<task>-int8.onnx).",
+        choices=ONNX_QUANTIZATIONS,
     )
 
 
@@ -49,6 +61,10 @@ class ExportSettings(ExportFormats):
 
 
 def export_formats(s) -> dict:
-    """The `formats` and `quantize` arguments of the export functions, from settings `s`
-    (ExportSettings' fields)."""
-    return {"formats": tuple(s.export_format), "quantize": tuple(s.export_quantize)}
+    """The `formats`, `quantize` and `onnx_quantize` arguments of the export functions,
+    from settings `s` (ExportSettings' fields)."""
+    return {
+        "formats": tuple(s.export_format),
+        "quantize": tuple(s.export_quantize),
+        "onnx_quantize": tuple(s.onnx_quantize),
+    }

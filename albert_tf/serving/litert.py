@@ -203,7 +203,8 @@ def with_metadata(data: bytes, entries: dict) -> bytes:
 def metadata(resolved, fixed_length: bool, task_meta: dict) -> dict:
     """The file's metadata (`METADATA_NAME`, and the `.json` beside it) from the resolved
     model: format, task, sequence length, casing, the tokenizer and its vocabulary, plus
-    the task's own entries (`task_meta`: labels, SQuAD settings, ...)."""
+    the task's own entries (`task_meta`: labels, SQuAD settings, ...). The ONNX files'
+    too (`onnx_export`, with their own format)."""
     tokenizer = resolved.python_tokenizer
     return {
         "format": FORMAT,

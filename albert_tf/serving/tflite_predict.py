@@ -53,12 +53,14 @@ from albert_tf.serving.tasks.fill_mask.lite_runner import FillMaskRunner
 from albert_tf.serving.tasks.multiple_choice.lite_runner import MultipleChoiceRunner
 from albert_tf.serving.tasks.squad.lite_runner import SquadRunner
 from albert_tf.serving.tasks.token_classifier.lite_runner import TaggerRunner
+from albert_tf.serving.tasks.zero_shot.lite_runner import ZeroShotRunner
 
 METADATA_NAME = "albert_metadata"  # (albert_tf.serving.litert writes these)
 SPM_NAME = "albert_spm_model"
 VOCAB_NAME = "albert_wordpiece_vocab"  # (fill-mask files of WordPiece models)
 FORMAT = "albert-litert/1"
-# The on-device runner of each task kind, one line a kind.
+# The runner of each task kind, one line a kind (LiteRT files and ONNX files: onnx_predict;
+# zero_shot's files are ONNX only).
 RUNNERS = {
     r.KIND: r
     for r in (
@@ -68,6 +70,7 @@ RUNNERS = {
         TaggerRunner,
         EncoderRunner,
         FillMaskRunner,
+        ZeroShotRunner,
     )
 }
 
@@ -255,13 +258,21 @@ def _predict_lines(model: LiteModel, numbered, batch_size: int, source: str):
 
 def main(argv=None) -> int:
     """The console command: parse once (tflite_command); 2: a bad command line."""
+    return predict_command(argv, __doc__, "albert-tflite-predict", LiteModel)
+
+
+def predict_command(argv, doc: str, name: str, open_model) -> int:
+    """A runner command `name` (this module's, onnx_predict's): its command line parsed once
+    (tflite_command, `doc` as --help), `open_model(path, threads)` (LiteModel, OnnxModel),
+    one answer per input line. 2: a bad command line; 1 and one `error:` line: a bad model
+    or request."""
     from albert_tf.serving.tflite_command import command
 
-    s = command(__doc__).parse_tool(argv)
+    s = command(doc, name).parse_tool(argv)
     if s is None:
         return 2
     try:
-        model = LiteModel(s.model, s.threads)
+        model = open_model(s.model, s.threads)
         if s.input == "-":
             raw = sys.stdin.buffer.read()
         else:

@@ -155,21 +155,22 @@ class LiteClassifier(LiteModule):
         self.regression, self.text_pair = regression, text_pair
         self.thresholds = None if thresholds is None else tf.constant(thresholds, tf.float32)
 
-    def _classify(self, ids):
+    def _from_ids(self, ids):
+        """Packed ids [B, S] → `classifier_outputs` (the text-in and the ids-in function)."""
         logits = tf.cast(self._forward(*ids)["logits"], tf.float32)
         return classifier_outputs(logits, self.labels, self.regression, self.thresholds)
 
     def functions(self):
         if self.text_pair:
             fn = tf.function(
-                lambda text_a, text_b: self._classify(
+                lambda text_a, text_b: self._from_ids(
                     self._pack(self.tokenizer(text_a), self.tokenizer(text_b))
                 ),
                 input_signature=[string_spec("text_a"), string_spec("text_b")],
             )
         else:
             fn = tf.function(
-                lambda text_a: self._classify(self._single(text_a)),
+                lambda text_a: self._from_ids(self._single(text_a)),
                 input_signature=[string_spec("text_a")],
             )
         return {"serving_default": fn, "tokenize": self._tokenize_function()}
@@ -232,6 +233,12 @@ def _litert_windows(resolved, fixed_length: bool, fields):
             "runner windows text with the SentencePiece model the file carries); export the "
             "savedmodel format"
         )
+    module, meta = _windows_file(resolved, fixed_length, fields)
+    return module, meta, {SPM_NAME: resolved.python_tokenizer.model_proto}
+
+
+def _windows_file(resolved, fixed_length: bool, fields):
+    """(LiteWindows, metadata) of a long-document classifier's file (LiteRT's, ONNX's)."""
     meta = {
         "labels": [] if fields.regression else list(fields.labels),
         "regression": fields.regression,
@@ -241,8 +248,20 @@ def _litert_windows(resolved, fixed_length: bool, fields):
         "aggregate": fields.aggregate,
         "max_windows": fields.max_windows or DEFAULT_MAX_WINDOWS,
     }
-    module = LiteWindows(resolved.model, resolved.max_seq_length, fixed_length)
-    return module, meta, {SPM_NAME: resolved.python_tokenizer.model_proto}
+    return LiteWindows(resolved.model, resolved.max_seq_length, fixed_length), meta
 
 
-TASK = ServingTask("classifier", saved_model=_saved_model, litert=_litert)
+def _onnx(resolved):
+    """The ONNX file's function and metadata (albert_tf.serving.onnx_export): the LiteRT
+    module's ids-in function; long documents: its windows-in file's, windows cut by the
+    runner. `text_inputs`: the inputs the runner's Python front end packs into ids."""
+    fields = resolved.task.details
+    if fields.doc_stride:
+        module, meta = _windows_file(resolved, False, fields)
+        return module.functions(), meta
+    module, meta, _ = _litert(resolved, fixed_length=False)
+    names = ["text_a", "text_b"] if resolved.task.details.text_pair else ["text_a"]
+    return module.ids_functions(), dict(meta, text_inputs=names)
+
+
+TASK = ServingTask("classifier", saved_model=_saved_model, litert=_litert, onnx=_onnx)

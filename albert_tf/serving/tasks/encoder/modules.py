@@ -148,7 +148,10 @@ class LiteEncoder(LiteModule):
         self.fields = fields
 
     def embed(self, text):
-        return embedding_outputs(self.model, self._single(text), self.fields, self.max_seq_length)
+        return self._from_ids(self._single(text))
+
+    def _from_ids(self, ids):
+        return embedding_outputs(self.model, ids, self.fields, self.max_seq_length)
 
     def functions(self):
         fn = tf.function(self.embed, input_signature=[string_spec("text")])
@@ -178,4 +181,11 @@ def _litert(resolved, fixed_length: bool):
     return module, meta, {}
 
 
-TASK = ServingTask("encoder", saved_model=_saved_model, litert=_litert)
+def _onnx(resolved):
+    """The ONNX file's ids-in function (`embedding_outputs` of packed ids) and metadata
+    (albert_tf.serving.onnx_export); the runner packs each text (`text_inputs`)."""
+    module, meta, _ = _litert(resolved, fixed_length=False)
+    return module.ids_functions(), dict(meta, text_inputs=["text"])
+
+
+TASK = ServingTask("encoder", saved_model=_saved_model, litert=_litert, onnx=_onnx)

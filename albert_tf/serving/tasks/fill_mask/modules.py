@@ -165,4 +165,11 @@ def _litert(resolved, fixed_length: bool):
     return module, {"top_k": top_k, "mask_id": python.mask_id}, entries
 
 
-TASK = ServingTask("fill_mask", saved_model=_saved_model, litert=_litert)
+def _onnx(resolved):
+    """The ONNX file's function and metadata (albert_tf.serving.onnx_export): the LiteRT
+    file's, ids in (the runner cuts and reads back the windows)."""
+    module, meta, _ = _litert(resolved, fixed_length=False)
+    return module.functions(), meta
+
+
+TASK = ServingTask("fill_mask", saved_model=_saved_model, litert=_litert, onnx=_onnx)

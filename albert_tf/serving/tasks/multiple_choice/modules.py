@@ -84,6 +84,8 @@ class MultipleChoiceServing(Serving):
 
 
 class LiteMultipleChoice(LiteModule):
+    ids_rank = 3  # (its ids-in function: [B, C, S], a choice without tokens all zeros)
+
     def choose(self, passage, choices):
         """passage [B]; choices [B, C] (question with the option filled in, "" = none)."""
         rows, columns = tf.shape(choices)[0], tf.shape(choices)[1]
@@ -91,8 +93,14 @@ class LiteMultipleChoice(LiteModule):
         owner = tf.range(rows * columns) // tf.maximum(columns, 1)
         ids = self._pack(take_rows(self.tokenizer(passage), owner), flat)
         present = tf.cast(flat[2] > 0, tf.int32)[:, None]  # a choice with tokens
-        shaped = [tf.reshape(x * present, [rows, columns, tf.shape(x)[1]]) for x in ids]
-        logits = tf.cast(self._forward(*shaped)["logits"], tf.float32)
+        return self._from_ids(
+            [tf.reshape(x * present, [rows, columns, tf.shape(x)[1]]) for x in ids]
+        )
+
+    def _from_ids(self, ids):
+        """ids [B, C, S] (a missing choice's rows zero) → probabilities, logits [B, C],
+        choice [B]."""
+        logits = tf.cast(self._forward(*ids)["logits"], tf.float32)
         return {
             "probabilities": tf.nn.softmax(logits),
             "logits": logits,
@@ -124,4 +132,11 @@ def _litert(resolved, fixed_length: bool):
     return module, {}, {}
 
 
-TASK = ServingTask("multiple_choice", saved_model=_saved_model, litert=_litert)
+def _onnx(resolved):
+    """The ONNX file's ids-in function [B, C, S] and metadata (albert_tf.serving.
+    onnx_export); the runner packs the passage with each choice (`text_inputs`)."""
+    module, meta, _ = _litert(resolved, fixed_length=False)
+    return module.ids_functions(), dict(meta, text_inputs=["passage", "choices"])
+
+
+TASK = ServingTask("multiple_choice", saved_model=_saved_model, litert=_litert, onnx=_onnx)

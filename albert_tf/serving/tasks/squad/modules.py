@@ -352,4 +352,11 @@ def _litert(resolved, fixed_length: bool):
     return module, meta, {SPM_NAME: resolved.python_tokenizer.model_proto}
 
 
-TASK = ServingTask("squad", saved_model=_saved_model, litert=_litert)
+def _onnx(resolved):
+    """The ONNX file's function and metadata (albert_tf.serving.onnx_export): the LiteRT
+    file's, ids in (the runner cuts and reads back the windows)."""
+    module, meta, _ = _litert(resolved, fixed_length=False)
+    return module.functions(), meta
+
+
+TASK = ServingTask("squad", saved_model=_saved_model, litert=_litert, onnx=_onnx)

@@ -9,13 +9,15 @@ pairs run through the classifier (`albert_tf.serving.tasks.zero_shot.pairs`), an
   multi-label   each candidate alone: softmax over its [contradiction, entailment]
                 logits, the entailment probability (= sigmoid(entailment - contradiction));
                 also what one candidate label gets, as in the pipeline.
-No on-device file is written: its runner has no zero-shot dispatch yet (`TASK.litert`)."""
+No on-device file is written (`TASK.litert`); an ONNX file is (`ZeroShotFromIds`: pairs of
+ids in, the scores computed in the file; its runner, `lite_runner.ZeroShotRunner`, builds
+the pairs and puts the labels back)."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from albert_tf.serving.base import Serving, ServingTask
+from albert_tf.serving.base import INPUT_NAMES, Serving, ServingTask, model_inputs
 from albert_tf.serving.request_windows import DEFAULT_MAX_WINDOWS, Wording
 from albert_tf.serving.tasks.zero_shot.pairs import check_request, hypotheses, pair_inputs
 from albert_tf.serving.text_ops import at_least_one_row, by_length
@@ -105,4 +107,45 @@ def _litert(resolved, fixed_length: bool):
     raise ValueError(resolved.task.task_kind.on_device_refusal(resolved.tokenizer.is_wordpiece))
 
 
-TASK = ServingTask("zero_shot", saved_model=_saved_model, litert=_litert)
+class ZeroShotFromIds:
+    """The ONNX file's function: serving_default(input_ids, input_mask, segment_ids int32
+    [B, N, S]: each text paired with each hypothesis, `lite_runner.pair_ids`; multi_label
+    bool scalar) → `zero_shot_outputs` with the candidates as indices: scores,
+    sorted_scores [B, N] float32, labels [B, N] int32 (candidate indices, best first),
+    logits [B, N, C]."""
+
+    def __init__(self, model, fields):
+        self.model, self.fields = model, fields
+
+    def scores(self, input_ids, input_mask, segment_ids, multi_label):
+        shape = tf.shape(input_ids)
+        flat = [tf.reshape(x, [-1, shape[2]]) for x in (input_ids, input_mask, segment_ids)]
+        logits = self.model(model_inputs(*flat), training=False)["logits"]
+        logits = tf.reshape(tf.cast(logits, tf.float32), [shape[0], shape[1], -1])
+        f = self.fields
+        candidates = tf.range(shape[1])
+        return zero_shot_outputs(
+            logits, candidates, f.entailment_id, f.contradiction_id, multi_label
+        )
+
+    def functions(self):
+        specs = [tf.TensorSpec([None, None, None], tf.int32, n) for n in INPUT_NAMES]
+        specs.append(tf.TensorSpec([], tf.bool, "multi_label"))
+        return {"serving_default": tf.function(self.scores, input_signature=specs)}
+
+
+def _onnx(resolved):
+    """The ONNX file's function (`ZeroShotFromIds`) and metadata: the classifier's labels,
+    the two indices, the default template, max_pairs."""
+    f = resolved.task.details
+    meta = {
+        "labels": list(f.labels),
+        "entailment_id": f.entailment_id,
+        "contradiction_id": f.contradiction_id,
+        "hypothesis_template": f.hypothesis_template,
+        "max_pairs": f.max_pairs or DEFAULT_MAX_WINDOWS,
+    }
+    return ZeroShotFromIds(resolved.model, f).functions(), meta
+
+
+TASK = ServingTask("zero_shot", saved_model=_saved_model, litert=_litert, onnx=_onnx)

@@ -21,30 +21,12 @@ from __future__ import annotations
 import tensorflow as tf
 
 from albert_tf.checkpoints.task_kinds.zero_shot import SLOT
-from albert_tf.serving.request_windows import BYTES_PER_WINDOW_POSITION, max_request_bytes
+from albert_tf.serving.request_windows import max_request_bytes
+from albert_tf.serving.tasks.zero_shot.lite_runner import bytes_message, pairs_message
 from albert_tf.serving.text_ops import pack
 
 # A template the graph accepts: one "{}" and no other brace (task_kinds.zero_shot's rule).
 TEMPLATE_PATTERN = r"[^{}]*\{\}[^{}]*"
-
-
-def pairs_message(texts, labels, pairs, max_pairs: int) -> str:
-    """The error of a request of `texts` × `labels` = `pairs` ("{}" for tf.strings.format)."""
-    return (
-        f"the request holds {texts} texts × {labels} candidate labels = {pairs} pairs; this "
-        f"zero-shot classifier reads at most max_pairs={max_pairs} pairs per request; send "
-        "fewer texts or labels"
-    )
-
-
-def bytes_message(size, max_pairs: int, max_seq_length: int) -> str:
-    """The error of a request of `size` bytes to tokenize."""
-    return (
-        f"the request holds {size} bytes of text, labels and hypotheses; this zero-shot "
-        f"classifier reads at most {max_request_bytes(max_pairs, max_seq_length):,} per "
-        f"request ({BYTES_PER_WINDOW_POSITION} per position of its max_pairs={max_pairs} "
-        f"pairs of {max_seq_length} tokens); send fewer or shorter texts"
-    )
 
 
 def check_request(text, labels, template, max_pairs: int, max_seq_length: int):

@@ -48,3 +48,14 @@ def test_console_scripts_name_existing_functions():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         assert function in defined, f"{name}: {target} is not defined"
+
+
+def test_the_onnx_extra_is_what_the_suite_tests():
+    """`pip install .[onnx]` gets the versions requirements-dev.txt pins (and tests)."""
+    extra = {
+        r.name.lower(): r for r in map(Requirement, project()["optional-dependencies"]["onnx"])
+    }
+    dev = pins(ROOT / "requirements-dev.txt")
+    assert set(extra) == {"tf2onnx", "onnx", "onnxruntime"}
+    for name, req in extra.items():
+        assert req.specifier.contains(dev[name]) and str(req.specifier) == f"=={dev[name]}", name

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from albert_tf.serving.formats import LITERT_DIR, ExportFormats
+from albert_tf.serving.formats import LITERT_DIR, ONNX_DIR, ExportFormats
 from data_pipeline.cli import setting
 from data_pipeline.command import Command
 
@@ -52,7 +52,7 @@ class ExportTarget:
     export_dir: str | None = setting(
         None,
         f"SavedModel versions are written as EXPORT_DIR/N, LiteRT files in "
-        f"EXPORT_DIR/{LITERT_DIR}/.",
+        f"EXPORT_DIR/{LITERT_DIR}/, ONNX files in EXPORT_DIR/{ONNX_DIR}/.",
     )
     fixed_length: bool = setting(
         False,
@@ -122,6 +122,6 @@ def command(doc: str = "") -> Command:
 
 COMMAND = command(
     "python -m albert_tf.serving.export --task KIND --init_checkpoint C --export_dir D: "
-    "SavedModels (and LiteRT files) that take raw text; the signatures of each task are "
-    "in albert_tf/serving/export.py's docstring."
+    "SavedModels (and LiteRT files) that take raw text, and ids-in ONNX files; the "
+    "signatures of each task are in albert_tf/serving/export.py's docstring."
 )

@@ -18,7 +18,11 @@ class PredictSettings:
     model: str | None = setting(None, "The model file (.tflite; .onnx for onnx_predict).")
     input: str = setting("-", "Input file (default stdin).")
     output: str = setting("-", "Output file (default stdout).")
-    threads: int | None = setting(None, "Interpreter threads (default: every core).", minimum=1)
+    threads: int | None = setting(
+        None,
+        "The interpreter's (ONNX Runtime's intra-op) threads (default: every core).",
+        minimum=1,
+    )
     batch_size: int = setting(1, "Rows per call.", minimum=1)
 
 

@@ -18,11 +18,13 @@ def test_every_kind_has_its_serving_builders_and_on_device_runner():
 
     assert set(SERVING) == set(KINDS)
     on_device = {n for n, k in KINDS.items() if not k.on_device_refusal(wordpiece=False)}
-    assert set(RUNNERS) == on_device
+    # Every kind has a runner: the LiteRT files' kinds, and zero-shot's (ONNX files only).
+    assert set(RUNNERS) == set(KINDS) and on_device == set(KINDS) - {"zero_shot"}
     for name, runner in RUNNERS.items():
         assert runner.KIND == name and callable(runner.takes_ids) and callable(runner.answers)
+        assert callable(SERVING[name].onnx)  # (ONNX files: every kind)
     ids_in = {n for n, r in RUNNERS.items() if r.takes_ids({})}
-    assert ids_in == {"squad", "token_classifier", "fill_mask"}
+    assert ids_in == {"squad", "token_classifier", "fill_mask", "zero_shot"}
     assert RUNNERS["classifier"].takes_ids({"doc_stride": 64})  # long documents: ids in
 
 

@@ -69,8 +69,9 @@ def run_command(*command, cwd=ROOT, **_process_options) -> Ran:
     """Runs `command` (as `harness.run_cli` takes it: "run_classifier.py", "--flag=value", ...
     or "-m", "module", ...) in this process from `cwd`; a SystemExit becomes the exit code,
     an uncaught exception exit code 1 with its traceback on stderr (as Python prints it).
-    Keras' global state (layer names, the default graph) is cleared afterwards, so the next command starts as a process
-    would. `timeout`/`env`/`log_prefix` (process options) are accepted and ignored."""
+    Keras' global state (layer names, the default graph) is cleared afterwards, so the next
+    command starts as a process would. `timeout`/`env`/`log_prefix` (process options) are
+    accepted and ignored."""
     import keras
 
     args = [str(a) for a in command]

@@ -35,8 +35,8 @@ class ServingTask:
     `signatures()`; `litert(resolved, fixed_length)` → (a `LiteModule`, the task's own
     metadata, extra metadata entries {name: bytes}) for the on-device file;
     `onnx(resolved)` → ({"serving_default": an ids-in tf.function}, the task's own
-    metadata) for the ONNX file (`albert_tf.serving.onnx_export`), or ValueError (one
-    line naming the kind) for a kind with none."""
+    metadata) for the ONNX file (`albert_tf.serving.onnx_export`; its runner packs what
+    the metadata's `text_inputs` name)."""
 
     kind: str
     saved_model: Callable

@@ -104,7 +104,8 @@ def _tagger(directory, spm):
 @pytest.fixture(scope="module")
 def made(tmp_path_factory, real_data):
     """{name: (kind, init_checkpoint, [.onnx paths], options)}: each kind exported once as
-    ONNX (the classifier also int8), from tiny models over the real SentencePiece model."""
+    ONNX (the classifier also int8, by the command line), from tiny models over the real
+    SentencePiece model."""
     from albert_tf.serving.export import export_formats
 
     spm = str(real_data / "spm" / "de-30k-clean.model")
@@ -144,9 +145,22 @@ def made(tmp_path_factory, real_data):
         ),
         "zero_shot": ("zero_shot", nli, {}),
     }
-    out = {}
+    # The classifier by the command line (its flags: --export_format onnx --onnx_quantize).
+    ran = run_command(
+        "-m",
+        "albert_tf.serving.export",
+        "--task=classifier",
+        f"--init_checkpoint={classifier}",
+        f"--export_dir={tmp / 'export-classifier'}",
+        "--export_format=onnx",
+        "--onnx_quantize=float32,int8",
+    )
+    assert ran.returncode == 0, ran.report()
+    paths = [line.split(": ", 1)[1] for line in ran.stdout.splitlines() if line.startswith("exp")]
+    out = {"classifier": ("classifier", classifier, paths, {})}
     for name, (kind, source, options) in sources.items():
-        quantize = ("float32", "int8") if name == "classifier" else ("float32",)
+        if name in out:
+            continue
         if "tokenizer" in options:
             from data_pipeline.tokenization.spec import TokenizerSpec
 
@@ -156,7 +170,6 @@ def made(tmp_path_factory, real_data):
             source,
             str(tmp / f"export-{name}"),
             ("onnx",),
-            onnx_quantize=quantize,
             **options,
         )
         out[name] = (kind, source, paths, options)

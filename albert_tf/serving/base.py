@@ -16,6 +16,7 @@ never by reading settings back out of another module.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import tensorflow as tf
@@ -113,7 +114,14 @@ class LiteModule:
         self.model = model
         self.max_seq_length = max_seq_length
         self.fixed_length = fixed_length
-        self.tokenizer = lite_tokenizer(python_tokenizer)
+        self.python_tokenizer = python_tokenizer
+
+    @functools.cached_property
+    def tokenizer(self):
+        """The LiteRT front end (`litert_text.lite_tokenizer`), built when a text-in function
+        first needs it (seconds for a SentencePiece model's baked normalization; the ids-in
+        functions of ONNX files never do)."""
+        return lite_tokenizer(self.python_tokenizer)
 
     def _pack(self, a, b):
         return lite_pack(

@@ -403,3 +403,61 @@ def test_the_command_answers_as_the_model_and_refuses_bad_input(made, data, tmp_
         ran = predict(model, lines)
         errors = [line for line in ran.stderr.splitlines() if line.startswith("error:")]
         assert ran.returncode == 1 and len(errors) == 1 and words in errors[0], (name, ran.report())
+
+
+def test_the_runners_flags_reach_the_exporter():
+    """A runner's `--export_format onnx --onnx_quantize ...` become the export functions'
+    arguments (albert_tf.serving.formats, the one owner); a precision ONNX has not is
+    refused in one line."""
+    from albert_tf.runners.driver import command
+    from albert_tf.runners.families import FAMILIES
+    from albert_tf.serving.formats import export_formats
+    from data_pipeline.command import UsageError
+
+    run = ["run_classifier.py", "--task_name=sst-2", "--data_dir=d", "--output_dir=o"]
+    parse = command(FAMILIES["classifier"]).parse
+    s = parse(run + ["--export_format=savedmodel", "--export_format=onnx", "--onnx_quantize=int8"])
+    assert export_formats(s) == {
+        "formats": ("savedmodel", "onnx"),
+        "quantize": ("float32",),
+        "onnx_quantize": ("int8",),
+    }
+    assert export_formats(parse(run))["onnx_quantize"] == ("float32",)
+    with pytest.raises(UsageError, match="--onnx_quantize=float16 is not one of float32, int8"):
+        parse(run + ["--onnx_quantize=float16"])
+
+
+def test_a_wordpiece_squad_model_answers_cmrc_as_its_savedmodel(tmp_path, wordpiece_vocab):
+    """A WordPiece vocabulary lies beside the ONNX file (LiteRT's SQuAD files must carry a
+    SentencePiece model inside and refuse it): CMRC 2018 dev questions answered as the
+    SavedModel answers them, the Chinese contexts windowed by the runner's Python code."""
+    import keras
+    import tensorflow as tf
+
+    from albert_tf.checkpoints.finetuned import save_finetuned
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from albert_tf.modeling.models import AlbertQuestionAnswering
+    from albert_tf.serving.export import build_module, export_formats
+    from albert_tf.serving.onnx_predict import OnnxModel
+    from data_pipeline.tokenization.spec import TokenizerSpec
+
+    keras.utils.set_random_seed(3)
+    model = AlbertQuestionAnswering(tiny_config(vocab_size=21128, max_position_embeddings=64))
+    model.build()
+    info = TaskInfo.build(
+        kind="squad", max_seq_length=S, do_lower_case=True, doc_stride=16, max_query_length=16
+    )
+    spec = TokenizerSpec.from_files(vocab_file=wordpiece_vocab)
+    directory = save_finetuned(model, str(tmp_path / "squad"), info, spec)
+    (path,) = export_formats("squad", directory, str(tmp_path / "export"), ("onnx",))
+    assert json.load(open(tmp_path / "export" / "onnx" / "tokenizer.json"))["file"] == "vocab.txt"
+    cmrc = json.load(open(SHARED_DATA / "chinese" / "expmrc-cmrc2018-dev.json", encoding="utf-8"))
+    paragraphs = [p for article in cmrc["data"][:3] for p in article["paragraphs"][:1]]
+    pairs = [(qa["question"], p["context"]) for p in paragraphs for qa in p["qas"][:2]]
+    questions, contexts = [q for q, _ in pairs], [c for _, c in pairs]
+    want = tf.function(build_module("squad", directory).answer)(
+        tf.constant(questions), tf.constant(contexts)
+    )
+    got = OnnxModel(path, num_threads=1).answer(questions, contexts)
+    assert [g["answer"] for g in got] == [x.decode() for x in want["answer"].numpy()]
+    assert [g["start"] for g in got] == list(want["start"].numpy())

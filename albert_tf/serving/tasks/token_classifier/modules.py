@@ -214,8 +214,16 @@ def _saved_model(resolved):
 
 
 def _litert(resolved, fixed_length: bool):
+    """The LiteRT file: `_windows_file`, the SentencePiece model in its metadata."""
     from albert_tf.serving.tflite_predict import SPM_NAME
 
+    module, meta = _windows_file(resolved, fixed_length)
+    return module, meta, {SPM_NAME: resolved.python_tokenizer.model_proto}
+
+
+def _windows_file(resolved, fixed_length: bool):
+    """(the windows-in module, the file's metadata): the LiteRT file's and the ONNX
+    file's (whose vocabulary lies beside it, either kind)."""
     fields = resolved.task.details
     label_codes(fields.labels, fields.scheme)  # (a scheme that does not fit: refused here too)
     meta = {
@@ -225,14 +233,13 @@ def _litert(resolved, fixed_length: bool):
         "unk_id": resolved.python_tokenizer.unk_id,
         "max_windows": fields.max_windows or DEFAULT_MAX_WINDOWS,
     }
-    module = LiteTagger(resolved.model, resolved.max_seq_length, fixed_length)
-    return module, meta, {SPM_NAME: resolved.python_tokenizer.model_proto}
+    return LiteTagger(resolved.model, resolved.max_seq_length, fixed_length), meta
 
 
 def _onnx(resolved):
     """The ONNX file's function and metadata (albert_tf.serving.onnx_export): the LiteRT
     file's, ids in (the runner cuts and reads back the windows)."""
-    module, meta, _ = _litert(resolved, fixed_length=False)
+    module, meta = _windows_file(resolved, fixed_length=False)
     return module.functions(), meta
 
 

@@ -120,8 +120,10 @@ class LiteModule:
     def tokenizer(self):
         """The LiteRT front end (`litert_text.lite_tokenizer`), built when a text-in function
         first needs it (seconds for a SentencePiece model's baked normalization; the ids-in
-        functions of ONNX files never do)."""
-        return lite_tokenizer(self.python_tokenizer)
+        functions of ONNX files never do), eagerly even inside that function's trace (its
+        tables are constants read with .numpy())."""
+        with tf.init_scope():
+            return lite_tokenizer(self.python_tokenizer)
 
     def _pack(self, a, b):
         return lite_pack(

@@ -84,13 +84,23 @@ def convert(functions: dict) -> bytes:
 def quantize_int8(data: bytes) -> bytes:
     """`data` with dynamic-range int8 weights (onnxruntime's `quantize_dynamic`: MatMul
     and Gather weights int8, per tensor; activations quantized per call)."""
+    import logging
+
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with tempfile.TemporaryDirectory(prefix="albert-onnx-") as tmp:
         source, target = os.path.join(tmp, "f32.onnx"), os.path.join(tmp, "int8.onnx")
         with open(source, "wb") as f:
             f.write(data)
-        quantize_dynamic(source, target, weight_type=QuantType.QInt8)
+        # (its root-logger advice to run shape-inference pre-processing is for static
+        # quantization's per-op choices; dynamic weights need no shapes: not printed)
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)
+        try:
+            quantize_dynamic(source, target, weight_type=QuantType.QInt8)
+        finally:
+            root.setLevel(level)
         with open(target, "rb") as f:
             return f.read()
 

@@ -65,20 +65,23 @@ def _entry(args: list[str]):
     raise ValueError(f"not a console command to run in-process: {args[0]}")
 
 
-def run_command(*command, cwd=ROOT, **_process_options) -> Ran:
+def run_command(*command, cwd=ROOT, stdin: bytes = b"", **_process_options) -> Ran:
     """Runs `command` (as `harness.run_cli` takes it: "run_classifier.py", "--flag=value", ...
     or "-m", "module", ...) in this process from `cwd`; a SystemExit becomes the exit code,
-    an uncaught exception exit code 1 with its traceback on stderr (as Python prints it).
-    Keras' global state (layer names, the default graph) is cleared afterwards, so the next command starts as a process
-    would. `timeout`/`env`/`log_prefix` (process options) are accepted and ignored."""
+    an uncaught exception exit code 1 with its traceback on stderr (as Python prints it);
+    `stdin` is what the command reads from standard input (bytes, as a pipe gives them).
+    Keras' global state (layer names, the default graph) is cleared afterwards, so the next
+    command starts as a process would. `timeout`/`env`/`log_prefix` (process options) are
+    accepted and ignored."""
     import keras
 
     args = [str(a) for a in command]
     main, argv = _entry(args)
     out, err = io.StringIO(), io.StringIO()
     here = os.getcwd()
-    saved_argv = sys.argv
+    saved_argv, saved_stdin = sys.argv, sys.stdin
     sys.argv = argv
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
     os.chdir(cwd)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -93,7 +96,7 @@ def run_command(*command, cwd=ROOT, **_process_options) -> Ran:
                 code = 1
     finally:
         os.chdir(here)
-        sys.argv = saved_argv
+        sys.argv, sys.stdin = saved_argv, saved_stdin
         # No forced full collection: in a worker that has run hundreds of tests, one walks
         # every live object; the interpreter's own collector frees the command's cycles.
         keras.backend.clear_session(free_memory=False)

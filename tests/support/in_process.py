@@ -13,6 +13,7 @@ TensorFlow unimportable, and one command-line contract per console script.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import inspect
 import io
@@ -97,8 +98,10 @@ def run_command(*command, cwd=ROOT, stdin: bytes = b"", **_process_options) -> R
     finally:
         os.chdir(here)
         sys.argv, sys.stdin = saved_argv, saved_stdin
-        # No forced full collection: in a worker that has run hundreds of tests, one walks
-        # every live object; the interpreter's own collector frees the command's cycles.
         keras.backend.clear_session(free_memory=False)
         keras.config.set_dtype_policy("float32")
+        # The command's models are cycles: collected now, their traced functions leave
+        # TensorFlow's function library (left to pile up, they slow every later trace).
+        # Cheap: tests/conftest.py freezes what lived before the test file began.
+        gc.collect()
     return Ran(args, 0 if code is None else int(code), out.getvalue(), err.getvalue())

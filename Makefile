@@ -11,7 +11,9 @@ MODEL_GARDEN := tf-models-official==2.20.0
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONHASHSEED ?= 0
 # Test processes: one test file per worker at a time (pytest-xdist --dist loadfile, so a
-# file's module fixtures are built once); each worker holds a TensorFlow of ~1-2 GB.
+# file's module fixtures are built once); each worker holds a TensorFlow of ~1-2 GB. Files
+# are handed out costliest first, in the order tests/support/tiers.py gives them
+# (--no-loadscope-reorder: xdist's own order, by number of tests, puts long files last).
 TEST_WORKERS ?= 2
 
 .PHONY: install install-dev install-beam install-modelgarden demo test test-fast lint format bench bench-model bench-data bench-train bench-serving clean
@@ -49,7 +51,7 @@ demo: install
 	$(PY) -m albert_tf.tools.demo
 
 test: install-dev install-beam install-modelgarden
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=20 tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20 tests
 
 lint: install-dev
 	$(VENV)/bin/ruff check .
@@ -62,7 +64,7 @@ format: install-dev
 # The unit tier (tests/support/tiers.py): in-process, tiny configs, no conversion; a unit test
 # over its time budget fails the run.
 test-fast: install-dev
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m unit --durations=10 tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m unit --durations=10 tests
 
 bench: bench-model bench-data bench-train bench-serving
 

@@ -64,6 +64,21 @@ def tok():
     return AlbertTokenizer(str(path))
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _collect_per_file():
+    """Garbage collection at file granularity. At a file's start one full collection frees
+    the earlier files' cycles (and their traced functions from TensorFlow's function
+    library), then what lives is frozen: the file's own collections (`run_command` makes one
+    per command) walk only what the file created, not the whole heap of a worker that has
+    run hundreds of tests (seconds per collection). Unfrozen at the file's end."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
+
+
 @pytest.fixture(autouse=True)
 def _float32_policy():
     """Tests that switch Keras to mixed precision must not leak it into others."""

@@ -329,6 +329,10 @@ def _result(future, config: DataConfig, shard: int) -> dict:
 def _stop(executor, ctx, config: DataConfig, unfinished) -> None:
     """Ends every worker now (SIGTERM, then SIGKILL), then removes the temporary files of
     the shards they did not finish: nothing half-written stays, complete shards stay."""
+    # The pool's manager thread, joined below once the workers are gone: the first
+    # shutdown forgets it, and left running it closes its wake-up pipe while the
+    # interpreter's exit hook writes to that pipe ("Bad file descriptor" after the error).
+    manager = getattr(executor, "_executor_manager_thread", None)
     executor.shutdown(wait=False, cancel_futures=True)
     workers = ctx.active_children()
     for p in workers:
@@ -339,6 +343,8 @@ def _stop(executor, ctx, config: DataConfig, unfinished) -> None:
             p.kill()
             p.join()
     executor.shutdown(wait=True)
+    if manager is not None:
+        manager.join(10)  # (its workers are dead: it ends at once)
     for shard in unfinished:
         for tmp in (
             os.path.join(config.output_dir, config.shard_name(shard)) + ".tmp",

@@ -47,16 +47,22 @@ def reference(tmp_path_factory):
     if not SPM.exists():
         pytest.skip(f"real data not available: {SPM} is absent")
     out = tmp_path_factory.mktemp("model_garden")
-    env = {k: v for k, v in CLI_ENV.items() if k != "PYTHONPATH"}  # nothing of ours
+    _in_model_garden(out, SPM)
+    return out
+
+
+def _in_model_garden(*args):
+    """tests/support/model_garden_reference.py with `args`, run by the Model Garden venv's
+    Python with nothing of ours on its path."""
+    env = {k: v for k, v in CLI_ENV.items() if k != "PYTHONPATH"}
     run = subprocess.run(
-        [str(MG_PYTHON), str(SCRIPT), str(out), str(SPM)],
+        [str(MG_PYTHON), str(SCRIPT), *map(str, args)],
         env=env,
         capture_output=True,
         text=True,
         timeout=900,
     )
     assert run.returncode == 0, run.stderr[-5000:]
-    return out
 
 
 def _our_inputs(reference) -> dict:
@@ -196,14 +202,7 @@ def test_our_model_leaves_for_model_garden_and_its_tfhub_export_comes_back(refer
     restored = tmp_path / "restored"
     restored.mkdir()
     (restored / "inputs.npz").write_bytes((reference / "inputs.npz").read_bytes())
-    run = subprocess.run(
-        [str(MG_PYTHON), str(SCRIPT), "restore", str(tmp_path / "mg"), str(restored), str(SPM)],
-        env={k: v for k, v in CLI_ENV.items() if k != "PYTHONPATH"},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert run.returncode == 0, run.stderr[-5000:]
+    _in_model_garden("restore", tmp_path / "mg", restored, SPM)
     back = tmp_path / "back"
     run = run_command(
         *CONVERT, "--source", "tfhub_v2", "--input", restored / "hub", "--output_dir", back

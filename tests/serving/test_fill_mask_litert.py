@@ -7,27 +7,15 @@ line without "[MASK]" is a one-line error naming it. (The WordPiece file: tests/
 test_fill_mask_export.py.)"""
 
 import json
-import os
 import re
 
 import numpy as np
 import pytest
 
 from tests.serving.test_fill_mask_export import LENGTH, SPM, TOP_K, _texts
-from tests.support.harness import ROOT, run_cli, tiny_config
+from tests.support.harness import tiny_config
 from tests.support.in_process import run_command
-
-CLIENT = """\
-import json, sys
-from albert_tf.serving.tflite_predict import LiteModel
-model = LiteModel(sys.argv[1], num_threads=1)
-texts = json.load(open(sys.argv[2]))
-answers = model.fill(texts, batch_size=4)
-heavy = [m for m in sys.modules if m.startswith(("keras", "albert_tf.modeling",
-         "albert_tf.training", "albert_tf.serving.export", "albert_tf.serving.litert"))]
-assert not heavy, heavy
-json.dump(answers, open(sys.argv[3], "w"))
-"""
+from tests.support.serving_client import HEAVY, lite_client
 
 
 @pytest.fixture(scope="module")
@@ -70,18 +58,10 @@ def test_litert_in_a_fresh_process_answers_as_the_savedmodel(tmp_path, exported)
 
     version, lite = exported
     texts = _texts()
-    (tmp_path / "texts.json").write_text(json.dumps(texts))
-    (tmp_path / "client.py").write_text(CLIENT)
-    out = tmp_path / "answers.json"
-    run = run_cli(
-        tmp_path / "client.py",
-        lite,
-        tmp_path / "texts.json",
-        out,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-    )
-    assert run.returncode == 0, run.report()
-    got = json.loads(out.read_text())
+    request = {"model": lite, "method": "fill", "args": [texts], "kwargs": {"batch_size": 4}}
+    # (the fill-mask runner imports no Keras either)
+    answers = lite_client(tmp_path, {"fill": request}, heavy=(*HEAVY, "keras"))["fill/answers"]
+    got = json.loads(str(answers))
     want = tf.saved_model.load(version).signatures["fill_mask"](text=tf.constant(texts))
     want = {k: v.numpy() for k, v in want.items()}
     several = glued = 0

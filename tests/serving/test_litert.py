@@ -5,15 +5,14 @@ SavedModel of the same directory on real dev examples and on bad input."""
 
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
 
 from tests.serving.test_export import _finetuned
-from tests.support.harness import CLI_ENV, run_cli
 from tests.support.harness import ROOT as HARNESS_ROOT
 from tests.support.in_process import run_command
+from tests.support.serving_client import lite_client
 
 ROOT = str(HARNESS_ROOT)
 
@@ -27,36 +26,6 @@ BAD = [
     "``quoted'' text",
 ]
 INVALID_UTF8 = b"caf\xc3 \xff\xfe ok"
-
-CLIENT = """\
-import json, sys
-import numpy as np
-from albert_tf.serving.tflite_predict import LiteModel
-requests = json.load(open(sys.argv[1]))
-out = {}
-for name, r in requests.items():
-    model = LiteModel(r["model"], num_threads=1)
-    result = getattr(model, r["method"])(*r["args"])
-    if isinstance(result, list):
-        out[name + "/answers"] = np.array(json.dumps(result))
-    else:
-        out.update({f"{name}/{k}": v for k, v in result.items()})
-heavy = [m for m in sys.modules if m.startswith(("albert_tf.modeling", "albert_tf.serving.export",
-         "albert_tf.serving.litert", "albert_tf.training", "keras_hub"))]
-assert not heavy, heavy
-np.savez(sys.argv[2], **out)
-"""
-
-
-def _client(tmp_path, requests):
-    """Runs `requests` ({name: {model, method, args}}) in a fresh process; {name/key: array}."""
-    (tmp_path / "requests.json").write_text(json.dumps(requests))
-    script = tmp_path / "client.py"
-    script.write_text(CLIENT)
-    out = tmp_path / "out.npz"
-    run = run_cli(script, tmp_path / "requests.json", out, env=dict(os.environ, PYTHONPATH=ROOT))
-    assert run.returncode == 0, run.report()
-    return dict(np.load(out, allow_pickle=True))
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +116,7 @@ def test_every_kind_runs_in_a_fresh_interpreter_process_like_the_savedmodel(
         "method": "answer",
         "args": [squad_q, squad_c],
     }
-    got = _client(tmp_path, requests)
+    got = lite_client(tmp_path, requests)
 
     cls = _saved(exported["classifier"][1]).signatures["serving_default"]
     want = cls(text_a=tf.constant(a), text_b=tf.constant(b))
@@ -235,19 +204,10 @@ def test_sizes_shrink_with_precision(exported):
 
 def test_runner_cli_predicts_from_stdin_and_names_a_bad_line(tmp_path, exported):
     model = exported["classifier"][2]["float32"]
-    import subprocess
-
     text = "ein guter Film\tja\n\nschlecht\xff\tnein\n".encode("latin-1")  # (invalid UTF-8)
-    run = subprocess.run(
-        [sys.executable, "-m", "albert_tf.serving.tflite_predict", "--model", model],
-        input=text,
-        capture_output=True,
-        cwd=ROOT,
-        env=CLI_ENV,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr.decode()[-3000:]
-    rows = [json.loads(line) for line in run.stdout.decode().splitlines()]
+    run = run_command("-m", "albert_tf.serving.tflite_predict", "--model", model, stdin=text)
+    assert run.returncode == 0, run.report()
+    rows = [json.loads(line) for line in run.stdout.splitlines()]
     assert rows[1] == {"line": 2}  # the blank line: answered, empty
     rows = [row for row in rows if "probabilities" in row]
     assert len(rows) == 2 and set(rows[0]["probabilities"]) == {"negative", "positive"}

@@ -13,6 +13,7 @@ TensorFlow unimportable, and one command-line contract per console script.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import inspect
 import io
@@ -65,10 +66,11 @@ def _entry(args: list[str]):
     raise ValueError(f"not a console command to run in-process: {args[0]}")
 
 
-def run_command(*command, cwd=ROOT, **_process_options) -> Ran:
+def run_command(*command, cwd=ROOT, stdin: bytes = b"", **_process_options) -> Ran:
     """Runs `command` (as `harness.run_cli` takes it: "run_classifier.py", "--flag=value", ...
     or "-m", "module", ...) in this process from `cwd`; a SystemExit becomes the exit code,
-    an uncaught exception exit code 1 with its traceback on stderr (as Python prints it).
+    an uncaught exception exit code 1 with its traceback on stderr (as Python prints it);
+    `stdin` is what the command reads from standard input (bytes, as a pipe gives them).
     Keras' global state (layer names, the default graph) is cleared afterwards, so the next
     command starts as a process would. `timeout`/`env`/`log_prefix` (process options) are
     accepted and ignored."""
@@ -78,8 +80,9 @@ def run_command(*command, cwd=ROOT, **_process_options) -> Ran:
     main, argv = _entry(args)
     out, err = io.StringIO(), io.StringIO()
     here = os.getcwd()
-    saved_argv = sys.argv
+    saved_argv, saved_stdin = sys.argv, sys.stdin
     sys.argv = argv
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
     os.chdir(cwd)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -94,9 +97,11 @@ def run_command(*command, cwd=ROOT, **_process_options) -> Ran:
                 code = 1
     finally:
         os.chdir(here)
-        sys.argv = saved_argv
-        # No forced full collection: in a worker that has run hundreds of tests, one walks
-        # every live object; the interpreter's own collector frees the command's cycles.
+        sys.argv, sys.stdin = saved_argv, saved_stdin
         keras.backend.clear_session(free_memory=False)
         keras.config.set_dtype_policy("float32")
+        # The command's models are cycles: collected now, their traced functions leave
+        # TensorFlow's function library (left to pile up, they slow every later trace).
+        # Cheap: tests/conftest.py freezes what lived before the test file began.
+        gc.collect()
     return Ran(args, 0 if code is None else int(code), out.getvalue(), err.getvalue())

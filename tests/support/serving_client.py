@@ -3,7 +3,11 @@ fresh process that imports only tensorflow and tensorflow_text (the contract a s
 relies on: nothing of this project is needed to answer). One test keeps the fresh-process
 proof (tests/serving/test_export.py); the others ask in-process, where `served` also
 refuses a graph that calls back into Python (PyFunc), the one way an in-process answer
-could depend on this process' state."""
+could depend on this process' state.
+
+A LiteRT file asked as an app asks it: `lite_client` runs requests through the on-device
+runner (albert_tf.serving.tflite_predict.LiteModel) in a fresh process and checks that
+nothing heavier was imported (no model, export or training code)."""
 
 from __future__ import annotations
 
@@ -71,3 +75,46 @@ def client(tmp_path, saved_model, inputs, signature="serving_default"):
     )
     assert run.returncode == 0, run.report()
     return dict(np.load(out, allow_pickle=True))  # (string outputs are object arrays)
+
+
+LITE_CLIENT = """\
+import json, sys
+import numpy as np
+from albert_tf.serving.tflite_predict import LiteModel
+requests = json.load(open(sys.argv[1]))
+out = {}
+for name, r in requests.items():
+    model = LiteModel(r["model"], num_threads=1)
+    result = getattr(model, r["method"])(*r["args"], **r.get("kwargs", {}))
+    if isinstance(result, list):
+        out[name + "/answers"] = np.array(json.dumps(result))
+    else:
+        out.update({f"{name}/{k}": v for k, v in result.items()})
+heavy = [m for m in sys.modules if m.startswith(tuple(json.loads(sys.argv[3])))]
+assert not heavy, heavy
+np.savez(sys.argv[2], **out)
+"""
+# What no LiteRT client imports: the model, export and training code, KerasHub.
+HEAVY = (
+    "albert_tf.modeling",
+    "albert_tf.serving.export",
+    "albert_tf.serving.litert",
+    "albert_tf.training",
+    "keras_hub",
+)
+
+
+def lite_client(tmp_path, requests, heavy=HEAVY) -> dict:
+    """Runs `requests` ({name: {model, method, args[, kwargs]}}: LiteModel(model).method(...))
+    in a fresh process that must not import any module under `heavy`; {name/output: array},
+    a list answer as {name/answers: its JSON}."""
+    from tests.support.harness import ROOT, run_cli
+
+    (tmp_path / "requests.json").write_text(json.dumps(requests))
+    script = tmp_path / "lite_client.py"
+    script.write_text(LITE_CLIENT)
+    out = tmp_path / "lite_out.npz"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    run = run_cli(script, tmp_path / "requests.json", out, json.dumps(heavy), env=env, cwd=tmp_path)
+    assert run.returncode == 0, run.report()
+    return dict(np.load(out, allow_pickle=True))

@@ -109,21 +109,28 @@ def tier_of(item) -> str:
     return "unit"
 
 
+# A test's typical cost by tier, in units of a unit test: what orders the files (below).
+TIER_COST = {"process": 60, "export": 40, "integration": 30, "parity": 15, "unit": 1}
+
+
 def mark_tiers(items) -> dict[str, int]:
-    """Adds each item's tier marker, then orders the files costliest tier first (a file's
-    tests keep their order): under `--dist loadfile` the long files start first and the
-    short ones fill the workers' ends. The count per tier."""
+    """Adds each item's tier marker, then orders the files by their estimated cost (the sum
+    of their tests' TIER_COST), costliest first; a file's tests keep their order. Under
+    `--dist loadfile --no-loadscope-reorder` (the Makefile's) the long files start first and
+    the short ones fill the workers' ends — xdist's own reorder, by number of tests, would
+    start the many-case unit files first and leave a long workflow file for the end, one
+    worker running it while the other waits. The count per tier."""
     import pytest
 
     counts = dict.fromkeys(TIERS, 0)
-    rank: dict[str, int] = {}
+    cost: dict[str, int] = {}
     for item in items:
         tier = tier_of(item)
         item.add_marker(getattr(pytest.mark, tier))
         counts[tier] += 1
         path = str(item.path)
-        rank[path] = min(rank.get(path, len(TIERS)), TIERS.index(tier))
-    items.sort(key=lambda item: rank[str(item.path)])  # (stable: the order within a file)
+        cost[path] = cost.get(path, 0) + TIER_COST[tier]
+    items.sort(key=lambda item: -cost[str(item.path)])  # (stable: the order within a file)
     return counts
 
 

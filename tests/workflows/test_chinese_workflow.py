@@ -5,15 +5,14 @@ through every step as a user of the official Chinese ALBERTs runs it:
     →  run_classifier ChnSentiCorp (sentences) and AFQMC (sentence pairs)
        --init_checkpoint --export_dir
     →  run_squad CMRC 2018 --init_checkpoint --eval_metric cmrc2018 --export_dir
-    →  a fresh Python process that loads the SavedModels and answers raw Chinese text.
+    →  the SavedModels, loaded as a serving client loads them, answer raw Chinese text.
 
 Each step checks what it hands to the next (the records name their tokenizer, the
-fine-tuned directories and SavedModels carry the vocab.txt); the fresh process must give the
+fine-tuned directories and SavedModels carry the vocab.txt); the SavedModels must give the
 runners' own predictions. The model is tiny and trains for a few steps: this checks the
 plumbing, ids and offsets, not accuracy."""
 
 import json
-import sys
 
 import pytest
 
@@ -152,35 +151,13 @@ def test_every_step_hands_on_the_vocabulary_and_its_results(chain):
     assert cmrc["metric"] == "cmrc2018" and cmrc["scores"]["total"] == 29
 
 
-FRESH = r"""
-import json, sys
-import tensorflow as tf
-import tensorflow_text  # its ops, as any client loads them
-sentiment_dir, afqmc_dir, cmrc_dir, sentences, pairs, questions = sys.argv[1:7]
-sentences, pairs = json.load(open(sentences)), json.load(open(pairs))
-questions = json.load(open(questions))
-sentiment = tf.saved_model.load(sentiment_dir).signatures["serving_default"]
-feeling = sentiment(text_a=tf.constant(sentences))
-classify = tf.saved_model.load(afqmc_dir).signatures["serving_default"]
-out = classify(text_a=tf.constant([a for a, _ in pairs]), text_b=tf.constant([b for _, b in pairs]))
-answer = tf.saved_model.load(cmrc_dir).signatures["serving_default"]
-found = answer(question=tf.constant([q for q, _ in questions]),
-               context=tf.constant([c for _, c in questions]))
-print(json.dumps({
-    "sentiment": [x.decode() for x in feeling["label"].numpy()],
-    "labels": [x.decode() for x in out["label"].numpy()],
-    "answers": [x.decode() for x in found["answer"].numpy()],
-}, ensure_ascii=False))
-"""
+def test_the_savedmodels_answer_raw_chinese_text_as_the_runners(chain):
+    """Loaded as a serving client loads them (tests/support/serving_client.served: no graph
+    calls back into Python), the SavedModels give, from raw strings, the ChnSentiCorp and
+    AFQMC labels run_classifier predicted for their test sets and the CMRC answers run_squad
+    predicted for the dev questions."""
+    from tests.support.serving_client import served
 
-
-def test_a_fresh_process_answers_raw_chinese_text_as_the_runners(chain):
-    """A new interpreter that imports nothing of ours loads both SavedModels and, from raw
-    strings, gives the ChnSentiCorp and AFQMC labels run_classifier predicted for their test
-    sets and the CMRC answers run_squad predicted for the dev questions."""
-    import subprocess
-
-    tmp = chain["tmp"]
     lines = (CHNSENTICORP / "test.tsv").read_text(encoding="utf-8").splitlines()[1:41]
     sentences = [line.split("\t")[1] for line in lines]
     felt = [
@@ -189,7 +166,6 @@ def test_a_fresh_process_answers_raw_chinese_text_as_the_runners(chain):
         .read_text(encoding="utf-8")
         .splitlines()[1:41]
     ]
-    (tmp / "sentences.json").write_text(json.dumps(sentences, ensure_ascii=False), "utf-8")
     test_lines = (AFQMC / "test.txt").read_text(encoding="utf-8").splitlines()[:40]
     pairs = [line.split("\t")[:2] for line in test_lines]
     predicted = [
@@ -203,28 +179,19 @@ def test_a_fresh_process_answers_raw_chinese_text_as_the_runners(chain):
         for p in a["paragraphs"]
         for qa in p["qas"]
     ][:30]
-    (tmp / "pairs.json").write_text(json.dumps(pairs, ensure_ascii=False), encoding="utf-8")
-    questions = [(q, c) for _, q, c in qas]
-    (tmp / "questions.json").write_text(json.dumps(questions, ensure_ascii=False), "utf-8")
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            FRESH,
-            str(chain["chnsenticorp_serving"]),
-            str(chain["afqmc_serving"]),
-            str(chain["cmrc_serving"]),
-            str(tmp / "sentences.json"),
-            str(tmp / "pairs.json"),
-            str(tmp / "questions.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp,
+    feeling = served(chain["chnsenticorp_serving"], {"text_a": sentences})
+    labels = served(
+        chain["afqmc_serving"], {"text_a": [a for a, _ in pairs], "text_b": [b for _, b in pairs]}
     )
-    assert run.returncode == 0, run.stderr[-3000:]
-    got = json.loads(run.stdout.strip().splitlines()[-1])
+    found = served(
+        chain["cmrc_serving"],
+        {"question": [q for _, q, _ in qas], "context": [c for _, _, c in qas]},
+    )
+    got = {
+        "sentiment": [x.decode() for x in feeling["label"]],
+        "labels": [x.decode() for x in labels["label"]],
+        "answers": [x.decode() for x in found["answer"]],
+    }
     assert got["sentiment"] == felt
     assert got["labels"] == predicted
     runner = json.loads((chain["cmrc"] / "predictions.json").read_text(encoding="utf-8"))

@@ -180,15 +180,15 @@ def test_fine_tuning_with_another_tokenizer_than_the_checkpoints_is_refused(fini
     assert not new.exists() or not os.listdir(new)
 
 
-def test_ctrl_c_is_one_line_exit_130_and_the_same_command_resumes_exactly(tmp_path, shared_data):
-    (tmp_path / "albert_config.json").write_text(json.dumps(TINY))
-    long = ["--train_step=120", "--steps_per_loop=5", "--train_batch_size=8"]
+def _ctrl_c_resumes_exactly(script, args_of, tmp_path, steps):
+    """`script` with `args_of(output_dir)` run whole, and run again into another directory
+    as a process that gets SIGINT (Ctrl-C) after its first checkpoint: exit 130 with one
+    line naming the step and the checkpoint kept; the same command then resumes from it and
+    ends with the whole run's weights."""
     whole, out = tmp_path / "whole", tmp_path / "interrupted"
-    whole_args = [*_args(tmp_path, shared_data, "mrpc", "MRPC", whole), *long]
-    run = run_command("run_classifier.py", *whole_args, timeout=900)
+    run = run_command(script, *args_of(whole), timeout=900)
     assert run.returncode == 0, run.report()
-    args = [*_args(tmp_path, shared_data, "mrpc", "MRPC", out), *long]
-    interrupted = Cli("run_classifier.py", *args, log_prefix=tmp_path / "sigint", timeout=900)
+    interrupted = Cli(script, *args_of(out), log_prefix=tmp_path / "sigint", timeout=900)
     try:
         wait_for((out / "checkpoints" / "checkpoint").exists, interrupted, "the first checkpoint")
         interrupted.proc.send_signal(signal.SIGINT)
@@ -205,11 +205,21 @@ def test_ctrl_c_is_one_line_exit_130_and_the_same_command_resumes_exactly(tmp_pa
     )
     assert found, interrupted.report()
     step, kept = int(found.group(1)), int(found.group(2))
-    assert kept == checkpoint_steps(out)[-1] and kept <= step < 120
-    resumed = run_command("run_classifier.py", *args, timeout=900)
+    assert kept == checkpoint_steps(out)[-1] and kept <= step < steps
+    resumed = run_command(script, *args_of(out), timeout=900)
     assert resumed.returncode == 0, resumed.report()
     assert f"at step {kept}" in resumed.stdout, resumed.report()
     assert_same_weights(latest_checkpoint(whole), latest_checkpoint(out))
+
+
+def test_ctrl_c_is_one_line_exit_130_and_the_same_command_resumes_exactly(tmp_path, shared_data):
+    (tmp_path / "albert_config.json").write_text(json.dumps(TINY))
+    long = ["--train_step=120", "--steps_per_loop=5", "--train_batch_size=8"]
+
+    def args(out):
+        return [*_args(tmp_path, shared_data, "mrpc", "MRPC", out), *long]
+
+    _ctrl_c_resumes_exactly("run_classifier.py", args, tmp_path, steps=120)
 
 
 def test_run_squad_ctrl_c_is_one_line_exit_130_and_resumes_exactly(tmp_path, shared_data):
@@ -236,24 +246,4 @@ def test_run_squad_ctrl_c_is_one_line_exit_130_and_resumes_exactly(tmp_path, sha
             "--train_step=60",
         ]
 
-    whole, out = tmp_path / "whole", tmp_path / "interrupted"
-    run = run_command("run_squad.py", *args(whole), timeout=900)
-    assert run.returncode == 0, run.report()
-    interrupted = Cli("run_squad.py", *args(out), log_prefix=tmp_path / "sigint", timeout=900)
-    try:
-        wait_for((out / "checkpoints" / "checkpoint").exists, interrupted, "the first checkpoint")
-        interrupted.proc.send_signal(signal.SIGINT)
-        interrupted.wait()
-    finally:
-        interrupted.kill()
-    assert interrupted.rc == 130, interrupted.report()
-    assert "Traceback" not in interrupted.stderr, interrupted.report()
-    last = interrupted.stderr.strip().splitlines()[-1]
-    found = re.fullmatch(r"interrupted at step (\d+); the last checkpoint is ckpt-(\d+) .*", last)
-    assert found, interrupted.report()
-    kept = int(found.group(2))
-    assert kept == checkpoint_steps(out)[-1] and kept <= int(found.group(1)) < 60
-    resumed = run_command("run_squad.py", *args(out), timeout=900)
-    assert resumed.returncode == 0, resumed.report()
-    assert f"at step {kept}" in resumed.stdout, resumed.report()
-    assert_same_weights(latest_checkpoint(whole), latest_checkpoint(out))
+    _ctrl_c_resumes_exactly("run_squad.py", args, tmp_path, steps=60)

@@ -431,14 +431,15 @@ def test_ctrl_c_is_one_line_exit_130_and_resume_ends_with_the_uninterrupted_weig
     assert [seg["start_step"] for seg in segments] == [0, kept]  # each invocation kept
 
 
-def _killed_then_resumed(args, workdir, name, script="run_pretraining.py"):
-    """Runs `args` into a fresh output dir, SIGKILLs it once its first checkpoint is
-    written, restarts it with the same command to the end; returns the output dir."""
+def _killed_then_resumed(args, workdir, name, script="run_pretraining.py", steps=None):
+    """Runs `args` into a fresh output dir (workdir/name), SIGKILLs it once its first
+    checkpoint is written (before its last step, `steps`), restarts it with the same command
+    to the end; returns the output dir."""
     out = workdir / name
     at = sigkill_after_first_checkpoint(
         [*args, "--output_dir", out], out, workdir / f"{name}_killed", script
     )
-    assert at < DROPOUT_STEPS, f"the run ended before it could be killed: {at}"
+    assert at < (steps or DROPOUT_STEPS), f"the run ended before it could be killed: {at}"
     r = ok(run_process([*args, "--output_dir", out], workdir / name, script=script))
     assert f"at step {at}" in r.stdout, r.report()
     return out
@@ -518,12 +519,8 @@ def test_mirrored_on_two_cpus_matches_the_default_strategy_and_resumes(workdir, 
     ref_out, _ = reference
     driver = workdir / "mirrored_driver.py"
     driver.write_text(two_cpu_driver("run_pretraining"))
-    out = workdir / "mirrored"
-    args = base_args(workdir, out, "--strategy", "mirrored")
-    resumed_at = sigkill_after_first_checkpoint(args, out, workdir / "mirrored_killed", driver)
-    assert resumed_at < STEPS
-    r = ok(run_process(args, workdir / "mirrored", script=driver))
-    assert f"at step {resumed_at}" in r.stdout, r.report()
+    args = ["--flagfile", workdir / "run.flags", "--strategy", "mirrored"]
+    out = _killed_then_resumed(args, workdir, "mirrored", driver, steps=STEPS)
     with open(out / "run_config.json") as f:
         assert json.load(f)["replicas"] == 2
     ref_rows, rows = metrics(ref_out), last_rows_by_step(metrics(out))

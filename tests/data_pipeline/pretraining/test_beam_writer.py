@@ -16,6 +16,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -30,17 +31,23 @@ from tests.data_pipeline.pretraining.test_create_pretraining_data import (
     make,
     run_tool,
 )
-from tests.support.harness import CLI_ENV, ROOT, run_cli
+from tests.support.harness import CLI_ENV, ROOT
+from tests.support.in_process import run_command
 
 BEAM_PYTHON = pathlib.Path(os.environ.get("BEAM_PYTHON", ROOT / ".venv-beam" / "bin" / "python"))
 
 
 def beam_tool(args, timeout=300) -> subprocess.CompletedProcess:
     """create_pretraining_data `args` run by the Beam venv's Python."""
+    return beam_python(*TOOL, *args, timeout=timeout)
+
+
+def beam_python(*args, timeout=300) -> subprocess.CompletedProcess:
+    """The Beam venv's Python with `args` (a module's command line or `-c` and a script)."""
     if not BEAM_PYTHON.exists():
         pytest.skip(f"no Beam venv at {BEAM_PYTHON} (make install-beam, or set BEAM_PYTHON)")
     return subprocess.run(
-        [str(BEAM_PYTHON), *TOOL, *args],
+        [str(BEAM_PYTHON), *args],
         cwd=ROOT,
         env=CLI_ENV,
         capture_output=True,
@@ -182,18 +189,11 @@ def test_cli_wrong_runner_flags_are_one_line_errors(tmp_path, flags, needles, to
     assert not os.path.exists(cfg.output_dir)
 
 
-def test_cli_beam_without_apache_beam_says_how_to_install(tmp_path):
+def test_cli_beam_without_apache_beam_says_how_to_install(tmp_path, monkeypatch):
     (tmp_path / "a.txt").write_text("Some text.\nMore text.\n")
     cfg = config(str(tmp_path / "a.txt"), tmp_path / "out")
-    blocked = textwrap.dedent(
-        f"""
-        import runpy, sys
-        sys.modules["apache_beam"] = None  # as if it were not installed
-        sys.argv[0] = "{TOOL[1]}"
-        runpy.run_module("{TOOL[1]}", run_name="__main__")
-        """
-    )
-    out = run_cli("-c", blocked, *cli_args(cfg, runner="beam"))
+    monkeypatch.setitem(sys.modules, "apache_beam", None)  # as if it were not installed
+    out = run_command(*TOOL, *cli_args(cfg, runner="beam"))
     _one_line_error(out, "needs Apache Beam", "requirements-beam.txt")
     assert out.returncode == 1 and not os.path.exists(cfg.output_dir)
 
@@ -204,8 +204,6 @@ def test_without_tensorflow_urls_go_through_beams_filesystems(tmp_path):
     with `data_pipeline.io.beam_files` over Beam's FileSystems, which hold gs:// (with
     apache-beam[gcp]) as they hold local paths. Exercised here on local paths, the one
     scheme Beam serves without extras."""
-    if not BEAM_PYTHON.exists():
-        pytest.skip(f"no Beam venv at {BEAM_PYTHON} (make install-beam, or set BEAM_PYTHON)")
     (tmp_path / "a.txt").write_bytes(b"0123456789")
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "b.txt").write_bytes(b"x")
@@ -242,7 +240,5 @@ def test_without_tensorflow_urls_go_through_beams_filesystems(tmp_path):
         print("ok")
         """
     )
-    r = subprocess.run(
-        [str(BEAM_PYTHON), "-c", script], cwd=ROOT, env=CLI_ENV, capture_output=True, text=True
-    )
+    r = beam_python("-c", script)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]

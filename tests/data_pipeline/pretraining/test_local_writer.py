@@ -121,25 +121,33 @@ def test_a_bad_input_line_found_by_a_worker_ends_the_job_at_once(tmp_path):
     assert len(glob.glob(f"{cfg.output_dir}/*.tfrecord")) < 4  # it did not run to the end
 
 
-# Runs the tool with the instance maker of every worker failing at start-up (a stand-in for
-# whatever can fail there: a tokenizer file unreadable on the worker, jieba, memory).
-BROKEN_WORKERS = textwrap.dedent(
-    """
-    import runpy, sys
+def _patched_tool(patch, args):
+    """The tool run with `args` in a process that first runs `patch` (Python that replaces a
+    function of ours): the workers it forks inherit the replacement."""
+    script = textwrap.dedent(patch) + textwrap.dedent(
+        """
+        import runpy, sys
+        sys.argv[0] = "create_pretraining_data"
+        runpy.run_module("data_pipeline.pretraining.create_pretraining_data", run_name="__main__")
+        """
+    )
+    return Cli("-c", script, *args, timeout=TIMEOUT).wait()
+
+
+# The instance maker of every worker failing at start-up (a stand-in for whatever can fail
+# there: a tokenizer file unreadable on the worker, jieba, memory).
+BROKEN_WORKERS = """
     from data_pipeline.pretraining import shards
     def broken(config):
         raise RuntimeError("instance maker exploded\\nsecond line of the error")
     shards.make_instance_maker = broken
-    sys.argv[0] = "create_pretraining_data"
-    runpy.run_module("data_pipeline.pretraining.create_pretraining_data", run_name="__main__")
     """
-)
 
 
 def test_a_worker_failing_at_start_up_ends_the_job_instead_of_a_restart_loop(tmp_path):
     cfg = _heavy(tmp_path)
     start = time.time()
-    out = Cli("-c", BROKEN_WORKERS, *cli_args(cfg, num_workers=2), timeout=TIMEOUT).wait()
+    out = _patched_tool(BROKEN_WORKERS, cli_args(cfg, num_workers=2))
     assert time.time() - start < TIMEOUT, "the job hung"
     err = _one_line_error(out, "failed: RuntimeError: instance maker exploded", "pretrain-0000")
     assert "second line" not in err
@@ -167,10 +175,8 @@ def test_a_killed_worker_ends_the_job_with_one_line(tmp_path):
     _nothing_half_written(cfg.output_dir)
 
 
-# Runs the tool with every shard's temporary file on /dev/full (ENOSPC at the first write).
-FULL_DISK = textwrap.dedent(
-    """
-    import runpy, sys
+# Every shard's temporary file on /dev/full (ENOSPC at the first write).
+FULL_DISK = """
     from data_pipeline.io import filesystem
     real = filesystem.open_new
     def full(path, mode="wb", encoding="utf-8"):
@@ -178,17 +184,14 @@ FULL_DISK = textwrap.dedent(
             return open("/dev/full", "wb")
         return real(path, mode, encoding)
     filesystem.open_new = full
-    sys.argv[0] = "create_pretraining_data"
-    runpy.run_module("data_pipeline.pretraining.create_pretraining_data", run_name="__main__")
     """
-)
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_full_disk_names_the_file(tmp_path, workers):
     cfg = _heavy(tmp_path, dupe_factor=1)
-    out = Cli("-c", FULL_DISK, *cli_args(cfg, num_workers=workers), timeout=TIMEOUT).wait()
+    out = _patched_tool(FULL_DISK, cli_args(cfg, num_workers=workers))
     err = _one_line_error(out, "No space left on device", f"{cfg.output_dir}/pretrain-0000")
     assert ".tfrecord" in err
     _nothing_half_written(cfg.output_dir)

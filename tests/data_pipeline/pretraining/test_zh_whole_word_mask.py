@@ -9,7 +9,6 @@ import functools
 import hashlib
 import os
 import re
-import textwrap
 
 import jieba
 import numpy as np
@@ -27,6 +26,7 @@ from tests.data_pipeline.pretraining.test_create_pretraining_data import (
     meta_of,
 )
 from tests.support.harness import CLI_ENV, SHARED_DATA, Cli
+from tests.support.in_process import run_command
 
 SEQ, PRED = 128, 20
 
@@ -415,14 +415,7 @@ def test_without_jieba_one_line_error(corpus, wordpiece_vocab, tmp_path, monkeyp
         _config(corpus, tmp_path / "x", vocab_file=wordpiece_vocab, zh_whole_word_mask=True)
     monkeypatch.undo()
     cfg = _config(corpus, tmp_path / "out", vocab_file=wordpiece_vocab, zh_whole_word_mask=True)
-    blocked = textwrap.dedent(
-        f"""
-        import runpy, sys
-        sys.modules["jieba"] = None  # as if it were not installed
-        sys.argv[0] = "{TOOL[1]}"
-        runpy.run_module("{TOOL[1]}", run_name="__main__")
-        """
-    )
-    out = Cli("-c", blocked, *cli_args(cfg)).wait()
+    monkeypatch.setitem(__import__("sys").modules, "jieba", None)
+    out = run_command(*TOOL, *cli_args(cfg))
     _one_line_error(out, "--zh_whole_word_mask", "jieba", "pip install -e '.[zh]'")
     assert not os.path.exists(cfg.output_dir)

@@ -352,7 +352,7 @@ def test_tokenizer_flags_one_line_errors(
     ],
 )
 def test_glue_tasks_end_to_end(tmp_path, shared_data, task, folder, metric, names):
-    """SST-2, CoLA and RTE (with MRPC and STS-B above: the five tasks of the issue) train,
+    """SST-2, CoLA and RTE (MRPC and STS-B: above) train,
     evaluate with the task's metric, keep the best checkpoint by it and write the GLUE
     submission file with the label names GLUE expects."""
     out = tmp_path / task

@@ -9,9 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from tests.serving.test_litert import _client as lite_client
 from tests.support.harness import SHARED_DATA, tiny_config
-from tests.support.serving_client import served
+from tests.support.serving_client import lite_client, served
 
 STSB = SHARED_DATA / "glue" / "STS-B" / "dev.tsv"
 SPM = SHARED_DATA / "spm" / "de-30k-clean.model"

@@ -102,6 +102,6 @@ def run_command(*command, cwd=ROOT, stdin: bytes = b"", **_process_options) -> R
         keras.config.set_dtype_policy("float32")
         # The command's models are cycles: collected now, their traced functions leave
         # TensorFlow's function library (left to pile up, they slow every later trace).
-        # Cheap: tests/conftest.py freezes what lived before the test file began.
+        # Cheap: tests/conftest.py has frozen what lived before the test file began.
         gc.collect()
     return Ran(args, 0 if code is None else int(code), out.getvalue(), err.getvalue())

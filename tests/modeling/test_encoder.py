@@ -18,6 +18,7 @@ def built(model):
     return model
 
 
+@pytest.mark.integration  # builds every full-size model (xxlarge's 223M weights): over 5 s
 @pytest.mark.parametrize("name", list(BACKBONE))
 def test_exact_parameter_counts(name):
     config = AlbertConfig.preset(name)
@@ -29,6 +30,7 @@ def test_exact_parameter_counts(name):
     assert count_parameters(config, heads=True) == PRETRAINER[name]
 
 
+@pytest.mark.integration  # builds base-size models: over the unit tier's 5 s
 def test_table4_sharing_modes_at_base_size():
     # Paper Table 4 (E=128): all-shared 12M, shared-attention 64M, shared-FFN 38M, none 89M.
     expected = {"all": 11_683_584, "attention": 63_647_232, "ffn": 37_686_528, "none": 89_650_176}
@@ -267,6 +269,7 @@ def test_gelu_tanh_values_and_analytic_gradient():
     assert gelu_tanh(tf.cast(x, tf.bfloat16)).dtype == tf.bfloat16
 
 
+@pytest.mark.integration  # gradient passes in two precisions: over the unit tier's 5 s
 def test_mixed_precision_gradients_follow_float32():
     """Shared weights are cast once per forward pass under mixed precision; their
     gradients must still arrive in float32 and agree with the float32 model's."""

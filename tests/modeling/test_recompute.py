@@ -91,12 +91,14 @@ def test_gradients_equal_without_recomputation(plain32):
         assert_close(plain, gradients(model, batch, mode), "float32")
 
 
+@pytest.mark.integration  # gradient passes of a model, compiled: over the unit tier's 5 s
 def test_gradients_equal_without_recomputation_bfloat16():
     model = _model("bfloat16")
     batch = random_batch()
     assert_close(gradients(model, batch, "none"), gradients(model, batch, "layer"), "bfloat16")
 
 
+@pytest.mark.integration  # gradient passes of a model, compiled: over the unit tier's 5 s
 def test_gradients_equal_under_xla():
     model = _model()
     batch = random_batch()
@@ -231,6 +233,7 @@ def _pretraining_losses(tmp_path, recompute, steps=50):
     return [r["loss"] for r in rows if r["split"] == "train"]
 
 
+@pytest.mark.integration  # a training loop of tens of steps: over the unit tier's 5 s
 def test_fifty_steps_give_the_same_losses(tmp_path):
     plain = _pretraining_losses(tmp_path, "none")
     recomputed = _pretraining_losses(tmp_path, "layer")

@@ -76,6 +76,7 @@ def numpy_figure2(encoder, features):
     return np.array(l2), np.array(cos), np.array(angle), int(real.sum())
 
 
+@pytest.mark.integration  # Figure 2's analyses of an encoder: over the unit tier's 5 s
 @pytest.mark.parametrize(
     "overrides", [dict(), dict(sharing="none", inner_group_num=2, num_hidden_layers=3)]
 )

@@ -116,6 +116,7 @@ def _trainer(tmp_path, name, steps=12, **kw):
     )
 
 
+@pytest.mark.integration  # a training loop of tens of steps: over the unit tier's 5 s
 def test_interrupted_and_resumed_run_stops_at_the_uninterrupted_step(tmp_path):
     """Evaluations at 2, 4, 6 (none after the first improves by 1): the run stops at 6 of
     12. Interrupted after step 2 and resumed by a new trainer, it still stops at 6 — a

@@ -107,6 +107,7 @@ def _trainer(tmp_path, name, batches, micro_batch, accum, steps):
     return Trainer(task, config, tf.distribute.get_strategy(), fn, log=lambda *_: None)
 
 
+@pytest.mark.integration  # a training loop of tens of steps: over the unit tier's 5 s
 def test_accumulated_bucketed_micro_batches_equal_the_padded_large_batch(tmp_path, records):
     """Each step: two micro-batches of 4, each padded to its own bucket, against the same
     8 examples in one batch padded to max_seq_length: the same losses and weights."""

@@ -158,6 +158,7 @@ def _trajectory(optimizer_name, steps=20, peak=1e-2, warmup=5):
     return worst, start, reference
 
 
+@pytest.mark.integration  # twenty optimizer steps on a model: over the unit tier's 5 s
 @pytest.mark.parametrize("name", ["adamw", "lamb"])
 def test_twenty_steps_equal_the_official_equations(name):
     worst, start, reference = _trajectory(name)

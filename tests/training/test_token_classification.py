@@ -106,6 +106,7 @@ def test_reported_loss_is_the_mean_over_the_global_batchs_tokens(tmp_path):
     assert result["token_accuracy"] == pytest.approx(accuracy, abs=1e-6)
 
 
+@pytest.mark.integration  # a training loop of tens of steps: over the unit tier's 5 s
 def test_gradient_accumulation_equals_the_large_batch(tmp_path):
     def weights(trainer):
         return [v.numpy().astype(np.float64) for v in trainer.model.trainable_variables]

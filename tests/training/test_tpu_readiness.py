@@ -136,6 +136,7 @@ def _op_types(concrete):
     return counts
 
 
+@pytest.mark.integration  # a training loop of tens of steps: over the unit tier's 5 s
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_whole_loop_compiles_as_one_xla_computation_and_trains_like_the_trainer(tmp_path, name):
     import tensorflow as tf

@@ -48,6 +48,7 @@ def _nan_at_step(step, batch=8):
 # --- non-finite losses ----------------------------------------------------------------------
 
 
+@pytest.mark.integration  # a training loop: over the unit tier's 5 s
 def test_nonfinite_loss_stops_naming_the_step_and_writes_nothing_from_it(tmp_path):
     from albert_tf.training.trainer import NonFiniteLoss
 
@@ -72,6 +73,7 @@ def test_nonfinite_loss_stops_naming_the_step_and_writes_nothing_from_it(tmp_pat
     assert not (out / "best").exists()
 
 
+@pytest.mark.integration  # a training loop of tens of steps: over the unit tier's 5 s
 def test_skip_step_skips_the_nonfinite_step_and_counts_it(tmp_path):
     logs = []
     t = _trainer(
@@ -224,6 +226,7 @@ def _classifier_trainer(tmp_path, name, steps=6, dropout=0.1, **kw):
     return Trainer(task, config, tf.distribute.get_strategy(), fn, log=lambda *_: None)
 
 
+@pytest.mark.integration  # a training loop of tens of steps: over the unit tier's 5 s
 @pytest.mark.parametrize("accum", [1, 2])
 def test_interrupted_run_with_dropout_ends_with_the_uninterrupted_weights(tmp_path, accum):
     """Dropout 0.1 in the encoder and on the classifier head: stopped after its first loop

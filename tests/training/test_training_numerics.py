@@ -74,6 +74,7 @@ def _weights(trainer):
     return [v.numpy().astype(np.float64) for v in trainer.model.trainable_variables]
 
 
+@pytest.mark.integration  # a training loop of tens of steps: over the unit tier's 5 s
 def test_gradient_accumulation_equals_the_large_batch(tmp_path):
     big = _trainer(tmp_path, "big", batch=8)
     big.train()
@@ -87,6 +88,7 @@ def test_gradient_accumulation_equals_the_large_batch(tmp_path):
     assert max(np.max(np.abs(a - b)) for a, b in zip(_weights(big), _weights(small))) > 1e-4
 
 
+@pytest.mark.integration  # training steps of a model: over the unit tier's 5 s
 def test_reported_loss_is_the_global_mean_and_grad_norm_is_before_clipping(tmp_path):
     import tensorflow as tf
 

@@ -15,6 +15,7 @@ never by reading settings back out of another module.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
 from collections.abc import Callable
@@ -98,7 +99,7 @@ def string_spec(name):
     return tf.TensorSpec([None], tf.string, name)
 
 
-class LiteModule:
+class LiteModule(abc.ABC):
     """The model plus the LiteRT text front end (`litert_text`), for `python_tokenizer` (an
     AlbertTokenizer or WordPieceTokenizer); `functions()` are what gets converted.
 
@@ -151,8 +152,9 @@ class LiteModule:
             self.tokenize, input_signature=[string_spec("text_a"), string_spec("text_b")]
         )
 
+    @abc.abstractmethod
     def _from_ids(self, ids) -> dict:
-        raise NotImplementedError(f"{type(self).__name__} computes no outputs from ids")
+        """The kind's outputs from packed ids (input_ids, input_mask, segment_ids)."""
 
     def ids_functions(self) -> dict:
         """{"serving_default": tf.function(input_ids, input_mask, segment_ids int32, each

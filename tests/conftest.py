@@ -15,7 +15,7 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 import pytest
 
 from tests.support.harness import SHARED_DATA
-from tests.support.tiers import UnitDurations, mark_tiers
+from tests.support.tiers import PhaseCpuTime, UnitDurations, charge_to_harness, mark_tiers
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the markers given here
@@ -25,8 +25,10 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_configure(config):
-    """`-m unit` (make test-fast): the unit tier's durations are checked."""
+    """`-m unit` (make test-fast): the unit tier's CPU time per test is measured (in each
+    worker, where the tests run) and checked (where the reports arrive)."""
     if (config.option.markexpr or "").strip() == "unit":
+        config.pluginmanager.register(PhaseCpuTime(), "phase_cpu_time")
         config.pluginmanager.register(UnitDurations(), "unit_durations")
 
 
@@ -74,9 +76,12 @@ def _collect_per_file():
     hundreds of tests (4-40 s per collection measured there). The price: a cycle that
     reaches a frozen object is never freed (memory only)."""
     import gc
+    import time
 
+    start = time.process_time()
     gc.collect()
     gc.freeze()
+    charge_to_harness(time.process_time() - start)
 
 
 @pytest.fixture(autouse=True)

@@ -13,8 +13,13 @@ marker someone must remember:
 The first that applies wins, in that order. What a test uses is read from the source of the
 test function, of every fixture it requests and of the tests' own helpers those call
 (followed through names, not guessed from file names). `make test-fast` runs the unit tier;
-`check_unit_durations` keeps it honest: a unit test whose setup or call takes longer than
-UNIT_SECONDS fails the session (make it cheaper, or mark it `integration`).
+`UnitDurations` keeps it honest: a unit test whose setup or call spends more than
+UNIT_CPU_SECONDS of the worker's CPU time fails the session (make it cheaper, or mark it
+`integration`). CPU time, not wall time: on a 2-core machine the other worker's heavy test
+stretched a 2 s test to 5-7 s of wall time, so a wall-time budget failed whichever unit test
+happened to run beside it; the process's CPU time (every thread's, TensorFlow's pools
+included) is what the test itself costs. The per-file garbage collection (conftest's
+`_collect_per_file`) is the harness's, not the test's, and is not counted.
 """
 
 from __future__ import annotations
@@ -23,9 +28,14 @@ import ast
 import inspect
 import re
 import textwrap
+import time
+
+import pytest
 
 TIERS = ("process", "parity", "export", "integration", "unit")
-UNIT_SECONDS = 5.0
+# CPU seconds of the whole process (TensorFlow's threads included) per setup or call phase:
+# a test that keeps both cores busy for 4 s of wall time spends 8.
+UNIT_CPU_SECONDS = 8.0
 
 # tier -> (names of the tests' helpers and modules, source patterns) that put a test there
 _PROCESS_NAMES = {"run_cli", "Cli", "subprocess", "two_cpu_driver"}
@@ -120,8 +130,6 @@ def mark_tiers(items) -> dict[str, int]:
     the short ones fill the workers' ends — xdist's own reorder, by number of tests, would
     start the many-case unit files first and leave a long workflow file for the end, one
     worker running it while the other waits. The count per tier."""
-    import pytest
-
     counts = dict.fromkeys(TIERS, 0)
     cost: dict[str, int] = {}
     for item in items:
@@ -134,22 +142,57 @@ def mark_tiers(items) -> dict[str, int]:
     return counts
 
 
+CPU_PROPERTY = "cpu_seconds"
+_harness_cpu = [0.0]  # CPU seconds the harness's own fixtures spent in the current phase
+
+
+def charge_to_harness(seconds: float) -> None:
+    """Called by a harness fixture (the per-file collection): its CPU time is not the test's."""
+    _harness_cpu[0] += seconds
+
+
+def _timed_phase(item, when: str):
+    """Wraps one phase (setup or call) of `item`: its CPU seconds, less what the harness
+    charged, go into the phase's report as a user property (which pytest-xdist sends to the
+    controller)."""
+    _harness_cpu[0] = 0.0
+    start = time.process_time()
+    yield
+    spent = time.process_time() - start - _harness_cpu[0]
+    item.user_properties.append((f"{CPU_PROPERTY}:{when}", spent))
+
+
+class PhaseCpuTime:
+    """Worker side: records each test's setup and call CPU time (see `_timed_phase`)."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_setup(self, item):
+        yield from _timed_phase(item, "setup")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        yield from _timed_phase(item, "call")
+
+
 class UnitDurations:
-    """Collects unit tests whose setup or call phase exceeded UNIT_SECONDS (reports reach
-    the controller under pytest-xdist with their keywords, markers included)."""
+    """Controller side: collects unit tests whose setup or call phase spent more than
+    UNIT_CPU_SECONDS of CPU time (reports reach the controller under pytest-xdist with their
+    keywords and user properties)."""
 
     def __init__(self):
-        self.slow: list[tuple[str, str, float]] = []
+        self.slow: list[tuple[str, str, float, float]] = []
 
     def pytest_runtest_logreport(self, report):
-        if report.when in ("setup", "call") and "unit" in report.keywords:
-            if report.duration > UNIT_SECONDS:
-                self.slow.append((report.nodeid, report.when, report.duration))
+        if report.when not in ("setup", "call") or "unit" not in report.keywords:
+            return
+        cpu = dict(report.user_properties).get(f"{CPU_PROPERTY}:{report.when}")
+        if cpu is not None and cpu > UNIT_CPU_SECONDS:
+            self.slow.append((report.nodeid, report.when, cpu, report.duration))
 
     def verdict(self) -> list[str]:
         """One line per unit test over budget (empty: the tier is honest)."""
         return [
-            f"{nodeid} ({when} {seconds:.1f}s > {UNIT_SECONDS:.0f}s): make it cheaper or "
-            "mark it integration"
-            for nodeid, when, seconds in sorted(self.slow, key=lambda s: -s[2])
+            f"{nodeid} ({when}: {cpu:.1f} CPU s > {UNIT_CPU_SECONDS:.0f}; {wall:.1f} s wall): "
+            "make it cheaper or mark it integration"
+            for nodeid, when, cpu, wall in sorted(self.slow, key=lambda s: -s[2])
         ]

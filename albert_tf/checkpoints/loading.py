@@ -31,6 +31,7 @@ from albert_tf.checkpoints.official import (
 )
 from albert_tf.checkpoints.own import (
     CONFIG_NAME,
+    ENCODER_OBJECT,
     CheckpointError,
     checkpoint_reader,
     checkpoint_variables,
@@ -204,14 +205,14 @@ def _load_own(model, prefix: str, present: set[str]) -> LoadReport:
         except (ConfigError, OSError):
             pass
 
-    components = {"encoder": model if isinstance(model, AlbertEncoder) else model.encoder}
+    if ENCODER_OBJECT not in present:
+        raise CheckpointError(f"{prefix} holds no encoder (no model/{ENCODER_OBJECT} object)")
+    components = {ENCODER_OBJECT: model if isinstance(model, AlbertEncoder) else model.encoder}
     if not isinstance(model, AlbertEncoder):
         components.update({name: getattr(model, name) for name in head_attributes(model)})
     restored, missing, not_restored = [], [], []
     for name, layer in components.items():
         if name not in present:
-            if name == "encoder":
-                raise CheckpointError(f"{prefix} holds no encoder (no model/encoder object)")
             missing.append(name)
             not_restored.extend(w.path for w in layer.weights)
             continue

@@ -140,6 +140,11 @@ def model_config(model) -> AlbertConfig:
     return encoder.config
 
 
+# The checkpoint object every task model keeps its AlbertEncoder under (model/encoder/...);
+# its other named sub-layers are its heads.
+ENCODER_OBJECT = "encoder"
+
+
 def head_attributes(model) -> list[str]:
     """Named sub-layers of a task model other than its encoder (its heads)."""
     import keras
@@ -147,5 +152,7 @@ def head_attributes(model) -> list[str]:
     return [
         name
         for name, value in vars(model).items()
-        if isinstance(value, keras.layers.Layer) and name != "encoder" and not name.startswith("_")
+        if isinstance(value, keras.layers.Layer)
+        and name != ENCODER_OBJECT
+        and not name.startswith("_")
     ]

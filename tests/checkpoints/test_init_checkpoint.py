@@ -103,6 +103,23 @@ def test_every_form_restores_the_encoder(pretraining_run):
         )
 
 
+def test_a_checkpoint_of_heads_without_the_encoder_is_one_line(pretraining_run, tmp_path):
+    """A checkpoint whose model object holds only a head (no model/encoder) is refused
+    naming it, before any head is read."""
+    import tensorflow as tf
+
+    from albert_tf import AlbertConfig, load_checkpoint
+    from albert_tf.checkpoints import CheckpointError
+    from albert_tf.modeling.models import AlbertClassifier
+
+    *_, model = pretraining_run
+    prefix = tf.train.Checkpoint(model=tf.train.Checkpoint(mlm_head=model.mlm_head)).write(
+        str(tmp_path / "heads" / "ckpt-1")
+    )
+    with pytest.raises(CheckpointError, match=r"holds no encoder \(no model/encoder object\)"):
+        load_checkpoint(AlbertClassifier(AlbertConfig.from_dict(TINY), 2), prefix)
+
+
 @pytest.mark.slow
 def test_fine_tuning_runners_start_from_a_pretraining_output_directory(
     pretraining_run, shared_data, tmp_path

@@ -434,15 +434,23 @@ def test_ctrl_c_is_one_line_exit_130_and_resume_ends_with_the_uninterrupted_weig
 def _killed_then_resumed(args, workdir, name, script="run_pretraining.py", steps=None):
     """Runs `args` into a fresh output dir (workdir/name), SIGKILLs it once its first
     checkpoint is written (before its last step, `steps`), restarts it with the same command
-    to the end; returns the output dir."""
+    to the end — in this process when `script` is a runner this process can run, in another
+    when it is a driver file (two CPUs); returns the output dir."""
     out = workdir / name
     at = sigkill_after_first_checkpoint(
         [*args, "--output_dir", out], out, workdir / f"{name}_killed", script
     )
     assert at < (steps or DROPOUT_STEPS), f"the run ended before it could be killed: {at}"
-    r = ok(run_process([*args, "--output_dir", out], workdir / name, script=script))
+    r = ok(_finish([*args, "--output_dir", out], workdir / name, script))
     assert f"at step {at}" in r.stdout, r.report()
     return out
+
+
+def _finish(args, log_prefix, script):
+    """A run to its end: in-process for a runner script, a process for a driver file."""
+    if os.path.dirname(str(script)):  # a driver file written by the test
+        return run_process(args, log_prefix, script=script)
+    return run(args, log_prefix, script=script)
 
 
 DROPOUT_STEPS = 20
@@ -475,7 +483,7 @@ def test_sigkill_resume_with_dropout_is_bit_identical(workdir, reference, strate
         script = workdir / "mirrored_dropout_driver.py"
         script.write_text(two_cpu_driver("run_pretraining"))
     whole = workdir / f"dropout_{strategy}_whole"
-    ok(run_process([*args, "--output_dir", whole], whole, script=script))
+    ok(_finish([*args, "--output_dir", whole], whole, script))
     resumed = _killed_then_resumed(args, workdir, f"dropout_{strategy}_resumed", script)
     a, b = (
         checkpoint_values(latest_checkpoint(whole)),

@@ -464,3 +464,43 @@ def test_a_wordpiece_squad_model_answers_cmrc_as_its_savedmodel(tmp_path, wordpi
     got = OnnxModel(path, num_threads=1).answer(questions, contexts)
     assert [g["answer"] for g in got] == [x.decode() for x in want["answer"].numpy()]
     assert [g["start"] for g in got] == list(want["start"].numpy())
+
+
+def test_every_kind_answers_in_a_fresh_process_as_here(made, data, tmp_path):
+    """A client process that imports ONNX Runtime and the runner, never TensorFlow or Keras,
+    gets from every kind's file exactly the answers this process gets (which the tests
+    above hold to the SavedModel's)."""
+    from tests.support.serving_client import ONNX_HEAVY, lite_client
+
+    passages, questions, options = data["race"]
+    options = [o + [""] * (4 - len(o)) for o in options]
+    short = [" ".join(t.split()[:16]) for t in data["sst2"][:24]]
+    masked = [t.replace(" the ", " [MASK] ", 1) for t in short if " the " in t]
+    calls = {
+        "classifier": ("classify", [data["sst2"]]),
+        "int8": ("classify", [data["sst2"]]),
+        "pair": ("classify", list(data["sts"])),
+        "multi_label": ("classify", [data["goemotions"]]),
+        "documents": ("classify", [data["reviews"]]),
+        "multiple_choice": ("choose", [passages, questions, options]),
+        "encoder": ("embed", [data["sts"][0]]),
+        "squad": ("answer", list(data["squad"])),
+        "token_classifier": ("tag", [data["conll"]]),
+        "fill_mask": ("fill", [masked]),
+        "zero_shot": ("classify", [data["sst2"][:8], ["gut", "schlecht"], "", True]),
+    }
+    paths = {name: made[name][2][0] for name in calls if name in made}
+    paths["int8"] = made["classifier"][2][1]
+    requests = {
+        name: {"model": paths[name], "method": method, "args": args}
+        for name, (method, args) in calls.items()
+    }
+    got = lite_client(tmp_path, requests, heavy=ONNX_HEAVY)
+    for name, (method, args) in calls.items():
+        model = _onnx(made, "classifier", 1) if name == "int8" else _onnx(made, name)
+        here = getattr(model, method)(*args)
+        if isinstance(here, list):
+            assert json.loads(str(got[f"{name}/answers"])) == json.loads(json.dumps(here)), name
+            continue
+        for key, value in here.items():
+            np.testing.assert_array_equal(got[f"{name}/{key}"], value, err_msg=f"{name}/{key}")

@@ -5,9 +5,10 @@ proof (tests/serving/test_export.py); the others ask in-process, where `served` 
 refuses a graph that calls back into Python (PyFunc), the one way an in-process answer
 could depend on this process' state.
 
-A LiteRT file asked as an app asks it: `lite_client` runs requests through the on-device
-runner (albert_tf.serving.tflite_predict.LiteModel) in a fresh process and checks that
-nothing heavier was imported (no model, export or training code)."""
+A LiteRT or ONNX file asked as an app asks it: `lite_client` runs requests through the
+on-device runner (albert_tf.serving.tflite_predict.LiteModel, or onnx_predict.OnnxModel for
+a `.onnx` file: the same call interface) in a fresh process and checks that nothing heavier
+was imported (no model, export or training code; for ONNX, no TensorFlow either)."""
 
 from __future__ import annotations
 
@@ -84,6 +85,8 @@ from albert_tf.serving.tflite_predict import LiteModel
 requests = json.load(open(sys.argv[1]))
 out = {}
 for name, r in requests.items():
+    if r["model"].endswith(".onnx"):
+        from albert_tf.serving.onnx_predict import OnnxModel as LiteModel
     model = LiteModel(r["model"], num_threads=1)
     result = getattr(model, r["method"])(*r["args"], **r.get("kwargs", {}))
     if isinstance(result, list):
@@ -102,12 +105,14 @@ HEAVY = (
     "albert_tf.training",
     "keras_hub",
 )
+# An ONNX client imports neither TensorFlow nor Keras either.
+ONNX_HEAVY = (*HEAVY, "tensorflow", "keras")
 
 
 def lite_client(tmp_path, requests, heavy=HEAVY) -> dict:
-    """Runs `requests` ({name: {model, method, args[, kwargs]}}: LiteModel(model).method(...))
-    in a fresh process that must not import any module under `heavy`; {name/output: array},
-    a list answer as {name/answers: its JSON}."""
+    """Runs `requests` ({name: {model, method, args[, kwargs]}}: LiteModel(model).method(...),
+    OnnxModel for a `.onnx` model) in a fresh process that must not import any module under
+    `heavy`; {name/output: array}, a list answer as {name/answers: its JSON}."""
     from tests.support.harness import ROOT, run_cli
 
     (tmp_path / "requests.json").write_text(json.dumps(requests))

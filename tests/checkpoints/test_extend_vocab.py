@@ -269,3 +269,66 @@ def test_bad_input_is_one_line_and_writes_nothing(spm_extended, tmp_path, case):
         assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
     else:
         assert not out.exists()
+
+
+def test_savedmodel_and_litert_exports_of_an_extended_model(spm_extended, tmp_path):
+    """albert_tf.serving.export of the extended directory with its spm.model, no special
+    case: the encoder SavedModel and LiteRT file embed text holding the new words as the
+    Python model does with the new tokenizer."""
+    from albert_tf.modeling.encoder import AlbertEncoder
+    from albert_tf.modeling.pooling import AlbertEmbedder
+    from albert_tf.serving.export import export_formats
+    from albert_tf.serving.tflite_predict import LiteModel
+    from albert_tf.training.sentence_similarity import single_sentence_features
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
+    from data_pipeline.tokenization.spec import TokenizerSpec
+    from tests.support.serving_client import served
+
+    _, out, _ = spm_extended
+    spec = TokenizerSpec.from_files(str(out / "spm.model"))
+    saved, lite = export_formats(
+        "encoder",
+        str(out),
+        str(tmp_path / "serving"),
+        ("savedmodel", "tflite"),
+        tokenizer=spec,
+        max_seq_length=40,
+        pooling="mean",
+        normalize=False,
+    )
+    texts = ["Der Bundestag und covid.", "Tokenization: a Transformer", "covidiot im Haus"]
+    tokenizer = AlbertTokenizer(str(out / "spm.model"))
+    assert sum(i >= 30000 for t in texts for i in tokenizer.encode(t)) == 5
+    features = single_sentence_features(texts, tokenizer, 40)
+    encoder = _pretrainer(out).encoder
+    assert isinstance(encoder, AlbertEncoder)
+    want = AlbertEmbedder(encoder.config, encoder, pooling="mean")(features)["embeddings"]
+    got = served(saved, {"text": texts}, signature="embed")["embeddings"]
+    np.testing.assert_allclose(got, np.asarray(want), atol=1e-5)
+    np.testing.assert_allclose(LiteModel(lite).vectors(texts), np.asarray(want), atol=1e-5)
+
+
+def test_keras_hub_preset_of_an_extended_model(spm_extended, tmp_path):
+    """convert --to keras_hub with the new spm.model: the preset's backbone has the grown
+    vocabulary and its tokenizer gives our ids on (normalized) text with the new words."""
+    keras_hub = pytest.importorskip("keras_hub")
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
+
+    _, out, _ = spm_extended
+    preset = tmp_path / "preset"
+    ran = run_command(
+        "-m",
+        "albert_tf.checkpoints.convert",
+        "--to=keras_hub",
+        f"--input={out}",
+        f"--spm_model_file={out / 'spm.model'}",
+        f"--output_dir={preset}",
+    )
+    assert ran.returncode == 0, ran.report()
+    backbone = keras_hub.models.AlbertBackbone.from_preset(str(preset))
+    assert backbone.vocabulary_size == 30004
+    ours = AlbertTokenizer(str(out / "spm.model"))
+    text = "der bundestag und covid tokenization"
+    theirs = keras_hub.models.AlbertTokenizer.from_preset(str(preset))(text)
+    assert list(np.asarray(theirs)) == ours.encode(text)
+    assert 30000 in ours.encode(text)

@@ -163,6 +163,38 @@ def test_sentencepiece_extension(spm_extended):
         check_tokenizer(str(out), file_record(str(SPM), "sentencepiece"), f"--spm={SPM}")
 
 
+def test_sentencepiece_words_beginning_with_a_new_word_only_merge(shared_data, tmp_path):
+    """A real word beginning with a new word ("present" with "pres") keeps its old pieces,
+    unless they began with the new word's old pieces: those merge into the new piece and
+    the rest is unchanged ("states": "▁" "stat" "es" → "▁stat" "es"). Checked on every
+    distinct word of the English speeches (a USER_DEFINED piece, or one scored as the best
+    piece, would re-split some: "present" → "▁pres" "ent"; docs/design/tokenization.md)."""
+    from data_pipeline.tokenization.extension import extend_sentencepiece
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
+
+    old = AlbertTokenizer(str(SPM))
+    news = ["pres", "stat", "gover", "regier", "bun"]
+    extended = extend_sentencepiece(old, list(enumerate(news, 1)), "words.txt")
+    (tmp_path / "spm.model").write_bytes(extended.content)
+    new = AlbertTokenizer(str(tmp_path / "spm.model"))
+    extended.check(new, "words.txt")
+    text = " ".join(
+        p.read_text(encoding="utf-8", errors="replace").lower()
+        for p in sorted((shared_data / "corpus" / "en_speeches").glob("*/*.txt"))
+    )
+    words = sorted(set(text.split()))
+    assert len(words) > 20_000
+    before, after = old.encode_batch(words), new.encode_batch(words)
+    changed = [(w, a, b) for w, a, b in zip(words, before, after) if a != b]
+    assert len(changed) > 50  # the merges
+    for word, was, now in changed:
+        assert now[0] >= old.vocab_size, word  # a new piece first ...
+        head = extended.pieces[now[0] - old.vocab_size].old_ids
+        assert was == [*head, *now[1:]], word  # ... where its old pieces were, rest as before
+    assert new.tokenize("present") == old.tokenize("present") == ["▁", "present"]
+    assert new.tokenize("states") == ["▁stat", "es"]
+
+
 def test_wordpiece_extension(tmp_path, wordpiece_vocab):
     from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
 

@@ -196,6 +196,7 @@ def test_sentencepiece_words_beginning_with_a_new_word_only_merge(shared_data, t
 
 
 def test_wordpiece_extension(tmp_path, wordpiece_vocab):
+    from data_pipeline.tokenization.extension import extend_wordpiece
     from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
 
     source = _source_checkpoint(tmp_path / "source", 21128, seed=1)
@@ -216,6 +217,9 @@ def test_wordpiece_extension(tmp_path, wordpiece_vocab):
     assert graph.to_list() == new_tok.encode_batch(["Covid tokenizations", *lines[:40]])
     record = json.loads((out / "tokenizer.json").read_text())
     assert record["kind"] == "wordpiece" and record["sha256"] == new_tok.checksum
+    # One word of BERT's basic tokenization a line: punctuation splits "covid-19".
+    with pytest.raises(ValueError, match=r"^--new_pieces=w.txt:4: 'covid-19' is not one word"):
+        extend_wordpiece(old_tok, [(4, "covid-19")], "w.txt")
 
 
 def test_hugging_face_round_trip_of_an_extended_model(spm_extended, tmp_path):
@@ -266,7 +270,8 @@ def test_hugging_face_round_trip_of_an_extended_model(spm_extended, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "case", ["already", "empty", "huge", "vocab_size", "output_exists", "space"]
+    "case",
+    ["already", "twice", "empty", "huge", "space", "vocab_size", "recorded", "output_exists"],
 )
 def test_bad_input_is_one_line_and_writes_nothing(spm_extended, tmp_path, case):
     source, done, _ = spm_extended
@@ -275,10 +280,16 @@ def test_bad_input_is_one_line_and_writes_nothing(spm_extended, tmp_path, case):
         "empty": ["", "  "],
         "huge": [f"w{i}" for i in range(10_001)],
         "space": ["covid", "new word"],
+        "twice": ["covid", "bundestag", "covid"],
     }.get(case, ["covid"])
     checkpoint = str(source)
     if case == "vocab_size":
         checkpoint = _source_checkpoint(tmp_path / "small", 29000)
+    if case == "recorded":  # a model trained with another vocabulary of the same size
+        from albert_tf.checkpoints.tokenizer_record import write_tokenizer_record
+
+        checkpoint = _source_checkpoint(tmp_path / "other", 30000)
+        write_tokenizer_record(checkpoint, {"kind": "sentencepiece", "sha256": "ab" * 32})
     name = "out"
     if case == "output_exists":
         (tmp_path / name).mkdir()
@@ -292,6 +303,8 @@ def test_bad_input_is_one_line_and_writes_nothing(spm_extended, tmp_path, case):
         "empty": f"--new_pieces={pieces}: no pieces",
         "huge": f"--new_pieces={pieces}:10001: more than 10,000 new pieces",
         "space": f"--new_pieces={pieces}:2: 'new word' holds a space",
+        "twice": f"--new_pieces={pieces}:3: 'covid' is given twice (first on line 1)",
+        "recorded": "was trained with a SentencePiece model of sha256 abababababababab...",
         "vocab_size": f"has vocab_size 29000 ({tmp_path / 'small' / 'albert_config.json'}), "
         f"but --spm_model_file={SPM} has 30000 entries",
         "output_exists": f"--output_dir {out} already holds",

@@ -222,6 +222,50 @@ def test_wordpiece_extension(tmp_path, wordpiece_vocab):
         extend_wordpiece(old_tok, [(4, "covid-19")], "w.txt")
 
 
+def test_a_fine_tuned_directory_stays_one(tmp_path):
+    """A fine-tuned classifier directory (its own spm.model the default tokenizer) gives a
+    fine-tuned directory: task.json naming the new spm.model beside it, the labels kept,
+    the classifier's logits on text without new words unchanged and its embedding grown."""
+    from albert_tf.checkpoints.finetuned import load_finetuned, save_finetuned
+    from albert_tf.checkpoints.task_info import TaskInfo
+    from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
+    from data_pipeline.tokenization.spec import TokenizerSpec
+
+    if not SPM.exists():
+        pytest.skip(f"real data not available: {SPM} is absent")
+    task = TaskInfo.build(kind="classifier", labels=["no", "yes"], regression=False)
+    model = task.model(tiny_config(vocab_size=30000))
+    model.build()
+    rng = np.random.default_rng(3)
+    for w in model.weights:
+        w.assign(rng.normal(0, 0.2, w.shape))
+    source = str(tmp_path / "finetuned")
+    save_finetuned(model, source, task, TokenizerSpec.from_files(str(SPM)))
+    pieces = tmp_path / "words.txt"
+    pieces.write_text("covid\nbundestag\n", encoding="utf-8")
+    out = tmp_path / "out"
+    ran = run_command(
+        "-m",
+        "albert_tf.checkpoints.extend_vocab",
+        f"--init_checkpoint={source}",
+        f"--new_pieces={pieces}",
+        f"--output_dir={out}",
+    )
+    assert ran.returncode == 0, ran.report()
+    new_model, new_task = load_finetuned(str(out))
+    assert list(new_task.details.labels) == ["no", "yes"]
+    assert new_task.tokenizer().path == str(out / "spm.model")
+    assert not (out / "tokenizer.json").exists()  # (the directory's own vocabulary says it)
+    new_tok = AlbertTokenizer(str(out / "spm.model"))
+    assert new_tok.encode("Bundestag") == [30001]
+    table = new_model.encoder.embeddings.word_embeddings.numpy()
+    old_table = model.encoder.embeddings.word_embeddings.numpy()
+    parts = AlbertTokenizer(str(SPM)).encode("Bundestag")
+    np.testing.assert_allclose(table[30001], old_table[parts].mean(0), 1e-6)
+    batch = _batch([new_tok.encode(t) for t in _corpus_lines(["covid", "bundestag"], 6)])
+    np.testing.assert_array_equal(new_model(batch)["logits"], model(batch)["logits"])
+
+
 def test_hugging_face_round_trip_of_an_extended_model(spm_extended, tmp_path):
     """convert --to transformers with the new spm.model: Hugging Face's tokenizer gives
     our ids on text with the new words, and its model our outputs on them."""

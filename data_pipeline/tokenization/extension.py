@@ -129,12 +129,12 @@ def _already(path, flag, number, word, piece, token_id):
 
 def extend_sentencepiece(tokenizer, words, pieces_file, flag="--new_pieces") -> ExtendedVocabulary:
     """`tokenizer` (an `AlbertTokenizer`) with a NORMAL piece `▁word` for each word, scored
-    SCORE_MARGIN above the word's old segmentation (the module docstring)."""
+    SCORE_MARGIN above the word's segmentation (the module docstring) by the model that
+    holds every shorter new piece already: the score of "individuals" then beats the
+    path through a new "individual" too, which the old model's best path could tie with.
+    (A piece is never on the path of a shorter or equally long other word.)"""
     from sentencepiece import sentencepiece_model_pb2
 
-    proto = sentencepiece_model_pb2.ModelProto()
-    proto.ParseFromString(tokenizer.model_proto)
-    normal = sentencepiece_model_pb2.ModelProto.SentencePiece.NORMAL
     added, taken = [], {}
     for number, word in words:
         form = tokenizer.sp.normalize(tokenizer.normalize(word)).lstrip(SPIECE_UNDERLINE)
@@ -148,11 +148,37 @@ def extend_sentencepiece(tokenizer, words, pieces_file, flag="--new_pieces") -> 
             raise _already(pieces_file, flag, number, word, piece, taken.get(piece, token_id))
         taken[piece] = tokenizer.vocab_size + len(added)
         added.append(NewPiece(word, number, piece, tuple(tokenizer.encode(word))))
-        score = sum(tokenizer.sp.get_score(i) for i in tokenizer.sp.encode(form)) + SCORE_MARGIN
-        proto.pieces.add(piece=piece, score=score, type=normal)
+    scores = _scores([p.piece for p in added], tokenizer.model_proto)
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(tokenizer.model_proto)
+    normal = sentencepiece_model_pb2.ModelProto.SentencePiece.NORMAL
+    for new in added:
+        proto.pieces.add(piece=new.piece, score=scores[new.piece], type=normal)
     return ExtendedVocabulary(
         proto.SerializeToString(), "spm.model", tokenizer.vocab_size, tuple(added)
     )
+
+
+def _scores(pieces: list[str], model_proto: bytes) -> dict[str, float]:
+    """{piece: score} for new word-start pieces: shortest first, each SCORE_MARGIN above its
+    word's best segmentation by the model plus every shorter new piece (one model per
+    length)."""
+    import sentencepiece as spm
+    from sentencepiece import sentencepiece_model_pb2
+
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(model_proto)
+    normal = sentencepiece_model_pb2.ModelProto.SentencePiece.NORMAL
+    processor = spm.SentencePieceProcessor(model_proto=model_proto)
+    scores = {}
+    for length in sorted({len(p) for p in pieces}):
+        group = [p for p in pieces if len(p) == length]
+        for piece in group:
+            path = processor.encode(piece[1:])
+            scores[piece] = sum(processor.get_score(i) for i in path) + SCORE_MARGIN
+            proto.pieces.add(piece=piece, score=scores[piece], type=normal)
+        processor = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
+    return scores
 
 
 def _greedy_continuation(rest: str, token_to_id: dict, unk_id: int) -> list[int]:

@@ -166,14 +166,16 @@ def test_sentencepiece_extension(spm_extended):
 def test_sentencepiece_words_beginning_with_a_new_word_only_merge(shared_data, tmp_path):
     """A real word beginning with a new word ("present" with "pres") keeps its old pieces,
     unless they began with the new word's old pieces: those merge into the new piece and
-    the rest is unchanged ("states": "▁" "stat" "es" → "▁stat" "es"). Checked on every
-    distinct word of the English speeches (a USER_DEFINED piece, or one scored as the best
+    the rest is unchanged ("statistics": "▁" "stat" "ist" "ics" → "▁stat" "ist" "ics").
+    Checked on every distinct word of the English speeches, with new words that begin
+    with other new words in either order (a USER_DEFINED piece, or one scored as the best
     piece, would re-split some: "present" → "▁pres" "ent"; docs/design/tokenization.md)."""
     from data_pipeline.tokenization.extension import extend_sentencepiece
     from data_pipeline.tokenization.sentencepiece_tokenizer import AlbertTokenizer
 
     old = AlbertTokenizer(str(SPM))
-    news = ["pres", "stat", "gover", "regier", "bun"]
+    # (longer words before their prefixes too: "states" is scored after "stat")
+    news = ["states", "pres", "stat", "government", "gover", "regier", "bun"]
     extended = extend_sentencepiece(old, list(enumerate(news, 1)), "words.txt")
     (tmp_path / "spm.model").write_bytes(extended.content)
     new = AlbertTokenizer(str(tmp_path / "spm.model"))
@@ -192,7 +194,10 @@ def test_sentencepiece_words_beginning_with_a_new_word_only_merge(shared_data, t
         head = extended.pieces[now[0] - old.vocab_size].old_ids
         assert was == [*head, *now[1:]], word  # ... where its old pieces were, rest as before
     assert new.tokenize("present") == old.tokenize("present") == ["▁", "present"]
-    assert new.tokenize("states") == ["▁stat", "es"]
+    assert new.tokenize("statistics") == ["▁stat", "ist", "ics"]
+    assert new.tokenize("statesman") == ["▁states", "man"]  # (the longer new piece)
+    assert new.tokenize("stated") == old.tokenize("stated") == ["▁", "st", "ated"]
+    assert [new.encode(w) for w in news] == [[old.vocab_size + i] for i in range(len(news))]
 
 
 def test_wordpiece_extension(tmp_path, wordpiece_vocab):

@@ -200,21 +200,27 @@ def test_sentencepiece_words_beginning_with_a_new_word_only_merge(shared_data, t
     assert [new.encode(w) for w in news] == [[old.vocab_size + i] for i in range(len(news))]
 
 
-def test_wordpiece_extension(tmp_path, wordpiece_vocab):
-    from data_pipeline.tokenization.extension import extend_wordpiece
-    from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
-
+@pytest.fixture(scope="module")
+def wp_extended(tmp_path_factory, wordpiece_vocab):
+    """(source dir, output dir) of the WordPiece extension."""
+    tmp_path = tmp_path_factory.mktemp("extend-wp")
     source = _source_checkpoint(tmp_path / "source", 21128, seed=1)
     ran, out, _ = _extend(tmp_path, "--vocab_file", wordpiece_vocab, WP_WORDS, source)
     assert ran.returncode == 0, ran.report()
+    return tmp_path / "source", out
+
+
+def test_wordpiece_extension(wp_extended, wordpiece_vocab):
+    from data_pipeline.tokenization.extension import extend_wordpiece
+    from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
+
+    source, out = wp_extended
     old_tok = WordPieceTokenizer(wordpiece_vocab)
     new_tok = WordPieceTokenizer(str(out / "vocab.txt"))
     text = (out / "vocab.txt").read_text(encoding="utf-8")
     assert text.endswith("\ncovid\ntokenizations\n##graphies\n")
     lines = _corpus_lines(WP_WORDS, limit=200)
-    _check_extended(
-        old_tok, new_tok, _pretrainer(tmp_path / "source"), _pretrainer(out), WP_WORDS, lines
-    )
+    _check_extended(old_tok, new_tok, _pretrainer(source), _pretrainer(out), WP_WORDS, lines)
     # The continuation piece is taken inside words: "biographies" ends with it now.
     assert old_tok.tokenize("biographies") == ["bio", "##graph", "##ies"]
     assert new_tok.tokenize("biographies") == ["bio", "##graphies"]
@@ -225,6 +231,31 @@ def test_wordpiece_extension(tmp_path, wordpiece_vocab):
     # One word of BERT's basic tokenization a line: punctuation splits "covid-19".
     with pytest.raises(ValueError, match=r"^--new_pieces=w.txt:4: 'covid-19' is not one word"):
         extend_wordpiece(old_tok, [(4, "covid-19")], "w.txt")
+
+
+def test_hugging_face_tokenizer_of_an_extended_vocab_txt(wp_extended, tmp_path):
+    """convert --to transformers with the new vocab.txt: Hugging Face's BertTokenizer
+    gives our ids, new pieces and continuation included, on real text and the new words."""
+    import transformers
+
+    from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
+
+    _, out = wp_extended
+    ran = run_command(
+        "-m",
+        "albert_tf.checkpoints.convert",
+        "--to=transformers",
+        f"--input={out}",
+        f"--vocab_file={out / 'vocab.txt'}",
+        f"--output_dir={tmp_path / 'hf'}",
+    )
+    assert ran.returncode == 0, ran.report()
+    ours = WordPieceTokenizer(str(out / "vocab.txt"))
+    theirs = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
+    texts = ["Covid biographies and tokenizations.", *_corpus_lines(WP_WORDS, limit=50)]
+    ids = [ours.encode(t) for t in texts]
+    assert sum(i >= 21128 for i in ids[0]) == 3
+    assert [theirs(t, add_special_tokens=False)["input_ids"] for t in texts] == ids
 
 
 def test_a_fine_tuned_directory_stays_one(tmp_path):
@@ -426,3 +457,17 @@ def test_keras_hub_preset_of_an_extended_model(spm_extended, tmp_path):
     theirs = keras_hub.models.AlbertTokenizer.from_preset(str(preset))(text)
     assert list(np.asarray(theirs)) == ours.encode(text)
     assert 30000 in ours.encode(text)
+
+
+def test_grown_rows_are_the_means_of_their_sources():
+    """`grown`: old rows untouched, one new row per source list, its mean (float64, cast
+    back to the table's dtype), for a table [V, E] and a bias [V]."""
+    from albert_tf.checkpoints.extend_vocab import grown
+
+    table = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
+    out = grown(table, [(0, 1), (3,), (1, 2, 3)])
+    assert out.shape == (7, 3) and out.dtype == np.float32
+    np.testing.assert_array_equal(out[:4], table)
+    np.testing.assert_allclose(out[4:], [table[:2].mean(0), table[3], table[1:].mean(0)], 1e-7)
+    bias = np.array([1.0, -2.0, 0.5], np.float32)
+    np.testing.assert_allclose(grown(bias, [(0, 1, 2)]), [1.0, -2.0, 0.5, -0.5 / 3], 1e-7)

@@ -50,6 +50,7 @@ COMMANDS = {
     "albert-pretraining-data": _module_command("data_pipeline.pretraining.create_pretraining_data"),
     "albert-convert": _module_command("albert_tf.checkpoints.convert"),
     "albert-export-encoder": _module_command("albert_tf.checkpoints.export_encoder"),
+    "albert-extend-vocab": _module_command("albert_tf.checkpoints.extend_vocab"),
     "albert-export": _module_command("albert_tf.serving.export_command"),
     "albert-tflite-predict": _tflite,
     "albert-analysis": _module_command("albert_tf.tools.analysis"),

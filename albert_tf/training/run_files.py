@@ -176,24 +176,50 @@ class RunFiles:
         return None
 
     # --- the console ------------------------------------------------------------------------
-    def progress(self, step: int, total: int, values: dict, start_step: int, start: float):
-        """The progress line of a loop ending at `step` of `total`: every loss and metric,
-        gradient norm, learning rate, examples/s and the time left at this segment's pace
-        (since `start_step`, begun at `start`, a time.time())."""
-        done = step - start_step
-        rate = done / max(time.time() - start, 1e-9)
-        eta = (total - step) / rate if rate > 0 else float("nan")
+    def progress(self, step: int, total: int, values: dict, pace: Pace, now: float | None = None):
+        """The progress line of a loop ending at `step` of `total` (at `now`, a time.time()):
+        every loss and metric, gradient norm, learning rate, examples/s and the time left
+        (`pace`: this segment's, Pace.time_left)."""
         shown = ", ".join(
             f"{k} {values[k]:.4f}"
             for k in values
             if k not in ("learning_rate", "examples_per_second", "grad_norm")
         )
+        left = pace.time_left(step, total, time.time() if now is None else now)
         self.log(
             f"step {step}/{total} | {shown} | grad_norm "
             f"{values.get('grad_norm', float('nan')):.3f} | lr "
             f"{values['learning_rate']:.3g} | {values['examples_per_second']:.1f} ex/s"
-            f" | ETA {_hms(eta)}"
+            f" | ETA {left}"
         )
+
+
+class Pace:
+    """The time left of one segment of a run (its start, or a resume, to its end) at the
+    pace of its loops after the first. A segment's first loop also traces and compiles the
+    step and fills the input pipeline, which on a small model takes as long as many steady
+    loops: an estimate from it alone was 2-3x too long. Its line gives that estimate as an
+    upper bound ("<= H:MM:SS (start-up included)"); every later line counts only the steps
+    since the first loop ended."""
+
+    def __init__(self, start_step: int, start: float):
+        self.start_step, self.start = start_step, start
+        self.steady: tuple[int, float] | None = None  # (step, time) the first loop ended
+
+    def time_left(self, step: int, total: int, now: float) -> str:
+        """The ETA of the loop ending at `step` of `total` at `now` (a time.time())."""
+        if self.steady is None:
+            self.steady = (step, now)
+            bound = _left(step - self.start_step, now - self.start, total - step)
+            return f"<= {_hms(bound)} (start-up included)"
+        since_step, since = self.steady
+        return _hms(_left(step - since_step, now - since, total - step))
+
+
+def _left(done: int, elapsed: float, remaining: int) -> float:
+    """Seconds for `remaining` steps at `done` steps in `elapsed` seconds."""
+    rate = done / max(elapsed, 1e-9)
+    return remaining / rate if rate > 0 else float("nan")
 
 
 def _hms(seconds: float) -> str:

@@ -57,7 +57,7 @@ from albert_tf.training.early_stopping import early_stopping_for
 from albert_tf.training.evaluation import EvalLoop, summarize
 from albert_tf.training.preemption import coordinated_preemption
 from albert_tf.training.resume import restore_newest
-from albert_tf.training.run_files import RunFiles
+from albert_tf.training.run_files import Pace, RunFiles
 from albert_tf.training.step import LAST_STEP, TrainStep
 from albert_tf.training.stops import Interrupted, NonFiniteLoss, Preempted
 from albert_tf.training.tasks import Task
@@ -330,7 +330,7 @@ class Trainer:
         step = self.step
         if self.restored_from:
             self.log(f"resumed from {self.restored_from} at step {step}")
-        start_step, start = step, time.time()
+        pace = Pace(step, time.time())
         last, evaluation = {}, {}
         stopping = self.early_stopping
         if stopping is not None and stopping.stopped_at:
@@ -359,7 +359,7 @@ class Trainer:
                 with writer.as_default(step=step):
                     for name, value in last.items():
                         tf.summary.scalar(name, value)
-                self.files.progress(step, cfg.num_train_steps, last, start_step, start)
+                self.files.progress(step, cfg.num_train_steps, last, pace)
                 self.files.append_metrics({"step": step, "split": "train", **last})
                 alone = self._preempted and not coordinated
                 evaluate_now = (

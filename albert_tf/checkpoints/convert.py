@@ -43,6 +43,7 @@ import sys
 
 from data_pipeline.cli import setting
 from data_pipeline.command import Command
+from data_pipeline.phases import phase
 
 # (the last two: albert_tf.checkpoints.model_garden.MODEL_GARDEN_SOURCES; spelled out so that
 # --help imports no TensorFlow: every import of the conversion is inside the functions)
@@ -333,7 +334,8 @@ def main(argv=None) -> int:
         }[s.to]
         try:
             tokenizer = TokenizerSpec.optional(s.spm_model_file, s.vocab_file)
-            report = write(s.input, s.output_dir, s.albert_config_file, tokenizer)
+            with phase(f"conversion: {s.input} to {s.to} in {s.output_dir}"):
+                report = write(s.input, s.output_dir, s.albert_config_file, tokenizer)
         except (OSError, ValueError, CheckpointError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
@@ -346,7 +348,8 @@ def main(argv=None) -> int:
             print(f"no counterpart in the target, not written: {', '.join(report['not_written'])}")
         return 0
     try:
-        report = convert(s.source, s.input, s.output_dir, s.albert_config_file)
+        with phase(f"conversion: {s.input} ({s.source}) to {s.output_dir}"):
+            report = convert(s.source, s.input, s.output_dir, s.albert_config_file)
     except (OSError, ValueError, CheckpointError) as e:  # OSError: also OutputLocked
         print(f"error: {e}", file=sys.stderr)
         return 1

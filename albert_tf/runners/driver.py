@@ -18,6 +18,7 @@ from albert_tf.training.distribution import DistributionSettings
 from albert_tf.training.resume_checks import ResumeSettings
 from albert_tf.training.sweep import SweepSettings
 from data_pipeline.command import Command
+from data_pipeline.phases import phase
 
 SHARED_GROUPS = (
     TrainerConfig,
@@ -247,7 +248,7 @@ def run_once(family: Family, s, inputs: Inputs, data: Data, identity, config) ->
             where = f"best checkpoint: step {best['step']} ({shown})"
             print(f"{where}: the run's predictions and export", flush=True)
             family.adopt(s, data, os.path.dirname(best["checkpoint"]))
-    result = family.conclude(s, data, trainer, run, result)
+    result = _conclude(family, s, data, trainer, run, result)
     _learned_nothing(family, s, data, result)
     if s.export_dir:
         export_dir = s.export_dir
@@ -258,6 +259,16 @@ def run_once(family: Family, s, inputs: Inputs, data: Data, identity, config) ->
         paths = family.export(s, data, trainer, model, inputs, export_dir)
         result.update(export_dir=paths[0] if paths else None, exported=paths)
     return result
+
+
+def _conclude(family: Family, s, data: Data, trainer, run, result: dict) -> dict:
+    """`family.conclude` (the final report, the test file's predictions) as one phase:
+    a line as it starts and one as it ends (data_pipeline.phases)."""
+    doing = family.concluding(s)
+    if not doing:
+        return family.conclude(s, data, trainer, run, result)
+    with phase(f"{doing} of the model at step {trainer.weights_step}"):
+        return family.conclude(s, data, trainer, run, result)
 
 
 def _learned_nothing(family: Family, s, data: Data, result: dict) -> None:

@@ -12,6 +12,7 @@ task to run it, and nothing the driver does for every task.
         dataset(s, data, batch, seed, ctx)     the training tf.data of one replica
         evaluate(s, data, model, strategy)     {metric: value} on the dev data (None: none)
         conclude(s, data, trainer, run, out)   eval_results.json, predictions
+        concluding(s)                          what conclude does, named for its phase line
         task_info(s, data, trainer)            the export's task.json (TaskInfo; None: none)
         evaluated(s)                           what an evaluation-only run evaluates
         adopt(s, data, directory)              decisions recorded beside a model (thresholds)
@@ -124,6 +125,11 @@ class Family:
     def conclude(self, s, data: Data, trainer, run, result: dict) -> dict:
         """After training: eval_results.json and predictions; returns `result`."""
         return result
+
+    def concluding(self, s) -> str:
+        """What `conclude` does for `s`, as its phase line names it ("": nothing)."""
+        doing = (("final report", s.do_eval), ("test predictions", s.do_predict))
+        return " and ".join(name for name, on in doing if on)
 
     def task_info(self, s, data: Data, trainer):
         """The TaskInfo the export writes as task.json (and best/ keeps beside its

@@ -89,6 +89,7 @@ from albert_tf.serving.formats import (
 )
 from albert_tf.serving.resolve import resolve
 from data_pipeline.io import filesystem
+from data_pipeline.phases import phase
 
 
 def serving_task(kind: str):
@@ -163,17 +164,26 @@ def export_formats(
     onnx_built = builders.onnx(resolved) if "onnx" in formats else None  # (refusals first)
     paths = []
     if "savedmodel" in formats:
-        module = builders.saved_model(resolved)
-        paths.append(write_saved_model(module, export_dir, resolved.finetuned_dir, resolved.task))
+        with phase(f"export: the {task} SavedModel to {export_dir}") as done:
+            module = builders.saved_model(resolved)
+            written = write_saved_model(module, export_dir, resolved.finetuned_dir, resolved.task)
+            paths.append(written)
+            done.wrote(written)
     if on_device:
-        built = builders.litert(resolved, fixed_length)
         litert_dir = os.path.join(export_dir, LITERT_DIR)
-        paths += write_litert(resolved, built, litert_dir, quantize, fixed_length)
+        with phase(f"export: {task} LiteRT files ({', '.join(quantize)}) to {litert_dir}") as done:
+            built = builders.litert(resolved, fixed_length)
+            written = write_litert(resolved, built, litert_dir, quantize, fixed_length)
+            paths += written
+            done.wrote(f"{len(written)} files")
     if onnx_built is not None:
         from albert_tf.serving.onnx_export import write_onnx
 
         onnx_dir = os.path.join(export_dir, ONNX_DIR)
-        paths += write_onnx(resolved, onnx_built, onnx_dir, onnx_quantize)
+        with phase(f"export: {task} ONNX files ({', '.join(onnx_quantize)}) to {onnx_dir}") as done:
+            written = write_onnx(resolved, onnx_built, onnx_dir, onnx_quantize)
+            paths += written
+            done.wrote(f"{len(written)} files")
     return paths
 
 

@@ -62,6 +62,7 @@ from albert_tf.training.step import LAST_STEP, TrainStep
 from albert_tf.training.stops import Interrupted, NonFiniteLoss, Preempted
 from albert_tf.training.tasks import Task
 from data_pipeline.io import filesystem
+from data_pipeline.phases import phase
 
 # (the stops are raised here; their old import path stays valid)
 __all__ = ["Interrupted", "NonFiniteLoss", "Preempted", "Trainer"]
@@ -403,11 +404,11 @@ class Trainer:
         """One pass over the evaluation set (at most `max_eval_steps` batches), or
         `evaluate_fn`; recorded (`RunFiles.record_eval`: events, metrics.jsonl, best/)."""
         step = self.step if step is None else step
-        if self.evaluate_fn is not None:
-            result = dict(self.evaluate_fn(self.model))
-            self.files.record_eval(step, result, self._saved, self.task.best_metric)
-            return result
-        result = self._eval_loop(self.eval_dataset_fn, self.config.max_eval_steps)
+        with phase(f"evaluation at step {step}", self.log):  # (its figures: record_eval's line)
+            if self.evaluate_fn is not None:
+                result = dict(self.evaluate_fn(self.model))
+            else:
+                result = self._eval_loop(self.eval_dataset_fn, self.config.max_eval_steps)
         self.files.record_eval(step, result, self._saved, self.task.best_metric)
         return result
 

@@ -61,3 +61,29 @@ def test_a_second_conversion_into_the_same_directory_is_refused(tmp_path, capsys
     # An empty directory (one made for it) is taken.
     (tmp_path / "empty").mkdir()
     assert main([*args[1], f"--output_dir={tmp_path / 'empty'}"]) == 0
+
+
+def test_a_conversion_says_when_it_starts_and_ends(tmp_path, capsys):
+    """Both ways (--to, --source): one line as the conversion starts (input, what, where),
+    one as it ends with its time, then what it wrote."""
+    import re
+
+    from albert_tf.checkpoints.convert import main as convert_main
+
+    ours = _ours(tmp_path / "a", 1)
+    garden, back = tmp_path / "mg", tmp_path / "back"
+    config = f"--albert_config_file={tmp_path / 'a' / 'albert_config.json'}"
+    capsys.readouterr()
+    runs = [
+        (["--to=model_garden", f"--input={ours}", f"--output_dir={garden}"], "model_garden"),
+        (["--source=model_garden", f"--input={garden}", config, f"--output_dir={back}"], None),
+    ]
+    for args, to in runs:
+        assert convert_main(["albert-convert", *args]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        output = args[-1].split("=", 1)[1]
+        what = f"to {to} in {output}" if to else f"(model_garden) to {output}"
+        start = f"conversion: {args[1].split('=', 1)[1]} {what}"
+        assert lines[0] == f"{start} ...", lines
+        assert re.fullmatch(re.escape(start) + r": done in \d+\.\d s", lines[1]), lines
+        assert lines[2].startswith("wrote "), lines

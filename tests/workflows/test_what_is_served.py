@@ -339,3 +339,45 @@ def test_a_labelled_test_file_is_scored_as_well_as_predicted(data, tmp_path):  #
     scheme = report["tag_scheme"]
     assert scheme == detect_scheme(sorted({t for s in gold for t in s}))
     assert report["scores"]["f1"] == pytest.approx(entity_report(gold, tags, scheme).micro.f1)
+
+
+@pytest.mark.slow
+def test_every_long_phase_says_when_it_starts_and_what_it_wrote(data, tmp_path, capsys):  # noqa: F811
+    """The teacher's pass (with its example count), each evaluation, the final report and
+    test predictions, and the export: a line as each starts, one as it ends (what it wrote,
+    how long it took), in the order they run."""
+    import re
+
+    root = data[0]
+    capsys.readouterr()
+    export = tmp_path / "export"
+    _run(
+        data,
+        "classifier",
+        tmp_path / "run",
+        teacher_checkpoint=str(root / "teacher"),
+        do_predict=True,
+        test_file=str(root / "sst" / "dev.tsv"),
+        export_dir=str(export),
+        export_format=("savedmodel",),
+    )
+    out = capsys.readouterr().out
+    done = r"done in \d+\.\d s"
+    phases = [
+        r"^distillation: the teacher's logits of 48 training examples \.\.\.$",
+        rf"^distillation: the teacher's logits of 48 training examples: {done}; wrote 48 rows "
+        r"of 2 logits \(kept in memory\)$",
+        r"^evaluation at step 2 \.\.\.$",
+        rf"^evaluation at step 2: {done}$",
+        r"^eval step 2: accuracy ",
+        r"^final report and test predictions of the model at step \d+ \.\.\.$",
+        r"^predictions: ",
+        rf"^final report and test predictions of the model at step \d+: {done}$",
+        rf"^export: the classifier SavedModel to {re.escape(str(export))} \.\.\.$",
+        rf"^export: the classifier SavedModel to {re.escape(str(export))}: {done}; wrote "
+        rf"{re.escape(str(export / '1'))}$",
+    ]
+    where = [re.search(p, out, re.M) for p in phases]
+    assert all(where), [p for p, w in zip(phases, where) if not w]
+    starts = [w.start() for w in where]
+    assert starts == sorted(starts), out[-3000:]

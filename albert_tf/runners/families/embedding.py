@@ -160,6 +160,9 @@ class Embedding(Family):
             write_json(trainer.files.results_path(), report)
         return result
 
+    def concluding(self, s) -> str:
+        return "final report" if s.eval_file else ""
+
     def evaluated(self, s) -> str:
         return os.path.basename(s.eval_file)
 

@@ -233,13 +233,20 @@ def print_exports(paths, finetuned: bool = False) -> None:
 
 def main(argv=None) -> int:
     """`albert-export`: the command line parsed once (albert_tf.serving.export_command;
-    --help and a bad flag before TensorFlow loads: exit 0 / 2), then `run_export`."""
+    --help and a bad flag before TensorFlow loads: exit 0 / 2), then `run_export`; SIGTERM:
+    one line, exit 143, the staging directories removed (`stops.sigterm_raises`)."""
     from albert_tf.serving.export_command import COMMAND
+    from albert_tf.training.stops import Terminated, sigterm_raises
 
     s = COMMAND.parse_tool(argv)
     if s is None:
         return 2
-    return run_export(s)
+    try:
+        with sigterm_raises():
+            return run_export(s)
+    except Terminated as e:
+        print(str(e), file=sys.stderr)
+        return 143
 
 
 def run_export(s) -> int:

@@ -195,13 +195,16 @@ def run_main(body: Callable[[], int | None], argv=()) -> int:
     error this project raises for bad input) becomes one `error: ...` line and exit code 1,
     a preemption exit code 143 (the conventional SIGTERM code), Ctrl-C (SIGINT) one line
     and exit code 130 (the trainer's `Interrupted` names the step and the last
-    checkpoint; a run resumes from it exactly)."""
+    checkpoint; a run resumes from it exactly), SIGTERM outside the training loop one line
+    and exit code 143, the `with` blocks on the way out run (`stops.sigterm_raises`)."""
     from albert_tf.training import Interrupted, Preempted
+    from albert_tf.training.stops import Terminated, sigterm_raises
 
     try:
         check_no_positional(argv)
-        return body() or 0
-    except Preempted as e:
+        with sigterm_raises():
+            return body() or 0
+    except (Preempted, Terminated) as e:
         print(str(e), file=sys.stderr)
         return 143
     except Interrupted as e:

@@ -1,8 +1,13 @@
 """The ways a training run stops before its last step, each an exception the runners turn
 into one line and an exit code (`albert_tf.training.run_setup.run_main`): preemption (143),
-Ctrl-C (130), a NaN/inf loss (1, a ValueError)."""
+Ctrl-C (130), a NaN/inf loss (1, a ValueError), and SIGTERM outside the training loop
+(143: `Terminated`, raised by `sigterm_raises`)."""
 
 from __future__ import annotations
+
+import contextlib
+import signal
+import threading
 
 
 class Preempted(Exception):
@@ -18,3 +23,37 @@ class Interrupted(Exception):
 class NonFiniteLoss(ValueError):
     """The loss or the gradients became NaN/inf (`on_nonfinite="stop"`): raised before
     anything from that step on is written (no checkpoint, best/, prediction or export)."""
+
+
+class Terminated(BaseException):
+    """SIGTERM outside the training loop (reading data, caching features, evaluating,
+    predicting, exporting): raised where the main thread is, so every `with` block on the
+    way out runs (staging directories removed, locks released); the runner exits with
+    status 143 and one line. A BaseException, as KeyboardInterrupt: no `except Exception`
+    swallows it. (The training loop installs its own handler: a checkpoint, then
+    Preempted.)"""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated(
+        "terminated (SIGTERM) outside the training loop: the phase under way was abandoned "
+        "and its temporary files removed; the checkpoints are as they were (the same command "
+        "resumes)"
+    )
+
+
+@contextlib.contextmanager
+def sigterm_raises():
+    """SIGTERM raises `Terminated` in the main thread while the block runs (Python's
+    default ends the process at once, leaving staging directories such as an export's
+    EXPORT_DIR/.finetuned-*/ behind). Python runs the handler between bytecodes: a SIGTERM
+    during one long native call (a LiteRT conversion) takes effect when it returns. Off
+    the main thread, no handler can be set: the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -301,13 +301,30 @@ def check_vocab_size(albert_config, vocab_size: int, what: str, source: str = ""
 
 def check_records_vocabulary(albert_config, files: list[str], source: str) -> None:
     """check_vocab_size for the vocabulary each meta_data.json beside pretraining records
-    `files` records (records without one are not checked)."""
-    from data_pipeline.pretraining.meta_data import read_meta_data
+    `files` records; records without one (the official tool's, or a copy without it) have
+    the ids of their first records checked against the model's vocab_size instead, so a
+    larger vocabulary's records are one line naming the file, not an InvalidArgumentError
+    from the embedding lookup mid-run (or, on GPU, zeros read silently)."""
+    from data_pipeline.pretraining.meta_data import META_FILE, largest_token_id, read_meta_data
 
-    for directory in dict.fromkeys(os.path.dirname(f) for f in files):
+    size = albert_config.vocab_size
+    by_directory: dict[str, list[str]] = {}
+    for f in files:
+        by_directory.setdefault(os.path.dirname(f), []).append(f)
+    for directory, inside in by_directory.items():
         found = read_meta_data(directory)
         if found and isinstance(found[1].get("vocab_size"), int):
             path, meta = found
             check_vocab_size(
                 albert_config, meta["vocab_size"], f"{path}: the records' vocabulary", source
             )
+            continue
+        for path in inside:
+            top = largest_token_id(path)
+            if top is not None and top >= size:
+                raise ValueError(
+                    f"{path}: its records hold token id {top:,}, but vocab_size={size:,} in "
+                    f"{source}: ids >= {size:,} have no embedding (no {META_FILE} beside the "
+                    "records says which vocabulary wrote them; give the config of that "
+                    "vocabulary, or records written with this model's)"
+                )

@@ -217,6 +217,24 @@ def _first_record(path: str):
     return None if first is None else tf.train.Example.FromString(first).features.feature
 
 
+def largest_token_id(path: str, records: int = 64) -> int | None:
+    """The largest token id (input_ids, masked_lm_ids) of the first `records` records of
+    `path` (None: an empty file): what a model's vocabulary must cover when no
+    meta_data.json says which vocabulary wrote them."""
+    import itertools
+
+    import tensorflow as tf
+
+    largest = None
+    for raw in itertools.islice(read_records(path), records):
+        feature = tf.train.Example.FromString(raw).features.feature
+        for name in ("input_ids", "masked_lm_ids"):
+            if name in feature and feature[name].int64_list.value:
+                top = max(feature[name].int64_list.value)
+                largest = top if largest is None else max(largest, top)
+    return largest
+
+
 def _say(key: str, value) -> str:
     if isinstance(value, bool):
         return f"--{'' if value else 'no'}{key}"

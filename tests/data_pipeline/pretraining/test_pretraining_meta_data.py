@@ -177,3 +177,31 @@ def test_truncated_records_are_named_not_a_crash(tmp_path):
     with open(path, "wb") as f:
         f.write(whole[:third])  # cut between records: whole records, nothing corrupt
     assert find_corrupt([path]) is None and len(list(read_records(path))) == 2
+
+
+def test_records_without_meta_data_have_their_ids_checked_against_the_model(tmp_path):
+    """No meta_data.json beside the records: the largest id of their first records must be
+    below the model's vocab_size (one line naming the file and the id, before anything is
+    written; was an InvalidArgumentError traceback from the embedding lookup mid-run). With
+    one, its vocab_size is checked instead (a large id then is not read for)."""
+    from albert_tf.training.run_setup import check_records_vocabulary
+    from tests.support.tiny import tiny_config
+
+    ids = np.ones((2, 16), np.int64)
+    ids[1, 3] = 29_123  # a 30k vocabulary's piece, in the second record
+    masked = np.full((2, 4), 7, np.int64)
+    path = tmp_path / "d" / "s0.tfrecord"
+    os.makedirs(path.parent)
+    writer = AtomicRecordWriter(str(path))
+    writer.write_all(encode_examples({"input_ids": ids, "masked_lm_ids": masked}))
+    writer.commit()
+    files = [str(path), _shard(tmp_path / "d" / "s1.tfrecord", 16, 4)]
+    check_records_vocabulary(tiny_config(vocab_size=30_000), files, "c.json")
+    with pytest.raises(ValueError) as refused:
+        check_records_vocabulary(tiny_config(vocab_size=1_000), files, "--albert_config_file=c")
+    message = str(refused.value)
+    assert message.startswith(f"{path}: its records hold token id 29,123, but vocab_size=1,000")
+    assert "--albert_config_file=c" in message and "meta_data.json" in message
+    assert "\n" not in message
+    _meta(tmp_path / "d", 16, 4, vocab_size=1_000)  # the writer's word is taken
+    check_records_vocabulary(tiny_config(vocab_size=1_000), files, "c.json")

@@ -65,6 +65,18 @@ class EmbeddingSettings:
     )
     eval_format: str = setting("auto", "The --eval_file's format.", choices=FORMATS)
     eval_batch_size: int = setting(64, "Sentences embedded per evaluation batch.", minimum=1)
+    do_predict: bool = setting(
+        False,
+        "Write each --predict_file pair's cosine similarity to OUTPUT_DIR/similarities.jsonl "
+        "(one line a pair, with its gold score when the file has a score column: then "
+        "scored too, test_results.json).",
+    )
+    predict_file: str | None = setting(
+        None,
+        "The pairs to predict (tsv/csv/jsonl with columns --text_a_column, --text_b_column "
+        "and, if it has one, --score_column; sts-b files as tsv).",
+    )
+    predict_format: str = setting("auto", "The --predict_file's format.", choices=FORMATS)
 
 
 def training_pairs(s):
@@ -80,6 +92,20 @@ def training_pairs(s):
         return pair_files.positive_pairs(s.train_file, s.train_format, *columns, s.max_score)
     except (ValueError, OSError) as e:
         raise ValueError(f"--train_file: {e}") from None
+
+
+def predicted_pairs(s):
+    """The --predict_file's pairs, scored when it has a --score_column (pair_files.
+    prediction_pairs); errors name --predict_file, the file, the line."""
+    from data_pipeline.classification import pair_files
+
+    columns = (s.text_a_column, s.text_b_column, s.score_column)
+    try:
+        return pair_files.prediction_pairs(
+            s.predict_file, s.predict_format, *columns, max_score=s.max_score
+        )
+    except (ValueError, OSError) as e:
+        raise ValueError(f"--predict_file: {e}") from None
 
 
 def evaluation_pairs(s):

@@ -86,22 +86,47 @@ def cosine_scores(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.sum(u * v, axis=1) / np.maximum(norms, 1e-12)
 
 
+def pair_cosines(embedder, pairs: SentencePairs, batch_size: int = 64) -> np.ndarray:
+    """float64 [N]: cos(embedding(first_i), embedding(second_i)) of each pair."""
+    u = embed(embedder, pairs.first, batch_size)
+    v = embed(embedder, pairs.second, batch_size)
+    return cosine_scores(u, v)
+
+
 def cosine_spearman(embedder, pairs: SentencePairs, batch_size: int = 64) -> float:
     """Spearman's correlation of cos(embedding(first), embedding(second)) with the gold
     scores: the STS evaluation of an embedding model."""
-    u = embed(embedder, pairs.first, batch_size)
-    v = embed(embedder, pairs.second, batch_size)
-    return spearman(cosine_scores(u, v), pairs.scores)
+    return spearman(pair_cosines(embedder, pairs, batch_size), pairs.scores)
+
+
+def write_similarities(path: str, pairs, similarities) -> None:
+    """`path` (JSON lines, written atomically): one line a pair of `pairs`
+    (pair_files.TextPairs), in the file's order: {"line": where it starts in its file,
+    "text_a", "text_b", "similarity": the cosine, and "score": the gold score when the
+    file has scores}."""
+    import json
+
+    from data_pipeline.io.atomic import atomic_open
+
+    with atomic_open(path) as f:
+        for i, similarity in enumerate(similarities):
+            row = {"line": pairs.lines[i], "text_a": pairs.texts_a[i], "text_b": pairs.texts_b[i]}
+            row["similarity"] = round(float(similarity), 6)
+            if pairs.scores is not None:
+                row["score"] = pairs.scores[i]
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def pair_features(pairs, tokenizer, max_seq_length: int, max_score: float) -> SentencePairs:
     """`pair_files.TextPairs` → `SentencePairs` (each side packed alone, `[CLS] s [SEP]`,
     `max_seq_length`). Scores are put on STS-B's 0-5 scale (× 5 / `max_score`): the cosine
     objective regresses on score / 5 (embedding_losses.sts_labels), so its label is
-    score / max_score in [0, 1]; the Spearman is unchanged by the scale."""
+    score / max_score in [0, 1]; the Spearman is unchanged by the scale. Pairs without
+    scores (to predict) get zeros."""
     from albert_tf.training.embedding_losses import STS_MAX_SCORE
 
-    scores = np.asarray(pairs.scores, np.float64) * (STS_MAX_SCORE / max_score)
+    given = pairs.scores if pairs.scores is not None else [0.0] * len(pairs)
+    scores = np.asarray(given, np.float64) * (STS_MAX_SCORE / max_score)
     return SentencePairs(
         single_sentence_features(pairs.texts_a, tokenizer, max_seq_length),
         single_sentence_features(pairs.texts_b, tokenizer, max_seq_length),

@@ -31,23 +31,23 @@ PAIR_FORMATS = ("auto", "tsv", "csv", "jsonl", *BENCHMARKS)
 @dataclasses.dataclass(frozen=True)
 class TextPairs:
     """N sentence pairs read from `path`: texts_a, texts_b (str), scores (float: the gold
-    score of a scored pair; `max_score` for a positive pair), lines (where each starts)."""
+    score of a scored pair; `max_score` for a positive pair; None: pairs to predict from a
+    file without scores), lines (where each starts)."""
 
     path: str
     texts_a: list[str]
     texts_b: list[str]
-    scores: list[float]
+    scores: list[float] | None
     lines: list[int]
 
     def __len__(self) -> int:
-        return len(self.scores)
+        return len(self.texts_a)
 
     def take(self, n: int | None) -> TextPairs:
         """The first n pairs (all of them for None)."""
         cut = slice(None, n)
-        return TextPairs(
-            self.path, self.texts_a[cut], self.texts_b[cut], self.scores[cut], self.lines[cut]
-        )
+        scores = None if self.scores is None else self.scores[cut]
+        return TextPairs(self.path, self.texts_a[cut], self.texts_b[cut], scores, self.lines[cut])
 
 
 def resolve_format(path: str, file_format: str) -> str:
@@ -154,3 +154,52 @@ def positive_pairs(
         [max_score] * len(kept),
         [e.line for e in kept],
     )
+
+
+def prediction_pairs(
+    path: str,
+    file_format: str = "auto",
+    text_a_column: str = "sentence1",
+    text_b_column: str = "sentence2",
+    score_column: str = "score",
+    max_score: float = 5.0,
+) -> TextPairs:
+    """Pairs to predict a similarity for: scored as `scored_pairs` reads them when the
+    file has `score_column` (sts-b: read as tsv by its header, so STS-B's test.tsv, which
+    has no score, is taken too), else unscored (scores None). Labelled benchmark formats
+    (mrpc, afqmc) have no scores and are refused."""
+    fmt = resolve_format(path, file_format)
+    if fmt in ("mrpc", "afqmc"):
+        raise ValueError(
+            f"{path}: {fmt} files have labels, not similarity scores; give tsv/csv/jsonl"
+        )
+    fmt = "tsv" if fmt == "sts-b" else fmt
+    if _has_column(path, fmt, score_column):
+        return scored_pairs(path, fmt, text_a_column, text_b_column, score_column, max_score)
+    examples, _ = _examples(path, fmt, text_a_column, text_b_column, None, "test")
+    for e in examples:
+        _check_texts(path, e)
+    texts_a, texts_b = [e.text_a for e in examples], [e.text_b for e in examples]
+    return TextPairs(path, texts_a, texts_b, None, [e.line for e in examples])
+
+
+def _has_column(path: str, fmt: str, column: str) -> bool:
+    """Whether `column` is in the header (tsv, csv) or the first object (jsonl) of `path`;
+    a file whose first row does not read says nothing here (its reader names the error)."""
+    import csv
+    import json
+
+    from data_pipeline.io.text_lines import numbered_lines
+
+    for _, line in numbered_lines(path):
+        if not line.strip():
+            continue
+        if fmt == "jsonl":
+            try:
+                first = json.loads(line)
+            except ValueError:
+                return False
+            return isinstance(first, dict) and column in first
+        header = line.split("\t") if fmt == "tsv" else next(csv.reader([line]), [])
+        return column in [h.strip() for h in header]
+    return False

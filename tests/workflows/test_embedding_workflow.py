@@ -65,6 +65,8 @@ def runs(data):
             "--train_step=40",
             "--eval_every=20",
             f"--export_dir={data / 'export'}",
+            "--do_predict",
+            f"--predict_file={data / 'dev.tsv'}",
         ),
         timeout=900,
     )
@@ -183,6 +185,60 @@ def test_the_export_is_the_best_checkpoint_served(runs, data):
     )
 
 
+@pytest.mark.slow
+def test_predictions_are_each_pairs_similarity_with_its_gold_score(runs, data, tmp_path):
+    """--do_predict: similarities.jsonl, one line a pair in the file's order, the cosine
+    of the best checkpoint's embeddings with the gold score beside it; the Spearman of
+    those lines (test_results.json) is the best checkpoint's dev figure. A file without
+    a score column (a prediction-only run from best/) gets the same similarities, no
+    score and no test_results.json."""
+    from scipy.stats import spearmanr
+
+    from data_pipeline.classification.pair_files import scored_pairs
+
+    pairs = scored_pairs(str(data / "dev.tsv"))
+    rows = [
+        json.loads(x) for x in (data / "cosine" / "similarities.jsonl").read_text().splitlines()
+    ]
+    assert [r["line"] for r in rows] == pairs.lines and len(rows) == 100
+    assert [(r["text_a"], r["text_b"], r["score"]) for r in rows] == list(
+        zip(pairs.texts_a, pairs.texts_b, pairs.scores)
+    )
+    similarities = [r["similarity"] for r in rows]
+    assert all(-1 <= x <= 1 for x in similarities)
+    best = json.loads((data / "cosine" / "best" / "best.json").read_text())
+    test = json.loads((data / "cosine" / "test_results.json").read_text())
+    assert test["test_file"] == "dev.tsv" and test["step"] == best["step"]
+    assert test["scores"]["spearman"] == pytest.approx(best["value"], abs=1e-5)
+    assert spearmanr(similarities, pairs.scores).statistic == pytest.approx(best["value"], abs=1e-5)
+    assert (
+        f"predictions: {data / 'cosine' / 'similarities.jsonl'} (100 pairs)"
+        in runs["cosine"].stdout
+    )
+    unscored = tmp_path / "pairs.tsv"
+    unscored.write_text(
+        "sentence1\tsentence2\n"
+        + "".join(f"{a}\t{b}\n" for a, b in zip(pairs.texts_a, pairs.texts_b)),
+        encoding="utf-8",
+    )
+    out = tmp_path / "predict"
+    again = run_command(
+        *_args(
+            out,
+            data / "albert_config.json",
+            f"--init_checkpoint={data / 'cosine' / 'best'}",
+            "--do_predict",
+            f"--predict_file={unscored}",
+        ),
+        timeout=600,
+    )
+    assert again.returncode == 0, again.report()
+    plain = [json.loads(x) for x in (out / "similarities.jsonl").read_text().splitlines()]
+    assert [r["line"] for r in plain] == list(range(2, 102))
+    assert all("score" not in r for r in plain) and not (out / "test_results.json").exists()
+    np.testing.assert_allclose([r["similarity"] for r in plain], similarities, atol=1e-5)
+
+
 def test_bad_input_is_one_line_naming_flag_file_and_line(data, tmp_path):
     config = data / "albert_config.json"
     bad_score = tmp_path / "score.tsv"
@@ -236,7 +292,12 @@ def test_flag_checks_and_choices(tmp_path):
     family = FAMILIES["embedding"]
     contrastive = ["--do_train", "--train_file=t", "--objective=contrastive"]
     cases = [
-        ([], "^nothing to do: give --do_train with --train_file, and/or --eval_file$"),
+        (
+            [],
+            "^nothing to do: give --do_train with --train_file, --eval_file and/or --do_predict "
+            "with --predict_file$",
+        ),
+        (["--do_predict"], r"^--do_predict needs --predict_file \(the pairs to predict\)$"),
         (["--do_train"], r"^--do_train needs --train_file \(the training pairs\)$"),
         (["--eval_file=d.tsv", "--recipe=paper"], "^--recipe=paper: the ALBERT paper gives no"),
         (["--eval_file=d.tsv", "--length_buckets=16"], "^--length_buckets: run_embedding.py pads"),

@@ -24,6 +24,8 @@ step 0 in metrics.jsonl), every --eval_every steps and at the end; best/ keeps t
 checkpoint (the starting weights when training never beats them). eval_results.json:
 {"unsupervised", "final", "best"} (with --num_runs: over seeds). The run is the shared
 trainer's (resume after a kill, the output lock, the NaN guard, run_config.json).
+--do_predict: each --predict_file pair's cosine, one JSON line a pair with its gold score
+when the file has one (then scored: test_results.json), OUTPUT_DIR/similarities.jsonl.
 --export_dir writes the best checkpoint's encoder as a SavedModel (albert_tf.serving.export
 --task encoder): raw strings → embeddings (--pooling, L2-normalized unless --nonormalize)
 and similarity(text_a, text_b) = cosine.
@@ -37,8 +39,11 @@ from albert_tf.runners.family import Data, Family
 from albert_tf.training.embedding_settings import (
     EmbeddingSettings,
     evaluation_pairs,
+    predicted_pairs,
     training_pairs,
 )
+
+SIMILARITIES = "similarities.jsonl"  # --do_predict: one line a --predict_file pair
 
 
 class Embedding(Family):
@@ -47,7 +52,7 @@ class Embedding(Family):
     settings = (EmbeddingSettings,)
     defaults = {"learning_rate": 2e-5, "max_seq_length": 128, "num_train_epochs": 4.0}
     controls = frozenset({"early_stopping", "layer_lr_decay", "recompute", "num_runs"})
-    untrained = "--eval_file without --do_train"
+    untrained = "--eval_file/--do_predict without --do_train"
 
     def identity_task(self, s) -> str:
         return f"embedding-{s.objective}"
@@ -59,8 +64,13 @@ class Embedding(Family):
         return None  # every sentence padded to --max_seq_length
 
     def check(self, s) -> None:
-        if not (s.do_train or s.eval_file):
-            raise ValueError("nothing to do: give --do_train with --train_file, and/or --eval_file")
+        if not (s.do_train or s.eval_file or s.do_predict):
+            raise ValueError(
+                "nothing to do: give --do_train with --train_file, --eval_file and/or "
+                "--do_predict with --predict_file"
+            )
+        if s.do_predict and not s.predict_file:
+            raise ValueError("--do_predict needs --predict_file (the pairs to predict)")
         if s.do_train and not s.train_file:
             raise ValueError("--do_train needs --train_file (the training pairs)")
         if s.given("length_buckets"):
@@ -88,6 +98,8 @@ class Embedding(Family):
         texts = {"train": training_pairs(s)} if s.do_train else {}
         if s.eval_file:
             texts["eval"] = evaluation_pairs(s)
+        if s.do_predict:
+            texts["predict"] = predicted_pairs(s)
         identity = dict(
             max_seq_length=s.max_seq_length,
             pooling=s.pooling,
@@ -126,7 +138,8 @@ class Embedding(Family):
     def dataset(self, s, data: Data, batch, seed, ctx, buckets):
         from albert_tf.training.embedding_task import pair_dataset
 
-        source = data.splits.get("train") or data.splits["eval"]  # without --do_train: built
+        splits = data.splits  # (without --do_train: built, never run)
+        source = splits.get("train") or splits.get("eval") or splits["predict"]
         return pair_dataset(source, batch, seed=seed, input_context=ctx)
 
     def evaluate(self, s, data: Data, strategy):
@@ -158,13 +171,32 @@ class Embedding(Family):
             report.update(unsupervised=result["unsupervised"], final=result["eval"])
             report.update(best=trainer.best_record())
             write_json(trainer.files.results_path(), report)
+        if s.do_predict:
+            self._predict(s, data, trainer)
         return result
 
     def concluding(self, s) -> str:
-        return "final report" if s.eval_file else ""
+        doing = (("final report", bool(s.eval_file)), ("pair similarities", s.do_predict))
+        return " and ".join(name for name, on in doing if on)
+
+    def _predict(self, s, data: Data, trainer) -> None:
+        """OUTPUT_DIR/similarities.jsonl: each --predict_file pair's cosine (its gold
+        score beside it when the file has scores: then its Spearman is the test's score,
+        test_results.json)."""
+        from albert_tf.training.sentence_similarity import pair_cosines, write_similarities
+        from data_pipeline.classification.metrics import spearman
+
+        pairs = data.extra["texts"]["predict"]
+        cosines = pair_cosines(trainer.model, data.splits["predict"], s.eval_batch_size)
+        path = os.path.join(trainer.config.output_dir, SIMILARITIES)
+        write_similarities(path, pairs, cosines)
+        print(f"predictions: {path} ({len(pairs):,} pairs)", flush=True)
+        if pairs.scores is not None:
+            figures = {"spearman": spearman(cosines, pairs.scores)}
+            trainer.files.record_test(os.path.basename(pairs.path), figures, trainer.weights_step)
 
     def evaluated(self, s) -> str:
-        return os.path.basename(s.eval_file)
+        return os.path.basename(s.eval_file or s.predict_file)
 
     def seeds_report(self, results: list[dict]) -> list[dict]:
         return [{"spearman": r["eval"]["spearman"]} for r in results]

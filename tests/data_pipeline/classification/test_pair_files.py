@@ -126,3 +126,31 @@ def test_a_format_without_what_the_objective_needs_is_refused(tmp_path):
         "csv",
         "tsv",
     ]
+
+
+def test_pairs_to_predict_keep_their_scores_only_when_the_file_has_them(tmp_path):
+    """prediction_pairs: a score column read (and checked) as scored_pairs does; none, no
+    scores (STS-B's test.tsv layout: index, sentence1, sentence2); label files refused."""
+    tsv = tmp_path / "s.tsv"
+    tsv.write_text("sentence1\tsentence2\tscore\na b\tc d\t3.5\ne\tf\t0\n", encoding="utf-8")
+    scored = pair_files.prediction_pairs(str(tsv))
+    assert (scored.texts_a, scored.scores, scored.lines) == (["a b", "e"], [3.5, 0.0], [2, 3])
+    test = tmp_path / "test.tsv"
+    test.write_text("index\tsentence1\tsentence2\n0\ta b\tc d\n1\te\tf\n", encoding="utf-8")
+    for fmt in ("auto", "sts-b"):
+        plain = pair_files.prediction_pairs(str(test), fmt)
+        assert (plain.texts_b, plain.scores, plain.lines) == (["c d", "f"], None, [2, 3])
+        assert len(plain) == 2 and plain.take(1).texts_a == ["a b"]
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_text(
+        json.dumps({"q": "x", "d": "y", "sim": 1}) + "\n" + json.dumps({"q": "z", "d": "w"}) + "\n"
+    )
+    with pytest.raises(ValueError, match=r"p.jsonl:2: label_column='sim' is not a key"):
+        pair_files.prediction_pairs(str(jsonl), "auto", "q", "d", "sim")  # (scored: every row)
+    assert pair_files.prediction_pairs(str(jsonl), "auto", "q", "d").scores is None
+    bad = tmp_path / "bad.csv"
+    bad.write_text("sentence1,sentence2,score\na,b,7\n")
+    with pytest.raises(ValueError, match=r"bad.csv:2: score 7.0 is outside \[0, 5.0\]"):
+        pair_files.prediction_pairs(str(bad))
+    with pytest.raises(ValueError, match="mrpc files have labels, not similarity scores"):
+        pair_files.prediction_pairs(str(tsv), "mrpc")

@@ -36,6 +36,17 @@ def naming(path: str):
         raise OSError(e.errno, e.strerror, path) from None
 
 
+def write_failure(error: OSError, path: str, kept: str) -> OSError:
+    """A failed write of `path` (`error`: ENOSPC, EFBIG, EIO, ...) as an OSError whose one
+    argument is its whole line: "cannot write PATH: REASON; KEPT". Made for pipeline
+    runners that re-raise a step's error as its type with the step's name appended to its
+    first argument (Apache Beam): an OSError(errno, strerror, filename) has a number
+    there, so Beam turned it into a RuntimeError naming no file, which no command expects
+    (two tracebacks)."""
+    reason = error.strerror or str(error) or type(error).__name__
+    return OSError(f"cannot write {path}: {reason}; {kept}")
+
+
 @contextlib.contextmanager
 def atomic_open(path: str, mode: str = "w", encoding: str | None = "utf-8", **open_kwargs):
     """`open(path, mode, ...)` that becomes visible at `path` only when the block

@@ -39,7 +39,10 @@ The pipeline is the local writer's job, one shard per element:
   hdfs:// with Beam's extras): the shard is streamed to `NAME.tmp-<unique>`, its stats to
   `stats/NAME.json.tmp-<unique>`, then the shard and then its stats are renamed into place,
   as the local writer does. The unique suffix keeps two attempts at one shard (a retry
-  beside a straggler) from writing into one file.
+  beside a straggler) from writing into one file. A failed write (a full disk) removes
+  both temporaries and is one line naming the shard (`atomic.write_failure`: Beam
+  re-raises a step's error with the step's name appended to its first argument, which an
+  errno-style OSError cannot take).
 - WriteMeta gets every shard's statistics (as read back from their JSON, in shard order)
   and writes meta_data.json last (temporary name, then rename) with
   `meta_data.job_meta_data` and `atomic.json_text`: the same bytes. No instances at all is
@@ -87,7 +90,7 @@ import time
 import uuid
 
 from data_pipeline import documents as documents_lib
-from data_pipeline.io.atomic import json_text
+from data_pipeline.io.atomic import json_text, write_failure
 from data_pipeline.io.filesystem import is_url
 from data_pipeline.io.locks import output_lock
 from data_pipeline.pretraining import chinese_words, shards
@@ -191,8 +194,11 @@ class WriteShard(beam.DoFn):
             )
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, self.config.tokenizer.file_name)
-            with open(path, "wb") as f:
-                f.write(self.tokenizer_bytes)
+            try:
+                with open(path, "wb") as f:
+                    f.write(self.tokenizer_bytes)
+            except OSError as e:  # (the worker's temporary directory)
+                raise write_failure(e, path, "the worker cannot load the tokenizer") from None
             worker_config = dataclasses.replace(
                 self.config, tokenizer=self.config.tokenizer.with_path(path)
             )
@@ -213,6 +219,7 @@ class WriteShard(beam.DoFn):
         read_stats, stats = documents_lib.ReadStats(), InstanceStats()
         count = 0
         shards.start_shard(self.maker)
+        writing = path
         try:
             with FileSystems.create(
                 path + suffix, compression_type=CompressionTypes.UNCOMPRESSED
@@ -226,11 +233,14 @@ class WriteShard(beam.DoFn):
                 _sync(f)
             result = shards.shard_stats(config, shard, self.fingerprint, count, read_stats, stats)
             text = shards.stats_text(result)
+            writing = stats_path
             _write_bytes(stats_path + suffix, text.encode("utf-8"))
-        except BaseException:
+        except BaseException as e:
             for leftover in (path + suffix, stats_path + suffix):
                 if FileSystems.exists(leftover):
                     FileSystems.delete([leftover])
+            if isinstance(e, OSError) and not isinstance(e.args[0] if e.args else None, str):
+                raise write_failure(e, writing, "nothing of this shard was kept") from None
             raise
         _rename(path + suffix, path)
         _rename(stats_path + suffix, stats_path)
@@ -247,7 +257,14 @@ def write_meta(shard_stats, config, files, tokenizer_sha256, vocab_size):
     meta = job_meta_data(config, files, stats, tokenizer_sha256, vocab_size)
     path = _join(config.output_dir, META_FILE)
     tmp = path + f".tmp-{uuid.uuid4().hex}"
-    _write_bytes(tmp, json_text(meta).encode("utf-8"))
+    try:
+        _write_bytes(tmp, json_text(meta).encode("utf-8"))
+    except OSError as e:
+        if FileSystems.exists(tmp):
+            FileSystems.delete([tmp])
+        raise write_failure(
+            e, path, "the shards are complete: the same command writes it"
+        ) from None
     _rename(tmp, path)
 
 

@@ -122,3 +122,30 @@ def test_local_copy(tmp_path):
     assert not os.path.exists(local)
     with filesystem.local_copy(str(tmp_path)) as same:
         assert same == str(tmp_path)
+
+
+def test_a_failed_write_is_one_line_a_pipeline_runner_can_append_to(tmp_path):
+    """atomic.write_failure: a real EFBIG from a write past the file-size limit, as one
+    OSError whose first argument is the whole line naming the file, so that a runner
+    re-raising it with its step appended (Apache Beam: type(e)(e.args[0] + note)) keeps
+    it an OSError naming the file; the errno form cannot be re-raised so."""
+    import resource
+
+    path = tmp_path / "shard.tfrecord"
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1000, hard))
+    try:
+        with pytest.raises(OSError) as raised, open(path, "wb") as f:
+            f.write(b"x" * 5000)
+            f.flush()
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    error = raised.value
+    note = " [while running 'WriteShard']"
+    with pytest.raises(TypeError):  # the errno form: int + str
+        type(error)(error.args[0] + note, *error.args[1:])
+    failure = atomic.write_failure(error, str(path), "nothing of it was kept")
+    again = type(failure)(failure.args[0] + note, *failure.args[1:])
+    assert isinstance(again, OSError) and str(again) == (
+        f"cannot write {path}: File too large; nothing of it was kept{note}"
+    )

@@ -143,6 +143,30 @@ def test_beam_refuses_shards_of_other_settings(job):
     assert before and digests(cfg.output_dir) == before  # nothing of the other job touched
 
 
+def test_beam_a_full_disk_is_one_line_naming_the_shard(tmp_path):
+    """A shard's write fails (here: a file-size limit, EFBIG, as a full disk's ENOSPC):
+    one line naming the shard, nothing of it kept. Beam re-raises a step's error as its
+    type with the step's name appended to its first argument; an OSError(errno, ...) has
+    a number there, so it became a RuntimeError naming no file (two tracebacks)."""
+    text = (_need_data() / "corpus" / "wikitext-2" / "valid.txt").read_text()
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(text[:400_000])  # one shard of ~1.3 MB; the tokenizer's copy: 0.8 MB
+    cfg = config(str(corpus), tmp_path / "out", num_output_shards=1)
+    argv = ["create_pretraining_data", *cli_args(cfg, runner="beam")]
+    script = textwrap.dedent(
+        f"""
+        import resource, runpy, sys
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, resource.RLIM_INFINITY))
+        sys.argv = {argv!r}
+        runpy.run_module("data_pipeline.pretraining.create_pretraining_data", run_name="__main__")
+        """
+    )
+    out = beam_python("-c", script)
+    shard = os.path.join(cfg.output_dir, cfg.shard_name(0))
+    _one_line_error(out, f"error: cannot write {shard}: File too large; nothing of this")
+    assert _leftovers(cfg.output_dir) == [] and not os.path.exists(shard)
+
+
 def test_cli_beam_empty_input_is_a_one_line_error(tmp_path):
     blank = tmp_path / "blank.txt"
     blank.write_text("\n \n\n")

@@ -1,7 +1,8 @@
 """The ways a training run stops before its last step, each an exception the runners turn
 into one line and an exit code (`albert_tf.training.run_setup.run_main`): preemption (143),
-Ctrl-C (130), a NaN/inf loss (1, a ValueError), and SIGTERM outside the training loop
-(143: `Terminated`, raised by `sigterm_raises`)."""
+Ctrl-C (130), a NaN/inf loss (1, a ValueError), a peer lost by a multi-worker run (1,
+`PeerLost`, an OSError) and SIGTERM outside the training loop (143: `Terminated`, raised by
+`sigterm_raises`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,37 @@ class Interrupted(Exception):
     """Ctrl-C (SIGINT, KeyboardInterrupt) during training: the message names the step
     reached and the last checkpoint, which the same command resumes from exactly (the steps
     after it are trained again); the runner exits with status 130."""
+
+
+class PeerLost(OSError):
+    """A collective operation of the run failed because another task is gone (TensorFlow's
+    UnavailableError: a worker killed, its machine lost): the message names the task, the
+    step reached and the last checkpoint, from which the same command on every worker
+    resumes. The cluster cannot go on without it (collectives wait for every replica), so
+    the run stops; it never hangs (TensorFlow's heartbeats find the lost task)."""
+
+
+def peer_lost(error, step: int, last_checkpoint: str | None) -> PeerLost:
+    """`error` (a tf.errors.UnavailableError of a collective) as PeerLost's one line: the
+    lost tasks TensorFlow names (its heartbeat check, or the remote end of a broken
+    connection) and its reason, without the graph's node lines."""
+    import re
+
+    message = getattr(error, "message", None) or str(error)
+    tasks = sorted(set(re.findall(r"/job:\w+/replica:\d+/task:\d+", message)))
+    lines = [x.strip() for x in message.splitlines() if x.strip()]
+    lines = [x for x in lines if not x.startswith(("[[", "Detected at node", "File ", "Graph "))]
+    keys = ("heartbeat", "connection", "recvmsg", "socket", "unavailable", "unhealthy")
+    reason = next((x for x in lines if any(k in x.lower() for k in keys)), None)
+    reason = (reason or (lines[0] if lines else "unavailable")).rstrip(":")
+    lost = f"lost {', '.join(tasks)}" if tasks else "a task of the cluster is unavailable"
+    where = (
+        f"the last checkpoint is {last_checkpoint}; the same command (on every worker) "
+        "resumes from it"
+        if last_checkpoint
+        else "no checkpoint was written"
+    )
+    return PeerLost(f"stopped at step {step}: {lost} ({reason}); {where}")
 
 
 class NonFiniteLoss(ValueError):

@@ -59,7 +59,7 @@ from albert_tf.training.preemption import coordinated_preemption
 from albert_tf.training.resume import restore_newest
 from albert_tf.training.run_files import Pace, RunFiles
 from albert_tf.training.step import LAST_STEP, TrainStep
-from albert_tf.training.stops import Interrupted, NonFiniteLoss, Preempted
+from albert_tf.training.stops import Interrupted, NonFiniteLoss, Preempted, peer_lost
 from albert_tf.training.tasks import Task
 from data_pipeline.io import filesystem
 from data_pipeline.phases import phase
@@ -300,9 +300,13 @@ class Trainer:
     def train(self) -> dict:
         """Runs to `num_train_steps` (resuming if a checkpoint exists); returns the last
         training and evaluation figures. Ctrl-C raises `Interrupted` (one line: the step
-        reached, the last checkpoint)."""
+        reached, the last checkpoint); a peer lost by a multi-worker run, `PeerLost`."""
+        import tensorflow as tf
+
         try:
             return self._train()
+        except tf.errors.UnavailableError as e:  # a collective whose peer is gone
+            raise peer_lost(e, self.step, self.manager.latest_checkpoint) from None
         except KeyboardInterrupt:
             last = self.manager.latest_checkpoint
             where = (

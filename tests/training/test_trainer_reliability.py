@@ -190,7 +190,7 @@ def test_leftover_temp_directories_are_removed_and_a_failed_save_leaves_nothing(
 # --- exact resume with dropout ------------------------------------------------------------------
 
 
-def _classifier_trainer(tmp_path, name, steps=6, dropout=0.1, **kw):
+def _classifier_trainer(tmp_path, name, steps=6, dropout=0.1, evaluate_fn=None, **kw):
     import tensorflow as tf
 
     from albert_tf.training import ClassificationTask, Trainer, TrainerConfig
@@ -223,7 +223,8 @@ def _classifier_trainer(tmp_path, name, steps=6, dropout=0.1, **kw):
         attention_probs_dropout_prob=dropout,
     )
     task = ClassificationTask(albert, num_labels=2, dropout=dropout)
-    return Trainer(task, config, tf.distribute.get_strategy(), fn, log=lambda *_: None)
+    strategy = tf.distribute.get_strategy()
+    return Trainer(task, config, strategy, fn, log=lambda *_: None, evaluate_fn=evaluate_fn)
 
 
 @pytest.mark.integration  # a training loop of tens of steps: over the unit tier's 5 s
@@ -297,3 +298,42 @@ def test_a_truncated_init_checkpoint_is_one_line(tmp_path):
     with pytest.raises(CheckpointError, match="is unreadable \\(truncated or corrupt\\?\\)") as e:
         load_checkpoint(AlbertEncoder(config), str(tmp_path / "enc"))
     assert "\n" not in str(e.value) and str(tmp_path / "enc") in str(e.value)
+
+
+# --- a lost peer ----------------------------------------------------------------------------
+
+
+@pytest.mark.integration  # a training loop: over the unit tier's 5 s
+def test_a_collective_whose_peer_is_gone_stops_in_one_line_naming_it(tmp_path):
+    """What a chief sees when the other worker is killed (-9): TensorFlow's UnavailableError
+    out of a collective (the train loop's all-reduce, an evaluation's), its heartbeat check
+    naming the lost task. Here the first evaluation, after checkpoint 2, meets that very
+    error: the run stops with one line naming the task, the step and the checkpoint to
+    resume from (was an UnavailableError traceback)."""
+    import tensorflow as tf
+
+    from albert_tf.training.stops import PeerLost
+
+    def evaluate(model):
+        raise tf.errors.UnavailableError(
+            None,
+            None,
+            "Graph execution error:\n\nDetected at node CollectiveReduceV2 defined at (most "
+            "recent call last):\n\nCollective ops is aborted by: Error reported from "
+            "/job:worker/task:0: The following tasks are unhealthy (stopped sending "
+            "heartbeats):\n/job:worker/replica:0/task:0\nThe tasks have crashed.\n"
+            "\t [[{{node CollectiveReduceV2}}]] [Op:__inference_loop_4800]",
+        )
+
+    out = tmp_path / "lost"
+    trainer = _classifier_trainer(tmp_path, "lost", dropout=0.0, evaluate_fn=evaluate, eval_every=2)
+    with pytest.raises(PeerLost) as stopped:
+        trainer.train()
+    checkpoint = os.path.join(str(out), "checkpoints", "ckpt-2")
+    assert str(stopped.value) == (
+        "stopped at step 2: lost /job:worker/replica:0/task:0 (Collective ops is aborted by: "
+        "Error reported from /job:worker/task:0: The following tasks are unhealthy (stopped "
+        f"sending heartbeats)); the last checkpoint is {checkpoint}; the same command (on "
+        "every worker) resumes from it"
+    )
+    assert _ckpts(str(out)) == [2] and isinstance(stopped.value, OSError)

@@ -164,14 +164,14 @@ def export_formats(
     onnx_built = builders.onnx(resolved) if "onnx" in formats else None  # (refusals first)
     paths = []
     if "savedmodel" in formats:
-        with phase(f"export: the {task} SavedModel to {export_dir}") as done:
+        with phase(f"writing the {task} SavedModel to {export_dir}") as done:
             module = builders.saved_model(resolved)
             written = write_saved_model(module, export_dir, resolved.finetuned_dir, resolved.task)
             paths.append(written)
             done.wrote(written)
     if on_device:
         litert_dir = os.path.join(export_dir, LITERT_DIR)
-        with phase(f"export: {task} LiteRT files ({', '.join(quantize)}) to {litert_dir}") as done:
+        with phase(f"writing {task} LiteRT files ({', '.join(quantize)}) to {litert_dir}") as done:
             built = builders.litert(resolved, fixed_length)
             written = write_litert(resolved, built, litert_dir, quantize, fixed_length)
             paths += written
@@ -180,7 +180,7 @@ def export_formats(
         from albert_tf.serving.onnx_export import write_onnx
 
         onnx_dir = os.path.join(export_dir, ONNX_DIR)
-        with phase(f"export: {task} ONNX files ({', '.join(onnx_quantize)}) to {onnx_dir}") as done:
+        with phase(f"writing {task} ONNX files ({', '.join(onnx_quantize)}) to {onnx_dir}") as done:
             written = write_onnx(resolved, onnx_built, onnx_dir, onnx_quantize)
             paths += written
             done.wrote(f"{len(written)} files")

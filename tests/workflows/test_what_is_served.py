@@ -373,8 +373,8 @@ def test_every_long_phase_says_when_it_starts_and_what_it_wrote(data, tmp_path, 
         r"^final report and test predictions of the model at step \d+ \.\.\.$",
         r"^predictions: ",
         rf"^final report and test predictions of the model at step \d+: {done}$",
-        rf"^export: the classifier SavedModel to {re.escape(str(export))} \.\.\.$",
-        rf"^export: the classifier SavedModel to {re.escape(str(export))}: {done}; wrote "
+        rf"^writing the classifier SavedModel to {re.escape(str(export))} \.\.\.$",
+        rf"^writing the classifier SavedModel to {re.escape(str(export))}: {done}; wrote "
         rf"{re.escape(str(export / '1'))}$",
     ]
     where = [re.search(p, out, re.M) for p in phases]

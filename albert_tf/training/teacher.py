@@ -62,15 +62,18 @@ def load_teacher(s, labels, tokenizer_spec):
     return model
 
 
-def teacher_table(teacher, train, batch_size: int, length_buckets):
-    """The teacher's logits of every training example (`train`: TaskFeatures), by
-    example_index (albert_tf.training.distillation.teacher_logits), computed once before
-    training: one line as the pass starts (how many examples) and one as it ends."""
+def teacher_table(teacher, train, batch_size: int, length_buckets, labelled: int | None = None):
+    """The teacher's logits of every training example (`train`: TaskFeatures; the first
+    `labelled` of them labelled, None: all), by example_index
+    (albert_tf.training.distillation.teacher_logits), computed once before training: one
+    line as the pass starts (how many examples) and one as it ends."""
     from albert_tf.training.distillation import teacher_logits
     from data_pipeline.phases import phase
 
     batches = train.dataset(batch_size, drop_remainder=False, length_buckets=length_buckets)
     name = f"distillation: the teacher's logits of {train.count:,} training examples"
+    if labelled is not None:
+        name += f" ({labelled:,} labelled, {train.count - labelled:,} unlabelled)"
     with phase(name) as done:
         table = teacher_logits(teacher, batches)
         done.wrote(f"{len(table):,} rows of {table.shape[1]} logits (kept in memory)")

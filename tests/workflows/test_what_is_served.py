@@ -343,19 +343,21 @@ def test_a_labelled_test_file_is_scored_as_well_as_predicted(data, tmp_path):  #
 
 @pytest.mark.slow
 def test_every_long_phase_says_when_it_starts_and_what_it_wrote(data, tmp_path, capsys):  # noqa: F811
-    """The teacher's pass (with its example count), each evaluation, the final report and
+    """The teacher's pass (with its example counts), each evaluation, the final report and
     test predictions, and the export: a line as each starts, one as it ends (what it wrote,
     how long it took), in the order they run."""
     import re
 
     root = data[0]
     capsys.readouterr()
-    export = tmp_path / "export"
+    export, unlabelled = tmp_path / "export", tmp_path / "unlabelled.txt"
+    unlabelled.write_text("".join(f"an unlabelled review, number {i}\n" for i in range(12)))
     _run(
         data,
         "classifier",
         tmp_path / "run",
         teacher_checkpoint=str(root / "teacher"),
+        distill_unlabelled_file=str(unlabelled),
         do_predict=True,
         test_file=str(root / "sst" / "dev.tsv"),
         export_dir=str(export),
@@ -364,9 +366,10 @@ def test_every_long_phase_says_when_it_starts_and_what_it_wrote(data, tmp_path, 
     out = capsys.readouterr().out
     done = r"done in \d+\.\d s"
     phases = [
-        r"^distillation: the teacher's logits of 48 training examples \.\.\.$",
-        rf"^distillation: the teacher's logits of 48 training examples: {done}; wrote 48 rows "
-        r"of 2 logits \(kept in memory\)$",
+        r"^distillation: the teacher's logits of 60 training examples \(48 labelled, 12 "
+        r"unlabelled\) \.\.\.$",
+        r"^distillation: the teacher's logits of 60 training examples \(48 labelled, 12 "
+        rf"unlabelled\): {done}; wrote 60 rows of 2 logits \(kept in memory\)$",
         r"^evaluation at step 2 \.\.\.$",
         rf"^evaluation at step 2: {done}$",
         r"^eval step 2: accuracy ",

@@ -145,7 +145,7 @@ class Classifier(Family):
         teacher = data.extra["teacher"]
         if teacher is not None:  # its logits once, by example_index; then the teacher goes
             batches = distillation.teacher_table(
-                teacher, train, s.eval_batch_size, length_buckets(s)
+                teacher, train, s.eval_batch_size, length_buckets(s), labelled
             )
             teacher = batches, labelled
         data.splits = {"train": train, "test": features("test") if s.do_predict else None}

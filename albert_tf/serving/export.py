@@ -37,6 +37,9 @@ checked against the tokenizer its records were written with, recorded in its
 run_config.json). Each export is a new version directory `D/1`, `D/2`, ... as TF Serving
 expects, written under a temporary name and renamed when complete.
 
+`--export_dtype bfloat16`: the model computes in bfloat16 over float32 variables
+(albert_tf.serving.compute_dtype; the SavedModel's root records it as `compute_dtype`).
+
 Signatures (batch dimension first; strings are UTF-8, invalid bytes become U+FFFD):
   classifier       serving_default(text_a [B] (, text_b [B] for pair tasks)) →
                    probabilities [B, L] float32, label [B] string, logits; regression:

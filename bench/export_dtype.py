@@ -130,7 +130,9 @@ def throughput(args) -> list[tuple]:
     model.build()
     finetuned = os.path.join(args.output_dir, "throughput", "finetuned")
     shutil.rmtree(finetuned, ignore_errors=True)
-    info = TaskInfo.build("classifier", labels=LABELS, max_seq_length=128, do_lower_case=True)
+    info = TaskInfo.build(
+        "classifier", labels=LABELS, max_seq_length=128, do_lower_case=True, text_pair=False
+    )
     save_finetuned(model, finetuned, info, TokenizerSpec.from_files(SPM))
     saved = os.path.join(args.output_dir, "throughput", "saved")
     versions = _export_both("classifier", finetuned, saved)

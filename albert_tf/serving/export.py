@@ -154,8 +154,8 @@ def export_formats(
     `quantize`, `fixed_length` or not, the ONNX files as `export_dir/onnx/<task>[-int8].onnx`
     (albert_tf.serving.onnx_export), one per `onnx_quantize`, all from one resolution of
     the model (`resolve`); the SavedModel computes in `dtype` (albert_tf.serving.
-    compute_dtype: float32, or bfloat16 over float32 variables), the other files in float32. Everything is checked before anything is written. Returns what
-    was written."""
+    compute_dtype: float32, or bfloat16 over float32 variables), the other files in
+    float32. Everything is checked before anything is written. Returns what was written."""
     from albert_tf.serving.litert import write_litert
     from albert_tf.serving.saved_model import write_saved_model
 

@@ -1,6 +1,6 @@
 """The export formats, their weight precisions (LiteRT's, ONNX's) and the SavedModel's
-compute dtype: one name and one default for every command that exports (the runners' `--export_dir`, `python -m
-albert_tf.serving.export`).
+compute dtype: one name and one default for every command that exports (the runners'
+`--export_dir`, `python -m albert_tf.serving.export`).
 
 Defining the flags is not reading them: each command passes its own FlagValues and reads
 the values itself."""

@@ -23,6 +23,7 @@ from collections.abc import Callable
 import tensorflow as tf
 
 from albert_tf.modeling.packing import packed_tokens
+from albert_tf.serving.compute_dtype import model_dtype
 from albert_tf.serving.litert_text import lite_tokenizer
 from albert_tf.serving.litert_text import pack as lite_pack
 from albert_tf.serving.text_ops import pack, same_rows, valid_utf8
@@ -54,7 +55,9 @@ class Serving(tf.Module):
     """The model and its tokenizer for a SavedModel (the task modules add the signatures).
 
     text: the TextTokenizer (tracked: its vocabulary asset, sha256 and op resources are
-    saved); tokenizer: its graph tokenizer; cls_id, sep_id; max_seq_length."""
+    saved); tokenizer: its graph tokenizer; cls_id, sep_id; max_seq_length; compute_dtype:
+    the string variable recording the dtype the model computes in (float32 / bfloat16,
+    read back by `compute_dtype.recorded_dtype`)."""
 
     def __init__(self, model, text: TextTokenizer, max_seq_length: int):
         super().__init__()
@@ -63,6 +66,8 @@ class Serving(tf.Module):
         self.tokenizer = text.graph_tokenizer
         self.cls_id, self.sep_id = text.cls_id, text.sep_id
         self.max_seq_length = max_seq_length
+        # (a variable, not a constant: constants are not saved as attributes)
+        self.compute_dtype = tf.Variable(model_dtype(model), trainable=False)
 
     def _ids(self, text):
         return self.tokenizer(valid_utf8(text))

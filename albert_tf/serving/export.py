@@ -5,7 +5,8 @@
         --init_checkpoint C [--albert_config_file F] [--spm_model_file M | --vocab_file V] \\
         --export_dir D \\
         [--export_format savedmodel --export_format tflite --export_format onnx \\
-         --export_quantize float32,float16,int8 --onnx_quantize float32,int8]
+         --export_quantize float32,float16,int8 --onnx_quantize float32,int8] \\
+        [--export_dtype bfloat16]
 
 (`--export_format tflite`: on-device LiteRT files, see albert_tf.serving.litert;
 `--export_format onnx`: ids-in ONNX files, see albert_tf.serving.onnx_export; the formats,
@@ -35,6 +36,9 @@ encoder` (give `--spm_model_file` or `--vocab_file`; a pretraining run's checkpo
 checked against the tokenizer its records were written with, recorded in its
 run_config.json). Each export is a new version directory `D/1`, `D/2`, ... as TF Serving
 expects, written under a temporary name and renamed when complete.
+
+`--export_dtype bfloat16`: the model computes in bfloat16 over float32 variables
+(albert_tf.serving.compute_dtype; the SavedModel's root records it as `compute_dtype`).
 
 Signatures (batch dimension first; strings are UTF-8, invalid bytes become U+FFFD):
   classifier       serving_default(text_a [B] (, text_b [B] for pair tasks)) →
@@ -79,8 +83,10 @@ from __future__ import annotations
 import os
 import sys
 
+from albert_tf.serving.compute_dtype import check_dtype
 from albert_tf.serving.export_dir import check_export_dir
 from albert_tf.serving.formats import (
+    DEFAULT_EXPORT_DTYPE,
     DEFAULT_FORMATS,
     DEFAULT_QUANTIZE,
     FORMATS,
@@ -141,17 +147,20 @@ def export_formats(
     quantize=DEFAULT_QUANTIZE,
     fixed_length: bool = False,
     onnx_quantize=DEFAULT_QUANTIZE,
+    dtype: str = DEFAULT_EXPORT_DTYPE,
     **options,
 ) -> list[str]:
     """Each of `formats`: the SavedModel as version `export_dir/N`, the on-device files
     as `export_dir/litert/<task>-<quantize>.tflite` (albert_tf.serving.litert), one per
     `quantize`, `fixed_length` or not, the ONNX files as `export_dir/onnx/<task>[-int8].onnx`
     (albert_tf.serving.onnx_export), one per `onnx_quantize`, all from one resolution of
-    the model (`resolve`). Everything is checked before anything is written. Returns what
-    was written."""
+    the model (`resolve`); the SavedModel computes in `dtype` (albert_tf.serving.
+    compute_dtype: float32, or bfloat16 over float32 variables), the other files in
+    float32. Everything is checked before anything is written. Returns what was written."""
     from albert_tf.serving.litert import write_litert
     from albert_tf.serving.saved_model import write_saved_model
 
+    check_dtype(dtype)
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         raise ValueError(f"--export_format {unknown[0]!r} is not one of {', '.join(FORMATS)}")
@@ -165,7 +174,7 @@ def export_formats(
     paths = []
     if "savedmodel" in formats:
         with phase(f"writing the {task} SavedModel to {export_dir}") as done:
-            module = builders.saved_model(resolved)
+            module = builders.saved_model(resolved.in_dtype(dtype))
             written = write_saved_model(module, export_dir, resolved.finetuned_dir, resolved.task)
             paths.append(written)
             done.wrote(written)
@@ -273,6 +282,7 @@ def run_export(s) -> int:
             formats=tuple(s.export_format),
             quantize=tuple(s.export_quantize),
             onnx_quantize=tuple(s.onnx_quantize),
+            dtype=s.export_dtype,
             **details,
         )
     except (ValueError, OSError, CheckpointError, ConfigError) as e:

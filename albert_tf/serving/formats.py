@@ -1,6 +1,6 @@
-"""The export formats and their weight precisions (LiteRT's, ONNX's): one name and one
-default for every command that exports (the runners' `--export_dir`, `python -m
-albert_tf.serving.export`).
+"""The export formats, their weight precisions (LiteRT's, ONNX's) and the SavedModel's
+compute dtype: one name and one default for every command that exports (the runners'
+`--export_dir`, `python -m albert_tf.serving.export`).
 
 Defining the flags is not reading them: each command passes its own FlagValues and reads
 the values itself."""
@@ -19,6 +19,10 @@ LITERT_DIR = "litert"  # EXPORT_DIR/litert/<task>-<quantization>.tflite
 # ONNX: float32 weights, or dynamic-range int8 weights (onnxruntime's quantize_dynamic).
 ONNX_QUANTIZATIONS = ("float32", "int8")
 ONNX_DIR = "onnx"  # EXPORT_DIR/onnx/<task>.onnx, <task>-int8.onnx
+# The SavedModel's compute dtype (albert_tf.serving.compute_dtype): float32, or bfloat16
+# matmuls over float32 variables (the mixed-precision policy training uses).
+EXPORT_DTYPES = ("float32", "bfloat16")
+DEFAULT_EXPORT_DTYPE = "float32"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +50,14 @@ class ExportFormats:
         "<task>-int8.onnx).",
         choices=ONNX_QUANTIZATIONS,
     )
+    export_dtype: str = setting(
+        DEFAULT_EXPORT_DTYPE,
+        "The SavedModel's compute dtype: float32, or bfloat16 (matmuls in bfloat16 over "
+        "float32 variables, as --precision bfloat16 trains; inputs and float32 outputs "
+        "unchanged; fast on CPUs with avx512_bf16/amx_bf16). LiteRT and ONNX files stay "
+        "float32.",
+        choices=EXPORT_DTYPES,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,10 +73,11 @@ class ExportSettings(ExportFormats):
 
 
 def export_formats(s) -> dict:
-    """The `formats`, `quantize` and `onnx_quantize` arguments of the export functions,
-    from settings `s` (ExportSettings' fields)."""
+    """The `formats`, `quantize`, `onnx_quantize` and `dtype` arguments of the export
+    functions, from settings `s` (ExportSettings' fields)."""
     return {
         "formats": tuple(s.export_format),
         "quantize": tuple(s.export_quantize),
         "onnx_quantize": tuple(s.onnx_quantize),
+        "dtype": s.export_dtype,
     }

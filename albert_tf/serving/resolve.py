@@ -16,6 +16,7 @@ import dataclasses
 
 from albert_tf.checkpoints.task_info import TaskInfo, is_finetuned_dir
 from albert_tf.checkpoints.task_kinds import task_kind
+from albert_tf.serving.compute_dtype import dtype_policy
 from data_pipeline.tokenization.spec import TokenizerSpec
 
 DEFAULT_MAX_SEQ_LENGTH = 128  # a checkpoint that records none
@@ -45,6 +46,13 @@ class ResolvedModel:
         from albert_tf.serving.text_tokenizer import TextTokenizer
 
         return TextTokenizer(self.tokenizer, self.python_tokenizer)
+
+    def in_dtype(self, dtype: str) -> ResolvedModel:
+        """The same, its model computing in `dtype` ("float32" or "bfloat16": the model
+        rebuilt under that policy with the same weights, `compute_dtype.rebuilt`)."""
+        from albert_tf.serving.compute_dtype import rebuilt
+
+        return dataclasses.replace(self, model=rebuilt(self.task, self.model, dtype))
 
 
 def on_device_refusal(kind: str, tokenizer: TokenizerSpec, where: str) -> None:
@@ -111,10 +119,11 @@ def resolve(
     python_tokenizer = spec.build()
     if run:
         check_run_tokenizer(run, spec, python_tokenizer)
-    if standalone:
-        model = _standalone(task, init_checkpoint, albert_config)
-    else:
-        model, _ = finetuned.load_finetuned(init_checkpoint, info)
+    with dtype_policy("float32"):  # (whatever policy a training run left set)
+        if standalone:
+            model = _standalone(task, init_checkpoint, albert_config)
+        else:
+            model, _ = finetuned.load_finetuned(init_checkpoint, info)
     positions = model.config.max_position_embeddings
     named = max_seq_length in (given_length, recorded_length)  # (not the default's)
     if named and max_seq_length > positions:  # (it would export; long requests would fail)

@@ -424,6 +424,7 @@ def test_the_runners_flags_reach_the_exporter():
         "formats": ("savedmodel", "onnx"),
         "quantize": ("float32",),
         "onnx_quantize": ("int8",),
+        "dtype": "float32",
     }
     assert export_formats(parse(run))["onnx_quantize"] == ("float32",)
     with pytest.raises(UsageError, match="--onnx_quantize=float16 is not one of float32, int8"):

@@ -46,11 +46,13 @@ def op_types(fn) -> set[str]:
 
 def served(saved_model, inputs: dict, signature: str = "serving_default") -> dict:
     """The SavedModel's `signature` on `inputs` (name → list), loaded in this process:
-    outputs as numpy arrays (strings as object arrays of bytes), as `client` returns them."""
+    outputs as numpy arrays (strings as object arrays of bytes), as `client` returns them.
+    Loaded as our serving clients load (`compute_dtype.load_saved_model`)."""
     import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (the SentencePiece op kernels)
 
-    fn = tf.saved_model.load(str(saved_model)).signatures[signature]
+    from albert_tf.serving.compute_dtype import load_saved_model
+
+    fn = load_saved_model(str(saved_model)).signatures[signature]
     python = op_types(fn) & PYTHON_OPS
     assert not python, f"{saved_model} calls back into Python: {sorted(python)}"
     result = fn(**{k: tf.constant(v) for k, v in inputs.items()})

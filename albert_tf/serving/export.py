@@ -140,6 +140,8 @@ def export_formats(
     quantize=DEFAULT_QUANTIZE,
     fixed_length: bool = False,
     onnx_quantize=DEFAULT_QUANTIZE,
+    card_sources=None,
+    command: str | None = None,
     **options,
 ) -> list[str]:
     """Each of `formats`: the SavedModel as version `export_dir/N`, the on-device files
@@ -147,7 +149,10 @@ def export_formats(
     `quantize`, `fixed_length` or not, the ONNX files as `export_dir/onnx/<task>[-int8].onnx`
     (albert_tf.serving.onnx_export), one per `onnx_quantize`, all from one resolution of
     the model (`resolve`). Everything is checked before anything is written. Returns what
-    was written."""
+    was written. Each version's model card (`albert_tf.checkpoints.model_card`) is made
+    from the records in `card_sources` (default: beside `init_checkpoint`, a run's best/
+    or a fine-tuned directory) and names `command`, the export's."""
+    from albert_tf.checkpoints.model_card import near
     from albert_tf.serving.litert import write_litert
     from albert_tf.serving.saved_model import write_saved_model
 
@@ -164,7 +169,13 @@ def export_formats(
     paths = []
     if "savedmodel" in formats:
         module = builders.saved_model(resolved)
-        paths.append(write_saved_model(module, export_dir, resolved.finetuned_dir, resolved.task))
+        card = {
+            "sources": near(init_checkpoint) if card_sources is None else tuple(card_sources),
+            "commands": (command,) if command else (),
+        }
+        paths.append(
+            write_saved_model(module, export_dir, resolved.finetuned_dir, resolved.task, card)
+        )
     if on_device:
         built = builders.litert(resolved, fixed_length)
         litert_dir = os.path.join(export_dir, LITERT_DIR)
@@ -184,12 +195,14 @@ def export_trained(
     tokenizer,
     formats=DEFAULT_FORMATS,
     quantize=DEFAULT_QUANTIZE,
+    run_dir: str | None = None,
     **options,
 ) -> list[str]:
     """A runner's `--export_dir`: `model` (just trained) with its TaskInfo `task` and
     TokenizerSpec `tokenizer` → fine-tuned model directory → SavedModel version
     `export_dir/N` (with the directory in its assets.extra/finetuned) and/or LiteRT files
-    (`export_formats`). Returns what was written."""
+    (`export_formats`; its model card from the records of the run in `run_dir`). Returns
+    what was written."""
     import tempfile
 
     from albert_tf.checkpoints import finetuned
@@ -203,7 +216,10 @@ def export_trained(
     scratch = None if filesystem.is_url(export_dir) else export_dir
     with tempfile.TemporaryDirectory(dir=scratch, prefix=".finetuned-") as tmp:
         directory = finetuned.save_finetuned(model, os.path.join(tmp, "model"), task, tokenizer)
-        return export_formats(task.kind, directory, export_dir, formats, quantize, **options)
+        sources = (run_dir,) if run_dir else ()
+        return export_formats(
+            task.kind, directory, export_dir, formats, quantize, card_sources=sources, **options
+        )
 
 
 def print_exports(paths, finetuned: bool = False) -> None:
@@ -256,6 +272,7 @@ def run_export(s) -> int:
             formats=tuple(s.export_format),
             quantize=tuple(s.export_quantize),
             onnx_quantize=tuple(s.onnx_quantize),
+            command=s.command_line("python -m albert_tf.serving.export"),
             **details,
         )
     except (ValueError, OSError, CheckpointError, ConfigError) as e:

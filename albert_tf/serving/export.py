@@ -149,9 +149,10 @@ def export_formats(
     `quantize`, `fixed_length` or not, the ONNX files as `export_dir/onnx/<task>[-int8].onnx`
     (albert_tf.serving.onnx_export), one per `onnx_quantize`, all from one resolution of
     the model (`resolve`). Everything is checked before anything is written. Returns what
-    was written. Each version's model card (`albert_tf.checkpoints.model_card`) is made
-    from the records in `card_sources` (default: beside `init_checkpoint`, a run's best/
-    or a fine-tuned directory) and names `command`, the export's."""
+    was written. Each version's model card (`albert_tf.checkpoints.model_card`; one in
+    litert/ and onnx/ too) is made from the records in `card_sources` (default: beside
+    `init_checkpoint`, a run's best/ or a fine-tuned directory) and names `command`, the
+    export's."""
     from albert_tf.checkpoints.model_card import near
     from albert_tf.serving.litert import write_litert
     from albert_tf.serving.saved_model import write_saved_model
@@ -167,12 +168,12 @@ def export_formats(
     resolved = resolve(task, init_checkpoint, on_device=on_device, **options)
     onnx_built = builders.onnx(resolved) if "onnx" in formats else None  # (refusals first)
     paths = []
+    card = {
+        "sources": near(init_checkpoint) if card_sources is None else tuple(card_sources),
+        "commands": (command,) if command else (),
+    }
     if "savedmodel" in formats:
         module = builders.saved_model(resolved)
-        card = {
-            "sources": near(init_checkpoint) if card_sources is None else tuple(card_sources),
-            "commands": (command,) if command else (),
-        }
         paths.append(
             write_saved_model(module, export_dir, resolved.finetuned_dir, resolved.task, card)
         )
@@ -180,12 +181,30 @@ def export_formats(
         built = builders.litert(resolved, fixed_length)
         litert_dir = os.path.join(export_dir, LITERT_DIR)
         paths += write_litert(resolved, built, litert_dir, quantize, fixed_length)
+        _files_card(litert_dir, resolved, card, "On-device LiteRT files")
     if onnx_built is not None:
         from albert_tf.serving.onnx_export import write_onnx
 
         onnx_dir = os.path.join(export_dir, ONNX_DIR)
         paths += write_onnx(resolved, onnx_built, onnx_dir, onnx_quantize)
+        _files_card(onnx_dir, resolved, card, "ONNX files")
     return paths
+
+
+def _files_card(directory: str, resolved, card: dict, what: str) -> None:
+    """README.md of the LiteRT or ONNX directory: the model's records (its fine-tuned
+    directory's, then the run's), naming the files it holds."""
+    from albert_tf.checkpoints.model_card import write_model_card
+
+    names = sorted(n for n in filesystem.listdir(directory) if n.endswith((".tflite", ".onnx")))
+    kept = (resolved.finetuned_dir,) if resolved.finetuned_dir else ()
+    write_model_card(
+        directory,
+        (*kept, *card["sources"]),
+        name=os.path.basename(os.path.normpath(directory)),
+        what=f"{what} of the {resolved.task.task_kind.title} model: {', '.join(names)}.",
+        commands=card["commands"],
+    )
 
 
 def export_trained(

@@ -96,7 +96,7 @@ def test_figures_of_each_report_shape(report, expected, which):
     assert figures(report) == (expected, which)
 
 
-@pytest.mark.slow  # a fine-tuning run, two SavedModel exports, four conversions
+@pytest.mark.slow  # a fine-tuning run, two SavedModel exports, LiteRT, four conversions
 def test_every_written_model_carries_a_card_with_the_runs_figures(tmp_path, shared_data):
     spm = shared_data / "spm" / "de-30k-clean.model"
     out, export = tmp_path / "run", tmp_path / "export"
@@ -137,9 +137,13 @@ def test_every_written_model_carries_a_card_with_the_runs_figures(tmp_path, shar
         "--task=classifier",
         f"--init_checkpoint={out / 'best'}",
         f"--export_dir={tmp_path / 'served'}",
+        "--export_format=savedmodel",
+        "--export_format=tflite",
     )
     assert exported.returncode == 0, exported.report()
     written["served"] = tmp_path / "served" / "1"
+    written["litert"] = tmp_path / "served" / "litert"
+    assert "classifier-float32.tflite" in (written["litert"] / "README.md").read_text()
     assert (
         "\npython -m albert_tf.serving.export --task=classifier --init_checkpoint="
         in (written["served"] / "README.md").read_text()

@@ -1,6 +1,7 @@
 """The model card: `README.md` in the Hugging Face model-card format, written beside every
-model this project writes — a fine-tuned run's output directory, a SavedModel export, an
-encoder export, a `convert --to transformers | keras_hub | model_garden` directory.
+model this project writes — a fine-tuned run's output directory, a SavedModel export (and
+its LiteRT and ONNX directories), an encoder export, a `convert --to transformers |
+keras_hub | model_garden` directory.
 
     ---                                  YAML front matter (Hugging Face's card metadata)
     language, license                    only when the writer knows them

@@ -67,10 +67,12 @@ def near(path: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((here, os.path.dirname(here))))
 
 
-def gather(*directories: str) -> CardRecords:
+def gather(*directories: str, known: CardRecords | None = None) -> CardRecords:
     """The records of the first of `directories` that holds each (missing directories are
-    skipped)."""
-    found = {}
+    skipped); those `known` already holds (a writer that has read them) are not read
+    again."""
+    names = [f.name for f in dataclasses.fields(CardRecords)]
+    found = {k: getattr(known, k) for k in names if getattr(known, k, None) is not None}
     for directory in directories:
         if not directory or not filesystem.isdir(directory):
             continue
@@ -166,14 +168,13 @@ def model_card(
     return "\n".join(lines)
 
 
-def write_model_card(directory: str, sources=(), name=None, what="", **card) -> str:
+def write_model_card(directory: str, sources=(), name=None, what="", known=None, **card) -> str:
     """Writes `directory`/README.md (atomically) from the records `gather` finds in
-    `directory` and then `sources`; `card`: `model_card`'s commands, language, license,
-    own_figures.
-    Returns its path."""
+    `directory` and then `sources` (`known`: those the writer holds already); `card`:
+    `model_card`'s commands, language, license, own_figures. Returns its path."""
     from data_pipeline.io.atomic import write_text
 
-    records = gather(directory, *sources)
+    records = gather(directory, *sources, known=known)
     name = name or os.path.basename(os.path.normpath(directory))
     path = os.path.join(directory, CARD_FILE)
     write_text(path, model_card(records, name, what, **card))

@@ -153,7 +153,7 @@ def export_formats(
     litert/ and onnx/ too) is made from the records in `card_sources` (default: beside
     `init_checkpoint`, a run's best/ or a fine-tuned directory) and names `command`, the
     export's."""
-    from albert_tf.checkpoints.model_card import near
+    from albert_tf.checkpoints.model_card import CardRecords, near
     from albert_tf.serving.litert import write_litert
     from albert_tf.serving.saved_model import write_saved_model
 
@@ -171,6 +171,14 @@ def export_formats(
     card = {
         "sources": near(init_checkpoint) if card_sources is None else tuple(card_sources),
         "commands": (command,) if command else (),
+        "known": CardRecords(  # (resolved once: task.json is not read again for the cards)
+            task=resolved.task,
+            tokenizer={
+                "kind": resolved.tokenizer.kind,
+                "sha256": resolved.python_tokenizer.checksum,
+            },
+            tokenizer_source=resolved.tokenizer.path,
+        ),
     }
     if "savedmodel" in formats:
         module = builders.saved_model(resolved)
@@ -204,6 +212,7 @@ def _files_card(directory: str, resolved, card: dict, what: str) -> None:
         name=os.path.basename(os.path.normpath(directory)),
         what=f"{what} of the {resolved.task.task_kind.title} model: {', '.join(names)}.",
         commands=card["commands"],
+        known=card["known"],
     )
 
 

@@ -89,17 +89,29 @@ def write_saved_model(
 
 
 def _write_card(version_dir: str, target: str, task, card: dict) -> None:
-    """The version's README.md: the task.json it keeps, then the run's records."""
+    """The version's README.md: the task.json it keeps, then the run's records. Those
+    (run_config.json, eval_results.json) are kept in assets.extra/ too, which TF Serving
+    ignores: a model converted from the version's assets.extra/finetuned, or exported from
+    it again, still has its run's settings and figures."""
     from albert_tf.checkpoints.model_card import write_model_card
+    from albert_tf.checkpoints.run_record import RESULTS_FILE, RUN_RECORD_FILE
 
     extra = os.path.join(version_dir, "assets.extra")
+    sources = tuple(card.get("sources", ()))
+    if filesystem.isdir(extra):
+        for record in (RUN_RECORD_FILE, RESULTS_FILE):
+            found = [os.path.join(d, record) for d in sources]
+            found = [path for path in found if filesystem.isfile(path)]
+            if found and not filesystem.exists(os.path.join(extra, record)):
+                filesystem.copy(found[0], os.path.join(extra, record))
     kind = f"{task.task_kind.title} " if task is not None else ""
     name = f"{os.path.basename(os.path.dirname(target))}/{os.path.basename(target)}"
     write_model_card(
         version_dir,
-        (os.path.join(extra, "finetuned"), extra, *card.get("sources", ())),
+        (os.path.join(extra, "finetuned"), extra, *sources),
         name=name,
         what=f"A {kind}SavedModel that takes raw text (TF Serving version {name}; the "
         "tokenizer runs in the graph).",
         commands=tuple(card.get("commands", ())),
+        known=card.get("known"),
     )

@@ -121,13 +121,20 @@ def test_every_written_model_carries_a_card_with_the_runs_figures(tmp_path, shar
     results = json.loads((out / "eval_results.json").read_text())
     accuracy = results["best"]["eval"]["accuracy"]
     written = {"run": out, "export": export / "1"}
-    for target in ("transformers", "keras_hub", "model_garden"):
+    # From the run's best/, and (as the README converts) from the export's kept directory,
+    # whose version keeps the run's records in assets.extra.
+    kept = export / "1" / "assets.extra" / "finetuned"
+    for target, source in (
+        ("transformers", kept),
+        ("keras_hub", out / "best"),
+        ("model_garden", out / "best"),
+    ):
         written[target] = tmp_path / target
         converted = run_command(
             "-m",
             "albert_tf.checkpoints.convert",
             f"--to={target}",
-            f"--input={out / 'best'}",
+            f"--input={source}",
             f"--output_dir={written[target]}",
         )
         assert converted.returncode == 0, converted.report()

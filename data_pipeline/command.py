@@ -25,6 +25,7 @@ only with --allow_changed; `"fixed"`: never) and whether a sweep may vary it
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import sys
 import typing
 from collections.abc import Iterable, Mapping
@@ -59,6 +60,23 @@ class Settings:
     def values(self) -> dict:
         """{field: value} of every setting (what run_config.json records as the flags)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def command_line(self, program: str) -> str:
+        """`program` followed by the flags given on the command line (what the user typed,
+        as parsed: lists joined by commas, a repeatable flag once a value; shell-quoted),
+        in the settings' order: the command a model card says made the model."""
+        parts = [program]
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name not in self._given or value is None:
+                continue
+            if isinstance(value, bool):
+                parts.append(f"--{'' if value else 'no'}{field.name}")
+            elif isinstance(value, tuple) and field.metadata.get("repeatable"):
+                parts += [f"--{field.name}={shlex.quote(str(v))}" for v in value]
+            else:
+                parts.append(f"--{field.name}={shlex.quote(_show(value))}")
+        return " ".join(parts)
 
     def has(self, name: str) -> bool:
         """True when the command has a setting `name`."""

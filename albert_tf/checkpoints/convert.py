@@ -334,8 +334,9 @@ def main(argv=None) -> int:
         }[s.to]
         try:
             tokenizer = TokenizerSpec.optional(s.spm_model_file, s.vocab_file)
+            command = s.command_line("python -m albert_tf.checkpoints.convert")
             with phase(f"conversion: {s.input} to {s.to} in {s.output_dir}"):
-                report = write(s.input, s.output_dir, s.albert_config_file, tokenizer)
+                report = write(s.input, s.output_dir, s.albert_config_file, tokenizer, command)
         except (OSError, ValueError, CheckpointError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 1

@@ -241,6 +241,7 @@ def _export_encoder(init_checkpoint, output_dir: str, albert_config) -> str:
                 + ", ".join(extras[:5])
                 + (" ..." if len(extras) > 5 else "")
             )
+        _write_card(tmp, prefix, init_checkpoint, output_dir)
         filesystem.makedirs(output_dir)
         # The state file last: until it is in place, no reader picks the new checkpoint.
         names = sorted(os.listdir(tmp), key=lambda n: n == "checkpoint")
@@ -250,6 +251,27 @@ def _export_encoder(init_checkpoint, output_dir: str, albert_config) -> str:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return os.path.join(output_dir, os.path.basename(tmp_prefix))
+
+
+def _write_card(directory: str, prefix: str, init_checkpoint, output_dir: str) -> None:
+    """The export's README.md: its records, then those of the run `prefix` comes from."""
+    import shlex
+
+    from albert_tf.checkpoints.model_card import near, write_model_card
+
+    command = (
+        "python -m albert_tf.checkpoints.export_encoder "
+        f"--init_checkpoint={shlex.quote(os.fspath(init_checkpoint))} "
+        f"--output_dir={shlex.quote(output_dir)}"
+    )
+    write_model_card(
+        directory,
+        near(prefix),
+        name=os.path.basename(os.path.normpath(output_dir)),
+        what=f"An ALBERT encoder (no head), exported from {prefix}.",
+        commands=(command,),
+        own_figures=False,  # (a run's figures are of its model with its head)
+    )
 
 
 def main(argv=None) -> int:

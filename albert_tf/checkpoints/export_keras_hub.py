@@ -40,10 +40,12 @@ def export_keras_hub(
     output_dir: str,
     albert_config_file: str | None = None,
     tokenizer=None,
+    command: str | None = None,
 ) -> dict:
-    """Writes the preset (see the module docstring); returns a report {task, written,
-    not_written, vocabulary}. `tokenizer` (a TokenizerSpec): the vocabulary to ship, else
-    the fine-tuned directory's."""
+    """Writes the preset (see the module docstring) and its model card (README.md); returns
+    a report {task, written, not_written, vocabulary}. `tokenizer` (a TokenizerSpec): the
+    vocabulary to ship, else the fine-tuned directory's; `command`: the one the card
+    names."""
     try:
         import keras_hub
     except ImportError:
@@ -55,6 +57,7 @@ def export_keras_hub(
         write_weights,
     )
     from albert_tf.checkpoints.fresh_output import check_fresh_output
+    from albert_tf.checkpoints.model_card import write_converted_card
     from albert_tf.modeling.encoder import AlbertEncoder
     from data_pipeline.io.locks import output_lock
 
@@ -96,6 +99,8 @@ def export_keras_hub(
             preset.save_to_preset(output_dir)
             if vocabulary and getattr(preset, "preprocessor", None) is None:
                 keras_hub.models.AlbertTokenizer(proto=vocabulary).save_to_preset(output_dir)
+            written = f"A KerasHub preset ({type(preset).__name__})"
+            write_converted_card(output_dir, input_path, written, command)
     return {
         "task": kind,
         "written": type(preset).__name__,

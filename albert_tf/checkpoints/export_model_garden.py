@@ -128,12 +128,15 @@ def export_model_garden(
     output_dir: str,
     albert_config_file: str | None = None,
     tokenizer=None,
+    command: str | None = None,
 ) -> dict:
-    """Writes DIR/ckpt-1 and DIR/albert_config.json (module docstring); returns a report
+    """Writes DIR/ckpt-1, DIR/albert_config.json (module docstring) and the model card
+    README.md (naming `command`); returns a report
     {output_dir, written, not_written, vocabulary}. The vocabulary is not part of a Model
     Garden checkpoint: a `tokenizer` (TokenizerSpec) is refused rather than ignored."""
     from albert_tf.checkpoints.export_transformers import _our_model
     from albert_tf.checkpoints.fresh_output import check_fresh_output
+    from albert_tf.checkpoints.model_card import write_converted_card
     from albert_tf.checkpoints.model_garden import model_garden_name
     from albert_tf.checkpoints.official import official_name_map
     from albert_tf.modeling.encoder import AlbertEncoder
@@ -170,6 +173,8 @@ def export_model_garden(
         # Model Garden checkpoint has (restoring checks that every object matched).
         prefix = _tree(values).save(os.path.join(output_dir, "ckpt"))
         config.to_json_file(os.path.join(output_dir, CONFIG_NAME))
+        written = "A TF Model Garden checkpoint (BertPretrainerV2's layout)"
+        write_converted_card(output_dir, input_path, written, command)
     return {
         "output_dir": output_dir,
         "checkpoint": prefix,

@@ -135,12 +135,14 @@ def export_transformers(
     output_dir: str,
     albert_config_file: str | None = None,
     tokenizer=None,
+    command: str | None = None,
 ) -> dict:
     """Writes the Hugging Face directory (see the module docstring) under `output_dir`'s
-    lock, each file atomically; returns a report {architecture, tensors, vocabulary}.
-    `tokenizer` (a TokenizerSpec): the vocabulary to ship, else the fine-tuned
-    directory's."""
+    lock, each file atomically, its model card (README.md) last; returns a report
+    {architecture, tensors, vocabulary}. `tokenizer` (a TokenizerSpec): the vocabulary to
+    ship, else the fine-tuned directory's; `command`: the one the card names."""
     from albert_tf.checkpoints.fresh_output import check_fresh_output
+    from albert_tf.checkpoints.model_card import write_converted_card
     from data_pipeline.io.atomic import write_json
     from data_pipeline.io.locks import output_lock
 
@@ -166,6 +168,9 @@ def export_transformers(
                 _tokenizer_config(wordpiece, lower),
                 indent=2,
             )
+        architecture = config["architectures"][0]
+        written = f"A Hugging Face transformers directory ({architecture})"
+        write_converted_card(output_dir, input_path, written, command)
     return {
         "architecture": config["architectures"][0],
         "tensors": len(state),

@@ -37,6 +37,9 @@ import time
 from data_pipeline.io import filesystem
 
 RUN_RECORD_FILE = "run_config.json"
+# A training run's evaluation report (written by albert_tf.training.run_files and the
+# families; read here, beside the record, by the model card).
+RESULTS_FILE = "eval_results.json"
 
 # Which settings a resumed run may change only when named (guarded) or never (fixed) is
 # metadata on the settings' fields (`setting(..., resume=...)`); the runners derive the
@@ -230,6 +233,23 @@ class RunRecord:
             if record is not None:
                 return record
         return None
+
+    @staticmethod
+    def read_results(directory: str) -> dict | None:
+        """`directory`'s eval_results.json (the run's evaluation report, as its family
+        wrote it), or None when it has none; ValueError (one line naming the file and
+        line) when it is not a JSON object."""
+        path = os.path.join(directory, RESULTS_FILE)
+        if not filesystem.isfile(path):
+            return None
+        with filesystem.open(path) as f:
+            try:
+                content = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+        if not isinstance(content, dict):
+            raise ValueError(f"{path}: not an evaluation report (a JSON object is expected)")
+        return content
 
     # --- what it says ----------------------------------------------------------------------
     @property

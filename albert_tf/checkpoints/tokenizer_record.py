@@ -77,8 +77,9 @@ def read_tokenizer_record(directory: str) -> dict | None:
     return record
 
 
-def _in_directory(directory: str) -> tuple[str, dict] | None:
-    """(where, {"kind", "sha256"}) recorded in one directory, or None."""
+def recorded_in(directory: str) -> tuple[str, dict] | None:
+    """(where, {"kind", "sha256"}) recorded in one directory (its task.json's vocabulary,
+    tokenizer.json, run_config.json), or None."""
     from albert_tf.checkpoints.run_record import RunRecord
     from albert_tf.checkpoints.task_info import TASK_FILE, TaskInfo
 
@@ -110,7 +111,7 @@ def recorded_tokenizer(checkpoint_prefix: str) -> tuple[str, dict] | None:
     prefix = checkpoint_prefix
     here = os.path.dirname(prefix if filesystem.is_url(prefix) else os.path.abspath(prefix))
     for directory in dict.fromkeys((here, os.path.dirname(here))):
-        found = _in_directory(directory)
+        found = recorded_in(directory)
         if found is not None:
             return found
     return None

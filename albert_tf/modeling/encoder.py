@@ -78,6 +78,7 @@ def unpack_inputs(inputs):
     return ids, mask, segments
 
 
+@keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertEncoder(keras.Model):
     """ALBERT backbone (Lan et al. 2019): embeddings → E→H projection → blocks → pooler.
 
@@ -154,6 +155,23 @@ class AlbertEncoder(keras.Model):
         # The same object appears at every position that shares it.
         self.blocks = tuple(blocks[(s.attention, s.ffn)] for s in self.plan)
         self.pooler = dense(config, config.hidden_size, "pooler", activation="tanh")
+
+    def get_config(self) -> dict:
+        """What `from_config` rebuilds the encoder from: the `AlbertConfig` as its JSON
+        fields, name, dtype policy, trainable (a `keras.Model` holding the encoder then
+        saves to and loads from a `.keras` file; the weights travel beside the config)."""
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
+            "albert_config": self.config.to_dict(),
+        }
+
+    @classmethod
+    def from_config(cls, config: dict) -> AlbertEncoder:
+        config = dict(config)
+        fields = config.pop("albert_config")
+        return cls(AlbertConfig.from_dict(fields, source="AlbertEncoder config"), **config)
 
     def build(self, input_shape=None):
         c = self.config

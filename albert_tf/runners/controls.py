@@ -4,7 +4,7 @@ driver refuses any other a run asks for, in one line (`check_controls`), so no c
 ever silently ignored.
 
     lora             --lora_rank > 0 (LoraSettings): adapters on a frozen encoder
-    distillation     --teacher_checkpoint / --distill_unlabelled_file (DistillationSettings)
+    distillation     --teacher_checkpoint | --teacher_logits_file, --distill_unlabelled_file
     class_weights    --class_weights (ClassWeightSettings)
     early_stopping   --early_stopping_patience > 0 (TrainerConfig)
     layer_lr_decay   --layer_lr_decay < 1 (TrainerConfig)
@@ -41,7 +41,7 @@ CONTROLS = (
     Control(
         "distillation",
         "teacher_checkpoint",
-        lambda s: bool(s.teacher_checkpoint or s.distill_unlabelled_file),
+        lambda s: bool(s.teacher_checkpoint or s.teacher_logits_file or s.distill_unlabelled_file),
     ),
     Control("class_weights", "class_weights", lambda s: bool(s.class_weights)),
     Control("early_stopping", "early_stopping_patience", lambda s: s.early_stopping_patience > 0),
@@ -73,12 +73,13 @@ def recorded_controls(s) -> dict:
     compares): LoRA's, the teacher's, the class weights; an unused control's details are
     None, so that changing a setting it ignores is no change."""
     rank = s.lora_rank
-    teacher = s.teacher_checkpoint or None
+    teacher = s.teacher_checkpoint or s.teacher_logits_file or None
     return {
         "lora_rank": rank,
         "lora_alpha": s.lora_alpha if rank else None,
         "lora_targets": list(s.lora_targets or ()) if rank else None,
-        "teacher_checkpoint": teacher,
+        "teacher_checkpoint": s.teacher_checkpoint or None,
+        "teacher_logits_file": s.teacher_logits_file or None,
         "distill_temperature": s.distill_temperature if teacher else None,
         "distill_alpha": s.distill_alpha if teacher else None,
         "distill_unlabelled_file": s.distill_unlabelled_file if teacher else None,

@@ -250,6 +250,11 @@ def run_once(family: Family, s, inputs: Inputs, data: Data, identity, config) ->
             family.adopt(s, data, os.path.dirname(best["checkpoint"]))
     result = _conclude(family, s, data, trainer, run, result)
     _learned_nothing(family, s, data, result)
+    if s.do_train:  # the run's model card, from the records it has just written
+        from albert_tf.checkpoints.model_card import write_model_card
+
+        best = os.path.join(run.output_dir, "best")
+        write_model_card(run.output_dir, (best,), what=f"A {family.runner} fine-tuning run.")
     if s.export_dir:
         export_dir = s.export_dir
         if config.output_dir != s.output_dir:  # --num_runs: EXPORT_DIR/run_i/N

@@ -159,7 +159,10 @@ class Family:
         from albert_tf.serving.formats import export_formats
 
         info = self.task_info(s, data, trainer)
-        paths = export_trained(model, export_dir, info, inputs.tokenizer_spec, **export_formats(s))
+        tokenizer, run_dir = inputs.tokenizer_spec, trainer.files.output_dir
+        paths = export_trained(
+            model, export_dir, info, tokenizer, run_dir=run_dir, **export_formats(s)
+        )
         print_exports(paths, finetuned=True)
         return paths
 

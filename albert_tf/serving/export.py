@@ -148,6 +148,8 @@ def export_formats(
     fixed_length: bool = False,
     onnx_quantize=DEFAULT_QUANTIZE,
     dtype: str = DEFAULT_EXPORT_DTYPE,
+    card_sources=None,
+    command: str | None = None,
     **options,
 ) -> list[str]:
     """Each of `formats`: the SavedModel as version `export_dir/N`, the on-device files
@@ -156,7 +158,11 @@ def export_formats(
     (albert_tf.serving.onnx_export), one per `onnx_quantize`, all from one resolution of
     the model (`resolve`); the SavedModel computes in `dtype` (albert_tf.serving.
     compute_dtype: float32, or bfloat16 over float32 variables), the other files in
-    float32. Everything is checked before anything is written. Returns what was written."""
+    float32. Everything is checked before anything is written. Returns what was written.
+    Each version's model card (`albert_tf.checkpoints.model_card`; one in litert/ and onnx/
+    too) is made from the records in `card_sources` (default: beside `init_checkpoint`, a
+    run's best/ or a fine-tuned directory) and names `command`, the export's."""
+    from albert_tf.checkpoints.model_card import CardRecords, near
     from albert_tf.serving.litert import write_litert
     from albert_tf.serving.saved_model import write_saved_model
 
@@ -172,10 +178,24 @@ def export_formats(
     resolved = resolve(task, init_checkpoint, on_device=on_device, **options)
     onnx_built = builders.onnx(resolved) if "onnx" in formats else None  # (refusals first)
     paths = []
+    card = {
+        "sources": near(init_checkpoint) if card_sources is None else tuple(card_sources),
+        "commands": (command,) if command else (),
+        "known": CardRecords(  # (resolved once: task.json is not read again for the cards)
+            task=resolved.task,
+            tokenizer={
+                "kind": resolved.tokenizer.kind,
+                "sha256": resolved.python_tokenizer.checksum,
+            },
+            tokenizer_source=resolved.tokenizer.path,
+        ),
+    }
     if "savedmodel" in formats:
         with phase(f"writing the {task} SavedModel to {export_dir}") as done:
             module = builders.saved_model(resolved.in_dtype(dtype))
-            written = write_saved_model(module, export_dir, resolved.finetuned_dir, resolved.task)
+            written = write_saved_model(
+                module, export_dir, resolved.finetuned_dir, resolved.task, card
+            )
             paths.append(written)
             done.wrote(written)
     if on_device:
@@ -184,6 +204,7 @@ def export_formats(
             built = builders.litert(resolved, fixed_length)
             written = write_litert(resolved, built, litert_dir, quantize, fixed_length)
             paths += written
+            _files_card(litert_dir, resolved, card, "On-device LiteRT files")
             done.wrote(f"{len(written)} files")
     if onnx_built is not None:
         from albert_tf.serving.onnx_export import write_onnx
@@ -192,8 +213,26 @@ def export_formats(
         with phase(f"writing {task} ONNX files ({', '.join(onnx_quantize)}) to {onnx_dir}") as done:
             written = write_onnx(resolved, onnx_built, onnx_dir, onnx_quantize)
             paths += written
+            _files_card(onnx_dir, resolved, card, "ONNX files")
             done.wrote(f"{len(written)} files")
     return paths
+
+
+def _files_card(directory: str, resolved, card: dict, what: str) -> None:
+    """README.md of the LiteRT or ONNX directory: the model's records (its fine-tuned
+    directory's, then the run's), naming the files it holds."""
+    from albert_tf.checkpoints.model_card import write_model_card
+
+    names = sorted(n for n in filesystem.listdir(directory) if n.endswith((".tflite", ".onnx")))
+    kept = (resolved.finetuned_dir,) if resolved.finetuned_dir else ()
+    write_model_card(
+        directory,
+        (*kept, *card["sources"]),
+        name=os.path.basename(os.path.normpath(directory)),
+        what=f"{what} of the {resolved.task.task_kind.title} model: {', '.join(names)}.",
+        commands=card["commands"],
+        known=card["known"],
+    )
 
 
 def export_trained(
@@ -203,12 +242,14 @@ def export_trained(
     tokenizer,
     formats=DEFAULT_FORMATS,
     quantize=DEFAULT_QUANTIZE,
+    run_dir: str | None = None,
     **options,
 ) -> list[str]:
     """A runner's `--export_dir`: `model` (just trained) with its TaskInfo `task` and
     TokenizerSpec `tokenizer` → fine-tuned model directory → SavedModel version
     `export_dir/N` (with the directory in its assets.extra/finetuned) and/or LiteRT files
-    (`export_formats`). Returns what was written."""
+    (`export_formats`; its model card from the records of the run in `run_dir`). Returns
+    what was written."""
     import tempfile
 
     from albert_tf.checkpoints import finetuned
@@ -222,7 +263,10 @@ def export_trained(
     scratch = None if filesystem.is_url(export_dir) else export_dir
     with tempfile.TemporaryDirectory(dir=scratch, prefix=".finetuned-") as tmp:
         directory = finetuned.save_finetuned(model, os.path.join(tmp, "model"), task, tokenizer)
-        return export_formats(task.kind, directory, export_dir, formats, quantize, **options)
+        sources = (run_dir,) if run_dir else ()
+        return export_formats(
+            task.kind, directory, export_dir, formats, quantize, card_sources=sources, **options
+        )
 
 
 def print_exports(paths, finetuned: bool = False) -> None:
@@ -283,6 +327,7 @@ def run_export(s) -> int:
             quantize=tuple(s.export_quantize),
             onnx_quantize=tuple(s.onnx_quantize),
             dtype=s.export_dtype,
+            command=s.command_line("python -m albert_tf.serving.export"),
             **details,
         )
     except (ValueError, OSError, CheckpointError, ConfigError) as e:

@@ -23,14 +23,18 @@ def next_version_dir(export_dir: str) -> str:
     return os.path.join(export_dir, str(max(versions, default=0) + 1))
 
 
-def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None, task=None) -> str:
+def write_saved_model(
+    module, export_dir: str, finetuned_dir: str | None = None, task=None, card=None
+) -> str:
     """Saves `module` with its signatures as a new version of `export_dir`; returns it.
     `finetuned_dir` (the model's fine-tuned model directory) is kept beside the graph in
     `VERSION/assets.extra/finetuned/` (TF Serving ignores assets.extra): each version
     carries the checkpoint it was made from, its task.json replaced by `task` of the same
     kind (a TaskInfo: with the settings the export applied, e.g. --max_windows). Without
     one, `task` (the encoder's, with its embedding settings) is written as
-    `VERSION/assets.extra/task.json`.
+    `VERSION/assets.extra/task.json`. `VERSION/README.md` is its model card
+    (`albert_tf.checkpoints.model_card`), from the task.json kept in the version and the
+    records in `card["sources"]` (a run's), naming `card["commands"]`.
 
     The graph is traced with `kernels.portable_kernels()`: plain TensorFlow ops instead of
     the XLA-compiled elementwise kernels used in training, so that runtimes built without
@@ -68,6 +72,7 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None,
             elif task is not None:
                 filesystem.makedirs(os.path.join(tmp, "assets.extra"))
                 task.write(os.path.join(tmp, "assets.extra"))
+            _write_card(tmp, target, task, card or {})
             if remote:
                 filesystem.copy_tree(tmp, target, last=("saved_model.pb",))
             else:
@@ -81,3 +86,32 @@ def write_saved_model(module, export_dir: str, finetuned_dir: str | None = None,
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _write_card(version_dir: str, target: str, task, card: dict) -> None:
+    """The version's README.md: the task.json it keeps, then the run's records. Those
+    (run_config.json, eval_results.json) are kept in assets.extra/ too, which TF Serving
+    ignores: a model converted from the version's assets.extra/finetuned, or exported from
+    it again, still has its run's settings and figures."""
+    from albert_tf.checkpoints.model_card import write_model_card
+    from albert_tf.checkpoints.run_record import RESULTS_FILE, RUN_RECORD_FILE
+
+    extra = os.path.join(version_dir, "assets.extra")
+    sources = tuple(card.get("sources", ()))
+    if filesystem.isdir(extra):
+        for record in (RUN_RECORD_FILE, RESULTS_FILE):
+            found = [os.path.join(d, record) for d in sources]
+            found = [path for path in found if filesystem.isfile(path)]
+            if found and not filesystem.exists(os.path.join(extra, record)):
+                filesystem.copy(found[0], os.path.join(extra, record))
+    kind = f"{task.task_kind.title} " if task is not None else ""
+    name = f"{os.path.basename(os.path.dirname(target))}/{os.path.basename(target)}"
+    write_model_card(
+        version_dir,
+        (os.path.join(extra, "finetuned"), extra, *sources),
+        name=name,
+        what=f"A {kind}SavedModel that takes raw text (TF Serving version {name}; the "
+        "tokenizer runs in the graph).",
+        commands=tuple(card.get("commands", ())),
+        known=card.get("known"),
+    )

@@ -19,6 +19,7 @@ import math
 import os
 import time
 
+from albert_tf.checkpoints.run_record import RESULTS_FILE
 from albert_tf.training.resume import clean_temporaries
 from data_pipeline.io import filesystem
 from data_pipeline.io.atomic import append_text, write_json
@@ -27,8 +28,6 @@ METRICS_FILE = "metrics.jsonl"
 BEST_DIR = "best"
 BEST_RECORD = "best.json"
 
-
-RESULTS_FILE = "eval_results.json"
 TEST_RESULTS = "test_results.json"
 
 

@@ -166,6 +166,7 @@ def setup_settings_run(
         controls=controls,
         run_config={
             "flags": s.values(),
+            "command": s.command_line(f"python {runner}.py"),
             "albert_config": albert_config.to_dict(),
             "input_pipeline": {"length_buckets": None if buckets is None else list(buckets)},
             **kwargs,

@@ -28,18 +28,31 @@ def _teacher_dir(path: str) -> str:
 
 def load_teacher(s, labels, tokenizer_spec):
     """The teacher model of --teacher_checkpoint, checked against the student's `labels`
-    and vocabulary (`tokenizer_spec`); None without it. One-line ValueErrors."""
+    and vocabulary (`tokenizer_spec`), or the rows of --teacher_logits_file (a
+    `TeacherLogits`, its labels checked); None without either. One-line ValueErrors."""
     from albert_tf.checkpoints.finetuned import load_finetuned
     from albert_tf.checkpoints.task_info import TaskInfo
     from albert_tf.checkpoints.task_kinds.classifier import ClassifierFields
     from albert_tf.checkpoints.tokenizer_record import file_sha256
 
     settings = s
+    if settings.teacher_checkpoint and settings.teacher_logits_file:
+        raise ValueError(
+            f"--teacher_checkpoint={settings.teacher_checkpoint} and --teacher_logits_file="
+            f"{settings.teacher_logits_file}: give one teacher"
+        )
+    if settings.teacher_logits_file:
+        from data_pipeline.classification.teacher_logits import FLAG, read_teacher_logits
+
+        if s.multi_label:
+            raise ValueError(f"{FLAG}: distillation softens one softmax; not for --multi_label")
+        return read_teacher_logits(settings.teacher_logits_file, labels)
     if not settings.teacher_checkpoint:
         if settings.distill_unlabelled_file:
             raise ValueError(
                 f"--distill_unlabelled_file={settings.distill_unlabelled_file} needs "
-                f"--teacher_checkpoint (its examples have no label but the teacher's)"
+                f"--teacher_checkpoint or --teacher_logits_file (its examples have no label "
+                f"but the teacher's)"
             )
         return None
     flag = f"--teacher_checkpoint={settings.teacher_checkpoint}"
@@ -62,13 +75,23 @@ def load_teacher(s, labels, tokenizer_spec):
     return model
 
 
-def teacher_table(teacher, train, batch_size: int, length_buckets, labelled: int | None = None):
+def teacher_table(
+    teacher, train, batch_size: int, length_buckets, labelled: int | None = None, examples=None
+):
     """The teacher's logits of every training example (`train`: TaskFeatures; the first
     `labelled` of them labelled, None: all), by example_index
     (albert_tf.training.distillation.teacher_logits), computed once before training: one
-    line as the pass starts (how many examples) and one as it ends."""
+    line as the pass starts (how many examples) and one as it ends. For a file's rows
+    (`TeacherLogits`), those of `examples()`, the training examples in record order."""
     from albert_tf.training.distillation import teacher_logits
+    from data_pipeline.classification.teacher_logits import FLAG, TeacherLogits
     from data_pipeline.phases import phase
+
+    if isinstance(teacher, TeacherLogits):
+        chosen = examples()
+        if len(chosen) != train.count:  # (one record an example: checked by the family)
+            raise ValueError(f"{FLAG}: {len(chosen)} examples for {train.count} records")
+        return teacher.logits_for(chosen)
 
     batches = train.dataset(batch_size, drop_remainder=False, length_buckets=length_buckets)
     name = f"distillation: the teacher's logits of {train.count:,} training examples"
@@ -81,8 +104,8 @@ def teacher_table(teacher, train, batch_size: int, length_buckets, labelled: int
 
 
 def distill_task(task, settings):
-    """`task` trained on the teacher's soft targets when --teacher_checkpoint is given."""
-    if not settings.teacher_checkpoint:
+    """`task` trained on the teacher's soft targets when a teacher is given."""
+    if not (settings.teacher_checkpoint or settings.teacher_logits_file):
         return task
     from albert_tf.training.distillation import DistillationTask
 
@@ -122,6 +145,14 @@ class DistillationSettings:
         "alpha·T²·KL(teacher/T ‖ student/T) + (1 - alpha)·CE. Same labels and vocabulary.",
         resume="guarded",
     )
+    teacher_logits_file: str | None = setting(
+        None,
+        "Distil from a file of any teacher's outputs instead: JSON lines, the first "
+        '{"labels": [...]}, then {"id" | "text" (+ "text_pair"): ..., "logits" | '
+        '"probabilities": [...]} per training example (data_pipeline.classification.'
+        "teacher_logits; albert_tf.tools.hf_teacher_logits writes one).",
+        resume="guarded",
+    )
     distill_temperature: float = setting(
         2.0, "Distillation temperature T.", above=0, resume="guarded"
     )
@@ -134,7 +165,7 @@ class DistillationSettings:
     )
     distill_unlabelled_file: str | None = setting(
         None,
-        "With --teacher_checkpoint: a UTF-8 text file of unlabelled examples, one a line "
+        "With a teacher: a UTF-8 text file of unlabelled examples, one a line "
         "(text_a<TAB>text_b for a sentence-pair task), added to the training set with the "
         "teacher's soft targets only (loss T²·KL; data_pipeline.classification.unlabelled).",
         resume="guarded",

@@ -245,6 +245,20 @@ class TaskFeatures:
         )
 
 
+def split_examples(spec, split, labels, max_examples=0, seed=0, held_out=None, info=None):
+    """The examples of `split` that `task_features` converts, in record order (record i
+    is example i: its `example_index`): the file's, `max_examples` of them drawn with
+    `seed` (> 0), then `held_out`'s part. `info["subset_of"]`: the count drawn from."""
+    examples = spec.read(split, spec.source(split))
+    spec.check_labels(split, labels, examples)
+    if max_examples > 0 and max_examples < len(examples):
+        if info is not None:
+            info["subset_of"] = len(examples)
+        keep = np.random.default_rng(seed).choice(len(examples), max_examples, replace=False)
+        examples = [examples[i] for i in sorted(keep)]
+    return held_out.select(examples) if held_out else examples
+
+
 def task_features(
     spec,
     split: str,
@@ -290,14 +304,7 @@ def task_features(
     info = {"truncated": 0}
 
     def build():
-        examples = spec.read(split, source)
-        spec.check_labels(split, labels, examples)
-        if subset and subset < len(examples):
-            info["subset_of"] = len(examples)
-            keep = np.random.default_rng(seed).choice(len(examples), subset, replace=False)
-            examples = [examples[i] for i in sorted(keep)]
-        if held_out:
-            examples = held_out.select(examples)
+        examples = split_examples(spec, split, labels, max_examples, seed, held_out, info)
         info.update(
             max_seq_length=max_seq_length,
             num_choices=choices,

@@ -98,6 +98,7 @@ def test_cli_from_run_output_dir(tmp_path, capsys):
     ) in printed
     assert f"config {tmp_path / 'run' / 'run_config.json'} (albert_config)" in printed
     assert sorted(os.listdir(out)) == [
+        "README.md",  # its model card (albert_tf.checkpoints.model_card)
         "albert_config.json",
         "checkpoint",
         "ckpt-1.data-00000-of-00001",

@@ -107,6 +107,17 @@ def test_the_settings_value_equals_the_dataclass():
         Example(name="x", kind="c")
 
 
+def test_command_line_gives_back_the_flags_typed_and_parses_to_the_same_value():
+    """What a model card records as the command: the given flags only, in the settings'
+    order, shell-quoted; parsed again, it is the same settings value."""
+    import shlex
+
+    s = _parsed("--fast", "--name=my run", "--steps=5", "--nofast", "--dropout=0.25")
+    line = s.command_line("python tool.py")
+    assert line == "python tool.py --name='my run' --steps=5 --dropout=0.25 --nofast"
+    assert _parsed(*shlex.split(line)[2:]).values() == s.values()
+
+
 def test_trainer_config_flags_are_its_fields():
     """The runners' trainer settings: TrainerConfig's help, defaults (the command's where it
     gives one) and ranges; the TrainerConfig built from them."""

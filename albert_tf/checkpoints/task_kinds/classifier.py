@@ -123,4 +123,5 @@ KIND = TaskKind(
     transformers=TransformersHead("AlbertForSequenceClassification", True, _config_out, _task_in),
     keras_hub=_keras_hub,
     export_options=("max_windows",),
+    pipeline_tag="text-classification",
 )

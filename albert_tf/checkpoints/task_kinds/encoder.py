@@ -42,4 +42,5 @@ KIND = TaskKind(
     any_checkpoint=lambda restored, path: None,  # (every checkpoint has the encoder)
     transformers=TransformersHead("AlbertModel"),
     export_options=("pooling", "normalize", "encoder_outputs"),
+    pipeline_tag="feature-extraction",
 )

@@ -46,4 +46,5 @@ KIND = TaskKind(
     any_checkpoint=_any_checkpoint,
     transformers=TransformersHead("AlbertForMaskedLM"),
     export_options=("top_k",),
+    pipeline_tag="fill-mask",
 )

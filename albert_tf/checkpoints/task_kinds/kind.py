@@ -121,6 +121,8 @@ class TaskKind:
     from_task: (TaskInfo of another kind's directory, its path) → this kind's TaskInfo, or
       ValueError: a kind exported from another kind's directory (zero-shot from an NLI
       classifier); None: only from its own.
+    pipeline_tag: its Hugging Face task name, as a model card's `pipeline_tag` and
+      model-index `task.type` ("text-classification", ...).
     """
 
     name: str
@@ -134,6 +136,7 @@ class TaskKind:
     keras_hub: Callable | None = None
     export_options: tuple[str, ...] = ()
     from_task: Callable | None = None
+    pipeline_tag: str | None = None
 
     def __post_init__(self):
         unknown = sorted(set(self.export_options) - set(self.field_names()))

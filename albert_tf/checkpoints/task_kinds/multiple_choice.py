@@ -32,4 +32,5 @@ KIND = TaskKind(
     build_model=_model,
     transformers=TransformersHead("AlbertForMultipleChoice"),
     keras_hub=backbone_only("choice_head"),
+    pipeline_tag="multiple-choice",
 )

@@ -77,4 +77,5 @@ KIND = TaskKind(
         "null_score_diff_threshold",
         "max_windows",
     ),
+    pipeline_tag="question-answering",
 )

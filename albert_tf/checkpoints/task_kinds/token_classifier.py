@@ -70,4 +70,5 @@ KIND = TaskKind(
     ),
     keras_hub=backbone_only("classifier_head (token classification: no KerasHub task)"),
     export_options=("max_windows",),
+    pipeline_tag="token-classification",
 )

@@ -132,4 +132,5 @@ KIND = TaskKind(
     on_device=no_on_device,
     export_options=("max_pairs",),
     from_task=from_classifier,
+    pipeline_tag="zero-shot-classification",
 )

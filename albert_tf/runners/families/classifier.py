@@ -143,9 +143,20 @@ class Classifier(Family):
         if s.sweep:  # scored first: the best checkpoint and the points follow it
             dev = {HELD_OUT: tune, **dev}
         teacher = data.extra["teacher"]
+
+        def examples():  # (the training examples in record order: a file's teacher)
+            from data_pipeline.classification.features import split_examples
+            from data_pipeline.classification.unlabelled import read_unlabelled
+
+            if spec.choices or windows.enabled:
+                raise ValueError("--teacher_logits_file: for one-record examples")
+            unlabelled = s.distill_unlabelled_file
+            more = read_unlabelled(unlabelled, train.text_pair) if unlabelled else []
+            return split_examples(spec, "train", labels, limit, s.seed, fit) + more
+
         if teacher is not None:  # its logits once, by example_index; then the teacher goes
             batches = distillation.teacher_table(
-                teacher, train, s.eval_batch_size, length_buckets(s), labelled
+                teacher, train, s.eval_batch_size, length_buckets(s), labelled, examples
             )
             teacher = batches, labelled
         data.splits = {"train": train, "test": features("test") if s.do_predict else None}

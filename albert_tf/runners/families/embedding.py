@@ -232,6 +232,7 @@ class Embedding(Family):
                 do_lower_case=s.do_lower_case,
                 pooling=s.pooling,
                 normalize=s.normalize,
+                card_sources=(trainer.files.output_dir,),
                 **export_formats(s),
             )
         print_exports(paths)

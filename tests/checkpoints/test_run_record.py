@@ -50,6 +50,7 @@ def test_the_resume_rules_come_from_the_settings_fields():
         "layer_lr_decay",
         "lora_alpha",
         "teacher_checkpoint",
+        "teacher_logits_file",
         "distill_temperature",
         "distill_alpha",
         "distill_unlabelled_file",

@@ -33,12 +33,11 @@ def test_readme_keras_model_example_fits_saves_and_reloads(tmp_path, monkeypatch
     """The "Your own Keras model" block, run as written on a pretrained checkpoint (a tiny
     pretrainer's, the tests' workflow model) and 256 SST-2 sentences; only its first line's
     three paths are pointed at the test's files."""
+    import keras
     import numpy as np
 
     import albert_tf
     from tests.support.tiny import WORKFLOW, tiny_config
-
-    import keras
 
     keras.utils.set_random_seed(0)  # (the "pretrained" weights: the same model each run)
     pretrainer = albert_tf.AlbertPretrainer(tiny_config(WORKFLOW))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from albert_tf.checkpoints.task_kinds.classifier import KIND as CLASSIFIER
 from albert_tf.checkpoints.task_kinds.kind import TaskKind, no_on_device
 
 DEFAULT_TEMPLATE = "This example is {}."
@@ -86,7 +87,7 @@ def from_classifier(info, where: str):
     line naming `where` and the labels) for a model that is not a single-label text-pair
     classifier with an entailment label."""
     d = info.details
-    if info.kind != "classifier":
+    if info.kind != CLASSIFIER.name:  # (made from the classifier kind)
         raise ValueError(
             f"{where} holds a {info.kind} model; zero-shot classification needs an NLI "
             "classifier (kind classifier, with an entailment label)"

@@ -29,20 +29,24 @@ class PeerLost(OSError):
     the run stops; it never hangs (TensorFlow's heartbeats find the lost task)."""
 
 
-def peer_lost(error, step: int, last_checkpoint: str | None) -> PeerLost:
+def peer_lost(error, step: int, last_checkpoint: str | None) -> PeerLost | None:
     """`error` (a tf.errors.UnavailableError of a collective) as PeerLost's one line: the
     lost tasks TensorFlow names (its heartbeat check, or the remote end of a broken
-    connection) and its reason, without the graph's node lines."""
+    connection) and its reason, without the graph's node lines. None when the message
+    names no task of a cluster: then it is not a lost peer (a remote file system that
+    is unavailable, say) and the error stays what it is."""
     import re
 
     message = getattr(error, "message", None) or str(error)
     tasks = sorted(set(re.findall(r"/job:\w+/replica:\d+/task:\d+", message)))
+    if not tasks:
+        return None
     lines = [x.strip() for x in message.splitlines() if x.strip()]
     lines = [x for x in lines if not x.startswith(("[[", "Detected at node", "File ", "Graph "))]
     keys = ("heartbeat", "connection", "recvmsg", "socket", "unavailable", "unhealthy")
     reason = next((x for x in lines if any(k in x.lower() for k in keys)), None)
     reason = (reason or (lines[0] if lines else "unavailable")).rstrip(":")
-    lost = f"lost {', '.join(tasks)}" if tasks else "a task of the cluster is unavailable"
+    lost = f"lost {', '.join(tasks)}"
     where = (
         f"the last checkpoint is {last_checkpoint}; the same command (on every worker) "
         "resumes from it"

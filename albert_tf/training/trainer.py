@@ -305,8 +305,11 @@ class Trainer:
 
         try:
             return self._train()
-        except tf.errors.UnavailableError as e:  # a collective whose peer is gone
-            raise peer_lost(e, self.step, self.manager.latest_checkpoint) from None
+        except tf.errors.UnavailableError as e:  # a collective whose peer is gone?
+            lost = peer_lost(e, self.step, self.manager.latest_checkpoint)
+            if lost is None:
+                raise
+            raise lost from None
         except KeyboardInterrupt:
             last = self.manager.latest_checkpoint
             where = (

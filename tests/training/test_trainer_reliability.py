@@ -337,3 +337,16 @@ def test_a_collective_whose_peer_is_gone_stops_in_one_line_naming_it(tmp_path):
         "every worker) resumes from it"
     )
     assert _ckpts(str(out)) == [2] and isinstance(stopped.value, OSError)
+
+
+def test_an_unavailable_error_naming_no_task_is_not_called_a_lost_peer():
+    """Only a message naming a cluster task is a lost peer; any other UnavailableError (a
+    remote file system, say) stays what it is."""
+    import tensorflow as tf
+
+    from albert_tf.training.stops import peer_lost
+
+    error = tf.errors.UnavailableError(None, None, "gs://bucket/data: 503 Service Unavailable")
+    assert peer_lost(error, 7, None) is None
+    named = tf.errors.UnavailableError(None, None, "connection reset: /job:worker/replica:0/task:1")
+    assert "lost /job:worker/replica:0/task:1" in str(peer_lost(named, 7, None))

@@ -65,7 +65,7 @@ def runner(path: str, task: str, kind: str):
         return lambda texts: model.classify(texts)["probabilities"].argmax(-1)
     return lambda texts: [
         [[e["type"], e["start"], e["end"]] for e in answer["entities"]]
-        for answer in model.tag(texts, batch_size=len(texts))
+        for answer in model.tag(texts)
     ]
 
 

@@ -98,15 +98,22 @@ class OnnxModel(LiteModel):
     def _run_locked(self, signature: str, inputs: dict) -> dict:
         """`run` with the lock held. "tokenize": the packed ids of text_a, text_b (as the
         text models' signature); any other signature is the file's one graph: texts (the
-        metadata's `text_inputs`) packed into ids first, then the session."""
+        metadata's `text_inputs`) packed into ids, then the session on length-sorted groups
+        of rows (`length_groups.run_grouped`: the file computes every padded position)."""
+        from albert_tf.serving.length_groups import run_grouped
         from albert_tf.serving.onnx_inputs import packed_inputs
 
         S = self.metadata["max_seq_length"]
         if signature == "tokenize":
             return packed_inputs(self.tokenizer, S, inputs["text_a"], inputs["text_b"])
         names = self.metadata.get("text_inputs")
-        if names:
-            inputs = packed_inputs(self.tokenizer, S, *(inputs[n] for n in names if n in inputs))
+        if not names:
+            return self._session_run(inputs)
+        inputs = packed_inputs(self.tokenizer, S, *(inputs[n] for n in names if n in inputs))
+        return run_grouped(lambda **feed: self._session_run(feed), inputs)
+
+    def _session_run(self, inputs: dict) -> dict:
+        """The session on `inputs` (the file's inputs by name) → its outputs by name."""
         feed = {name: np.asarray(inputs[name]) for name in self.inputs}
         rows = [len(v) for v in feed.values() if v.ndim]  # (not a scalar: multi_label)
         empty = bool(rows) and not any(rows)

@@ -4,40 +4,31 @@ vectors in length-sorted groups, as the SavedModel's `vectors` signature groups 
 (`text_ops.by_length(exact=True)`), done by the runner because the file takes one request
 at one padded length.
 
-The file pads a call to its longest row, so one call of B texts computes B × (the longest)
-positions; sorting the request by token count and calling the file on `group` texts at a
-time computes each group at its own longest row (on STS-B dev sentences, batch 32: 6,048
-positions instead of 8,768). Each row's vector does not depend on the padding around it
-(every pooling is masked), so the vectors equal one call's to float rounding.
-
-The groups are smaller than the SavedModel's (`text_ops.LENGTH_GROUP`): the file computes
-every position of its call, padding included (the SavedModel's packed encoder computes
-only the real tokens outside attention), so here each group's padding is what it costs.
+The file pads a call to its longest row, so the runner calls it on length-sorted groups
+(`albert_tf.serving.length_groups`: on STS-B dev sentences, batch 32, 6,048 positions
+instead of 8,768). Each row's vector does not depend on the padding around it (every
+pooling is masked), so the vectors equal one call's to float rounding.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-# Rows of a request per call of the file.
-LITE_GROUP = 8
+from albert_tf.serving.length_groups import FILE_GROUP, length_groups
 
 
-def grouped_vectors(run, texts: np.ndarray, group: int = LITE_GROUP) -> np.ndarray:
+def grouped_vectors(run, texts: np.ndarray, group: int = FILE_GROUP) -> np.ndarray:
     """`run(signature, **inputs)` of an encoder file, `texts` object [B] of UTF-8 bytes →
     the export's embeddings float32 [B, H] in the request's order: token counts from the
-    file's own `tokenize`, then `embed` on each length-sorted group of `group` rows."""
+    file's own `tokenize`, then `embed` on each of their `length_groups` of `group` rows."""
     if len(texts) <= group:
         return run("embed", text=texts)["embeddings"]
     empty = np.full(len(texts), b"", dtype=object)
     lengths = run("tokenize", text_a=texts, text_b=empty)["input_mask"].sum(-1)
-    order = np.argsort(lengths, kind="stable")
-    parts = [
-        run("embed", text=texts[order[i : i + group]])["embeddings"]
-        for i in range(0, len(texts), group)
-    ]
+    takes = length_groups(lengths, group)
+    parts = [run("embed", text=texts[take])["embeddings"] for take in takes]
     out = np.empty((len(texts), parts[0].shape[-1]), parts[0].dtype)
-    out[order] = np.concatenate(parts)
+    out[np.concatenate(takes)] = np.concatenate(parts)
     return out
 
 

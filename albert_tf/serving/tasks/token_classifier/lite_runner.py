@@ -31,22 +31,21 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 
 def word_logits(run, features: dict, sentence_lengths, max_seq_length, fixed_length, batch_size):
     """float32 logits [words, labels] per sentence: `run(**inputs)` → {"logits": [b, L, labels]}
-    over the features' windows, `batch_size` windows at a time, each batch cut to its
-    longest window (all max_seq_length columns with `fixed_length`), read at each word's
-    first piece in its max-context window."""
+    over the features' windows, `batch_size` windows at a time in length order
+    (`length_groups`), each call cut to its longest window (all max_seq_length columns
+    with `fixed_length`), read at each word's first piece in its max-context window."""
+    from albert_tf.serving.length_groups import length_groups
     from data_pipeline.tagging.predictions import word_predictions
 
     count = len(features["input_ids"])
-    parts = []
-    for first in range(0, count, batch_size):
-        rows = slice(first, first + batch_size)
-        longest = max(int(features["input_mask"][rows].sum(1).max()), 1)
-        length = max_seq_length if fixed_length else longest
-        out = run(**{k: features[k][rows, :length].astype(np.int32) for k in INPUTS})["logits"]
-        padded = np.zeros(out.shape[:1] + (max_seq_length,) + out.shape[2:], np.float32)
-        padded[:, :length] = out
-        parts.append(padded)
-    logits = np.concatenate(parts) if parts else np.zeros([0, max_seq_length, 1], np.float32)
+    lengths = features["input_mask"].sum(1)
+    logits = np.zeros([count, max_seq_length, 1], np.float32)
+    for take in length_groups(lengths, batch_size):
+        length = max_seq_length if fixed_length else max(int(lengths[take].max()), 1)
+        out = run(**{k: features[k][take, :length].astype(np.int32) for k in INPUTS})["logits"]
+        if logits.shape[2:] != out.shape[2:]:
+            logits = np.zeros((count, max_seq_length) + out.shape[2:], np.float32)
+        logits[take, :length] = out
     # Each word's flat position (window × max_seq_length + column), through the one rule
     # that maps windows back to words.
     positions = np.arange(count * max_seq_length).reshape(count, max_seq_length)

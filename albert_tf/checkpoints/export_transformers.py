@@ -165,7 +165,7 @@ def export_transformers(
             os.replace(tmp, os.path.join(output_dir, shipped))
             write_json(
                 os.path.join(output_dir, "tokenizer_config.json"),
-                _tokenizer_config(wordpiece, lower),
+                _tokenizer_config(wordpiece, lower, config["max_position_embeddings"]),
                 indent=2,
             )
         architecture = config["architectures"][0]
@@ -180,20 +180,24 @@ def export_transformers(
     }
 
 
-def _tokenizer_config(wordpiece: bool, lower: bool) -> dict:
+def _tokenizer_config(wordpiece: bool, lower: bool, positions: int) -> dict:
     """tokenizer_config.json: AlbertTokenizer (spiece.model) with ALBERT's normalization,
     or BertTokenizer (vocab.txt) with BERT's basic tokenization: CJK characters apart,
-    accents stripped exactly when lowercasing (strip_accents None), as `WordPieceTokenizer`."""
+    accents stripped exactly when lowercasing (strip_accents None), as `WordPieceTokenizer`.
+    model_max_length is the model's positions, so that transformers' pipelines truncate (or
+    window, given a stride) a longer text instead of failing in the position embeddings."""
     if wordpiece:
         return {
             "tokenizer_class": "BertTokenizer",
             "do_lower_case": lower,
             "tokenize_chinese_chars": True,
             "strip_accents": None,
+            "model_max_length": positions,
         }
     return {
         "tokenizer_class": "AlbertTokenizer",
         "do_lower_case": lower,
         "keep_accents": False,
         "remove_space": True,
+        "model_max_length": positions,
     }

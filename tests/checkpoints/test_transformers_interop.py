@@ -195,6 +195,10 @@ def test_the_vocabulary_travels_and_tokenizes_as_ours(tmp_path, tok):
     hf = transformers.AlbertTokenizer.from_pretrained(str(tmp_path / "hf"))
     for text in ["Über die Brücke, sagt sie.", "Ein  ``Test'' mit 3,5 Tagen", "HELLO world"]:
         assert hf(text)["input_ids"] == [tok.cls_id, *tok.encode(text), tok.sep_id], text
+    # The model's positions bound the tokenizer: pipelines truncate a longer text.
+    positions = model.config.max_position_embeddings
+    assert hf.model_max_length == positions
+    assert len(hf("wort " * 2 * positions, truncation=True)["input_ids"]) == positions
 
 
 @pytest.mark.parametrize("kind", ["classifier", "encoder"])

@@ -18,8 +18,9 @@ Standalone (nothing of this project). HF_DIR is our model converted with
                       AVX-512 VNNI configuration where the CPU has it, else AVX2's); then
                       --model ORT_DIR/<precision>.
 The pipeline is the one users call: "text-classification" (answer kept: the label index)
-or "token-classification" with aggregation_strategy="simple" (answer kept: each text's
-[type, start, end] character spans); `batch_size` texts a call, each batch padded to its
+or "token-classification" with aggregation_strategy="first" (a word's tag is its first
+piece's, as the model was trained; answer kept: each text's [type, start, end] character
+spans); `batch_size` texts a call, each batch padded to its
 longest text. Per batch size a warm-up pass (untimed), then --reps timed passes; texts/s =
 texts / the median pass. Peak RSS is the process's VmHWM.
 """
@@ -93,7 +94,7 @@ def pipeline(args):
         model = _model_class(args.task, "torch").from_pretrained(args.model).eval()
         if args.precision == "int8":
             model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, torch.qint8)
-    extra = {"aggregation_strategy": "simple"} if args.task == "conll" else {}
+    extra = {"aggregation_strategy": "first"} if args.task == "conll" else {}
     pipe = make(TASKS[args.task], model=model, tokenizer=tokenizer, device="cpu", **extra)
     if args.runtime == "torch":
         import torch

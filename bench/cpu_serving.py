@@ -234,6 +234,11 @@ def main(argv=None) -> int:
     p.add_argument("--paths", help="comma-separated path names (default: all)")
     p.add_argument("--output_dir", default="/tmp/albert_bench_cpu_serving")
     p.add_argument("--json_out", help="also write every result to this JSON file")
+    p.add_argument(
+        "--floor",
+        action="store_true",
+        help="also the two float32 ONNX files' sessions alone at batch 1 on the same ids",
+    )
     args = p.parse_args(argv)
     if not os.path.exists(SPM):
         sys.exit(f"needs $ALBERT_TF_DATA ({DATA})")
@@ -265,11 +270,55 @@ def main(argv=None) -> int:
                     flush=True,
                 )
         results[task] = report(task, paths, runs, texts, gold, batches)
+        if args.floor:
+            results[task]["floor"] = floor(task, models, texts[: args.limit1], args.reps)
         print(f"load {os.getloadavg()[0]:.1f}", flush=True)
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(results, f, indent=1)
     return 0
+
+
+def floor(task: str, models: dict, texts: list[str], reps: int) -> dict:
+    """The float32 batch-1 floor both ONNX Runtime paths share: our file's session and
+    Optimum's on the same token ids (ours, one text a call, no padding), no text handling
+    around them, a pass of each in turns (one session's threads spin for a while after
+    its call, so the two are not mixed call by call); texts/s of each."""
+    import time
+
+    import numpy as np
+    import onnxruntime as ort
+
+    from albert_tf.serving.onnx_predict import OnnxModel
+
+    ours = OnnxModel(models[("onnx", "float32")])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = os.cpu_count() or 1
+    theirs = ort.InferenceSession(
+        os.path.join(models[("optimum", "float32")], "model.onnx"),
+        options,
+        providers=["CPUExecutionProvider"],
+    )
+    names = {"input_ids": "input_ids", "attention_mask": "input_mask"}
+    names["token_type_ids"] = "segment_ids"
+    rows = [ours.tokenize([t], [""]) for t in texts]
+    feeds = [
+        {i.name: row[names[i.name]].astype(np.int64) for i in theirs.get_inputs()} for row in rows
+    ]
+    calls = {"ours": lambda: [ours.session.run(None, row) for row in rows]}
+    calls["optimum"] = lambda: [theirs.run(None, feed) for feed in feeds]
+    spent = {"ours": 0.0, "optimum": 0.0}
+    for rep in range(reps + 1):  # (the first pass warms up)
+        for name in sorted(calls, reverse=rep % 2 == 1):
+            start = time.perf_counter()
+            calls[name]()
+            spent[name] += (time.perf_counter() - start) if rep else 0.0
+    speed = {k: reps * len(rows) / v for k, v in spent.items()}
+    print(
+        f"{task} float32 batch 1 floor (sessions alone, same ids): ours {speed['ours']:.2f}, "
+        f"optimum {speed['optimum']:.2f} texts/s = {speed['ours'] / speed['optimum']:.2f}×"
+    )
+    return speed
 
 
 def report(task: str, paths, runs: dict, texts, gold, batches) -> dict:

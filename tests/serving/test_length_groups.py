@@ -23,7 +23,7 @@ def _file(calls: list):
     """A stand-in file: per row a sum of its real ids and its real length, per token its
     ids doubled (zero beyond the row), and a scalar input echoed per row."""
 
-    def run(input_ids, input_mask, segment_ids, threshold=np.float32(0.5)):
+    def run(input_ids, input_mask, segment_ids, threshold=0.5):
         calls.append(input_mask)
         real = input_ids * input_mask
         per_row = real.reshape(len(real), -1).sum(-1)

@@ -35,6 +35,7 @@ import threading
 
 import numpy as np
 
+from albert_tf.serving.length_groups import ONNX_GROUP
 from albert_tf.serving.tflite_predict import RUNNERS, LiteModel, predict_command
 
 FORMAT = "albert-onnx/1"
@@ -73,6 +74,8 @@ class OnnxModel(LiteModel):
     that file's bytes (fill-mask's runner builds its own tokenizer from them). One object
     is safe to share between threads (`LiteModel.run`'s lock)."""
 
+    group = ONNX_GROUP  # rows per session call (length_groups)
+
     def __init__(self, path: str, num_threads: int | None = None):
         self.session = _session(path, num_threads)
         props = self.session.get_modelmeta().custom_metadata_map
@@ -110,7 +113,7 @@ class OnnxModel(LiteModel):
         if not names:
             return self._session_run(inputs)
         inputs = packed_inputs(self.tokenizer, S, *(inputs[n] for n in names if n in inputs))
-        return run_grouped(lambda **feed: self._session_run(feed), inputs)
+        return run_grouped(lambda **feed: self._session_run(feed), inputs, self.group)
 
     def _session_run(self, inputs: dict) -> dict:
         """The session on `inputs` (the file's inputs by name) → its outputs by name."""

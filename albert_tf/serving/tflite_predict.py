@@ -47,6 +47,7 @@ import threading
 
 import numpy as np
 
+from albert_tf.serving.length_groups import FILE_GROUP
 from albert_tf.serving.tasks.classifier.lite_runner import ClassifierRunner
 from albert_tf.serving.tasks.encoder.lite_runner import EncoderRunner
 from albert_tf.serving.tasks.fill_mask.lite_runner import FillMaskRunner
@@ -127,6 +128,8 @@ class LiteModel:
     concurrent calls overwrote each other's inputs and shapes: other requests' rows, or
     a crash in the interpreter. For calls that truly run in parallel, give each thread
     its own LiteModel (bench/lite_threads.py compares the two)."""
+
+    group = FILE_GROUP  # rows per call of the file (length_groups)
 
     def __init__(self, path: str, num_threads: int | None = None):
         entries = read_metadata(path)

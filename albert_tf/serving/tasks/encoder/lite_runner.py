@@ -51,7 +51,7 @@ class EncoderRunner:
 
     def vectors(self, texts) -> np.ndarray:
         """embeddings [B, H] as `embed`'s, computed in length-sorted groups."""
-        return grouped_vectors(self.model.run, self.model.text_in(texts))
+        return grouped_vectors(self.model.run, self.model.text_in(texts), self.model.group)
 
     def answers(self, chunk, source: str, where: str, batch_size: int):
         out = self.embed([line for _, line in chunk])

@@ -140,14 +140,20 @@ class TaggerRunner:
     def takes_ids(metadata: dict) -> bool:
         return True
 
-    def tag(self, texts, batch_size: int = 8, where: str = "") -> list[dict]:
+    def tag(self, texts, batch_size: int | None = None, where: str = "") -> list[dict]:
         """[{"words", "tags", "tag_scores", "entities"}] per text (`tag_texts` around the
-        file's per-token logits; its limits' errors: "`where`: ")."""
+        file's per-token logits, `batch_size` windows a call, default the file's runtime's
+        `group`; its limits' errors: "`where`: ")."""
         if self._tokenizer is None:
             self._tokenizer = self.model.sentencepiece()
         texts = [self.model.text(t) for t in texts]
         return tag_texts(
-            self.model.run, self.model.metadata, self._tokenizer, texts, batch_size, where
+            self.model.run,
+            self.model.metadata,
+            self._tokenizer,
+            texts,
+            batch_size or self.model.group,
+            where,
         )
 
     def answers(self, chunk, source: str, where: str, batch_size: int):

@@ -215,8 +215,8 @@ def one_path(path, task: str, model: str, texts_file: str, args) -> dict:
     common = ["--task", task, "--texts", texts_file, "--batches", args.batches]
     common += ["--reps", str(args.reps), "--limit1", str(args.limit1)]
     if who == "ours":
-        script = os.path.join(ROOT, "bench", "serving_client.py")
-        return run([sys.executable, script, "--path", how, "--model", model, *common], ROOT)
+        client = [sys.executable, "-m", "bench.serving_client"]
+        return run([*client, "--path", how, "--model", model, *common], ROOT)
     return peer(["--precision", precision, "--model", model, *common], how)
 
 

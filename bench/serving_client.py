@@ -1,7 +1,7 @@
 """One of our serving paths in its own process, for bench/cpu_serving.py: text in, answers
 out, timed at each batch size; one `RESULT {json}` line.
 
-    python bench/serving_client.py --path savedmodel --model DIR/1 --task sst2 \\
+    python -m bench.serving_client --path savedmodel --model DIR/1 --task sst2 \\
         --texts texts.json --batches 32,1 --reps 2
 
 Paths (each the way a user serves it; nothing of the bench's process is shared):
@@ -25,13 +25,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
-from process_memory import peak_rss_mb  # noqa: E402
+from bench.peers.process_memory import peak_rss_mb
 
 
 def savedmodel(path: str, task: str):

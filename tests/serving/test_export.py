@@ -2,7 +2,9 @@
 would: a fresh process that imports only tensorflow and tensorflow_text, saved_model_cli,
 bad input."""
 
+import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ from tests.support.harness import ROOT as HARNESS_ROOT
 from tests.support.harness import tiny_config
 from tests.support.in_process import run_command
 from tests.support.serving_client import client
+from tests.support.tf_serving_ops import SENTENCEPIECE_OPS, assert_stock_server_links
 
 ROOT = str(HARNESS_ROOT)
 
@@ -80,13 +83,24 @@ def _in_memory(model, spm, texts_a, texts_b=None, max_seq_length=48):
     return model(inputs, training=False)["logits"].numpy(), inputs
 
 
-@pytest.mark.slow
-def test_classifier_serves_sst2_dev_like_the_model_in_memory(tmp_path, spm, shared_data):
+@pytest.fixture(scope="module")
+def sst2_export(tmp_path_factory, spm):
+    """(model, fine-tuned directory, SavedModel version, its directory): the single-text
+    classifier exported once."""
     from albert_tf.serving.export import export
 
+    tmp_path = tmp_path_factory.mktemp("sst2-export")
     model, directory = _finetuned(tmp_path, spm)
     version = export("classifier", directory, str(tmp_path / "serving"))
     assert version == str(tmp_path / "serving" / "1")
+    return model, directory, version, tmp_path
+
+
+@pytest.mark.slow
+def test_classifier_serves_sst2_dev_like_the_model_in_memory(sst2_export, spm, shared_data):
+    from albert_tf.serving.export import export
+
+    model, directory, version, tmp_path = sst2_export
     lines = (shared_data / "glue" / "SST-2" / "dev.tsv").read_text().splitlines()[1:]
     sentences = [line.split("\t")[0] for line in lines]
     out = client(tmp_path, version, {"text_a": sentences})
@@ -109,7 +123,44 @@ def test_classifier_serves_sst2_dev_like_the_model_in_memory(tmp_path, spm, shar
         spm, "rb"
     ).read()
     assert (tmp_path / "serving" / "1" / "assets.extra" / "finetuned" / "task.json").exists()
+    # Every op is one the stock TF Serving model server links.
+    assert SENTENCEPIECE_OPS <= assert_stock_server_links(version)
     assert export("classifier", directory, str(tmp_path / "serving")).endswith("2")
+
+
+def _readme_rest_example():
+    """(request body, response body) of the README's TF Serving curl example."""
+    text = (HARNESS_ROOT / "README.md").read_text(encoding="utf-8")
+    request = re.search(r"curl [^\n]*:predict[^\n]*\\\n\s*-d '(\{.*?\})'", text, re.S)
+    response = re.search(r"# →\s*(\{\"predictions\".*?\})\n", text, re.S)
+    assert request and response, "README has no TF Serving REST example"
+    return json.loads(request.group(1)), json.loads(response.group(1))
+
+
+def test_readme_rest_example_fits_the_classifier_signature(sst2_export):
+    """The README's TF Serving REST request body, as the server reads it (the "instances"
+    row format: one object a row, keyed by the signature's input names, stacked along the
+    batch), goes through the signature; the README's response has that signature's outputs
+    with their shapes."""
+    import tensorflow as tf
+
+    from albert_tf.serving.compute_dtype import load_saved_model
+
+    request, response = _readme_rest_example()
+    fn = load_saved_model(sst2_export[2]).signatures[request["signature_name"]]
+    inputs = fn.structured_input_signature[1]
+    rows = request["instances"]
+    assert all(set(row) == set(inputs) for row in rows), (rows, sorted(inputs))
+    out = fn(**{k: tf.constant([row[k] for row in rows]) for k in inputs})
+    (shown,) = response["predictions"]  # (one row asked, one answered)
+    assert set(shown) == set(out)
+    for name, value in out.items():
+        row = value.numpy()[0]
+        if value.dtype == tf.string:
+            assert isinstance(shown[name], str) and row.decode() in ("negative", "positive")
+        else:
+            assert np.shape(shown[name]) == row.shape, name
+    assert np.isclose(sum(shown["probabilities"]), 1.0, atol=0.01)
 
 
 def test_bad_input_has_defined_behaviour(tmp_path, spm):

@@ -10,6 +10,7 @@ import pytest
 from tests.support.harness import SHARED_DATA, WORKFLOW_CONFIG
 from tests.support.in_process import run_command
 from tests.support.serving_client import served
+from tests.support.tf_serving_ops import SENTENCEPIECE_OPS, assert_stock_server_links
 
 # Tolerance of the bfloat16 SavedModel against the float32 one. bfloat16 keeps 8 bits of
 # mantissa: each matmul input is rounded by up to 2^-9 (0.2%) relative, products are summed
@@ -110,6 +111,8 @@ def test_dtype_recorded_and_read_back(exports):
         }
         bf16 = 14  # (types.proto DT_BFLOAT16)
         assert (bf16 in matmul_types) == (dtype == "bfloat16"), matmul_types
+        # Either dtype runs on the stock TF Serving model server's ops.
+        assert SENTENCEPIECE_OPS <= assert_stock_server_links(version), dtype
 
 
 def test_notice_on_a_cpu_without_bfloat16(exports, tmp_path, capsys):

@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.harness import SHARED_DATA, tiny_config
 from tests.support.in_process import run_command
+from tests.support.tf_serving_ops import WORDPIECE_OPS, assert_stock_server_links
 
 MAX_SEQ = 128
 LONG = 12000  # (the longest line of `_lines` has 9,093 pieces)
@@ -93,6 +94,13 @@ def exported(tmp_path_factory, models):
         export_tflite("encoder", encoder, str(tmp / "enc"), max_seq_length=LONG)[0],
     )
     return out
+
+
+def test_every_savedmodel_op_is_one_the_stock_tf_serving_links(exported, pretrained):
+    """The WordPiece classifier, multiple choice and (run_pretraining's) encoder."""
+    versions = [exported["classifier"][0], exported["multiple_choice"][0], pretrained[1]]
+    for version in versions:
+        assert WORDPIECE_OPS <= assert_stock_server_links(version), version
 
 
 def _packed(tok, texts_a, texts_b=None, length=MAX_SEQ):

@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.harness import SHARED_DATA, tiny_config
 from tests.support.serving_client import served
+from tests.support.tf_serving_ops import SENTENCEPIECE_OPS, WORDPIECE_OPS, assert_stock_server_links
 
 SPM = SHARED_DATA / "spm" / "de-30k-clean.model"
 STSB = SHARED_DATA / "glue" / "STS-B" / "dev.tsv"
@@ -116,6 +117,7 @@ def test_savedmodel_in_a_fresh_process_answers_as_python(tmp_path, pretrained):
         max_seq_length=LENGTH,
         top_k=TOP_K,
     )
+    assert SENTENCEPIECE_OPS <= assert_stock_server_links(version)  # (TF Serving's ops)
     got = served(version, {"text": texts}, signature="fill_mask")
     want = MaskFiller(pretrained[0], pretrained[2], max_seq_length=LENGTH)(texts, top_k=TOP_K)
     # The loaded graph's ids: its two SentencePiece models (the model's and the prefix-less
@@ -227,6 +229,7 @@ def test_wordpiece_export_answers_as_python_hugging_face_and_its_litert_file(
     assert (tmp_path / "serving" / "1" / "assets" / "vocab.txt").read_bytes() == open(
         wordpiece_vocab, "rb"
     ).read()
+    assert WORDPIECE_OPS <= assert_stock_server_links(version)  # (TF Serving's ops)
     got = served(version, {"text": texts}, signature="fill_mask")
     loaded = tf.saved_model.load(version)
     ids = {

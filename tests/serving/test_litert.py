@@ -13,6 +13,7 @@ from tests.serving.test_export import _finetuned
 from tests.support.harness import ROOT as HARNESS_ROOT
 from tests.support.in_process import run_command
 from tests.support.serving_client import lite_client
+from tests.support.tf_serving_ops import SENTENCEPIECE_OPS, assert_stock_server_links
 
 ROOT = str(HARNESS_ROOT)
 
@@ -62,6 +63,12 @@ def exported(tmp_path_factory, spm):
     )
     out["encoder"] = (made["classifier"], encoder[0], {"float32": encoder[1]})
     return out
+
+
+def test_every_savedmodel_op_is_one_the_stock_tf_serving_links(exported):
+    """The text-pair classifier, multiple choice, SQuAD and encoder SavedModels."""
+    for kind, (_, version, _) in exported.items():
+        assert SENTENCEPIECE_OPS <= assert_stock_server_links(version), kind
 
 
 def _saved(version):

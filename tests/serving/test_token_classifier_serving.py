@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.harness import SHARED_DATA, tiny_config
 from tests.support.serving_client import served
+from tests.support.tf_serving_ops import SENTENCEPIECE_OPS, assert_stock_server_links
 
 MAX_SEQ_LENGTH, DOC_STRIDE = 24, 7  # many dev sentences need several windows
 
@@ -125,6 +126,7 @@ def conll(tmp_path_factory, tok):
 
 
 def test_savedmodel_tags_conll_dev_as_the_python_path_in_a_fresh_process(conll, tmp_path):
+    assert SENTENCEPIECE_OPS <= assert_stock_server_links(conll["paths"][0])  # (TF Serving's)
     texts = conll["texts"]
     out = served(conll["paths"][0], {"text": texts})
     assert out["words"].shape == out["tags"].shape == out["word_start"].shape

@@ -15,6 +15,7 @@ import tensorflow_text  # noqa: F401  (the SentencePiece op kernels)
 
 from tests.support.harness import SHARED_DATA
 from tests.support.in_process import run_command
+from tests.support.tf_serving_ops import SENTENCEPIECE_OPS, assert_stock_server_links
 
 S = 64  # the model's sequence length (its max_position_embeddings)
 TOL = 1e-5
@@ -279,6 +280,7 @@ def test_an_rte_classifier_serves_with_its_not_entailment_as_contradiction(tmp_p
     assert recorded["kind"] == "zero_shot"
     assert (recorded["entailment_id"], recorded["contradiction_id"]) == (0, 1)
     assert recorded["hypothesis_template"] == "This example is {}."
+    assert SENTENCEPIECE_OPS <= assert_stock_server_links(version)  # (TF Serving's ops)
     loaded = tf.saved_model.load(version)
     got = _ours(loaded, ["Das ist gut.", ""], ["gut", "schlecht", "egal"], multi_label=True)
     logits = got["logits"]

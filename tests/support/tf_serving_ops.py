@@ -1,5 +1,6 @@
 """The custom ops the stock TF Serving model server links, as our own list, and the op walk
-of a SavedModel that checks an export against it.
+of a SavedModel that checks an export against it (`assert_stock_server_links`, called by
+the tests that write each kind's SavedModel: see tests/serving/test_tf_serving_ops.py).
 
 Source (read for the facts, tensorflow/serving at its July 2026 head): the server binary's
 deps end in `SUPPORTED_TENSORFLOW_OPS` (tensorflow_serving/model_servers/BUILD), which holds
@@ -118,3 +119,17 @@ def unservable(op_types) -> list[str]:
         for op in op_types
         if op_def_registry.get(op) is None or (op in custom and op not in TF_SERVING_TEXT_OPS)
     )
+
+
+def assert_stock_server_links(version_dir) -> set[str]:
+    """Asserts that every op type of the SavedModel at `version_dir` is one the stock model
+    server links (`unservable` finds none); returns the tensorflow-text op types it uses,
+    for the caller to check its text front end's ops are among them."""
+    ops = saved_model_op_types(version_dir)
+    assert "Const" in ops and len(ops) > 40, (version_dir, sorted(ops))  # (the walk found it)
+    assert not unservable(ops), f"{version_dir}: {unservable(ops)}"
+    return ops & TF_SERVING_TEXT_OPS
+
+
+SENTENCEPIECE_OPS = {"SentencepieceOp", "SentencepieceTokenizeOp", "NormalizeUTF8"}
+WORDPIECE_OPS = {"FastWordpieceTokenizeWithOffsets"}

@@ -10,6 +10,7 @@ import pytest
 from tests.support.harness import SHARED_DATA, WORKFLOW_CONFIG
 from tests.support.in_process import run_command
 from tests.support.serving_client import served
+from tests.support.tf_serving_ops import WORDPIECE_OPS, assert_stock_server_links
 
 TINY = WORKFLOW_CONFIG
 SPM = SHARED_DATA / "spm" / "de-30k-clean.model"
@@ -240,6 +241,7 @@ def test_resume_zh_bmes_one_character_a_line_with_wordpiece(tmp_path):
         "--do_train",
         "--pad_to_max_seq_length",
         "--do_eval",
+        f"--export_dir={tmp_path / 'export'}",
     )
     assert run.returncode == 0, run.report()
     assert "0 words without pieces" in run.stdout
@@ -247,3 +249,5 @@ def test_resume_zh_bmes_one_character_a_line_with_wordpiece(tmp_path):
     assert results["tag_scheme"] == "BMES"
     assert {t[:2] for t in results["labels"]} == {"O", "B-", "M-", "E-", "S-"}
     assert results["final"]["accuracy"] > 0.5
+    # Its SavedModel (the vocab.txt in the graph) runs on the stock TF Serving's ops.
+    assert WORDPIECE_OPS <= assert_stock_server_links(tmp_path / "export" / "1")

@@ -8,6 +8,7 @@ import pytest
 
 from tests.support.in_process import run_command
 from tests.support.serving_client import served
+from tests.support.tf_serving_ops import WORDPIECE_OPS, assert_stock_server_links
 
 TINY = {
     "vocab_size": 30000,
@@ -357,6 +358,7 @@ def test_cmrc_wordpiece_train_predict_score_and_serve(tmp_path, shared_data, wor
     assert (finetuned / "vocab.txt").read_bytes() == vocab
     assert json.loads((finetuned / "task.json").read_text())["vocab_file"] == "vocab.txt"
     assert (version / "assets" / "vocab.txt").read_bytes() == vocab
+    assert WORDPIECE_OPS <= assert_stock_server_links(version)  # (TF Serving's ops)
     # The SavedModel answers every question as the runner did, offsets into the context.
     serve = tf.saved_model.load(str(version)).signatures["serving_default"]
     served = serve(

@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from albert_tf.modeling.packing import packed_tokens
 from albert_tf.serving.compute_dtype import model_dtype
+from albert_tf.serving.graph_function import graph_function
 from albert_tf.serving.litert_text import lite_tokenizer
 from albert_tf.serving.litert_text import pack as lite_pack
 from albert_tf.serving.text_ops import pack, same_rows, valid_utf8
@@ -82,7 +83,7 @@ class Serving(tf.Module):
         return model_inputs(*ids)
 
     def _tokenize_signature(self):
-        return tf.function(
+        return graph_function(
             self.tokenize,
             input_signature=[
                 tf.TensorSpec([None], tf.string, "text_a"),
@@ -153,7 +154,7 @@ class LiteModule(abc.ABC):
         return model_inputs(*self._pack(self.tokenizer(text_a), self.tokenizer(text_b)))
 
     def _tokenize_function(self):
-        return tf.function(
+        return graph_function(
             self.tokenize, input_signature=[string_spec("text_a"), string_spec("text_b")]
         )
 
@@ -166,7 +167,7 @@ class LiteModule(abc.ABC):
         [None] * ids_rank) → `_from_ids`' outputs}: the same outputs as `functions()`'
         serving_default, from ids packed by the caller."""
         specs = [tf.TensorSpec([None] * self.ids_rank, tf.int32, n) for n in INPUT_NAMES]
-        fn = tf.function(
+        fn = graph_function(
             lambda input_ids, input_mask, segment_ids: self._from_ids(
                 (input_ids, input_mask, segment_ids)
             ),
@@ -194,4 +195,4 @@ class LiteWindows:
     def functions(self):
         length = self.max_seq_length if self.fixed_length else None
         specs = [tf.TensorSpec([None, length], tf.int32, n) for n in INPUT_NAMES]
-        return {"serving_default": tf.function(self.logits, input_signature=specs)}
+        return {"serving_default": graph_function(self.logits, input_signature=specs)}

@@ -70,6 +70,7 @@ import tempfile
 import tensorflow as tf
 
 from albert_tf.serving.formats import QUANTIZATIONS
+from albert_tf.serving.graph_function import graph_function
 from albert_tf.serving.tflite_predict import FORMAT, METADATA_NAME
 from data_pipeline.io import filesystem
 
@@ -124,7 +125,7 @@ def convert(functions: dict, quantize: str = "float32", loop: bool = True) -> by
         names = sorted(concrete.structured_outputs)  # the frozen function's output order
         frozen = convert_variables_to_constants_v2(concrete)
 
-        wrapped = tf.function(_named(frozen, names), input_signature=fn.input_signature)
+        wrapped = graph_function(_named(frozen, names), input_signature=fn.input_signature)
         setattr(holder, f"fn_{name}", wrapped)
         signatures[name] = wrapped.get_concrete_function()
     tmp = tempfile.mkdtemp(prefix="albert-litert-")

@@ -38,9 +38,8 @@ import json
 import os
 import tempfile
 
-import tensorflow as tf
-
 from albert_tf.serving.formats import ONNX_QUANTIZATIONS
+from albert_tf.serving.graph_function import graph_function
 from albert_tf.serving.onnx_predict import FORMAT, METADATA_NAME, RENAMED_OUTPUT
 from data_pipeline.io import filesystem
 
@@ -69,7 +68,7 @@ def convert(functions: dict) -> bytes:
     # is renamed, and the runner names it back (onnx_predict.output_name).
     inputs = {spec.name for spec in fn.input_signature}
     names = [n + RENAMED_OUTPUT if n in inputs else n for n in names]
-    wrapped = tf.function(
+    wrapped = graph_function(
         lambda *args: dict(zip(names, frozen(*args))), input_signature=fn.input_signature
     )
     try:

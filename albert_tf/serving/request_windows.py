@@ -145,6 +145,8 @@ def capped_signatures(module) -> dict:
     what the model reads."""
     import tensorflow as tf
 
+    from albert_tf.serving.graph_function import graph_function
+
     limit = request_limit(module)
     length, words = module.max_seq_length, getattr(module, "wording", CLASSIFIER)
     own = getattr(module, "checks_own_request", ())
@@ -166,7 +168,7 @@ def capped_signatures(module) -> dict:
             return fn(*inputs)
 
         signature = [tf.TensorSpec(spec.shape, spec.dtype, spec.name) for spec in specs]
-        out[name] = tf.function(capped, input_signature=signature).get_concrete_function()
+        out[name] = graph_function(capped, input_signature=signature).get_concrete_function()
     return out
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from albert_tf.serving.graph_function import graph_function
 from albert_tf.serving.text_ops import valid_utf8
 from data_pipeline.tokenization.spec import TokenizerSpec
 
@@ -46,7 +47,7 @@ class TextTokenizer(tf.Module):
         self.cls_id, self.sep_id = python_tokenizer.cls_id, python_tokenizer.sep_id
         self.pad_id = python_tokenizer.pad_id
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @graph_function(input_signature=[tf.TensorSpec([None], tf.string)])
     def ids(self, text):
         """string [B] → int32 RaggedTensor [B, (pieces)]; invalid UTF-8 bytes become
         U+FFFD first, as Python's decode(errors="replace")."""

@@ -197,3 +197,34 @@ def test_the_savedmodels_answer_raw_chinese_text_as_the_runners(chain):
     runner = json.loads((chain["cmrc"] / "predictions.json").read_text(encoding="utf-8"))
     assert got["answers"] == [runner[qid] for qid, _, _ in qas]
     assert all(a and a in c for a, (_, _, c) in zip(got["answers"], qas))
+
+
+def test_wordpiece_features_and_the_savedmodel_tokenize_as_the_tokenizer(chain):
+    """ChnSentiCorp with the 21,128-entry vocab.txt (the official Chinese ALBERTs'): the
+    cached features hold its ids ([CLS] first, few [UNK]: Chinese characters are pieces of
+    their own), and the SavedModel's tokenize signature gives the Python tokenizer's ids for
+    raw Chinese text with ASCII in it."""
+    import glob
+
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (its ops, as any client loads them)
+
+    from data_pipeline.records import read_records
+    from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
+
+    tok = WordPieceTokenizer(chain["vocab"])
+    cache = glob.glob(f"{chain['chnsenticorp']}/cache/**/*.tfrecord", recursive=True)
+    [cached] = [p for p in cache if "dev" in p]
+    ids = [
+        list(tf.train.Example.FromString(r).features.feature["input_ids"].int64_list.value)
+        for r in read_records(cached)
+    ]
+    assert len(ids) > 100 and all(row[0] == tok.cls_id for row in ids)
+    flat = [i for row in ids for i in row if i != tok.pad_id]
+    assert flat.count(tok.unk_id) < 0.01 * len(flat)
+    loaded = tf.saved_model.load(str(chain["chnsenticorp_serving"]))
+    texts = ["这家酒店的服务很好，房间也干净。", "太差了，再也不来了！Wi-Fi 2024"]
+    packed = loaded.signatures["tokenize"](text_a=tf.constant(texts), text_b=tf.constant(["", ""]))
+    for row, text in zip(packed["input_ids"].numpy(), texts):
+        want = [tok.cls_id, *tok.encode(text), tok.sep_id]
+        assert list(row[: len(want)]) == want and not row[len(want) :].any()

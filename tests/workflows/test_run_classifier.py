@@ -272,48 +272,6 @@ def test_chnsenticorp_chinese_end_to_end(tmp_path, shared_data):
     assert "chnsenticorp dev: 1,200 examples" in run.stdout
 
 
-def test_chnsenticorp_wordpiece_end_to_end(tmp_path, shared_data, wordpiece_vocab):
-    """ChnSentiCorp with a WordPiece vocab.txt (`--vocab_file`, 21,128 entries like the
-    official Chinese ALBERTs'): features, training, evaluation, predictions and the
-    SavedModel (its vocab.txt under assets/, text → ids in the graph as in training).
-    Chinese characters are pieces of their own here (few [UNK]), unlike the German
-    model's above."""
-    from data_pipeline.tokenization.wordpiece import WordPieceTokenizer
-
-    out = tmp_path / "chn-wp"
-    vocab = f"--vocab_file={wordpiece_vocab}"
-    _chnsenticorp(tmp_path, shared_data, out, vocab, 21128, f"--export_dir={tmp_path / 'export'}")
-    # The cached features hold the vocab's ids: [CLS] 101 first, few [UNK] (100).
-    import glob
-
-    import tensorflow as tf
-
-    from data_pipeline.records import read_records
-
-    tok = WordPieceTokenizer(wordpiece_vocab)
-    [cached] = [p for p in glob.glob(f"{out}/cache/**/*.tfrecord", recursive=True) if "dev" in p]
-    ids = [
-        list(tf.train.Example.FromString(r).features.feature["input_ids"].int64_list.value)
-        for r in read_records(cached)
-    ]
-    assert all(row[0] == tok.cls_id for row in ids)
-    flat = [i for row in ids for i in row if i != tok.pad_id]
-    assert flat.count(tok.unk_id) < 0.01 * len(flat)
-    # The SavedModel answers raw Chinese text, tokenizing as training did.
-    exported = tmp_path / "export" / "1"
-    assert (exported / "assets" / "vocab.txt").read_bytes() == open(wordpiece_vocab, "rb").read()
-    import tensorflow_text  # noqa: F401  (its ops, as any client loads them)
-
-    loaded = tf.saved_model.load(str(exported))
-    texts = ["这家酒店的服务很好，房间也干净。", "太差了，再也不来了！Wi-Fi 2024"]
-    answer = loaded.signatures["serving_default"](text_a=tf.constant(texts))
-    assert {v.decode() for v in answer["label"].numpy()} <= {"negative", "positive"}
-    packed = loaded.signatures["tokenize"](text_a=tf.constant(texts), text_b=tf.constant(["", ""]))
-    for row, text in zip(packed["input_ids"].numpy(), texts):
-        want = [tok.cls_id, *tok.encode(text), tok.sep_id]
-        assert list(row[: len(want)]) == want and not row[len(want) :].any()
-
-
 @pytest.mark.parametrize(
     "runner,extra,tokenizer,message",
     [

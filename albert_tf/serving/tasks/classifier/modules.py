@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from albert_tf.serving import request_windows as rw
 from albert_tf.serving.base import LiteModule, LiteWindows, Serving, ServingTask, string_spec
+from albert_tf.serving.graph_function import graph_function
 from albert_tf.serving.request_windows import DEFAULT_MAX_WINDOWS
 from albert_tf.serving.text_ops import at_least_one_row, by_length, pack, same_rows
 
@@ -120,7 +121,7 @@ class ClassifierServing(Serving):
 
     def signatures(self):
         if self.text_pair:
-            fn = tf.function(
+            fn = graph_function(
                 lambda text_a, text_b: self.classify(text_a, text_b),
                 input_signature=[
                     tf.TensorSpec([None], tf.string, "text_a"),
@@ -128,7 +129,7 @@ class ClassifierServing(Serving):
                 ],
             )
         else:
-            fn = tf.function(
+            fn = graph_function(
                 lambda text_a: self.classify(text_a, tf.zeros_like(text_a)),
                 input_signature=[tf.TensorSpec([None], tf.string, "text_a")],
             )
@@ -162,14 +163,14 @@ class LiteClassifier(LiteModule):
 
     def functions(self):
         if self.text_pair:
-            fn = tf.function(
+            fn = graph_function(
                 lambda text_a, text_b: self._from_ids(
                     self._pack(self.tokenizer(text_a), self.tokenizer(text_b))
                 ),
                 input_signature=[string_spec("text_a"), string_spec("text_b")],
             )
         else:
-            fn = tf.function(
+            fn = graph_function(
                 lambda text_a: self._from_ids(self._single(text_a)),
                 input_signature=[string_spec("text_a")],
             )

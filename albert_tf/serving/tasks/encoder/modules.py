@@ -16,6 +16,7 @@ from albert_tf.checkpoints.task_kinds.encoder import EncoderFields
 from albert_tf.modeling.packing import packed_tokens
 from albert_tf.modeling.pooling import l2_normalize, pool
 from albert_tf.serving.base import LiteModule, Serving, ServingTask, model_inputs, string_spec
+from albert_tf.serving.graph_function import graph_function
 from albert_tf.serving.request_windows import Wording
 from albert_tf.serving.text_ops import at_least_one_row, by_length, pack, same_rows
 
@@ -119,15 +120,15 @@ class EncoderServing(Serving):
 
     def signatures(self):
         text = tf.TensorSpec([None], tf.string, "text")
-        embed = tf.function(self.embed, input_signature=[text])
-        vectors = tf.function(self.vectors, input_signature=[text])
+        embed = graph_function(self.embed, input_signature=[text])
+        vectors = graph_function(self.vectors, input_signature=[text])
         pair = [tf.TensorSpec([None], tf.string, n) for n in ("text_a", "text_b")]
-        similarity = tf.function(self.similarity, input_signature=pair)
+        similarity = graph_function(self.similarity, input_signature=pair)
         ids = [
             tf.TensorSpec([None, None], tf.int32, n)
             for n in ("input_ids", "input_mask", "segment_ids")
         ]
-        encode = tf.function(self.encode, input_signature=ids)
+        encode = graph_function(self.encode, input_signature=ids)
         embed_fn = embed.get_concrete_function()
         return {
             "serving_default": embed_fn,
@@ -154,7 +155,7 @@ class LiteEncoder(LiteModule):
         return embedding_outputs(self.model, ids, self.fields, self.max_seq_length)
 
     def functions(self):
-        fn = tf.function(self.embed, input_signature=[string_spec("text")])
+        fn = graph_function(self.embed, input_signature=[string_spec("text")])
         return {"serving_default": fn, "embed": fn, "tokenize": self._tokenize_function()}
 
 

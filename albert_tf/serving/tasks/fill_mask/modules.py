@@ -11,6 +11,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from albert_tf.serving.base import Serving, ServingTask, model_inputs
+from albert_tf.serving.graph_function import graph_function
 from albert_tf.serving.request_windows import Wording
 from albert_tf.serving.tasks.fill_mask.masked_text_ops import (
     GraphMaskedText,
@@ -98,8 +99,8 @@ class FillMaskServing(Serving):
 
     def signatures(self):
         text = [tf.TensorSpec([None], tf.string, "text")]
-        fill = tf.function(self.fill_mask, input_signature=text).get_concrete_function()
-        encode = tf.function(self.encode_masked, input_signature=text)
+        fill = graph_function(self.fill_mask, input_signature=text).get_concrete_function()
+        encode = graph_function(self.encode_masked, input_signature=text)
         return {
             "serving_default": fill,
             "fill_mask": fill,
@@ -146,7 +147,7 @@ class LiteFillMask:
             tf.TensorSpec([None, length], tf.int32, "input_mask"),
             tf.TensorSpec([None, None], tf.int32, "masked_lm_positions"),
         ]
-        return {"serving_default": tf.function(self.scores, input_signature=specs)}
+        return {"serving_default": graph_function(self.scores, input_signature=specs)}
 
 
 def _litert(resolved, fixed_length: bool):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from albert_tf.serving.base import LiteModule, Serving, ServingTask, string_spec
+from albert_tf.serving.graph_function import graph_function
 from albert_tf.serving.litert_text import take_rows
 from albert_tf.serving.request_windows import Wording
 from albert_tf.serving.text_ops import at_least_one_row, by_length, pack, same_rows
@@ -69,7 +70,7 @@ class MultipleChoiceServing(Serving):
         }
 
     def signatures(self):
-        fn = tf.function(
+        fn = graph_function(
             self.choose,
             input_signature=[
                 tf.TensorSpec([None], tf.string, "passage"),
@@ -108,7 +109,7 @@ class LiteMultipleChoice(LiteModule):
         }
 
     def functions(self):
-        fn = tf.function(
+        fn = graph_function(
             self.choose,
             input_signature=[
                 string_spec("passage"),

@@ -40,6 +40,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from albert_tf.serving.base import LiteWindows, Serving, ServingTask
+from albert_tf.serving.graph_function import graph_function
 from albert_tf.serving.request_windows import DEFAULT_MAX_WINDOWS, check_windows, window_rows
 from albert_tf.serving.tasks.squad.lite_runner import WORDING
 from albert_tf.serving.tasks.squad.windows import (
@@ -313,7 +314,7 @@ class SquadServing(Serving):
         return {k: v[:rows] for k, v in result.items()}
 
     def signatures(self):
-        fn = tf.function(
+        fn = graph_function(
             self.answer,
             input_signature=[
                 tf.TensorSpec([None], tf.string, "question"),

@@ -42,6 +42,7 @@ import tensorflow as tf
 
 from albert_tf.serving import request_windows as rw
 from albert_tf.serving.base import LiteWindows, Serving, ServingTask
+from albert_tf.serving.graph_function import graph_function
 from albert_tf.serving.request_windows import DEFAULT_MAX_WINDOWS, Wording, window_rows
 from albert_tf.serving.tasks.token_classifier.entity_spans import entity_spans, label_codes
 from albert_tf.serving.tasks.token_classifier.word_split import split_words
@@ -197,7 +198,7 @@ class TaggerServing(Serving):
         }
 
     def signatures(self):
-        fn = tf.function(self.tag, input_signature=[tf.TensorSpec([None], tf.string, "text")])
+        fn = graph_function(self.tag, input_signature=[tf.TensorSpec([None], tf.string, "text")])
         return {"serving_default": fn.get_concrete_function()}
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from albert_tf.serving.base import INPUT_NAMES, Serving, ServingTask, model_inputs
+from albert_tf.serving.graph_function import graph_function
 from albert_tf.serving.request_windows import DEFAULT_MAX_WINDOWS, Wording
 from albert_tf.serving.tasks.zero_shot.pairs import check_request, hypotheses, pair_inputs
 from albert_tf.serving.text_ops import at_least_one_row, by_length
@@ -80,7 +81,7 @@ class ZeroShotServing(Serving):
         )
 
     def signatures(self):
-        fn = tf.function(
+        fn = graph_function(
             self.classify,
             input_signature=[
                 tf.TensorSpec([None], tf.string, "text"),
@@ -131,7 +132,7 @@ class ZeroShotFromIds:
     def functions(self):
         specs = [tf.TensorSpec([None, None, None], tf.int32, n) for n in INPUT_NAMES]
         specs.append(tf.TensorSpec([], tf.bool, "multi_label"))
-        return {"serving_default": tf.function(self.scores, input_signature=specs)}
+        return {"serving_default": graph_function(self.scores, input_signature=specs)}
 
 
 def _onnx(resolved):

@@ -115,8 +115,10 @@ class AlbertEncoder(keras.Model):
         (equal within float32 rounding); `sequence_output` and `encoder_outputs` are 0 at
         padding. What a batch of mixed lengths saves is its padding: the serving
         signatures compute a request this way (`albert_tf.modeling.packing`; None: as
-        the trace options' `packed` says, off by default and with `output_positions`;
-        `albert_tf.modeling.trace_options`).
+        the trace options' `packed` says, off by default;
+        `albert_tf.modeling.trace_options`). With `output_positions` too, the last block
+        runs at the packed rows of those positions (a position at padding then has no
+        defined output).
     """
 
     def __init__(self, config: AlbertConfig, **kwargs):
@@ -193,13 +195,11 @@ class AlbertEncoder(keras.Model):
     ):
         input_ids, input_mask, segment_ids = unpack_inputs(inputs)
         if packed is None:
-            packed = current_trace_options().packed and output_positions is None
+            packed = current_trace_options().packed
         x = self.embeddings(input_ids, segment_ids, training=training)  # [B, S, E], normalized
         run = _BlockRunner(self, input_ids, input_mask, training, packed)  # shared weights once
         x = self._project_to_hidden(run.pack(x))  # [B*S, H], or [T, H] packed
-        if output_positions is not None:  # pretraining: the losses read only a few positions
-            if packed:
-                raise ValueError("output_positions and packed exclude each other")
+        if output_positions is not None:  # the losses or the head read only a few positions
             return self._last_block_at_positions(
                 run, x, input_ids, output_positions, output_hidden_states
             )
@@ -255,10 +255,14 @@ class AlbertEncoder(keras.Model):
         query_rows = tf.reshape(
             positions + run.seq_length * tf.range(run.batch_size)[:, None], [-1]
         )
+        if run.token_rows is not None:  # x holds the real tokens only
+            query_rows = run.token_rows.packed_index(query_rows)
         *body, last = run.segments()
         x = run.run_segments(body, x)
         x = run.segment(last, x, query_rows)  # the last block at query_rows only
-        gathered = run.unflatten(x, tf.shape(positions)[1])  # [B, 1+P, H]
+        gathered = tf.reshape(
+            tf.cast(x, tf.float32), [run.batch_size, tf.shape(positions)[1], run.hidden_size]
+        )  # [B, 1+P, H]
         return {"positions_output": gathered[:, 1:], "pooled_output": self._pool(gathered[:, 0])}
 
 

@@ -192,9 +192,10 @@ class AttentionSublayer(keras.layers.Layer):
       batch_size, seq_length: scalars to unflatten x.
       return_probs: also return float32 attention probabilities [batch, heads, Q, seq].
       query_rows: optional int32 [batch*Q] rows of x (Q per sequence, sequence b's rows
-        first): the output is computed only there, attending to every row of x as keys
-        and values. The encoder's last block uses it when only some positions are needed
-        (pretraining: [CLS] and the masked positions).
+        first; rows of the packed matrix with `token_rows`): the output is computed only
+        there, attending to every row of x as keys and values. The encoder's last block
+        uses it when only some positions are needed (pretraining: [CLS] and the masked
+        positions; a classifier: [CLS]).
       token_rows: optional `packing.TokenRows`: x holds only the batch's real tokens, [T, H] (the
         encoder's `packed` mode). The projections and LayerNorm then run on the T rows;
         only q, k and v are gathered onto the [batch, heads, seq, D] grid of the
@@ -285,18 +286,21 @@ class AttentionSublayer(keras.layers.Layer):
             q = self._split_heads(
                 _dense(queries, kernel[:, :h], bias[:h]), batch_size, query_length
             )
-            kv = _dense(x, kernel[:, h:], bias[h:])  # [B*S, 2H]
-            kv = tf.reshape(
-                kv, [batch_size, seq_length, 2, c.num_attention_heads, c.attention_head_size]
-            )
-            k, v = tf.unstack(tf.transpose(kv, [2, 0, 3, 1, 4]))
+            kv = _dense(x, kernel[:, h:], bias[h:])  # [B*S, 2H] ([T, 2H] packed)
+            if token_rows is not None:
+                k, v = token_rows.key_value_inputs(kv, c.attention_head_size)
+            else:
+                kv = tf.reshape(
+                    kv, [batch_size, seq_length, 2, c.num_attention_heads, c.attention_head_size]
+                )
+                k, v = tf.unstack(tf.transpose(kv, [2, 0, 3, 1, 4]))
         if current_trace_options().recompute == "attention" and not return_probs:
             context = self._recomputed_core(q, k, v, attention_bias, training)
         else:
             logits = tf.matmul(q, k, transpose_b=True)  # [B, N, Q, S]
             probs = attention_softmax(logits, attention_bias)  # float32 math, logits' dtype
             context = tf.matmul(self.probs_dropout(probs, training=training), v)
-        if token_rows is not None:
+        if token_rows is not None and query_rows is None:
             context = token_rows.context(context)  # [T, H]
         else:
             context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, h])

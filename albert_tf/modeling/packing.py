@@ -40,11 +40,14 @@ class TokenRows(NamedTuple):
       in the [batch, heads, seq, D] layout of the attention core, no transpose.
     context_rows: int32 [T, heads], for the [batch*heads*seq, D] rows of the attention
       core's output: each real token's row for head n. One gather back to [T, H].
+    packed_rows: int32 [batch*seq], each grid position's row of the packed matrix (a
+      padding position: the real token before it).
     """
 
     rows: tf.Tensor
     head_rows: tf.Tensor
     context_rows: tf.Tensor
+    packed_rows: tf.Tensor
 
     @classmethod
     def of_mask(cls, input_mask, num_heads: int) -> TokenRows:
@@ -65,7 +68,12 @@ class TokenRows(NamedTuple):
         context_rows = ((rows // seq)[:, None] * num_heads + heads[None, :]) * seq + (rows % seq)[
             :, None
         ]
-        return cls(rows, head_rows, context_rows)
+        return cls(rows, head_rows, context_rows, grid_rows)
+
+    def packed_index(self, grid_rows):
+        """int32 [n] rows of the [batch*seq] grid → their rows in the packed [T] matrix (a
+        padding position gets the real token before it: its output is not defined)."""
+        return tf.gather(self.packed_rows, grid_rows)
 
     def pack(self, grid):
         """[batch*seq, ...] → the [T, ...] rows of real tokens."""
@@ -78,6 +86,16 @@ class TokenRows(NamedTuple):
     def attention_inputs(self, qkv, head_size: int):
         """The packed fused projection [T, 3H] → q, k, v [batch, heads, seq, D]."""
         return tf.unstack(tf.gather(tf.reshape(qkv, [-1, head_size]), self.head_rows))
+
+    def key_value_inputs(self, kv, head_size: int):
+        """The packed fused key|value projection [T, 2H] → k, v [batch, heads, seq, D]
+        (`head_rows` of k and v, renumbered for two parts instead of three): the last
+        block computed at a few query rows projects keys and values for every token but
+        queries only there."""
+        heads = tf.shape(self.head_rows)[2]
+        token, part_head = self.head_rows[1:] // (3 * heads), self.head_rows[1:] % (3 * heads)
+        rows = token * (2 * heads) + part_head - heads  # k, v: parts 1, 2 → 0, 1
+        return tf.unstack(tf.gather(tf.reshape(kv, [-1, head_size]), rows))
 
     def context(self, context):
         """The attention core's output [batch, heads, seq, D] → [T, H] (real tokens)."""

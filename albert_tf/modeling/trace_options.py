@@ -85,7 +85,6 @@ class TraceOptions:
       tf.while_loop (LiteRT files: the weights packed once; `albert_tf.modeling.layer_loop`).
     packed: encoders called without an explicit `packed` argument compute only the real
       tokens outside attention (the serving signatures; `albert_tf.modeling.packing`).
-      Ignored by calls with `output_positions`.
     recompute: activation recomputation when gradients are taken, one of
       `RECOMPUTE_MODES`: "none", "layer", "group", "attention"
       (`albert_tf.modeling.recompute`).

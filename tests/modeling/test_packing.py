@@ -69,7 +69,7 @@ def test_packed_equals_padded_at_real_positions_and_is_zero_at_padding(encoder):
     )
 
 
-def test_the_option_packs_traced_calls_and_leaves_output_positions_alone(encoder):
+def test_the_option_packs_traced_calls_with_and_without_output_positions(encoder):
     inputs = {k: tf.constant(v) for k, v in batch().items()}
     assert not current_trace_options().packed
 
@@ -80,13 +80,54 @@ def test_the_option_packs_traced_calls_and_leaves_output_positions_alone(encoder
     with trace_options(packed=True):
         assert current_trace_options().packed
         got = forward(inputs).numpy()
-        # output_positions (pretraining) keeps the padded path inside a scope.
-        positions = encoder(inputs, output_positions=tf.constant([[1, 2]] * 5))
+        packed = encoder(inputs, output_positions=tf.constant([[0, 2]] * 5))
     assert not current_trace_options().packed
     assert not got[~inputs["input_mask"].numpy().astype(bool)].any()  # packed: zero padding
-    assert positions["positions_output"].shape == (5, 2, 32)
-    with pytest.raises(ValueError, match="output_positions and packed"):
-        encoder(inputs, output_positions=tf.constant([[1]] * 5), packed=True)
+    padded = encoder(inputs, output_positions=tf.constant([[0, 2]] * 5))
+    np.testing.assert_allclose(
+        packed["pooled_output"].numpy(), padded["pooled_output"].numpy(), atol=1e-5
+    )
+    real = inputs["input_mask"].numpy()[:, 2] > 0  # row 3 is one token: its 2 is padding
+    np.testing.assert_allclose(
+        packed["positions_output"].numpy()[real], padded["positions_output"].numpy()[real], atol=1e-5
+    )
+
+
+def test_the_last_block_at_a_few_positions_of_the_packed_rows(encoder):
+    """`output_positions` under packing: the last block's keys and values from the packed
+    rows (`TokenRows.key_value_inputs`), its queries only at [CLS] and those positions
+    (`TokenRows.packed_index`): the full packed pass's values there, and the classifier's
+    [CLS]-only pooled output."""
+    inputs = {k: tf.constant(v) for k, v in batch().items()}
+    positions = np.array([[8, 1], [2, 0], [11, 5], [0, 0], [6, 3]], np.int32)  # all real
+    full = encoder(inputs, packed=True)
+    got = encoder(inputs, output_positions=tf.constant(positions), packed=True)
+    want = np.take_along_axis(full["sequence_output"].numpy(), positions[..., None], axis=1)
+    np.testing.assert_allclose(got["positions_output"].numpy(), want, atol=1e-5)
+    np.testing.assert_allclose(
+        got["pooled_output"].numpy(), full["pooled_output"].numpy(), atol=1e-5
+    )
+    none = tf.zeros([5, 0], tf.int32)  # `pooled_output_only`: [CLS] alone
+    cls_only = encoder(inputs, output_positions=none, packed=True)["pooled_output"]
+    np.testing.assert_allclose(cls_only.numpy(), full["pooled_output"].numpy(), atol=1e-5)
+    empty = {k: tf.zeros([2, 6], tf.int32) for k in inputs}  # no real token: still finite
+    out = encoder(empty, output_positions=tf.zeros([2, 0], tf.int32), packed=True)
+    assert np.isfinite(out["pooled_output"].numpy()).all()
+
+
+def test_key_value_rows_pick_the_keys_and_values_of_the_fused_rows():
+    mask = tf.constant(batch()["input_mask"])
+    rows = TokenRows.of_mask(mask, num_heads=2)
+    T = int(mask.numpy().sum())
+    qkv = tf.random.stateless_normal([T, 3 * 2 * 4], seed=[1, 2])  # [T, 3H], N=2, D=4
+    _, k, v = rows.attention_inputs(qkv, 4)
+    k2, v2 = rows.key_value_inputs(qkv[:, 8:], 4)
+    np.testing.assert_array_equal(k2.numpy(), k.numpy())
+    np.testing.assert_array_equal(v2.numpy(), v.numpy())
+    # Real (row 0's first, row 1's second, the last real), then padding: the real token
+    # before it (row 1 has 3 tokens; row 4 ends at 54).
+    grid = tf.constant([0, 13, 54, 15, 59])
+    np.testing.assert_array_equal(rows.packed_index(grid).numpy(), [0, 10, T - 1, 11, T - 1])
 
 
 def test_packed_gradients_equal_padded(encoder):

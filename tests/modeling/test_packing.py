@@ -88,9 +88,8 @@ def test_the_option_packs_traced_calls_with_and_without_output_positions(encoder
         packed["pooled_output"].numpy(), padded["pooled_output"].numpy(), atol=1e-5
     )
     real = inputs["input_mask"].numpy()[:, 2] > 0  # row 3 is one token: its 2 is padding
-    np.testing.assert_allclose(
-        packed["positions_output"].numpy()[real], padded["positions_output"].numpy()[real], atol=1e-5
-    )
+    got, want = packed["positions_output"].numpy(), padded["positions_output"].numpy()
+    np.testing.assert_allclose(got[real], want[real], atol=1e-5)
 
 
 def test_the_last_block_at_a_few_positions_of_the_packed_rows(encoder):

@@ -14,7 +14,9 @@ ONNX runtime.
 What is converted: the function the LiteRT file of the kind is converted from, from ids
 (`ServingTask.onnx`: `LiteModule.ids_functions()` for the kinds whose LiteRT file takes
 text, the LiteRT file's own function for those that take windows of ids), frozen as
-`litert.convert` freezes it and traced with plain kernels and unrolled layers. Inputs:
+`litert.convert` freezes it and traced with plain kernels, unrolled layers and the packed
+encoder (`albert_tf.modeling.packing`: outside attention only a call's real tokens are
+computed, so the runner's groups of rows pay little for their padding). Inputs:
 input_ids, input_mask, segment_ids int32 [B, S] ([B, C, S] for multiple choice; fill-mask:
 input_ids, input_mask [B, S], masked_lm_positions [B, M]); S is free (the runner pads to
 the request's longest row). Outputs: the LiteRT file's (classifier: probabilities, logits
@@ -58,9 +60,10 @@ def convert(functions: dict) -> bytes:
 
     from albert_tf.modeling.kernels import portable_kernels
     from albert_tf.modeling.layer_loop import looped_layers
+    from albert_tf.modeling.packing import packed_tokens
 
     fn = functions["serving_default"]
-    with portable_kernels(), looped_layers(False):
+    with portable_kernels(), looped_layers(False), packed_tokens():
         concrete = fn.get_concrete_function()
     names = sorted(concrete.structured_outputs)  # the frozen function's output order
     frozen = convert_variables_to_constants_v2(concrete)

@@ -1,13 +1,14 @@
-"""A request's rows in length-sorted groups, for the Python runners of files that compute
-every position of a call (ONNX and LiteRT files: `onnx_predict`, the kinds' lite runners).
+"""A request's rows in length-sorted groups, for the Python runners of files that pay for a
+call's padding (`onnx_predict`, the kinds' lite runners): a LiteRT file computes every
+position of a call; an ONNX file is traced packed (`albert_tf.modeling.packing`), so only its
+attention cores see the padded grid.
 
 Such a file pads a call to its longest row, so one call of B rows costs B × (the longest)
 positions; sorting the rows by token count and calling the file on `group` rows at a time
 costs each group its own longest row instead (128 SST-2 dev sentences in requests of 32,
 the de-30k-clean SentencePiece model: groups of 8 cost 61% of the padded positions, groups
 of 4 55%; the real tokens are 50%). The SavedModels do the same in their graph
-(`text_ops.by_length`), in larger groups: their packed encoder computes only the real tokens
-outside attention, so a group's padding costs them less than it costs these files.
+(`text_ops.by_length`), in larger groups, with the packed encoder as the ONNX files.
 Each row's outputs do not depend on the padding around it (attention masks it), so the
 answers equal one call's to float rounding. No TensorFlow here.
 """
@@ -17,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 # Rows per call of a file, by runtime (a file's `group`): the trade between padding and
-# the rows a matmul gets, measured on ALBERT-base over 128 SST-2 / CoNLL dev texts. LiteRT
-# (XNNPack): 8. ONNX Runtime: 4 (SST-2 sentences 20.1-21.1/s against 17.5-20.1 with 8 and
-# 10.5 with 32; CoNLL sentences 23.7-24.3 against 20.1-21.3 and 11.6-12.4).
+# the rows a matmul gets, measured on ALBERT-base over 128 SST-2 / CoNLL dev texts
+# (docs/performance.md). LiteRT (XNNPack): 8. ONNX Runtime: 4 (its files are traced packed,
+# so a group's padding costs only attention; 4 was the fastest in float32 on SST-2).
 FILE_GROUP = 8
 ONNX_GROUP = 4
 

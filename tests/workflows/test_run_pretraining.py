@@ -346,54 +346,6 @@ def _scalar_tags(paths):
 # --- 2 and 3. SIGKILL and SIGTERM: resume ends where the uninterrupted run ends -----------------
 
 
-@pytest.mark.slow
-def test_sigkill_then_sigterm_resume_ends_with_the_uninterrupted_weights(workdir, reference):
-    """One run, interrupted twice, always restarted with the same command: SIGKILL after its
-    first checkpoint; SIGTERM during the first loop after the restart (exit 143, a
-    checkpoint at the step reached, off the checkpoint schedule); then to the end: every
-    variable (model, optimizer slots, step) equals the reference run's, and so does every
-    logged loss. The data position comes back with the checkpointed tf.data iterator."""
-    ref_out, _ = reference
-    out = workdir / "interrupted"
-    args = base_args(workdir, out)
-
-    # 1) SIGKILL as soon as the first checkpoint is complete (its state file written)
-    at = sigkill_after_first_checkpoint(args, out, workdir / "killed")
-    assert at < STEPS, f"the run ended before it could be killed: {at}"
-
-    # 2) restart; SIGTERM as soon as it says it resumed (its handler is installed by then),
-    #    i.e. during its first loop, which ends off the checkpoint schedule
-    restored = latest_checkpoint(out)
-    restored_step = int(restored.rsplit("-", 1)[1])
-    termed = start(args, workdir / "termed")
-    try:
-        wait_for(lambda: "resumed from" in termed.stdout, termed, "the resumed training")
-        termed.proc.send_signal(signal.SIGTERM)
-        termed.wait()
-    finally:
-        termed.kill()
-    assert f"resumed from {restored} at step {restored_step}" in termed.stdout, termed.report()
-    assert termed.rc == 143, termed.report()
-    reached = restored_step + LOOP  # the loop running when SIGTERM came is finished
-    assert metrics(out)[-1]["step"] == reached, termed.report()
-    assert re.search(rf"preempted at step {reached}\b", termed.stderr), termed.report()
-    assert "SIGTERM" in termed.stdout
-    assert reached % CKPT_EVERY  # so this checkpoint is SIGTERM's own
-    assert latest_checkpoint(out).endswith(f"ckpt-{reached}")  # at the step reached
-
-    # 3) restart to the end
-    final = ok(run(args, workdir / "resumed"))
-    resumed_from = os.path.join(out, "checkpoints", f"ckpt-{reached}")
-    assert f"resumed from {resumed_from} at step {reached}" in final.stdout, final.report()
-    assert checkpoint_steps(out)[-1] == STEPS
-    assert_same_weights(latest_checkpoint(ref_out), latest_checkpoint(out))
-    # the losses logged after each resume are the reference run's
-    ref_rows, rows = last_rows_by_step(metrics(ref_out)), last_rows_by_step(metrics(out))
-    assert sorted(rows) == sorted(ref_rows)
-    for step, row in rows.items():
-        assert row["loss"] == pytest.approx(ref_rows[step]["loss"], rel=1e-5), step
-
-
 def test_ctrl_c_is_one_line_exit_130_and_resume_ends_with_the_uninterrupted_weights(
     workdir, reference
 ):
@@ -456,17 +408,14 @@ def _finish(args, log_prefix, script):
 DROPOUT_STEPS = 20
 
 
-@pytest.mark.parametrize("strategy", ["default", "mirrored"])
-def test_sigkill_resume_with_dropout_is_bit_identical(workdir, reference, strategy):
-    """Config dropout 0.1 (hidden and attention): a run SIGKILLed after its first checkpoint
-    and restarted ends with exactly (bit for bit) the weights, optimizer slots and step of
-    the same run uninterrupted — on one device and on two mirrored replicas (each replica
-    draws its own masks from (seed, step, replica))."""
+def _dropout_args(workdir, strategy):
+    """The run's flags with config dropout 0.1 (hidden and attention), DROPOUT_STEPS, no
+    evaluation, under `strategy`."""
     config = workdir / "dropout_config.json"
     config.write_text(
         json.dumps(dict(TINY, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1))
     )
-    args = [
+    return [
         "--flagfile",
         workdir / "run.flags",
         "--albert_config_file",
@@ -478,23 +427,87 @@ def test_sigkill_resume_with_dropout_is_bit_identical(workdir, reference, strate
         "--strategy",
         strategy,
     ]
-    script = "run_pretraining.py"
-    if strategy == "mirrored":
-        script = workdir / "mirrored_dropout_driver.py"
-        script.write_text(two_cpu_driver("run_pretraining"))
-    whole = workdir / f"dropout_{strategy}_whole"
+
+
+def _uninterrupted_dropout_run(workdir, reference, args, name, script="run_pretraining.py"):
+    """The dropout run to its end without interruption (its output dir); dropout is on: its
+    first logged loss differs from the dropout-0 reference's."""
+    whole = workdir / name
     ok(_finish([*args, "--output_dir", whole], whole, script))
-    resumed = _killed_then_resumed(args, workdir, f"dropout_{strategy}_resumed", script)
-    a, b = (
-        checkpoint_values(latest_checkpoint(whole)),
-        checkpoint_values(latest_checkpoint(resumed)),
-    )
+    ref_first, first = metrics(reference[0])[0], metrics(whole)[0]
+    assert ref_first["step"] == first["step"] and ref_first["loss"] != first["loss"]
+    return whole
+
+
+def _assert_bit_identical(whole, resumed):
+    """Every variable (model, optimizer slots, step) of the two runs' last checkpoints equal
+    bit for bit, and every logged loss."""
+    a = checkpoint_values(latest_checkpoint(whole))
+    b = checkpoint_values(latest_checkpoint(resumed))
     assert sorted(a) == sorted(b) and len(a) > 90
     for key in a:
         assert np.array_equal(a[key], b[key]), key
-    # and dropout is on: the first logged loss differs from the dropout-0 reference's
-    ref_first, first = metrics(reference[0])[0], metrics(whole)[0]
-    assert ref_first["step"] == first["step"] and ref_first["loss"] != first["loss"]
+    want, got = last_rows_by_step(metrics(whole)), last_rows_by_step(metrics(resumed))
+    assert sorted(got) == sorted(want)
+    for step, row in got.items():
+        assert row["loss"] == want[step]["loss"], step
+
+
+@pytest.mark.slow
+def test_sigkill_then_sigterm_with_dropout_resumes_bit_identical(workdir, reference):
+    """One run with dropout, interrupted twice, always restarted with the same command:
+    SIGKILL after its first checkpoint; SIGTERM during the first loop after the restart
+    (exit 143, a checkpoint at the step reached, off the checkpoint schedule); then to the
+    end: every variable and every logged loss equal, bit for bit, the same run's
+    uninterrupted (the dropout masks are a function of (seed, step); the data position
+    comes back with the checkpointed tf.data iterator)."""
+    args = _dropout_args(workdir, "default")
+    whole = _uninterrupted_dropout_run(workdir, reference, args, "dropout_whole")
+    out = workdir / "interrupted"
+    args = [*args, "--output_dir", out]
+
+    # 1) SIGKILL as soon as the first checkpoint is complete (its state file written)
+    at = sigkill_after_first_checkpoint(args, out, workdir / "killed")
+    assert at < DROPOUT_STEPS - LOOP, f"the run got too far before it was killed: {at}"
+
+    # 2) restart; SIGTERM as soon as it says it resumed (its handler is installed by then),
+    #    i.e. during its first loop, which ends off the checkpoint schedule
+    termed = start(args, workdir / "termed")
+    try:
+        wait_for(lambda: "resumed from" in termed.stdout, termed, "the resumed training")
+        termed.proc.send_signal(signal.SIGTERM)
+        termed.wait()
+    finally:
+        termed.kill()
+    restored = os.path.join(out, "checkpoints", f"ckpt-{at}")
+    assert f"resumed from {restored} at step {at}" in termed.stdout, termed.report()
+    assert termed.rc == 143, termed.report()
+    reached = at + LOOP  # the loop running when SIGTERM came is finished
+    assert metrics(out)[-1]["step"] == reached, termed.report()
+    assert re.search(rf"preempted at step {reached}\b", termed.stderr), termed.report()
+    assert "SIGTERM" in termed.stdout
+    assert reached % CKPT_EVERY  # so this checkpoint is SIGTERM's own
+    assert latest_checkpoint(out).endswith(f"ckpt-{reached}")  # at the step reached
+
+    # 3) restart to the end
+    final = ok(run(args, workdir / "resumed"))
+    resumed_from = os.path.join(out, "checkpoints", f"ckpt-{reached}")
+    assert f"resumed from {resumed_from} at step {reached}" in final.stdout, final.report()
+    assert checkpoint_steps(out)[-1] == DROPOUT_STEPS
+    _assert_bit_identical(whole, out)
+
+
+def test_sigkill_resume_on_two_mirrored_replicas_with_dropout_is_bit_identical(workdir, reference):
+    """Dropout on two mirrored replicas (each replica draws its own masks from (seed,
+    step, replica)): a run SIGKILLed after its first checkpoint and restarted ends with
+    exactly the weights, optimizer slots, step and logged losses of the same run
+    uninterrupted."""
+    args = _dropout_args(workdir, "mirrored")
+    script = workdir / "mirrored_dropout_driver.py"
+    script.write_text(two_cpu_driver("run_pretraining"))
+    whole = _uninterrupted_dropout_run(workdir, reference, args, "dropout_mirrored_whole", script)
+    resumed = _killed_then_resumed(args, workdir, "dropout_mirrored_resumed", script)
+    _assert_bit_identical(whole, resumed)
 
 
 def test_nonfinite_loss_stops_the_run_naming_the_step_and_writes_nothing_from_it(workdir):
@@ -523,7 +536,7 @@ def test_mirrored_on_two_cpus_matches_the_default_strategy(workdir, reference):
     """Two replicas of batch 4 give the reference run (one device, batch 8): same losses and
     weights. (A mirrored run SIGKILLed and restarted — TensorFlow cannot checkpoint a
     multi-device iterator, so the trainer skips the consumed batches — ends bit for bit as
-    uninterrupted: test_sigkill_resume_with_dropout_is_bit_identical[mirrored].)"""
+    uninterrupted: test_sigkill_resume_on_two_mirrored_replicas_with_dropout_is_bit_identical.)"""
     ref_out, _ = reference
     driver = workdir / "mirrored_driver.py"
     driver.write_text(two_cpu_driver("run_pretraining"))

@@ -236,7 +236,8 @@ class AlbertEncoder(keras.Model):
 
     def _last_block_at_positions(self, run, x, input_ids, output_positions, output_hidden_states):
         """The blocks with the last one computed only at [CLS] (for the pooler) and at
-        `output_positions` int [batch, P]; `x` is the blocks' input [batch*seq, H].
+        `output_positions` int [batch, P]; `x` is the blocks' input [batch*seq, H] (packed:
+        [T, H], the positions then mapped to their packed rows).
 
         Exact: the last block's keys and values are still computed at every position, its
         queries, attention output, FFN and LayerNorms only at those 1 + P rows (see

@@ -18,6 +18,12 @@ export PYTHONHASHSEED ?= 0
 # file), and two left 15% of the cores idle; the whole suite on the 2-core machine took
 # 1,241 s with 2 and 1,080 s with 3.
 TEST_WORKERS ?= 3
+# One TensorFlow intra-op thread per test process (TF_NUM_INTRAOP_THREADS; runners' processes
+# inherit it): three workers each with a two-thread pool per op oversubscribe two cores, and
+# the pools' threads spin waiting for each other's work. Three files that start processes,
+# train and export (run_classifier, what_is_served, onnx) took 238 and 222 s with the default
+# pools and 198 s with one thread.
+TEST_THREADS ?= 1
 
 .PHONY: install install-dev install-beam install-modelgarden demo test test-fast lint format bench bench-model bench-data bench-train bench-serving clean
 
@@ -54,7 +60,7 @@ demo: install
 	$(PY) -m albert_tf.tools.demo
 
 test: install-dev install-beam install-modelgarden
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20 tests
+	TF_NUM_INTRAOP_THREADS=$(TEST_THREADS) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20 tests
 
 lint: install-dev
 	$(VENV)/bin/ruff check .
@@ -67,7 +73,7 @@ format: install-dev
 # The unit tier (tests/support/tiers.py): in-process, tiny configs, no conversion; a unit test
 # over its time budget fails the run.
 test-fast: install-dev
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m unit --durations=10 tests
+	TF_NUM_INTRAOP_THREADS=$(TEST_THREADS) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m unit --durations=10 tests
 
 bench: bench-model bench-data bench-train bench-serving
 

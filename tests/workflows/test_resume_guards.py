@@ -3,7 +3,9 @@ run_classifier.py processes on GLUE files (tiny model): another task, changed se
 fewer steps and another tokenizer are each one `error:` line and leave every file of the
 directory as it was; an allowed change resumes and keeps both segments in run_config.json;
 Ctrl-C (SIGINT) is one line and exit code 130, and the same command then ends with the
-weights of an uninterrupted run. (run_pretraining's Ctrl-C: test_run_pretraining.py.)"""
+weights of an uninterrupted run. Every runner's Ctrl-C is this code (run_setup.run_command
+and the trainer's `Interrupted`); run_pretraining's resume after an interruption is
+test_run_pretraining.py's SIGKILL / SIGTERM tests."""
 
 import hashlib
 import json

@@ -29,6 +29,7 @@ from tests.support.harness import (
     SHARED_DATA,
     WORKFLOW_CONFIG,
     Cli,
+    run_on_two_cpus,
     two_cpu_driver,
 )
 from tests.support.in_process import run_command
@@ -62,11 +63,6 @@ def run(args, log_prefix=None, script="run_pretraining.py"):
     """The runner `script` (run_pretraining.py, run_classifier.py, ...) with `args`, in this
     process (tests.support.in_process; `log_prefix` is a process' and unused here)."""
     return run_command(script, *args)
-
-
-def run_process(args, log_prefix, script="run_pretraining.py", env=None) -> Cli:
-    """`start`, waited for: a driver file (two CPUs) or another environment."""
-    return start(args, log_prefix, script=script, env=env).wait()
 
 
 def ok(r: Cli) -> Cli:
@@ -346,65 +342,6 @@ def _scalar_tags(paths):
 # --- 2 and 3. SIGKILL and SIGTERM: resume ends where the uninterrupted run ends -----------------
 
 
-def test_ctrl_c_is_one_line_exit_130_and_resume_ends_with_the_uninterrupted_weights(
-    workdir, reference
-):
-    """SIGINT (Ctrl-C) after the first checkpoint: no traceback, one line naming the step
-    reached and the last checkpoint, exit code 130; the same command then resumes from that
-    checkpoint and ends with every variable and every logged loss of the reference run."""
-    ref_out, _ = reference
-    out = workdir / "ctrl_c"
-    args = base_args(workdir, out)
-    interrupted = start(args, workdir / "ctrl_c_sigint")
-    try:
-        wait_for((out / "checkpoints" / "checkpoint").exists, interrupted, "the first checkpoint")
-        interrupted.proc.send_signal(signal.SIGINT)
-        interrupted.wait()
-    finally:
-        interrupted.kill()
-    assert interrupted.rc == 130, interrupted.report()
-    assert "Traceback" not in interrupted.stderr, interrupted.report()
-    found = re.fullmatch(
-        r"interrupted at step (\d+); the last checkpoint is ckpt-(\d+) \(the same command "
-        r"resumes from it\)",
-        interrupted.stderr.strip().splitlines()[-1],
-    )
-    assert found, interrupted.report()
-    step, kept = int(found.group(1)), int(found.group(2))
-    assert kept == checkpoint_steps(out)[-1] and kept <= step < STEPS
-    final = ok(run(args, workdir / "ctrl_c_resumed"))
-    assert f"at step {kept}" in final.stdout, final.report()
-    assert_same_weights(latest_checkpoint(ref_out), latest_checkpoint(out))
-    ref_rows, rows = last_rows_by_step(metrics(ref_out)), last_rows_by_step(metrics(out))
-    assert sorted(rows) == sorted(ref_rows)
-    for s, row in rows.items():
-        assert row["loss"] == pytest.approx(ref_rows[s]["loss"], rel=1e-5), s
-    segments = json.loads((out / "run_config.json").read_text())["segments"]
-    assert [seg["start_step"] for seg in segments] == [0, kept]  # each invocation kept
-
-
-def _killed_then_resumed(args, workdir, name, script="run_pretraining.py", steps=None):
-    """Runs `args` into a fresh output dir (workdir/name), SIGKILLs it once its first
-    checkpoint is written (before its last step, `steps`), restarts it with the same command
-    to the end — in this process when `script` is a runner this process can run, in another
-    when it is a driver file (two CPUs); returns the output dir."""
-    out = workdir / name
-    at = sigkill_after_first_checkpoint(
-        [*args, "--output_dir", out], out, workdir / f"{name}_killed", script
-    )
-    assert at < (steps or DROPOUT_STEPS), f"the run ended before it could be killed: {at}"
-    r = ok(_finish([*args, "--output_dir", out], workdir / name, script))
-    assert f"at step {at}" in r.stdout, r.report()
-    return out
-
-
-def _finish(args, log_prefix, script):
-    """A run to its end: in-process for a runner script, a process for a driver file."""
-    if os.path.dirname(str(script)):  # a driver file written by the test
-        return run_process(args, log_prefix, script=script)
-    return run(args, log_prefix, script=script)
-
-
 DROPOUT_STEPS = 20
 
 
@@ -429,14 +366,11 @@ def _dropout_args(workdir, strategy):
     ]
 
 
-def _uninterrupted_dropout_run(workdir, reference, args, name, script="run_pretraining.py"):
-    """The dropout run to its end without interruption (its output dir); dropout is on: its
-    first logged loss differs from the dropout-0 reference's."""
-    whole = workdir / name
-    ok(_finish([*args, "--output_dir", whole], whole, script))
+def _assert_dropout_on(reference, whole):
+    """Dropout is on in the run at `whole`: its first logged loss differs from the dropout-0
+    reference's at the same step."""
     ref_first, first = metrics(reference[0])[0], metrics(whole)[0]
     assert ref_first["step"] == first["step"] and ref_first["loss"] != first["loss"]
-    return whole
 
 
 def _assert_bit_identical(whole, resumed):
@@ -462,7 +396,9 @@ def test_sigkill_then_sigterm_with_dropout_resumes_bit_identical(workdir, refere
     uninterrupted (the dropout masks are a function of (seed, step); the data position
     comes back with the checkpointed tf.data iterator)."""
     args = _dropout_args(workdir, "default")
-    whole = _uninterrupted_dropout_run(workdir, reference, args, "dropout_whole")
+    whole = workdir / "dropout_whole"
+    ok(run([*args, "--output_dir", whole]))
+    _assert_dropout_on(reference, whole)
     out = workdir / "interrupted"
     args = [*args, "--output_dir", out]
 
@@ -497,16 +433,51 @@ def test_sigkill_then_sigterm_with_dropout_resumes_bit_identical(workdir, refere
     _assert_bit_identical(whole, out)
 
 
-def test_sigkill_resume_on_two_mirrored_replicas_with_dropout_is_bit_identical(workdir, reference):
+@pytest.fixture(scope="module")
+def mirrored(workdir):
+    """Two-replica runs (`--strategy mirrored`, two logical CPUs): the dropout command
+    SIGKILLed after its first checkpoint (a process of its own), then in ONE two-CPU
+    process (each process pays TensorFlow's start-up and the strategy's set-up) the
+    reference run's command, the dropout command uninterrupted, and the killed run restarted
+    with its command. {name: (output dir, its in_process.Ran or None)}, and the killed
+    run's last checkpoint step under "killed_at"."""
+    reference_args = ["--flagfile", workdir / "run.flags", "--strategy", "mirrored"]
+    dropout = _dropout_args(workdir, "mirrored")
+    driver = workdir / "mirrored_driver.py"
+    driver.write_text(two_cpu_driver("run_pretraining"))
+    resumed = workdir / "dropout_mirrored_resumed"
+    at = sigkill_after_first_checkpoint(
+        [*dropout, "--output_dir", resumed], resumed, workdir / "dropout_mirrored_killed", driver
+    )
+    assert at < DROPOUT_STEPS, f"the run ended before it could be killed: {at}"
+    dirs = {
+        "reference": workdir / "mirrored",
+        "dropout_whole": workdir / "dropout_mirrored_whole",
+        "dropout_resumed": resumed,
+    }
+    commands = [
+        ["run_pretraining.py", *reference_args, "--output_dir", dirs["reference"]],
+        ["run_pretraining.py", *dropout, "--output_dir", dirs["dropout_whole"]],
+        ["run_pretraining.py", *dropout, "--output_dir", resumed],
+    ]
+    runs = run_on_two_cpus(*commands, timeout=3 * TIMEOUT)
+    for r in runs:
+        ok(r)
+    out = {name: (d, r) for (name, d), r in zip(dirs.items(), runs)}
+    out["killed_at"] = at
+    return out
+
+
+def test_sigkill_resume_on_two_mirrored_replicas_with_dropout_is_bit_identical(mirrored, reference):
     """Dropout on two mirrored replicas (each replica draws its own masks from (seed,
     step, replica)): a run SIGKILLed after its first checkpoint and restarted ends with
     exactly the weights, optimizer slots, step and logged losses of the same run
-    uninterrupted."""
-    args = _dropout_args(workdir, "mirrored")
-    script = workdir / "mirrored_dropout_driver.py"
-    script.write_text(two_cpu_driver("run_pretraining"))
-    whole = _uninterrupted_dropout_run(workdir, reference, args, "dropout_mirrored_whole", script)
-    resumed = _killed_then_resumed(args, workdir, "dropout_mirrored_resumed", script)
+    uninterrupted. (TensorFlow cannot checkpoint a multi-device iterator, so the trainer
+    skips the consumed batches.)"""
+    whole, _ = mirrored["dropout_whole"]
+    resumed, restarted = mirrored["dropout_resumed"]
+    _assert_dropout_on(reference, whole)
+    assert f"at step {mirrored['killed_at']}" in restarted.stdout, restarted.report()
     _assert_bit_identical(whole, resumed)
 
 
@@ -532,17 +503,12 @@ def test_nonfinite_loss_stops_the_run_naming_the_step_and_writes_nothing_from_it
 
 
 @pytest.mark.slow
-def test_mirrored_on_two_cpus_matches_the_default_strategy(workdir, reference):
+def test_mirrored_on_two_cpus_matches_the_default_strategy(mirrored, reference):
     """Two replicas of batch 4 give the reference run (one device, batch 8): same losses and
-    weights. (A mirrored run SIGKILLed and restarted — TensorFlow cannot checkpoint a
-    multi-device iterator, so the trainer skips the consumed batches — ends bit for bit as
-    uninterrupted: test_sigkill_resume_on_two_mirrored_replicas_with_dropout_is_bit_identical.)"""
+    weights. (A mirrored run SIGKILLed and restarted ends bit for bit as uninterrupted:
+    test_sigkill_resume_on_two_mirrored_replicas_with_dropout_is_bit_identical.)"""
     ref_out, _ = reference
-    driver = workdir / "mirrored_driver.py"
-    driver.write_text(two_cpu_driver("run_pretraining"))
-    out = workdir / "mirrored"
-    args = ["--flagfile", workdir / "run.flags", "--strategy", "mirrored", "--output_dir", out]
-    ok(_finish(args, out, driver))
+    out, _ = mirrored["reference"]
     with open(out / "run_config.json") as f:
         assert json.load(f)["replicas"] == 2
     ref_rows, rows = metrics(ref_out), last_rows_by_step(metrics(out))

@@ -4,9 +4,11 @@
         --output_dir DIR [--albert_config_file F] [--spm_model_file M | --vocab_file V]
 
 Writes DIR/config.json (with `architectures`), DIR/model.safetensors, and, with a
-vocabulary, DIR/spiece.model + tokenizer_config.json, which transformers'
-`Albert*.from_pretrained(DIR)` and `AlbertTokenizer.from_pretrained(DIR)` load with no
-missing or unexpected keys. A WordPiece model (a fine-tuned directory holding vocab.txt,
+vocabulary, DIR/spiece.model + tokenizer_config.json + tokenizer.json, which transformers'
+`Albert*.from_pretrained(DIR)` and `AutoTokenizer.from_pretrained(DIR)` load with no
+missing or unexpected keys; tokenizer.json (data_pipeline.tokenization.tokenizer_json) makes
+the fast tokenizer give our ids, which transformers' own conversion of spiece.model does
+not. A WordPiece model (a fine-tuned directory holding vocab.txt,
 or `--vocab_file`) gets DIR/vocab.txt + a tokenizer_config.json naming `BertTokenizer`,
 the layout of the Chinese ALBERTs on the Hugging Face hub (AlbertModel weights read with a
 BertTokenizer): `AutoTokenizer.from_pretrained(DIR)` loads it and gives our ids.
@@ -143,7 +145,7 @@ def export_transformers(
     ship, else the fine-tuned directory's; `command`: the one the card names."""
     from albert_tf.checkpoints.fresh_output import check_fresh_output
     from albert_tf.checkpoints.model_card import write_converted_card
-    from data_pipeline.io.atomic import write_json
+    from data_pipeline.io.atomic import write_json, write_text
     from data_pipeline.io.locks import output_lock
 
     model, task, found, absent = _our_model(input_path, albert_config_file)
@@ -163,11 +165,16 @@ def export_transformers(
             tmp = os.path.join(output_dir, f".{shipped}.tmp")
             shutil.copyfile(vocabulary.path, tmp)
             os.replace(tmp, os.path.join(output_dir, shipped))
+            accents = vocabulary.keep_accents
             write_json(
                 os.path.join(output_dir, "tokenizer_config.json"),
-                _tokenizer_config(wordpiece, lower, config["max_position_embeddings"]),
+                _tokenizer_config(wordpiece, lower, config["max_position_embeddings"], accents),
                 indent=2,
             )
+            if not wordpiece:
+                fast = _fast_tokenizer(vocabulary.path, lower, accents)
+                if fast:
+                    write_text(os.path.join(output_dir, "tokenizer.json"), fast)
         architecture = config["architectures"][0]
         written = f"A Hugging Face transformers directory ({architecture})"
         write_converted_card(output_dir, input_path, written, command)
@@ -180,7 +187,19 @@ def export_transformers(
     }
 
 
-def _tokenizer_config(wordpiece: bool, lower: bool, positions: int) -> dict:
+def _fast_tokenizer(spm_path: str, lower: bool, keep_accents: bool) -> str | None:
+    """tokenizer.json for the SentencePiece model at `spm_path` (data_pipeline.tokenization.
+    tokenizer_json: transformers' fast tokenizer then gives our ids, where its own conversion
+    of spiece.model does not); None for a model that is not Unigram (transformers converts
+    spiece.model itself then)."""
+    from data_pipeline.tokenization.tokenizer_json import is_unigram, tokenizer_json
+
+    with open(spm_path, "rb") as f:
+        model = f.read()
+    return tokenizer_json(model, lower, keep_accents) if is_unigram(model) else None
+
+
+def _tokenizer_config(wordpiece: bool, lower: bool, positions: int, keep_accents=False) -> dict:
     """tokenizer_config.json: AlbertTokenizer (spiece.model) with ALBERT's normalization,
     or BertTokenizer (vocab.txt) with BERT's basic tokenization: CJK characters apart,
     accents stripped exactly when lowercasing (strip_accents None), as `WordPieceTokenizer`.
@@ -197,7 +216,7 @@ def _tokenizer_config(wordpiece: bool, lower: bool, positions: int) -> dict:
     return {
         "tokenizer_class": "AlbertTokenizer",
         "do_lower_case": lower,
-        "keep_accents": False,
+        "keep_accents": keep_accents,
         "remove_space": True,
         "model_max_length": positions,
     }

@@ -175,6 +175,9 @@ def export_transformers(
                 fast = _fast_tokenizer(vocabulary.path, lower, accents)
                 if fast:
                     write_text(os.path.join(output_dir, "tokenizer.json"), fast)
+                    shipped += " + tokenizer.json"
+                else:
+                    shipped += " (no tokenizer.json: not a Unigram SentencePiece model)"
         architecture = config["architectures"][0]
         written = f"A Hugging Face transformers directory ({architecture})"
         write_converted_card(output_dir, input_path, written, command)
@@ -190,8 +193,8 @@ def export_transformers(
 def _fast_tokenizer(spm_path: str, lower: bool, keep_accents: bool) -> str | None:
     """tokenizer.json for the SentencePiece model at `spm_path` (data_pipeline.tokenization.
     tokenizer_json: transformers' fast tokenizer then gives our ids, where its own conversion
-    of spiece.model does not); None for a model that is not Unigram (transformers converts
-    spiece.model itself then)."""
+    of spiece.model does not); None for a file that is not a Unigram SentencePiece model
+    (transformers converts spiece.model itself then, if it can)."""
     from data_pipeline.tokenization.tokenizer_json import is_unigram, tokenizer_json
 
     with open(spm_path, "rb") as f:

@@ -45,17 +45,27 @@ _CONTROL, _UNKNOWN = 3, 2  # ModelProto.SentencePiece.type
 
 
 def _model_proto(model_bytes: bytes):
+    """The SentencePiece ModelProto of `model_bytes`; ValueError when they are not one."""
+    from google.protobuf.message import DecodeError
     from sentencepiece import sentencepiece_model_pb2
 
     proto = sentencepiece_model_pb2.ModelProto()
-    proto.ParseFromString(model_bytes)
+    try:
+        proto.ParseFromString(model_bytes)
+    except DecodeError as e:
+        raise ValueError(f"not a SentencePiece model ({e})") from None
+    if not proto.pieces:
+        raise ValueError("not a SentencePiece model (no pieces)")
     return proto
 
 
 def is_unigram(model_bytes: bytes) -> bool:
-    """Whether the SentencePiece model is a Unigram model (what `tokenizer_json` converts;
-    ALBERT's and every model this project trains are)."""
-    return _model_proto(model_bytes).trainer_spec.model_type == _UNIGRAM
+    """Whether `model_bytes` is a Unigram SentencePiece model (what `tokenizer_json`
+    converts; ALBERT's and every model this project trains are)."""
+    try:
+        return _model_proto(model_bytes).trainer_spec.model_type == _UNIGRAM
+    except ValueError:
+        return False
 
 
 def _digit_comma(piece: str) -> bool:
@@ -67,7 +77,8 @@ def tokenizer_json(
 ) -> str:
     """tokenizer.json (a `tokenizers.Tokenizer` serialized) for the Unigram SentencePiece
     model `model_bytes` under ALBERT's normalization with these options; see the module
-    docstring. Raises ValueError for a model of another type (BPE, word, char)."""
+    docstring. ValueError for bytes that are not a SentencePiece model, or a model of another
+    type (BPE, word, char)."""
     from tokenizers import (
         AddedToken,
         Regex,

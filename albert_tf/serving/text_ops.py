@@ -61,9 +61,11 @@ def at_least_one_row(x):
 
 
 def _take(ragged, lengths):
-    """Row i of `ragged` cut to lengths[i]."""
-    keep = tf.ragged.range(ragged.row_lengths()) < tf.cast(lengths, tf.int64)[:, None]
-    return tf.ragged.boolean_mask(ragged, keep)
+    """Row i of `ragged` cut to lengths[i]. (The mask is built on the flat values: a ragged
+    `<` against a [B, 1] tensor goes through ragged broadcasting, hundreds of graph ops.)"""
+    position = tf.ragged.range(ragged.row_lengths())  # [B, (n)]
+    limit = tf.gather(tf.cast(lengths, tf.int64), position.value_rowids())
+    return tf.ragged.boolean_mask(ragged, position.with_flat_values(position.flat_values < limit))
 
 
 def bucket_length(longest, max_seq_length: int):

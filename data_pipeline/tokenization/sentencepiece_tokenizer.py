@@ -27,6 +27,7 @@ import sys
 import unicodedata
 
 from data_pipeline.io import filesystem
+from data_pipeline.tokenization.graph_call import traced_once
 
 SPIECE_UNDERLINE = "\u2581"
 SPECIAL_PIECES = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
@@ -316,6 +317,7 @@ class GraphTokenizer:
         self.sp = tf_text.SentencepieceTokenizer(model=model_proto, out_type="string", name=name)
         self.whitespace = _whitespace_class() + "+"
         self.combining = _combining_class()
+        self._encode = traced_once(self._encode_ops)  # (graph_call)
 
     def normalize(self, text):
         import tensorflow as tf
@@ -381,6 +383,9 @@ class GraphTokenizer:
         return pieces.with_flat_values(rows).merge_dims(1, 2)
 
     def __call__(self, text):
+        return self._encode(text)
+
+    def _encode_ops(self, text):
         import tensorflow as tf
 
         return tf.cast(self.sp.string_to_id(self.tokenize(text)), tf.int32)

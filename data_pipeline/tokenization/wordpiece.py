@@ -37,6 +37,7 @@ import sys
 import unicodedata
 
 from data_pipeline.io import filesystem
+from data_pipeline.tokenization.graph_call import traced_once
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 CONTINUATION = "##"
@@ -350,6 +351,7 @@ class GraphWordPieceTokenizer:
             unknown_token="[UNK]",
             no_pretokenization=True,
         )
+        self._encode = traced_once(self._encode_ops)
 
     def normalize(self, text):
         """string [B] → string [B]: steps 1-3, words separated by single spaces."""
@@ -376,6 +378,9 @@ class GraphWordPieceTokenizer:
         )
 
     def __call__(self, text):
+        return self._encode(text)
+
+    def _encode_ops(self, text):
         import tensorflow as tf
 
         words = self.words(text)

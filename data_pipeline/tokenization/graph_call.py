@@ -3,9 +3,10 @@ encode through it.
 
 Their ops (normalization regexes, the tokenizer op, the ragged reshaping and the official
 digit-comma rule) are hundreds of graph nodes; built inline, every graph that tokenizes —
-each signature of a SavedModel, each tf.data map — built them again (0.4 s of tracing each,
-five times in one classifier export). As one tf.function, each graph calls the function
-traced once per input shape, and a SavedModel holds it once.
+each signature of a SavedModel, each tf.data map — built them again (five times in one
+classifier export). As one tf.function, each graph calls the function traced once per
+input shape, and a SavedModel holds it once (what it saves: docs/design/testing.md, "What
+the suite costs").
 """
 
 from __future__ import annotations

@@ -27,7 +27,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from data_pipeline.tokenization.sentencepiece_tokenizer import SPIECE_UNDERLINE
+from data_pipeline.tokenization.sentencepiece_tokenizer import (
+    SPIECE_UNDERLINE,
+    ends_in_digit_comma,
+)
 
 _WORD = re.compile(r"\S+")
 
@@ -99,7 +102,7 @@ class OffsetTokenizer:
 
     def _split_digit_comma(self, piece: str, pid: int, b: int, e: int):
         """ALBERT's "<digit>," rule (`AlbertTokenizer.tokenize`) with character spans."""
-        if not (len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()):
+        if not ends_in_digit_comma(piece):
             return [(pid, (b, e))]
         sp = self.tokenizer.sp
         sub = sp.encode_as_pieces(piece[:-1].replace(SPIECE_UNDERLINE, ""))

@@ -33,6 +33,12 @@ SPIECE_UNDERLINE = "\u2581"
 SPECIAL_PIECES = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
 
 
+def ends_in_digit_comma(piece: str) -> bool:
+    """The official digit-comma rule's test: a piece ending in "<digit>," is re-encoded
+    without its comma, the comma standing alone (module docstring)."""
+    return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
+
+
 def normalize_text(text: str, do_lower_case: bool = True, keep_accents: bool = False) -> str:
     """ALBERT's text normalization (see module docstring). Python reference."""
     text = " ".join(text.split())
@@ -164,7 +170,7 @@ class AlbertTokenizer:
             raw = self.sp.encode_as_pieces(text)
         pieces = []
         for piece in raw:
-            if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+            if ends_in_digit_comma(piece):
                 pieces.extend(self._digit_comma_split(piece))
             else:
                 pieces.append(piece)
@@ -224,9 +230,7 @@ class AlbertTokenizer:
     @functools.cached_property
     def _digit_comma_ids(self) -> frozenset:
         pieces = (self.sp.id_to_piece(i) for i in range(self.vocab_size))
-        return frozenset(
-            i for i, p in enumerate(pieces) if len(p) > 1 and p[-1] == "," and p[-2].isdigit()
-        )
+        return frozenset(i for i, p in enumerate(pieces) if ends_in_digit_comma(p))
 
     def vocab_tables(self):
         """Per-id numpy tables for masking, computed once per vocabulary.

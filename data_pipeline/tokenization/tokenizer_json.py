@@ -22,7 +22,7 @@ The pipeline here, in SentencePiece's order:
 - the official digit-comma rule (`AlbertTokenizer.tokenize`: a piece ending in
   "<digit>," is re-encoded without the comma, the comma standing alone) as a score: such
   pieces get `NEVER`, so the lattice takes the digits and the comma apart;
-- post-processor: [CLS] A [SEP] (B [SEP]), segment ids 0 then 1, as `pack_pair`.
+- post-processor: [CLS] A [SEP] (B [SEP]), segment ids 0 then 1, as training packs them.
 
 Left as transformers does for every model: a special token's text typed in the input
 ("[MASK]", "<unk>") is that special token, where SentencePiece reads its characters. Two
@@ -32,6 +32,8 @@ segmentations of equal score may be broken differently (Viterbi ties).
 from __future__ import annotations
 
 import json
+
+from data_pipeline.tokenization.sentencepiece_tokenizer import ends_in_digit_comma
 
 # The score given to a piece the official digit-comma rule never lets stand: far below any
 # piece's log-probability, so no segmentation that avoids it is worse.
@@ -68,10 +70,6 @@ def is_unigram(model_bytes: bytes) -> bool:
         return False
 
 
-def _digit_comma(piece: str) -> bool:
-    return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
-
-
 def tokenizer_json(
     model_bytes: bytes, do_lower_case: bool = True, keep_accents: bool = False
 ) -> str:
@@ -96,7 +94,7 @@ def tokenizer_json(
             "tokenizer.json is written for Unigram SentencePiece models; this one is of "
             f"model type {proto.trainer_spec.model_type}"
         )
-    vocab = [(p.piece, NEVER if _digit_comma(p.piece) else p.score) for p in proto.pieces]
+    vocab = [(p.piece, NEVER if ends_in_digit_comma(p.piece) else p.score) for p in proto.pieces]
     unk_id = next(i for i, p in enumerate(proto.pieces) if p.type == _UNKNOWN)
     tokenizer = Tokenizer(models.Unigram(vocab, unk_id=unk_id, byte_fallback=False))
     steps = [

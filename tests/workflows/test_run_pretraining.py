@@ -6,10 +6,12 @@ CPUs) gives the default strategy's losses and weights; multi-worker mirrored on 
 processes; bfloat16, gradient accumulation, --init_checkpoint; one-line errors naming the
 file for bad input.
 
-Every subprocess pays TensorFlow's start-up (~5-8 s), so runs are shared: one uninterrupted
-reference run (module fixture) is the basic-run check, the baseline of the resume tests, of
-the mirrored and the gradient-accumulation comparisons, and the checkpoint the bad-input and
---init_checkpoint runs load; the bad-input runs start together. Subprocesses see no GPU
+Every process pays TensorFlow's start-up, so runs are shared: one uninterrupted reference
+run (module fixture) is the basic-run check, the baseline of the resume tests, of the
+mirrored and the gradient-accumulation comparisons, and the checkpoint the bad-input and
+--init_checkpoint runs load; the bad-input runs start together; the mirrored runs share one
+two-CPU process (the `mirrored` fixture). Ctrl-C is every runner's one code path
+(test_resume_guards runs it end to end). Subprocesses see no GPU
 (CUDA_VISIBLE_DEVICES=-1): these are CPU tests whose comparisons need one device kind.
 """
 

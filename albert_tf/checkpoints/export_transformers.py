@@ -195,10 +195,10 @@ def _fast_tokenizer(spm_path: str, lower: bool, keep_accents: bool) -> str | Non
     tokenizer_json: transformers' fast tokenizer then gives our ids, where its own conversion
     of spiece.model does not); None for a file that is not a Unigram SentencePiece model
     (transformers converts spiece.model itself then, if it can)."""
+    from data_pipeline.io.filesystem import read_bytes
     from data_pipeline.tokenization.tokenizer_json import is_unigram, tokenizer_json
 
-    with open(spm_path, "rb") as f:
-        model = f.read()
+    model = read_bytes(spm_path)  # (local or gs:// / s3:// / hdfs://, as every path)
     return tokenizer_json(model, lower, keep_accents) if is_unigram(model) else None
 
 
